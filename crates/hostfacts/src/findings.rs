@@ -1,0 +1,431 @@
+//! Findings: what the facts mean for PostgreSQL on this host, each with evidence and the exact fix.
+//!
+//! The rules and their thresholds are listed in GUIDE.md ("Audit findings"). They are pure functions of the
+//! facts, so fixtures drive them in tests.
+
+use serde::{Deserialize, Serialize};
+
+use crate::kernel::{KernelFacts, PreemptModel};
+use crate::memory::MemoryFacts;
+use crate::parse::{self, Bytes};
+use crate::pgquery::ServerInfo;
+use crate::postgres::PgInstance;
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing.
+    Info,
+    /// Costs memory or throughput, or will after a likely change.
+    Warn,
+    /// Exposed now, or will fail at the next restart.
+    Critical,
+}
+
+impl Severity {
+    /// The name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warn => "warn",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+/// The overall verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Nothing above info.
+    Ok,
+    /// At least one warning.
+    Warn,
+    /// At least one critical finding.
+    AtRisk,
+}
+
+impl Verdict {
+    /// The name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Warn => "warn",
+            Verdict::AtRisk => "at-risk",
+        }
+    }
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable identifier (`preempt-4k-shm`, `hugetlb-pool-too-small`, ...).
+    pub id: String,
+    /// Severity.
+    pub severity: Severity,
+    /// The postmaster PID of the instance it concerns, if any.
+    pub instance: Option<u32>,
+    /// One line: what is wrong.
+    pub title: String,
+    /// The facts behind it, each naming its source.
+    pub evidence: Vec<String>,
+    /// The exact fix: commands and configuration lines, in order.
+    pub fix: Vec<String>,
+}
+
+/// Page tables above this share of an instance's shared memory: warn.
+pub const PT_SHARE_OF_SHM_WARN: f64 = 0.10;
+/// Page tables (full touch, at max_connections) above this share of RAM: warn.
+pub const PT_FULL_TOUCH_SHARE_OF_RAM_WARN: f64 = 0.25;
+/// Page tables of an instance above this share of RAM now: critical (seed 003's OOM risk).
+pub const PT_SHARE_OF_RAM_CRITICAL: f64 = 0.10;
+
+/// The verdict for a set of findings.
+pub fn verdict(findings: &[Finding]) -> Verdict {
+    match findings.iter().map(|f| f.severity).max() {
+        Some(Severity::Critical) => Verdict::AtRisk,
+        Some(Severity::Warn) => Verdict::Warn,
+        _ => Verdict::Ok,
+    }
+}
+
+fn kib(k: u64) -> String {
+    Bytes::from_kib(k).to_string()
+}
+
+/// The huge page size an instance would use: `huge_page_size` if set (PG 14+), else the default.
+pub fn instance_huge_page_kib(inst: &PgInstance, mem: &MemoryFacts) -> Option<u64> {
+    let configured = inst.setting("huge_page_size").and_then(|s| {
+        if s == "0" {
+            None
+        } else if s.chars().all(|c| c.is_ascii_digit()) {
+            s.parse::<u64>().ok() // pg_settings gives kB for huge_page_size
+        } else {
+            parse::size(s).ok().map(|b| b.kib())
+        }
+    });
+    configured.or_else(|| mem.default_huge_page_kib.get().copied())
+}
+
+/// Huge pages an instance needs: the server's own figure when it matches the page size, else the
+/// segment size rounded up.
+pub fn instance_pages_needed(inst: &PgInstance, page_kib: u64) -> Option<(u64, String)> {
+    if let Some(server) = &inst.server {
+        let same_size = inst
+            .setting("huge_page_size")
+            .is_none_or(|s| s == "0" || s.parse::<u64>().ok() == Some(page_kib));
+        if same_size {
+            if let Some(n) = server
+                .settings
+                .get("shared_memory_size_in_huge_pages")
+                .and_then(|s| s.setting.parse::<i64>().ok())
+            {
+                if n > 0 {
+                    return Some((n as u64, "--pg shared_memory_size_in_huge_pages".into()));
+                }
+            }
+        }
+    }
+    let shm = inst.shared_memory_kib()?;
+    Some((
+        shm.div_ceil(page_kib),
+        format!("shared memory {} / {} pages", kib(shm), kib(page_kib)),
+    ))
+}
+
+fn fix_huge_pages(inst: &PgInstance) -> Vec<String> {
+    vec![
+        format!("preemptlab hugepages --pid {}   # prints the exact vm.nr_hugepages and postgresql.conf lines", inst.postmaster_pid),
+        "sysctl -w vm.nr_hugepages=<pages from above>   # and the same line in /etc/sysctl.d/".into(),
+        "postgresql.conf: huge_pages = on".into(),
+        "restart PostgreSQL, then: preemptlab audit   # expect 'on huge pages: yes'".into(),
+    ]
+}
+
+/// Computes every finding.
+pub fn findings(
+    kernel: &KernelFacts,
+    mem: &MemoryFacts,
+    instances: &[PgInstance],
+    unmatched: &[ServerInfo],
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let model = kernel.preemption.model;
+    let release = kernel
+        .release
+        .get()
+        .cloned()
+        .unwrap_or_else(|| "unknown".into());
+    let seven = kernel
+        .release
+        .get()
+        .and_then(|r| parse::kernel_version(r))
+        .is_some_and(|v| v >= (7, 0));
+    let preemptive = model.preempts_in_kernel() || (model == PreemptModel::Unknown && seven);
+    let model_line = format!(
+        "preemption model {model} (decided by {}); kernel {release}",
+        kernel
+            .preemption
+            .decided_by
+            .as_deref()
+            .unwrap_or("nothing: no source readable")
+    );
+    let ram_kib = mem.total_kib.get().copied();
+
+    if model == PreemptModel::Unknown {
+        out.push(Finding {
+            id: "preempt-unknown".into(),
+            severity: Severity::Info,
+            instance: None,
+            title: "the preemption model could not be determined".into(),
+            evidence: kernel
+                .preemption
+                .evidence
+                .iter()
+                .map(|e| format!("{}: {}", e.source, e.note.clone().or(e.says.clone()).unwrap_or_default()))
+                .collect(),
+            fix: vec!["run as root with debugfs mounted: mount -t debugfs none /sys/kernel/debug; preemptlab audit".into()],
+        });
+    }
+    if instances.is_empty() {
+        out.push(Finding {
+            id: "no-instance".into(),
+            severity: Severity::Info,
+            instance: None,
+            title: if preemptive {
+                "no PostgreSQL running; a PostgreSQL on 4 KB shared memory here would be exposed"
+                    .into()
+            } else {
+                "no PostgreSQL instance running on this host".into()
+            },
+            evidence: vec![
+                model_line.clone(),
+                "no postgres/postmaster process without a postgres parent in /proc".into(),
+            ],
+            fix: vec![],
+        });
+    }
+
+    for inst in instances {
+        let pm = inst.postmaster_pid;
+        let seg = inst.segment.get();
+        let on_huge = inst.on_huge_pages.get().copied();
+        let seg_line = match seg {
+            Some(s) => format!(
+                "main segment {} ({}) KernelPageSize {} kB ({})",
+                s.mapping,
+                kib(s.size_kib),
+                s.kernel_page_size_kib,
+                inst.segment.source
+            ),
+            None => format!(
+                "main segment unknown: {}",
+                inst.segment.unavailable.as_deref().unwrap_or("")
+            ),
+        };
+        let huge_pages_setting = inst.settings.get("huge_pages");
+        let hp = huge_pages_setting.and_then(|f| f.get()).map(String::as_str);
+        let hp_line = huge_pages_setting
+            .map(|f| format!("huge_pages = {} ({})", f.describe(|s| s.clone()), f.source))
+            .unwrap_or_default();
+
+        if on_huge == Some(false) {
+            if preemptive {
+                out.push(Finding {
+                    id: "preempt-4k-shm".into(),
+                    severity: Severity::Critical,
+                    instance: Some(pm),
+                    title: format!("instance {pm} runs on 4 KB shared memory under a preemptive kernel: the lock-holder-preemption regression"),
+                    evidence: vec![model_line.clone(), seg_line.clone(), hp_line.clone()],
+                    fix: fix_huge_pages(inst),
+                });
+            } else if matches!(model, PreemptModel::None | PreemptModel::Voluntary) {
+                out.push(Finding {
+                    id: "preempt-upgrade-4k".into(),
+                    severity: Severity::Warn,
+                    instance: Some(pm),
+                    title: format!("instance {pm} runs on 4 KB shared memory: safe under '{model}', exposed after an upgrade to Linux 7.0 (full/lazy only)"),
+                    evidence: vec![model_line.clone(), seg_line.clone()],
+                    fix: fix_huge_pages(inst),
+                });
+            }
+            if hp == Some("try") {
+                out.push(Finding {
+                    id: "huge-pages-try-fallback".into(),
+                    severity: Severity::Warn,
+                    instance: Some(pm),
+                    title: format!(
+                        "instance {pm} has huge_pages = try and silently fell back to 4 KB pages"
+                    ),
+                    evidence: vec![hp_line.clone(), seg_line.clone()],
+                    fix: fix_huge_pages(inst),
+                });
+            }
+        }
+
+        // Pool sizing: will the instance get its huge pages at the next restart?
+        if hp == Some("on")
+            || (hp == Some("try") && on_huge == Some(true))
+            || (hp == Some("try")
+                && mem
+                    .pools
+                    .get()
+                    .is_some_and(|p| p.iter().any(|p| p.total > 0)))
+        {
+            if let Some(page_kib) = instance_huge_page_kib(inst, mem) {
+                if let Some((need, how)) = instance_pages_needed(inst, page_kib) {
+                    let pool = mem.pool(page_kib);
+                    let total = pool.map(|p| p.total).unwrap_or(0);
+                    if total < need {
+                        let severity = if hp == Some("on") {
+                            Severity::Critical
+                        } else {
+                            Severity::Warn
+                        };
+                        out.push(Finding {
+                            id: "hugetlb-pool-too-small".into(),
+                            severity,
+                            instance: Some(pm),
+                            title: if hp == Some("on") {
+                                format!("instance {pm} has huge_pages = on but the {} pool holds {total} of the {need} pages it needs: it will not start after a restart", kib(page_kib))
+                            } else {
+                                format!("instance {pm}: the {} pool holds {total} of the {need} pages it needs: huge_pages = try will fall back to 4 KB pages", kib(page_kib))
+                            },
+                            evidence: vec![
+                                hp_line.clone(),
+                                format!("needs {need} pages ({how})"),
+                                format!("pool hugepages-{page_kib}kB: total {total}, free {}, reserved {}", pool.map(|p| p.free).unwrap_or(0), pool.map(|p| p.reserved).unwrap_or(0)),
+                            ],
+                            fix: fix_huge_pages(inst),
+                        });
+                    }
+                }
+            }
+        }
+
+        // Page tables (seed 003).
+        let pt = inst.page_tables_kib;
+        let mut pt_evidence = vec![format!(
+            "sum of VmPTE over {} processes: {}",
+            inst.processes.len(),
+            kib(pt)
+        )];
+        let mut pt_sev = None;
+        if let Some(shm) = inst.shared_memory_kib() {
+            if shm > 0 && pt as f64 > PT_SHARE_OF_SHM_WARN * shm as f64 {
+                pt_evidence.push(format!(
+                    "{:.0}% of its shared memory ({}); threshold {:.0}%",
+                    100.0 * pt as f64 / shm as f64,
+                    kib(shm),
+                    PT_SHARE_OF_SHM_WARN * 100.0
+                ));
+                pt_sev = Some(Severity::Warn);
+            }
+        }
+        if let (Some(full), Some(ram)) = (inst.page_tables_full_touch_kib.get(), ram_kib) {
+            if *full as f64 > PT_FULL_TOUCH_SHARE_OF_RAM_WARN * ram as f64 {
+                pt_evidence.push(format!("{} if every process touched the whole segment ({}): {:.0}% of RAM; threshold {:.0}%", kib(*full), inst.page_tables_full_touch_kib.source, 100.0 * *full as f64 / ram as f64, PT_FULL_TOUCH_SHARE_OF_RAM_WARN * 100.0));
+                pt_sev = pt_sev.max(Some(Severity::Warn));
+            }
+        }
+        if let Some(ram) = ram_kib {
+            if pt as f64 > PT_SHARE_OF_RAM_CRITICAL * ram as f64 {
+                pt_evidence.push(format!(
+                    "{:.1}% of RAM now; threshold {:.0}% (OOM-killer territory)",
+                    100.0 * pt as f64 / ram as f64,
+                    PT_SHARE_OF_RAM_CRITICAL * 100.0
+                ));
+                pt_sev = Some(Severity::Critical);
+            }
+        }
+        if let Some(severity) = pt_sev {
+            out.push(Finding {
+                id: "page-tables-high".into(),
+                severity,
+                instance: Some(pm),
+                title: format!("instance {pm}: page tables for 4 KB shared memory cost {} and grow with every backend", kib(pt)),
+                evidence: pt_evidence,
+                fix: fix_huge_pages(inst),
+            });
+        }
+    }
+
+    // THP on a database host.
+    let db_host = !instances.is_empty();
+    let thp_sev = if db_host {
+        Severity::Warn
+    } else {
+        Severity::Info
+    };
+    if mem.thp_enabled.get().map(String::as_str) == Some("always") {
+        out.push(Finding {
+            id: "thp-always-anon".into(),
+            severity: thp_sev,
+            instance: None,
+            title: "transparent huge pages are 'always' for anonymous memory: compaction stalls and memory bloat on a database host".into(),
+            evidence: vec![format!("{} = always", mem.thp_enabled.source)],
+            fix: vec![
+                "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled".into(),
+                "persist: transparent_hugepage=madvise on the kernel command line".into(),
+            ],
+        });
+    }
+    if let Some(v) = mem.thp_shmem_enabled.get() {
+        if v == "always" || v == "force" || v == "within_size" {
+            out.push(Finding {
+                id: "thp-always-shmem".into(),
+                severity: thp_sev,
+                instance: None,
+                title: format!("shared-memory THP is '{v}': PostgreSQL's segment gets THP by chance, not reliably; use hugetlb pages"),
+                evidence: vec![format!("{} = {v}", mem.thp_shmem_enabled.source)],
+                fix: vec![
+                    "echo never > /sys/kernel/mm/transparent_hugepage/shmem_enabled".into(),
+                    "persist: transparent_hugepage_shmem=never on the kernel command line (6.12+)".into(),
+                ],
+            });
+        }
+    }
+
+    // Reserved pools nobody uses.
+    if let Some(pools) = mem.pools.get() {
+        for p in pools.iter().filter(|p| p.total > 0 && p.committed() == 0) {
+            let candidates: Vec<String> = instances
+                .iter()
+                .filter(|i| i.on_huge_pages.get() == Some(&false))
+                .map(|i| i.postmaster_pid.to_string())
+                .collect();
+            out.push(Finding {
+                id: "hugetlb-pool-unused".into(),
+                severity: Severity::Warn,
+                instance: None,
+                title: format!("{} huge pages of {} ({}) are reserved and nobody uses them", p.total, kib(p.page_size_kib), kib(p.pinned_kib())),
+                evidence: vec![format!(
+                    "/sys/kernel/mm/hugepages/hugepages-{}kB: total {}, free {}, reserved {}",
+                    p.page_size_kib, p.total, p.free, p.reserved
+                )],
+                fix: if candidates.is_empty() {
+                    vec![format!("release it: echo 0 > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages (and remove it from sysctl.d)", p.page_size_kib)]
+                } else {
+                    vec![
+                        format!("instances on 4 KB pages that could use it: {}; set huge_pages = on and restart them", candidates.join(", ")),
+                        format!("or release it: echo 0 > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages", p.page_size_kib),
+                    ]
+                },
+            });
+        }
+    }
+
+    for s in unmatched {
+        out.push(Finding {
+            id: "pg-server-not-local".into(),
+            severity: Severity::Info,
+            instance: None,
+            title: format!("{}: its backend (pid {}) is not a process of this host; settings shown, OS facts not", s.dsn, s.backend_pid),
+            evidence: vec!["pg_backend_pid() not found among the children of a local postmaster (remote host or another PID namespace)".into()],
+            fix: vec![],
+        });
+    }
+    out.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
+    out
+}

@@ -1,0 +1,390 @@
+//! Huge page sizing for a PostgreSQL instance, and resizing a pool.
+//!
+//! Preferred source: PostgreSQL's own `shared_memory_size_in_huge_pages` (PG 15+: `SHOW` on a running
+//! server, `postgres -D DIR -C ...` on a stopped one). For older servers, seed 003's rule: the postmaster's
+//! `VmPeak` divided by the page size, which overestimates (it counts the binary, libraries and private
+//! memory) and so needs no margin. Pools are per size under `/sys/kernel/mm/hugepages/`; `vm.nr_hugepages`
+//! sizes only the default size (`Documentation/admin-guide/mm/hugetlbpage.rst`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::memory::HugePool;
+use crate::parse::Bytes;
+
+/// Where the shared memory figure came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Basis {
+    /// PostgreSQL's `shared_memory_size_in_huge_pages` for this page size, and `shared_memory_size`.
+    Postgres {
+        /// Pages, as PostgreSQL computed them.
+        pages: u64,
+        /// `shared_memory_size` in kB (rounded up to MB by PostgreSQL).
+        shared_memory_kib: Option<u64>,
+        /// How it was obtained.
+        how: String,
+    },
+    /// PostgreSQL's `shared_memory_size` only (its page count was for another page size).
+    PostgresSize {
+        /// kB.
+        shared_memory_kib: u64,
+        /// How it was obtained.
+        how: String,
+    },
+    /// The size of the running postmaster's main segment, from smaps.
+    Segment {
+        /// kB.
+        size_kib: u64,
+        /// Path read.
+        how: String,
+    },
+    /// The postmaster's VmPeak (seed 003).
+    VmPeak {
+        /// kB.
+        vm_peak_kib: u64,
+        /// Path read.
+        how: String,
+    },
+    /// Given on the command line.
+    Given {
+        /// kB.
+        size_kib: u64,
+    },
+}
+
+/// Margin added to exact figures: 2% of the pages, at least one page. PostgreSQL's figure is exact for
+/// today's settings; the margin absorbs modest setting changes between sizing and restart
+/// (max_connections, max_locks_per_transaction, a preloaded extension) that grow the segment.
+pub const MARGIN_FRACTION: f64 = 0.02;
+
+/// A sizing plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Huge page size in kB.
+    pub page_size_kib: u64,
+    /// What the figure rests on.
+    pub basis: Basis,
+    /// Pages the instance itself needs, before the margin.
+    pub pages_exact: u64,
+    /// Pages added as margin.
+    pub margin_pages: u64,
+    /// Why that margin.
+    pub margin_reason: String,
+    /// Pages to provide for the instance.
+    pub pages_needed: u64,
+    /// The pool of that size now, if the host has one.
+    pub pool_now: Option<HugePool>,
+    /// Pages of the pool committed to other users (not the instance being sized).
+    pub committed_by_others: u64,
+    /// The pool size to set.
+    pub pool_target: u64,
+    /// Memory the pool will pin, in kB.
+    pub pinned_kib: u64,
+    /// The arithmetic, line by line.
+    pub arithmetic: Vec<String>,
+    /// Lines for /etc/sysctl.d or the sysfs file to write.
+    pub sysctl_lines: Vec<String>,
+    /// Lines for postgresql.conf.
+    pub postgresql_conf_lines: Vec<String>,
+    /// The default huge page size of the host, in kB.
+    pub default_page_size_kib: u64,
+}
+
+fn human(kib: u64) -> String {
+    Bytes::from_kib(kib).to_string()
+}
+
+/// Builds a plan. `own_committed` is how many pages of this pool the instance already holds (a running
+/// instance on huge pages), so they are not counted twice.
+pub fn plan(
+    basis: Basis,
+    page_size_kib: u64,
+    default_page_size_kib: u64,
+    pool_now: Option<HugePool>,
+    own_committed: u64,
+) -> Plan {
+    let mut arithmetic = Vec::new();
+    let (pages_exact, margin_pages, margin_reason) = match &basis {
+        Basis::Postgres {
+            pages,
+            shared_memory_kib,
+            how,
+        } => {
+            arithmetic.push(format!(
+                "PostgreSQL says shared_memory_size_in_huge_pages = {pages} ({how})"
+            ));
+            if let Some(s) = shared_memory_kib {
+                arithmetic.push(format!(
+                    "  (shared_memory_size = {}, / {} = {:.2} pages, rounded up)",
+                    human(*s),
+                    human(page_size_kib),
+                    *s as f64 / page_size_kib as f64
+                ));
+            }
+            let m = margin(*pages);
+            (*pages, m, margin_text())
+        }
+        Basis::PostgresSize {
+            shared_memory_kib,
+            how,
+        } => {
+            let p = shared_memory_kib.div_ceil(page_size_kib);
+            arithmetic.push(format!(
+                "shared_memory_size = {} ({how})",
+                human(*shared_memory_kib)
+            ));
+            arithmetic.push(format!(
+                "{} / {} = {p} pages, rounded up",
+                human(*shared_memory_kib),
+                human(page_size_kib)
+            ));
+            (p, margin(p), margin_text())
+        }
+        Basis::Segment { size_kib, how } => {
+            let p = size_kib.div_ceil(page_size_kib);
+            arithmetic.push(format!(
+                "main shared segment = {} ({how})",
+                human(*size_kib)
+            ));
+            arithmetic.push(format!(
+                "{} / {} = {p} pages, rounded up",
+                human(*size_kib),
+                human(page_size_kib)
+            ));
+            (p, margin(p), margin_text())
+        }
+        Basis::VmPeak { vm_peak_kib, how } => {
+            let p = vm_peak_kib.div_ceil(page_size_kib);
+            arithmetic.push(format!("postmaster VmPeak = {vm_peak_kib} kB ({how})"));
+            arithmetic.push(format!(
+                "{vm_peak_kib} kB / {page_size_kib} kB = {p} pages, rounded up"
+            ));
+            (p, 0, "none: VmPeak already overestimates (it counts the binary, libraries and private memory)".to_string())
+        }
+        Basis::Given { size_kib } => {
+            let p = size_kib.div_ceil(page_size_kib);
+            arithmetic.push(format!(
+                "{} / {} = {p} pages, rounded up",
+                human(*size_kib),
+                human(page_size_kib)
+            ));
+            (p, margin(p), margin_text())
+        }
+    };
+    let pages_needed = pages_exact + margin_pages;
+    arithmetic.push(format!(
+        "+ {margin_pages} margin = {pages_needed} pages = {}",
+        human(pages_needed * page_size_kib)
+    ));
+    let committed_all = pool_now.as_ref().map(|p| p.committed()).unwrap_or(0);
+    let committed_by_others = committed_all.saturating_sub(own_committed);
+    if committed_by_others > 0 {
+        arithmetic.push(format!(
+            "+ {committed_by_others} pages already committed to other users of the pool"
+        ));
+    }
+    let pool_target = pages_needed + committed_by_others;
+    arithmetic.push(format!(
+        "pool target = {pool_target} pages of {}",
+        human(page_size_kib)
+    ));
+    let sysfs = format!("/sys/kernel/mm/hugepages/hugepages-{page_size_kib}kB/nr_hugepages");
+    let sysctl_lines = if page_size_kib == default_page_size_kib {
+        vec![
+            format!("sysctl -w vm.nr_hugepages={pool_target}"),
+            format!("echo 'vm.nr_hugepages = {pool_target}' > /etc/sysctl.d/60-preemptlab-hugepages.conf"),
+        ]
+    } else {
+        let g = if page_size_kib == 1 << 20 {
+            "1G".to_string()
+        } else {
+            format!("{page_size_kib}K")
+        };
+        vec![
+            format!("echo {pool_target} > {sysfs}"),
+            format!("persist (reliable for {}: reserve at boot): hugepagesz={g} hugepages={pool_target} on the kernel command line", human(page_size_kib)),
+        ]
+    };
+    let mut postgresql_conf_lines = vec!["huge_pages = on".to_string()];
+    postgresql_conf_lines.push(if page_size_kib == default_page_size_kib {
+        "huge_page_size = 0        # the default huge page size".to_string()
+    } else {
+        format!(
+            "huge_page_size = {}",
+            if page_size_kib == 1 << 20 {
+                "1GB".to_string()
+            } else {
+                format!("{}kB", page_size_kib)
+            }
+        )
+    });
+    Plan {
+        page_size_kib,
+        basis,
+        pages_exact,
+        margin_pages,
+        margin_reason,
+        pages_needed,
+        pool_now,
+        committed_by_others,
+        pool_target,
+        pinned_kib: pool_target * page_size_kib,
+        arithmetic,
+        sysctl_lines,
+        postgresql_conf_lines,
+        default_page_size_kib,
+    }
+}
+
+/// The margin for an exact figure.
+pub fn margin(pages: u64) -> u64 {
+    ((pages as f64 * MARGIN_FRACTION).ceil() as u64).max(1)
+}
+
+fn margin_text() -> String {
+    format!(
+        "{:.0}% (at least 1 page): the figure is exact for today's settings; the margin absorbs modest setting changes before the restart",
+        MARGIN_FRACTION * 100.0
+    )
+}
+
+/// Result of resizing a pool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Applied {
+    /// The sysfs file written.
+    pub path: String,
+    /// Pool size before.
+    pub before: u64,
+    /// Pool size asked for.
+    pub requested: u64,
+    /// Pool size the kernel gave.
+    pub obtained: u64,
+}
+
+/// Grows the pool of `page_size_kib` to `target` pages (never shrinks it) and reports what the kernel gave.
+pub fn apply(page_size_kib: u64, target: u64) -> Result<Applied, String> {
+    let path = format!("/sys/kernel/mm/hugepages/hugepages-{page_size_kib}kB/nr_hugepages");
+    let read = || -> Result<u64, String> {
+        std::fs::read_to_string(&path)
+            .map_err(|e| format!("reading {path}: {}", crate::host::explain_io_error(&e)))?
+            .trim()
+            .parse()
+            .map_err(|_| format!("{path}: not a number"))
+    };
+    let before = read()?;
+    if before >= target {
+        return Ok(Applied {
+            path,
+            before,
+            requested: target,
+            obtained: before,
+        });
+    }
+    std::fs::write(&path, format!("{target}\n")).map_err(|e| {
+        format!(
+            "writing {path}: {} (run as root)",
+            crate::host::explain_io_error(&e)
+        )
+    })?;
+    let obtained = read()?;
+    Ok(Applied {
+        path,
+        before,
+        requested: target,
+        obtained,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgres_figure_plus_margin() {
+        let p = plan(
+            Basis::Postgres {
+                pages: 138,
+                shared_memory_kib: Some(275 * 1024),
+                how: "SHOW".into(),
+            },
+            2048,
+            2048,
+            None,
+            0,
+        );
+        assert_eq!(p.pages_exact, 138);
+        assert_eq!(p.margin_pages, 3);
+        assert_eq!(p.pages_needed, 141);
+        assert_eq!(p.pool_target, 141);
+        assert_eq!(p.sysctl_lines[0], "sysctl -w vm.nr_hugepages=141");
+        assert_eq!(p.pinned_kib, 141 * 2048);
+    }
+
+    #[test]
+    fn vm_peak_has_no_margin_and_matches_seed_003() {
+        // Seed 003: VmPeak 148392404 kB -> 72457 pages of 2 MB (their division truncates; we round up).
+        let p = plan(
+            Basis::VmPeak {
+                vm_peak_kib: 148392404,
+                how: "/proc/4357/status".into(),
+            },
+            2048,
+            2048,
+            None,
+            0,
+        );
+        assert_eq!(p.pages_needed, 72458);
+        assert_eq!(p.margin_pages, 0);
+    }
+
+    #[test]
+    fn one_gigabyte_pages_use_sysfs_and_count_others() {
+        let pool = HugePool {
+            page_size_kib: 1 << 20,
+            total: 4,
+            free: 2,
+            reserved: 0,
+            surplus: 0,
+            overcommit: 0,
+        };
+        let p = plan(
+            Basis::Given {
+                size_kib: 120 << 20,
+            },
+            1 << 20,
+            2048,
+            Some(pool),
+            0,
+        );
+        assert_eq!(p.pages_exact, 120);
+        assert_eq!(p.margin_pages, 3);
+        assert_eq!(p.committed_by_others, 2);
+        assert_eq!(p.pool_target, 125);
+        assert!(p.sysctl_lines[0].contains("hugepages-1048576kB"));
+        assert!(p.postgresql_conf_lines[1].contains("1GB"));
+    }
+
+    #[test]
+    fn own_pages_not_counted_twice() {
+        let pool = HugePool {
+            page_size_kib: 2048,
+            total: 150,
+            free: 12,
+            reserved: 0,
+            surplus: 0,
+            overcommit: 0,
+        };
+        let p = plan(
+            Basis::Segment {
+                size_kib: 138 * 2048,
+                how: "smaps".into(),
+            },
+            2048,
+            2048,
+            Some(pool),
+            138,
+        );
+        assert_eq!(p.committed_by_others, 0);
+        assert_eq!(p.pool_target, 141);
+    }
+}

@@ -1,0 +1,22 @@
+//! Host facts for preemptlab: the kernel's preemption model with its evidence, memory and huge pages,
+//! running PostgreSQL instances and their page-table cost, findings and a verdict.
+//!
+//! Parsing (`parse`) is separate from reading (`host`): every parser takes text, and `Host::at(dir)` reads
+//! a fixture tree as if it were `/`. See REFERENCE.md §1, §2 and §5 for the facts the rules rely on.
+
+pub mod audit;
+pub mod fact;
+pub mod findings;
+pub mod host;
+pub mod hugepages;
+pub mod kernel;
+pub mod memory;
+pub mod parse;
+pub mod pgquery;
+pub mod postgres;
+
+pub use audit::{audit, host_facts, Audit, HostFacts};
+pub use fact::Fact;
+pub use findings::{Finding, Severity, Verdict};
+pub use host::Host;
+pub use kernel::PreemptModel;

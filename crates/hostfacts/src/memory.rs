@@ -1,0 +1,163 @@
+//! Memory facts: RAM, page-table memory, every hugetlb pool, transparent huge pages, overcommit.
+//!
+//! Pools: `/sys/kernel/mm/hugepages/hugepages-<size>kB/` (`Documentation/admin-guide/mm/hugetlbpage.rst`).
+//! THP: `/sys/kernel/mm/transparent_hugepage/{enabled,defrag,shmem_enabled}` (`transhuge.rst`); shared
+//! memory obeys `shmem_enabled`, not `enabled`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::fact::Fact;
+use crate::host::Host;
+use crate::parse;
+
+/// One hugetlb pool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HugePool {
+    /// Page size in kB (2048, 1048576).
+    pub page_size_kib: u64,
+    /// `nr_hugepages`: pages in the pool.
+    pub total: u64,
+    /// `free_hugepages`: pages not faulted in by anyone (reserved ones included).
+    pub free: u64,
+    /// `resv_hugepages`: pages promised to mappings but not yet faulted in.
+    pub reserved: u64,
+    /// `surplus_hugepages`: pages above `nr_hugepages` from overcommit.
+    pub surplus: u64,
+    /// `nr_overcommit_hugepages`.
+    pub overcommit: u64,
+}
+
+impl HugePool {
+    /// Pages committed to mappings: faulted in plus reserved.
+    pub fn committed(&self) -> u64 {
+        self.total.saturating_sub(self.free) + self.reserved
+    }
+    /// Pages nobody has faulted in or reserved.
+    pub fn available(&self) -> u64 {
+        self.free.saturating_sub(self.reserved)
+    }
+    /// Memory the pool pins, in kB.
+    pub fn pinned_kib(&self) -> u64 {
+        self.total * self.page_size_kib
+    }
+}
+
+/// Memory facts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryFacts {
+    /// MemTotal in kB.
+    pub total_kib: Fact<u64>,
+    /// MemAvailable in kB.
+    pub available_kib: Fact<u64>,
+    /// PageTables in kB: memory used by all processes' page tables.
+    pub page_tables_kib: Fact<u64>,
+    /// Hugepagesize in kB: the default huge page size (`vm.nr_hugepages` sizes this pool).
+    pub default_huge_page_kib: Fact<u64>,
+    /// Every hugetlb pool, by page size.
+    pub pools: Fact<Vec<HugePool>>,
+    /// THP `enabled` (anonymous memory).
+    pub thp_enabled: Fact<String>,
+    /// THP `defrag`.
+    pub thp_defrag: Fact<String>,
+    /// THP `shmem_enabled` (shared memory, which PostgreSQL's segment is).
+    pub thp_shmem_enabled: Fact<String>,
+    /// `vm.overcommit_memory` (0 heuristic, 1 always, 2 never).
+    pub overcommit_memory: Fact<u32>,
+}
+
+impl MemoryFacts {
+    /// The pool of a page size, if present.
+    pub fn pool(&self, page_size_kib: u64) -> Option<&HugePool> {
+        self.pools
+            .get()
+            .and_then(|ps| ps.iter().find(|p| p.page_size_kib == page_size_kib))
+    }
+}
+
+fn meminfo_fact(
+    map: &Result<std::collections::BTreeMap<String, u64>, String>,
+    key: &str,
+) -> Fact<u64> {
+    let src = format!("/proc/meminfo {key}");
+    match map {
+        Ok(m) => match m.get(key) {
+            Some(v) => Fact::known(*v, src),
+            None => Fact::unavailable(src, "field absent"),
+        },
+        Err(e) => Fact::unavailable(src, e.clone()),
+    }
+}
+
+/// Reads the hugetlb pools.
+pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
+    let dir = "/sys/kernel/mm/hugepages";
+    let names = match host.list_dir(dir) {
+        Ok(n) => n,
+        Err(e) => return Fact::unavailable(dir, e.reason),
+    };
+    let mut pools = Vec::new();
+    for name in names {
+        let Some(kib) = name
+            .strip_prefix("hugepages-")
+            .and_then(|s| s.strip_suffix("kB"))
+            .and_then(|s| s.parse().ok())
+        else {
+            continue;
+        };
+        let num = |f: &str| -> Result<u64, String> {
+            let p = format!("{dir}/{name}/{f}");
+            let t = host.read(&p).map_err(|e| e.to_string())?;
+            t.trim()
+                .parse()
+                .map_err(|_| format!("{p}: not a number: {:?}", t.trim()))
+        };
+        match (
+            num("nr_hugepages"),
+            num("free_hugepages"),
+            num("resv_hugepages"),
+            num("surplus_hugepages"),
+        ) {
+            (Ok(total), Ok(free), Ok(reserved), Ok(surplus)) => pools.push(HugePool {
+                page_size_kib: kib,
+                total,
+                free,
+                reserved,
+                surplus,
+                overcommit: num("nr_overcommit_hugepages").unwrap_or(0),
+            }),
+            (a, b, c, d) => {
+                let why: Vec<String> = [a, b, c, d].into_iter().filter_map(|r| r.err()).collect();
+                return Fact::unavailable(dir, why.join("; "));
+            }
+        }
+    }
+    pools.sort_by_key(|p| p.page_size_kib);
+    Fact::known(pools, dir)
+}
+
+/// Reads the memory facts of `host`.
+pub fn read(host: &Host) -> MemoryFacts {
+    let meminfo = host
+        .read("/proc/meminfo")
+        .map(|t| parse::kv_kib(&t))
+        .map_err(|e| e.reason);
+    let thp = |f: &str| {
+        let p = format!("/sys/kernel/mm/transparent_hugepage/{f}");
+        host.fact(&p).and_then(|t| {
+            parse::bracketed(&t).ok_or_else(|| format!("no [selected] value in {t:?}"))
+        })
+    };
+    MemoryFacts {
+        total_kib: meminfo_fact(&meminfo, "MemTotal"),
+        available_kib: meminfo_fact(&meminfo, "MemAvailable"),
+        page_tables_kib: meminfo_fact(&meminfo, "PageTables"),
+        default_huge_page_kib: meminfo_fact(&meminfo, "Hugepagesize"),
+        pools: read_pools(host),
+        thp_enabled: thp("enabled"),
+        thp_defrag: thp("defrag"),
+        thp_shmem_enabled: thp("shmem_enabled"),
+        overcommit_memory: host
+            .fact("/proc/sys/vm/overcommit_memory")
+            .and_then(|t| t.parse::<u32>()),
+    }
+}

@@ -1,0 +1,630 @@
+//! Pure parsers of `/proc`, `/sys`, kernel-config and PostgreSQL text. None of them touches a file.
+//!
+//! Formats: proc(5), proc_pid_smaps(5), `Documentation/admin-guide/mm/transhuge.rst` (bracketed choices),
+//! `Documentation/admin-guide/cputopology.rst` (CPU lists), PostgreSQL's `postmaster.pid` layout
+//! (`src/include/utils/pidfile.h`) and configuration-file syntax (`guc-file.l`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A parse failure, naming what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(pub String);
+
+fn err(msg: impl Into<String>) -> ParseError {
+    ParseError(msg.into())
+}
+
+/// Parses `Key:   123 kB` lines (meminfo, status, smaps_rollup) into a map of key -> value in kB (or the bare
+/// number for unitless keys such as `HugePages_Total`). Lines that are not of that shape are skipped.
+pub fn kv_kib(text: &str) -> BTreeMap<String, u64> {
+    let mut map = BTreeMap::new();
+    for line in text.lines() {
+        let Some((key, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let mut words = rest.split_whitespace();
+        let Some(num) = words.next().and_then(|w| w.parse::<u64>().ok()) else {
+            continue;
+        };
+        map.insert(key.trim().to_string(), num);
+    }
+    map
+}
+
+/// Parses `Key:\tvalue` lines into a map of strings (e.g. `/proc/PID/status` for `PPid` and `Name`).
+pub fn kv_text(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+/// One mapping of `/proc/PID/smaps`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SmapsMapping {
+    /// Start address.
+    pub start: u64,
+    /// End address (exclusive).
+    pub end: u64,
+    /// Permissions such as `rw-s` (`s` = shared).
+    pub perms: String,
+    /// Path or pseudo-path (`/dev/zero (deleted)`, `/anon_hugepage (deleted)`, `/SYSV00000000 (deleted)`).
+    pub path: String,
+    /// The `Key: N kB` fields of the mapping.
+    pub fields: BTreeMap<String, u64>,
+}
+
+impl SmapsMapping {
+    /// A field in kB, 0 when absent.
+    pub fn kib(&self, key: &str) -> u64 {
+        self.fields.get(key).copied().unwrap_or(0)
+    }
+    /// True for a MAP_SHARED mapping.
+    pub fn is_shared(&self) -> bool {
+        self.perms.ends_with('s')
+    }
+}
+
+/// Parses `/proc/PID/smaps` into its mappings.
+pub fn smaps(text: &str) -> Vec<SmapsMapping> {
+    let mut out: Vec<SmapsMapping> = Vec::new();
+    for line in text.lines() {
+        if let Some(m) = smaps_header(line) {
+            out.push(m);
+        } else if let Some(cur) = out.last_mut() {
+            if let Some((key, rest)) = line.split_once(':') {
+                if let Some(n) = rest
+                    .split_whitespace()
+                    .next()
+                    .and_then(|w| w.parse::<u64>().ok())
+                {
+                    cur.fields.insert(key.trim().to_string(), n);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn smaps_header(line: &str) -> Option<SmapsMapping> {
+    let mut parts = line.splitn(6, ' ');
+    let range = parts.next()?;
+    let (a, b) = range.split_once('-')?;
+    let start = u64::from_str_radix(a, 16).ok()?;
+    let end = u64::from_str_radix(b, 16).ok()?;
+    let perms = parts.next()?.to_string();
+    if perms.len() != 4 {
+        return None;
+    }
+    let _offset = parts.next()?;
+    let _dev = parts.next()?;
+    let _inode = parts.next()?;
+    let path = parts.next().unwrap_or("").trim().to_string();
+    Some(SmapsMapping {
+        start,
+        end,
+        perms,
+        path,
+        fields: BTreeMap::new(),
+    })
+}
+
+/// The selected value of a sysfs choice file such as `always [madvise] never`.
+pub fn bracketed(text: &str) -> Option<String> {
+    let start = text.find('[')?;
+    let end = text[start..].find(']')? + start;
+    Some(text[start + 1..end].to_string())
+}
+
+/// The options offered by a sysfs choice file, without brackets.
+pub fn choices(text: &str) -> Vec<String> {
+    text.split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c| c == '[' || c == ']' || c == '(' || c == ')')
+                .to_string()
+        })
+        .collect()
+}
+
+/// Counts the CPUs in a list such as `0-3,8,10-11`.
+pub fn cpu_list_count(text: &str) -> Result<u32, ParseError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(err("empty CPU list"));
+    }
+    let mut n = 0u32;
+    for part in text.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let a: u32 = a
+                    .parse()
+                    .map_err(|_| err(format!("bad CPU range {part:?}")))?;
+                let b: u32 = b
+                    .parse()
+                    .map_err(|_| err(format!("bad CPU range {part:?}")))?;
+                if b < a {
+                    return Err(err(format!("bad CPU range {part:?}")));
+                }
+                n += b - a + 1;
+            }
+            None => {
+                part.parse::<u32>()
+                    .map_err(|_| err(format!("bad CPU number {part:?}")))?;
+                n += 1;
+            }
+        }
+    }
+    Ok(n)
+}
+
+/// Parses a kernel `.config`: `CONFIG_X=value` lines and `# CONFIG_X is not set` (recorded as `n`).
+pub fn kernel_config(text: &str) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("# ") {
+            if let Some(name) = rest.strip_suffix(" is not set") {
+                if name.starts_with("CONFIG_") {
+                    map.insert(name.to_string(), "n".to_string());
+                }
+            }
+        } else if line.starts_with("CONFIG_") {
+            if let Some((k, v)) = line.split_once('=') {
+                map.insert(k.to_string(), v.trim_matches('"').to_string());
+            }
+        }
+    }
+    map
+}
+
+/// The value of `name=` on a kernel command line (the last one wins, as in the kernel).
+pub fn cmdline_param(cmdline: &str, name: &str) -> Option<String> {
+    let prefix = format!("{name}=");
+    let mut found = None;
+    for word in cmdline.split_whitespace() {
+        if word == "--" {
+            break; // what follows goes to init, not the kernel
+        }
+        if let Some(v) = word.strip_prefix(&prefix) {
+            found = Some(v.to_string());
+        }
+    }
+    found
+}
+
+/// The mode printed by the kernel's `Dynamic Preempt: <mode>` boot line (last occurrence), from `dmesg`
+/// text or raw `/dev/kmsg` records.
+pub fn boot_log_preempt(log: &str) -> Option<String> {
+    log.lines()
+        .filter_map(|l| {
+            l.split_once("Dynamic Preempt: ")
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .next_back()
+}
+
+/// The active mode and the offered modes of `/sys/kernel/debug/sched/preempt`, e.g. `none voluntary (full) lazy`.
+pub fn debugfs_preempt(text: &str) -> Result<(String, Vec<String>), ParseError> {
+    let offered = choices(text);
+    let active = text
+        .split_whitespace()
+        .find(|w| w.starts_with('(') && w.ends_with(')'))
+        .map(|w| w.trim_matches(|c| c == '(' || c == ')').to_string())
+        .ok_or_else(|| {
+            err(format!(
+                "no active mode in parentheses in {:?}",
+                text.trim()
+            ))
+        })?;
+    Ok((active, offered))
+}
+
+/// A kernel release's major and minor numbers: `6.18.44-fc` -> (6, 18).
+pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut it = release.split(|c: char| !c.is_ascii_digit());
+    let major = it.next()?.parse().ok()?;
+    let minor = it.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+/// A byte count, printed in binary units.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct Bytes(pub u64);
+
+impl Bytes {
+    /// From kibibytes.
+    pub fn from_kib(kib: u64) -> Self {
+        Bytes(kib * 1024)
+    }
+    /// In kibibytes (rounded down).
+    pub fn kib(self) -> u64 {
+        self.0 / 1024
+    }
+}
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+        let mut v = self.0 as f64;
+        let mut i = 0;
+        while v >= 1024.0 && i < UNITS.len() - 1 {
+            v /= 1024.0;
+            i += 1;
+        }
+        if i == 0 {
+            write!(f, "{} B", self.0)
+        } else if v >= 100.0 {
+            write!(f, "{v:.0} {}", UNITS[i])
+        } else if v >= 10.0 {
+            write!(f, "{v:.1} {}", UNITS[i])
+        } else {
+            write!(f, "{v:.2} {}", UNITS[i])
+        }
+    }
+}
+
+/// Parses a human size: `120GB`, `2MB`, `1G`, `512kB`, `4096` (bytes), `1.5GiB`. Units are binary
+/// (k = 1024), as in PostgreSQL and the kernel.
+pub fn size(text: &str) -> Result<Bytes, ParseError> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    if num.is_empty() {
+        return Err(err(format!(
+            "{text:?} is not a size (expected e.g. 120GB, 2MB, 512kB)"
+        )));
+    }
+    let value: f64 = num
+        .parse()
+        .map_err(|_| err(format!("{text:?} is not a size (expected e.g. 120GB, 2MB)")))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        other => {
+            return Err(err(format!(
+                "{text:?}: unknown unit {other:?} (use B, kB, MB, GB or TB)"
+            )))
+        }
+    };
+    let bytes = value * mult as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+        return Err(err(format!("{text:?} is out of range")));
+    }
+    Ok(Bytes(bytes.round() as u64))
+}
+
+/// Parses a PostgreSQL memory setting as `pg_settings` shows it: `setting` in multiples of `unit`
+/// (`8kB`, `kB`, `MB`), e.g. ("16384", Some("8kB")) -> 128 MiB.
+pub fn pg_memory(setting: &str, unit: Option<&str>) -> Result<Bytes, ParseError> {
+    let n: f64 = setting
+        .trim()
+        .parse()
+        .map_err(|_| err(format!("{setting:?} is not a number")))?;
+    let unit_bytes = match unit {
+        None | Some("") => 1.0,
+        Some(u) => {
+            size(
+                if u.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+                    u.to_string()
+                } else {
+                    format!("1{u}")
+                }
+                .as_str(),
+            )?
+            .0 as f64
+        }
+    };
+    Ok(Bytes((n * unit_bytes).round() as u64))
+}
+
+/// The fields of PostgreSQL's `postmaster.pid` (pidfile.h: pid, data dir, start time, port, socket dir,
+/// listen address, shmem key, status).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PostmasterPid {
+    /// Line 1: the postmaster's PID.
+    pub pid: Option<u32>,
+    /// Line 2: the data directory.
+    pub data_dir: Option<String>,
+    /// Line 4: the port.
+    pub port: Option<u16>,
+    /// Line 5: the first unix-socket directory.
+    pub socket_dir: Option<String>,
+    /// Line 8: the status (`ready`, `starting`, `stopping`).
+    pub status: Option<String>,
+}
+
+/// Parses `postmaster.pid`.
+pub fn postmaster_pid(text: &str) -> PostmasterPid {
+    let lines: Vec<&str> = text.lines().collect();
+    let get = |i: usize| lines.get(i).map(|s| s.trim()).filter(|s| !s.is_empty());
+    PostmasterPid {
+        pid: get(0).and_then(|s| s.parse().ok()),
+        data_dir: get(1).map(str::to_string),
+        port: get(3).and_then(|s| s.parse().ok()),
+        socket_dir: get(4).map(str::to_string),
+        status: get(7).map(str::to_string),
+    }
+}
+
+/// Parses PostgreSQL configuration-file text (`name = value # comment`) into lower-case names and
+/// unquoted values; later lines win. `include` directives are returned under the key `include`.
+pub fn pg_conf(text: &str) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    for raw in text.lines() {
+        let line = strip_conf_comment(raw).trim().to_string();
+        if line.is_empty() {
+            continue;
+        }
+        let (name, value) = match line.split_once('=') {
+            Some((n, v)) => (n.trim(), v.trim()),
+            None => match line.split_once(char::is_whitespace) {
+                Some((n, v)) => (n.trim(), v.trim()),
+                None => continue,
+            },
+        };
+        let value = value
+            .strip_prefix('\'')
+            .and_then(|v| v.strip_suffix('\''))
+            .unwrap_or(value)
+            .replace("''", "'");
+        map.insert(name.to_ascii_lowercase(), value);
+    }
+    map
+}
+
+fn strip_conf_comment(line: &str) -> &str {
+    let mut in_quote = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            '\'' => in_quote = !in_quote,
+            '#' if !in_quote => return &line[..i],
+            _ => {}
+        }
+    }
+    line
+}
+
+/// The arguments of a NUL-separated `/proc/PID/cmdline`. A process that rewrote its title (PostgreSQL
+/// backends) shows one argument with spaces.
+pub fn cmdline_args(raw: &[u8]) -> Vec<String> {
+    raw.split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+/// `-D dir`, `-p port` and `-c name=value` options of a postmaster command line.
+pub fn postmaster_args(args: &[String]) -> (Option<String>, Option<u16>, BTreeMap<String, String>) {
+    let mut data_dir = None;
+    let mut port = None;
+    let mut settings = BTreeMap::new();
+    let mut i = 1;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let next = args.get(i + 1).cloned();
+        let (flag, inline) = if a.len() > 2 && a.starts_with('-') && !a.starts_with("--") {
+            (&a[..2], Some(a[2..].to_string()))
+        } else {
+            (a, None)
+        };
+        let mut take = || {
+            if inline.is_some() {
+                inline.clone()
+            } else {
+                i += 1;
+                next.clone()
+            }
+        };
+        match flag {
+            "-D" => data_dir = take(),
+            "-p" => port = take().and_then(|p| p.parse().ok()),
+            "-c" => {
+                if let Some(kv) = take() {
+                    if let Some((k, v)) = kv.split_once('=') {
+                        settings.insert(
+                            k.trim().replace('-', "_").to_ascii_lowercase(),
+                            v.trim().to_string(),
+                        );
+                    }
+                }
+            }
+            _ if a.starts_with("--") => {
+                if let Some((k, v)) = a[2..].split_once('=') {
+                    settings.insert(k.replace('-', "_").to_ascii_lowercase(), v.to_string());
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    (data_dir, port, settings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kv_kib_reads_meminfo_and_unitless() {
+        let m = kv_kib("MemTotal:       24684084 kB\nHugePages_Total:       0\nHugepagesize:       2048 kB\nbogus\n");
+        assert_eq!(m["MemTotal"], 24684084);
+        assert_eq!(m["HugePages_Total"], 0);
+        assert_eq!(m["Hugepagesize"], 2048);
+        assert_eq!(m.len(), 3);
+    }
+
+    #[test]
+    fn smaps_finds_mappings_and_fields() {
+        let text = "7f0000000000-7f0010000000 rw-s 00000000 00:01 1234  /anon_hugepage (deleted)\nSize:             262144 kB\nKernelPageSize:     2048 kB\nShared_Hugetlb:    10240 kB\nVmFlags: rd wr sh mr mw me ms de ht sd\n55d0-55e0 r--p 00000000 fd:00 42 /usr/lib/postgresql/15/bin/postgres\nSize: 4 kB\nKernelPageSize: 4 kB\n";
+        let maps = smaps(text);
+        assert_eq!(maps.len(), 2);
+        assert_eq!(maps[0].path, "/anon_hugepage (deleted)");
+        assert!(maps[0].is_shared());
+        assert_eq!(maps[0].kib("KernelPageSize"), 2048);
+        assert_eq!(maps[0].kib("Shared_Hugetlb"), 10240);
+        assert_eq!(maps[1].kib("Size"), 4);
+        assert!(!maps[1].is_shared());
+    }
+
+    #[test]
+    fn choices_and_bracketed() {
+        assert_eq!(
+            bracketed("always [madvise] never").as_deref(),
+            Some("madvise")
+        );
+        assert_eq!(
+            bracketed("always within_size advise [never] deny force").as_deref(),
+            Some("never")
+        );
+        assert_eq!(bracketed("nothing"), None);
+        assert_eq!(
+            choices("always [madvise] never"),
+            vec!["always", "madvise", "never"]
+        );
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(cpu_list_count("0-1\n").unwrap(), 2);
+        assert_eq!(cpu_list_count("0-3,8,10-11").unwrap(), 7);
+        assert!(cpu_list_count("").is_err());
+        assert!(cpu_list_count("3-1").is_err());
+        assert!(cpu_list_count("x").is_err());
+    }
+
+    #[test]
+    fn kernel_config_lines() {
+        let c = kernel_config(
+            "CONFIG_HZ=250\n# CONFIG_PREEMPT is not set\nCONFIG_LOCALVERSION=\"-fc\"\n# comment\n",
+        );
+        assert_eq!(c["CONFIG_HZ"], "250");
+        assert_eq!(c["CONFIG_PREEMPT"], "n");
+        assert_eq!(c["CONFIG_LOCALVERSION"], "-fc");
+    }
+
+    #[test]
+    fn cmdline_params_stop_at_double_dash() {
+        let c = "console=ttyS0 preempt=full quiet -- preempt=none";
+        assert_eq!(cmdline_param(c, "preempt").as_deref(), Some("full"));
+        assert_eq!(cmdline_param("quiet", "preempt"), None);
+        assert_eq!(
+            cmdline_param("preempt=none preempt=lazy", "preempt").as_deref(),
+            Some("lazy")
+        );
+    }
+
+    #[test]
+    fn boot_log_in_both_formats() {
+        assert_eq!(
+            boot_log_preempt("6,88,243510,-;Dynamic Preempt: none\n").as_deref(),
+            Some("none")
+        );
+        assert_eq!(
+            boot_log_preempt("[    0.2] Dynamic Preempt: lazy\n").as_deref(),
+            Some("lazy")
+        );
+        assert_eq!(boot_log_preempt("nothing here"), None);
+    }
+
+    #[test]
+    fn debugfs_line() {
+        let (a, o) = debugfs_preempt("none voluntary (full) lazy\n").unwrap();
+        assert_eq!(a, "full");
+        assert_eq!(o, vec!["none", "voluntary", "full", "lazy"]);
+        assert!(debugfs_preempt("full lazy").is_err());
+    }
+
+    #[test]
+    fn versions() {
+        assert_eq!(kernel_version("6.18.44-fc-v669"), Some((6, 18)));
+        assert_eq!(kernel_version("7.0.0-rc3"), Some((7, 0)));
+        assert_eq!(kernel_version("7.0"), Some((7, 0)));
+        assert_eq!(kernel_version("garbage"), None);
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(size("120GB").unwrap(), Bytes(120 << 30));
+        assert_eq!(size("2MB").unwrap(), Bytes(2 << 20));
+        assert_eq!(size("1G").unwrap(), Bytes(1 << 30));
+        assert_eq!(size("512kB").unwrap(), Bytes(512 << 10));
+        assert_eq!(size("4096").unwrap(), Bytes(4096));
+        assert_eq!(size("1.5GiB").unwrap(), Bytes(3 << 29));
+        assert!(size("GB").is_err());
+        assert!(size("12XB").is_err());
+        assert!(size("").is_err());
+        assert!(size("-5GB").is_err());
+        assert!(size("1e400GB").is_err());
+    }
+
+    #[test]
+    fn pg_memory_units() {
+        assert_eq!(pg_memory("16384", Some("8kB")).unwrap(), Bytes(128 << 20));
+        assert_eq!(pg_memory("275", Some("MB")).unwrap(), Bytes(275 << 20));
+        assert_eq!(pg_memory("2048", Some("kB")).unwrap(), Bytes(2 << 20));
+        assert_eq!(pg_memory("0", None).unwrap(), Bytes(0));
+    }
+
+    #[test]
+    fn bytes_display() {
+        assert_eq!(Bytes(512).to_string(), "512 B");
+        assert_eq!(Bytes(2 << 20).to_string(), "2.00 MiB");
+        assert_eq!(Bytes(120 << 30).to_string(), "120 GiB");
+        assert_eq!(Bytes(25 << 29).to_string(), "12.5 GiB");
+    }
+
+    #[test]
+    fn postmaster_pid_file() {
+        let p = postmaster_pid("4357\n/var/lib/postgresql/15/main\n1700000000\n5432\n/var/run/postgresql\nlocalhost\n  5432001         0\nready   \n");
+        assert_eq!(p.pid, Some(4357));
+        assert_eq!(p.data_dir.as_deref(), Some("/var/lib/postgresql/15/main"));
+        assert_eq!(p.port, Some(5432));
+        assert_eq!(p.socket_dir.as_deref(), Some("/var/run/postgresql"));
+        assert_eq!(p.status.as_deref(), Some("ready"));
+        assert_eq!(postmaster_pid(""), PostmasterPid::default());
+    }
+
+    #[test]
+    fn pg_conf_syntax() {
+        let c = pg_conf("shared_buffers = 128MB  # min 128kB\nhuge_pages='on'\n#max_connections = 50\nMax_Connections 200\nlisten_addresses = 'a#b'\n");
+        assert_eq!(c["shared_buffers"], "128MB");
+        assert_eq!(c["huge_pages"], "on");
+        assert_eq!(c["max_connections"], "200");
+        assert_eq!(c["listen_addresses"], "a#b");
+    }
+
+    #[test]
+    fn postmaster_command_lines() {
+        let args: Vec<String> = [
+            "/usr/lib/postgresql/15/bin/postgres",
+            "-D",
+            "/var/lib/postgresql/15/main",
+            "-c",
+            "config_file=/etc/postgresql/15/main/postgresql.conf",
+            "-p5433",
+            "--huge-pages=on",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let (d, p, s) = postmaster_args(&args);
+        assert_eq!(d.as_deref(), Some("/var/lib/postgresql/15/main"));
+        assert_eq!(p, Some(5433));
+        assert_eq!(s["config_file"], "/etc/postgresql/15/main/postgresql.conf");
+        assert_eq!(s["huge_pages"], "on");
+        assert_eq!(
+            cmdline_args(b"postgres\0-D\0/x\0"),
+            vec!["postgres", "-D", "/x"]
+        );
+    }
+}

@@ -1,0 +1,181 @@
+//! Read-only queries of a running PostgreSQL server (`--pg DSN`).
+//!
+//! Settings come from `pg_settings`, so a setting the server version lacks (`huge_pages_status` before
+//! PG 17, `shared_memory_size_in_huge_pages` before PG 15) is simply absent. The session is read-only and
+//! the connect timeout is 5 s unless the DSN sets one.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The settings the audit asks for.
+pub const SETTINGS: [&str; 10] = [
+    "server_version",
+    "shared_buffers",
+    "huge_pages",
+    "huge_page_size",
+    "huge_pages_status",
+    "shared_memory_size",
+    "shared_memory_size_in_huge_pages",
+    "max_connections",
+    "data_directory",
+    "port",
+];
+
+/// One `pg_settings` row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Setting {
+    /// `setting`, as text.
+    pub setting: String,
+    /// `unit` (`8kB`, `kB`, `MB`), if any.
+    pub unit: Option<String>,
+}
+
+/// What one `--pg` connection returned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// The DSN with any password removed.
+    pub dsn: String,
+    /// The PID of the backend serving this connection (matches the server to a discovered instance).
+    pub backend_pid: u32,
+    /// The settings found, by name.
+    pub settings: BTreeMap<String, Setting>,
+}
+
+/// Errors of a `--pg` query.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    /// The DSN does not parse.
+    #[error("bad DSN {dsn:?}: {source} (expected e.g. 'host=/var/run/postgresql user=postgres' or postgresql://user@host:5432/db)")]
+    BadDsn {
+        /// The DSN as given.
+        dsn: String,
+        /// The parser's complaint.
+        source: postgres::Error,
+    },
+    /// Connecting or querying failed.
+    #[error("{dsn}: {message}")]
+    Server {
+        /// The DSN without password.
+        dsn: String,
+        /// What went wrong, with the server's message.
+        message: String,
+    },
+}
+
+/// Removes a password from a DSN for display.
+pub fn redact(dsn: &str) -> String {
+    if dsn.contains("://") {
+        // postgresql://user:secret@host -> postgresql://user:***@host
+        if let Some((scheme, rest)) = dsn.split_once("://") {
+            if let Some((auth, host)) = rest.split_once('@') {
+                if let Some((user, _)) = auth.split_once(':') {
+                    return format!("{scheme}://{user}:***@{host}");
+                }
+            }
+        }
+        dsn.to_string()
+    } else {
+        dsn.split_whitespace()
+            .map(|w| {
+                if w.starts_with("password=") {
+                    "password=***"
+                } else {
+                    w
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn describe(e: &postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{}: {}", db.severity(), db.message());
+    }
+    let mut msg = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        msg = format!("{msg}: {s}");
+        src = s.source();
+    }
+    msg
+}
+
+/// Connects to `dsn` read-only and reads the audit's settings. Holding the returned client keeps the
+/// backend alive, so the caller can find it in `/proc`.
+pub fn query(dsn: &str) -> Result<(ServerInfo, postgres::Client), QueryError> {
+    let shown = redact(dsn);
+    let mut config: postgres::Config = dsn.parse().map_err(|e| QueryError::BadDsn {
+        dsn: shown.clone(),
+        source: e,
+    })?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(5));
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("preemptlab audit");
+    }
+    config.options("-c default_transaction_read_only=on");
+    let server = |e: postgres::Error| QueryError::Server {
+        dsn: shown.clone(),
+        message: describe(&e),
+    };
+    let mut client = config.connect(postgres::NoTls).map_err(server)?;
+    let pid: i32 = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .map_err(server)?
+        .get(0);
+    let names: Vec<String> = SETTINGS.iter().map(|s| s.to_string()).collect();
+    let rows = client
+        .query(
+            "SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1)",
+            &[&names],
+        )
+        .map_err(server)?;
+    let mut settings = BTreeMap::new();
+    for row in rows {
+        let name: String = row.get(0);
+        let setting: Option<String> = row.get(1);
+        let unit: Option<String> = row.get(2);
+        if let Some(setting) = setting {
+            settings.insert(name, Setting { setting, unit });
+        }
+    }
+    Ok((
+        ServerInfo {
+            dsn: shown,
+            backend_pid: pid as u32,
+            settings,
+        },
+        client,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(
+            redact("host=x password=secret user=u"),
+            "host=x password=*** user=u"
+        );
+        assert_eq!(
+            redact("postgresql://u:secret@h:5432/db"),
+            "postgresql://u:***@h:5432/db"
+        );
+        assert_eq!(redact("postgresql://u@h/db"), "postgresql://u@h/db");
+    }
+
+    #[test]
+    fn bad_dsn_is_a_clear_error() {
+        match query("host=/tmp port=notaport") {
+            Err(QueryError::BadDsn { .. }) => {}
+            Err(other) => panic!("expected BadDsn, got {other}"),
+            Ok(_) => panic!("expected BadDsn, got a connection"),
+        }
+    }
+}

@@ -1,0 +1,575 @@
+//! Running PostgreSQL instances, found from `/proc` without connecting.
+//!
+//! A postmaster is a `postgres` (or `postmaster`) process whose parent is not one; its children are the
+//! backends and auxiliary processes. The data directory is its working directory (the postmaster
+//! `chdir`s there) or `-D`; `postmaster.pid` gives the port and socket directory. The main shared segment
+//! is the postmaster's largest MAP_SHARED mapping (`/anon_hugepage (deleted)` on hugetlb, `/dev/zero
+//! (deleted)` or `/SYSV...` otherwise); its `KernelPageSize` says whether it is on huge pages.
+//! Per-process page-table memory is `VmPTE` in `/proc/PID/status`; Pss comes from `smaps_rollup`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fact::Fact;
+use crate::host::Host;
+use crate::parse;
+use crate::pgquery::ServerInfo;
+
+/// What a PostgreSQL process is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The postmaster.
+    Postmaster,
+    /// An auxiliary process (checkpointer, background writer, walwriter, autovacuum, ...).
+    Auxiliary,
+    /// A client backend.
+    Backend,
+}
+
+/// One process of an instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PgProcess {
+    /// PID.
+    pub pid: u32,
+    /// Postmaster, auxiliary or backend.
+    pub role: Role,
+    /// The process title (`postgres: checkpointer`, `postgres: app db [local] idle`).
+    pub title: String,
+    /// `VmPTE` in kB: this process's page tables.
+    pub vm_pte_kib: Option<u64>,
+    /// `Pss` in kB (smaps_rollup): proportional share of resident memory (hugetlb not counted).
+    pub pss_kib: Option<u64>,
+    /// `Rss` in kB (smaps_rollup).
+    pub rss_kib: Option<u64>,
+    /// `Shared_Hugetlb` in kB (smaps_rollup): hugetlb memory mapped and touched.
+    pub shared_hugetlb_kib: Option<u64>,
+}
+
+/// The main shared memory segment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Segment {
+    /// The mapping's name in smaps.
+    pub mapping: String,
+    /// Size in kB.
+    pub size_kib: u64,
+    /// `KernelPageSize` in kB: 4 on ordinary pages, 2048 or 1048576 on hugetlb.
+    pub kernel_page_size_kib: u64,
+    /// `ShmemPmdMapped` in kB: parts mapped by shmem THP (when `shmem_enabled` allows).
+    pub thp_pmd_mapped_kib: u64,
+    /// `Shared_Hugetlb` + `Private_Hugetlb` in kB in the postmaster.
+    pub hugetlb_kib: u64,
+}
+
+impl Segment {
+    /// True when the segment is on hugetlb pages.
+    pub fn on_huge_pages(&self) -> bool {
+        // hugetlb mappings are named /anon_hugepage (mmap) or keep a SysV name with a huge KernelPageSize.
+        self.mapping.starts_with("/anon_hugepage") || self.kernel_page_size_kib >= 2048
+    }
+}
+
+/// A PostgreSQL setting as the audit knows it, with its source.
+pub type SettingFact = Fact<String>;
+
+/// A running instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PgInstance {
+    /// The postmaster's PID.
+    pub postmaster_pid: u32,
+    /// The executable.
+    pub exe: Fact<String>,
+    /// The data directory.
+    pub data_dir: Fact<String>,
+    /// Major version (PG_VERSION, or the server's `server_version` with `--pg`).
+    pub version: Fact<String>,
+    /// Port.
+    pub port: Fact<u16>,
+    /// Unix-socket directory.
+    pub socket_dir: Fact<String>,
+    /// The main shared memory segment.
+    pub segment: Fact<Segment>,
+    /// Whether the main segment is on huge pages.
+    pub on_huge_pages: Fact<bool>,
+    /// The postmaster's `VmPeak` in kB (seed 003's sizing basis).
+    pub postmaster_vm_peak_kib: Fact<u64>,
+    /// Every process of the instance, sorted by Pss, largest first.
+    pub processes: Vec<PgProcess>,
+    /// PIDs of the client backends.
+    pub backend_pids: Vec<u32>,
+    /// Sum of `VmPTE` over the instance's processes, in kB.
+    pub page_tables_kib: u64,
+    /// Page tables projected to `max_connections` backends at today's mean backend `VmPTE`, in kB.
+    pub page_tables_projected_kib: Fact<u64>,
+    /// Page tables if `max_connections` backends and the auxiliaries each touched the whole segment,
+    /// in kB: the ceiling seed 003's hosts approach after hours of running.
+    pub page_tables_full_touch_kib: Fact<u64>,
+    /// Settings that matter here, each with its source (server, command line, config file, default).
+    pub settings: BTreeMap<String, SettingFact>,
+    /// What `--pg` returned for this instance, if it was matched.
+    pub server: Option<ServerInfo>,
+}
+
+impl PgInstance {
+    /// A setting's value, if known.
+    pub fn setting(&self, name: &str) -> Option<&str> {
+        self.settings
+            .get(name)
+            .and_then(|f| f.get())
+            .map(String::as_str)
+    }
+
+    /// `max_connections`, if known.
+    pub fn max_connections(&self) -> Option<u64> {
+        self.setting("max_connections").and_then(|s| s.parse().ok())
+    }
+
+    /// The shared memory size in kB: the server's `shared_memory_size` or the segment's size.
+    pub fn shared_memory_kib(&self) -> Option<u64> {
+        if let Some(s) = self
+            .server
+            .as_ref()
+            .and_then(|s| s.settings.get("shared_memory_size"))
+        {
+            if let Ok(b) = parse::pg_memory(&s.setting, s.unit.as_deref()) {
+                return Some(b.kib());
+            }
+        }
+        self.segment.get().map(|s| s.size_kib)
+    }
+}
+
+struct ProcInfo {
+    name: String,
+    ppid: u32,
+}
+
+fn proc_info(host: &Host, pid: u32) -> Option<ProcInfo> {
+    let status = host.read(&format!("/proc/{pid}/status")).ok()?;
+    let kv = parse::kv_text(&status);
+    Some(ProcInfo {
+        name: kv.get("Name")?.clone(),
+        ppid: kv.get("PPid")?.parse().ok()?,
+    })
+}
+
+fn is_pg_name(name: &str) -> bool {
+    name == "postgres" || name == "postmaster"
+}
+
+const AUX_TITLES: [&str; 16] = [
+    "checkpointer",
+    "background writer",
+    "walwriter",
+    "autovacuum launcher",
+    "autovacuum worker",
+    "logical replication",
+    "stats collector",
+    "archiver",
+    "startup",
+    "walreceiver",
+    "walsender",
+    "logger",
+    "parallel worker",
+    "io worker",
+    "walsummarizer",
+    "slotsync worker",
+];
+
+fn classify(title: &str) -> Role {
+    // "postgres: [cluster: ]role ..." — strip "postgres: " and an optional cluster-name prefix.
+    let rest = title.strip_prefix("postgres: ").unwrap_or(title);
+    let candidates = [rest, rest.split_once(": ").map(|(_, r)| r).unwrap_or(rest)];
+    if candidates
+        .iter()
+        .any(|r| AUX_TITLES.iter().any(|a| r.starts_with(a)))
+    {
+        Role::Auxiliary
+    } else {
+        Role::Backend
+    }
+}
+
+/// Picks the main shared segment: the largest MAP_SHARED mapping that is anonymous shared memory or
+/// SysV, not a file and not a dynamic shared memory segment in /dev/shm.
+pub fn main_segment(maps: &[parse::SmapsMapping]) -> Option<Segment> {
+    maps.iter()
+        .filter(|m| m.is_shared())
+        .filter(|m| {
+            let p = m.path.as_str();
+            p.starts_with("/anon_hugepage")
+                || p.starts_with("/dev/zero")
+                || p.starts_with("/SYSV")
+                || p.starts_with("/memfd:")
+        })
+        .max_by_key(|m| m.end - m.start)
+        .map(|m| Segment {
+            mapping: m.path.clone(),
+            size_kib: (m.end - m.start) / 1024,
+            kernel_page_size_kib: m.kib("KernelPageSize").max(4),
+            thp_pmd_mapped_kib: m.kib("ShmemPmdMapped"),
+            hugetlb_kib: m.kib("Shared_Hugetlb") + m.kib("Private_Hugetlb"),
+        })
+}
+
+/// Finds every PostgreSQL instance running on `host`, matching `servers` (from `--pg`) by backend PID.
+pub fn discover(host: &Host, servers: &[ServerInfo]) -> (Vec<PgInstance>, Vec<ServerInfo>) {
+    let pids: Vec<u32> = host
+        .list_dir("/proc")
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let mut infos: BTreeMap<u32, ProcInfo> = BTreeMap::new();
+    for pid in pids {
+        if let Some(i) = proc_info(host, pid) {
+            infos.insert(pid, i);
+        }
+    }
+    let postmasters: Vec<u32> = infos
+        .iter()
+        .filter(|(_, i)| is_pg_name(&i.name))
+        .filter(|(_, i)| infos.get(&i.ppid).is_none_or(|p| !is_pg_name(&p.name)))
+        .map(|(pid, _)| *pid)
+        .collect();
+    let mut unmatched: Vec<ServerInfo> = servers.to_vec();
+    let mut out = Vec::new();
+    for pm in postmasters {
+        let children: Vec<u32> = infos
+            .iter()
+            .filter(|(_, i)| i.ppid == pm)
+            .map(|(p, _)| *p)
+            .collect();
+        let server_idx = unmatched
+            .iter()
+            .position(|s| children.contains(&s.backend_pid));
+        let server = server_idx.map(|i| unmatched.remove(i));
+        out.push(read_instance(host, pm, &children, server));
+    }
+    (out, unmatched)
+}
+
+fn process(host: &Host, pid: u32, role: Role, skip_rollup: bool) -> PgProcess {
+    let title = host
+        .read_bytes(&format!("/proc/{pid}/cmdline"))
+        .map(|b| parse::cmdline_args(&b).join(" "))
+        .unwrap_or_default();
+    let status = host
+        .read(&format!("/proc/{pid}/status"))
+        .map(|t| parse::kv_kib(&t))
+        .unwrap_or_default();
+    let rollup = if skip_rollup {
+        BTreeMap::new()
+    } else {
+        host.read(&format!("/proc/{pid}/smaps_rollup"))
+            .map(|t| parse::kv_kib(&t))
+            .unwrap_or_default()
+    };
+    PgProcess {
+        pid,
+        role,
+        title,
+        vm_pte_kib: status.get("VmPTE").copied(),
+        pss_kib: rollup.get("Pss").copied(),
+        rss_kib: rollup.get("Rss").copied(),
+        shared_hugetlb_kib: rollup.get("Shared_Hugetlb").copied(),
+    }
+}
+
+fn read_instance(host: &Host, pm: u32, children: &[u32], server: Option<ServerInfo>) -> PgInstance {
+    let args = host
+        .read_bytes(&format!("/proc/{pm}/cmdline"))
+        .map(|b| parse::cmdline_args(&b))
+        .unwrap_or_default();
+    let (arg_dir, arg_port, arg_settings) = parse::postmaster_args(&args);
+    let exe = match host.read_link(&format!("/proc/{pm}/exe")) {
+        Ok(p) => Fact::known(p.display().to_string(), format!("/proc/{pm}/exe")),
+        Err(e) => match args.first() {
+            Some(a) => Fact::known(a.clone(), format!("/proc/{pm}/cmdline")),
+            None => Fact::unavailable(format!("/proc/{pm}/exe"), e.reason),
+        },
+    };
+    let data_dir = match host.read_link(&format!("/proc/{pm}/cwd")) {
+        Ok(p) => Fact::known(p.display().to_string(), format!("/proc/{pm}/cwd")),
+        Err(e) => match &arg_dir {
+            Some(d) => Fact::known(d.clone(), format!("/proc/{pm}/cmdline -D")),
+            None => Fact::unavailable(format!("/proc/{pm}/cwd"), e.reason),
+        },
+    };
+    let pidfile = data_dir
+        .get()
+        .and_then(|d| host.read(&format!("{d}/postmaster.pid")).ok())
+        .map(|t| parse::postmaster_pid(&t));
+    let port = match (pidfile.as_ref().and_then(|p| p.port), arg_port) {
+        (Some(p), _) => Fact::known(p, "postmaster.pid"),
+        (None, Some(p)) => Fact::known(p, format!("/proc/{pm}/cmdline -p")),
+        _ => Fact::unavailable("postmaster.pid", "unreadable or without a port line"),
+    };
+    let socket_dir = match pidfile.as_ref().and_then(|p| p.socket_dir.clone()) {
+        Some(s) => Fact::known(s, "postmaster.pid"),
+        None => Fact::unavailable("postmaster.pid", "unreadable or without a socket line"),
+    };
+    let version = {
+        let from_server = server
+            .as_ref()
+            .and_then(|s| s.settings.get("server_version"))
+            .map(|s| s.setting.clone());
+        match from_server {
+            Some(v) => Fact::known(v, "--pg server_version"),
+            None => match data_dir.get() {
+                Some(d) => host.fact(&format!("{d}/PG_VERSION")),
+                None => Fact::unavailable("PG_VERSION", "data directory unknown"),
+            },
+        }
+    };
+    let smaps_path = format!("/proc/{pm}/smaps");
+    let segment = match host.read(&smaps_path) {
+        Ok(t) => match main_segment(&parse::smaps(&t)) {
+            Some(s) => Fact::known(s, smaps_path.clone()),
+            None => Fact::unavailable(
+                smaps_path.clone(),
+                "no shared anonymous or SysV mapping found",
+            ),
+        },
+        Err(e) => Fact::unavailable(smaps_path.clone(), e.reason),
+    };
+    let on_huge_pages = match segment.get() {
+        Some(s) => Fact::known(
+            s.on_huge_pages(),
+            format!("{smaps_path} KernelPageSize of {}", s.mapping),
+        ),
+        None => Fact::unavailable(smaps_path, segment.unavailable.clone().unwrap_or_default()),
+    };
+    let pm_status = host
+        .read(&format!("/proc/{pm}/status"))
+        .map(|t| parse::kv_kib(&t));
+    let postmaster_vm_peak_kib = match &pm_status {
+        Ok(m) => match m.get("VmPeak") {
+            Some(v) => Fact::known(*v, format!("/proc/{pm}/status VmPeak")),
+            None => Fact::unavailable(
+                format!("/proc/{pm}/status"),
+                "no VmPeak (kernel thread or zombie?)",
+            ),
+        },
+        Err(e) => Fact::unavailable(format!("/proc/{pm}/status"), e.reason.clone()),
+    };
+
+    let own_backend = server.as_ref().map(|s| s.backend_pid);
+    let mut processes = vec![process(host, pm, Role::Postmaster, false)];
+    for &c in children {
+        if Some(c) == own_backend {
+            continue; // the audit's own connection: fresh page tables, not the workload's
+        }
+        let mut p = process(host, c, Role::Backend, false);
+        p.role = classify(&p.title);
+        processes.push(p);
+    }
+    processes.sort_by(|a, b| b.pss_kib.cmp(&a.pss_kib).then(a.pid.cmp(&b.pid)));
+    let backend_pids: Vec<u32> = processes
+        .iter()
+        .filter(|p| p.role == Role::Backend)
+        .map(|p| p.pid)
+        .collect();
+    let page_tables_kib: u64 = processes.iter().filter_map(|p| p.vm_pte_kib).sum();
+
+    let settings = settings(
+        host,
+        data_dir.get().map(String::as_str),
+        &arg_settings,
+        server.as_ref(),
+    );
+    let mut inst = PgInstance {
+        postmaster_pid: pm,
+        exe,
+        data_dir,
+        version,
+        port,
+        socket_dir,
+        segment,
+        on_huge_pages,
+        postmaster_vm_peak_kib,
+        processes,
+        backend_pids,
+        page_tables_kib,
+        page_tables_projected_kib: Fact::unavailable("", ""),
+        page_tables_full_touch_kib: Fact::unavailable("", ""),
+        settings,
+        server,
+    };
+    project_page_tables(&mut inst);
+    inst
+}
+
+/// Bytes of page-table entries per byte of mapped memory: one 8-byte entry per page.
+fn pte_kib_for(size_kib: u64, page_kib: u64) -> u64 {
+    (size_kib / page_kib.max(4)) * 8 / 1024
+}
+
+fn project_page_tables(inst: &mut PgInstance) {
+    let mc = inst.max_connections();
+    let mc_src = inst
+        .settings
+        .get("max_connections")
+        .map(|f| f.source.clone())
+        .unwrap_or_default();
+    let backends: Vec<u64> = inst
+        .processes
+        .iter()
+        .filter(|p| p.role == Role::Backend)
+        .filter_map(|p| p.vm_pte_kib)
+        .collect();
+    let others: u64 = inst
+        .processes
+        .iter()
+        .filter(|p| p.role != Role::Backend)
+        .filter_map(|p| p.vm_pte_kib)
+        .sum();
+    inst.page_tables_projected_kib = match (mc, backends.is_empty()) {
+        (Some(mc), false) => {
+            let mean = backends.iter().sum::<u64>() as f64 / backends.len() as f64;
+            Fact::known(
+                others + (mean * mc as f64).round() as u64,
+                format!(
+                    "mean VmPTE of {} backends x max_connections ({mc_src})",
+                    backends.len()
+                ),
+            )
+        }
+        (None, _) => Fact::unavailable("max_connections", "unknown"),
+        (_, true) => Fact::unavailable("backend VmPTE", "no client backends running to measure"),
+    };
+    inst.page_tables_full_touch_kib = match (mc, inst.segment.get()) {
+        (Some(mc), Some(seg)) => {
+            let per_process = pte_kib_for(seg.size_kib, seg.kernel_page_size_kib);
+            let aux = inst
+                .processes
+                .iter()
+                .filter(|p| p.role != Role::Backend)
+                .count() as u64;
+            Fact::known(
+                per_process * (mc + aux),
+                format!(
+                    "segment {} kB / {} kB pages x 8 B x (max_connections + {aux} others)",
+                    seg.size_kib, seg.kernel_page_size_kib
+                ),
+            )
+        }
+        _ => Fact::unavailable("segment and max_connections", "one of them is unknown"),
+    };
+}
+
+const WANTED: [&str; 6] = [
+    "shared_buffers",
+    "huge_pages",
+    "huge_page_size",
+    "max_connections",
+    "shared_memory_type",
+    "huge_pages_status",
+];
+
+fn defaults(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "shared_buffers" => "128MB",
+        "huge_pages" => "try",
+        "huge_page_size" => "0",
+        "max_connections" => "100",
+        "shared_memory_type" => "mmap",
+        _ => return None,
+    })
+}
+
+fn settings(
+    host: &Host,
+    data_dir: Option<&str>,
+    args: &BTreeMap<String, String>,
+    server: Option<&ServerInfo>,
+) -> BTreeMap<String, SettingFact> {
+    // Precedence, lowest first: defaults, postgresql.conf, postgresql.auto.conf, command line, the server.
+    let mut layers: Vec<(String, BTreeMap<String, String>)> = Vec::new();
+    let conf_path = args
+        .get("config_file")
+        .cloned()
+        .or_else(|| data_dir.map(|d| format!("{d}/postgresql.conf")));
+    if let Some(p) = conf_path {
+        if let Ok(t) = host.read(&p) {
+            layers.push((p, parse::pg_conf(&t)));
+        }
+    }
+    if let Some(d) = data_dir {
+        let p = format!("{d}/postgresql.auto.conf");
+        if let Ok(t) = host.read(&p) {
+            layers.push((p, parse::pg_conf(&t)));
+        }
+    }
+    layers.push(("postmaster command line".to_string(), args.clone()));
+    let mut out = BTreeMap::new();
+    for name in WANTED {
+        let mut fact = match defaults(name) {
+            Some(d) => Fact::known(d.to_string(), "PostgreSQL default"),
+            None => Fact::unavailable("--pg", "only the running server knows (pass --pg)"),
+        };
+        for (src, map) in &layers {
+            if let Some(v) = map.get(name) {
+                fact = Fact::known(v.clone(), src.clone());
+            }
+        }
+        if let Some(s) = server.and_then(|s| s.settings.get(name)) {
+            let v = match (name, &s.unit) {
+                ("shared_buffers" | "huge_page_size", Some(u)) => {
+                    parse::pg_memory(&s.setting, Some(u))
+                        .map(|b| format!("{}kB", b.kib()))
+                        .unwrap_or_else(|_| s.setting.clone())
+                }
+                _ => s.setting.clone(),
+            };
+            fact = Fact::known(v, "--pg pg_settings");
+        }
+        out.insert(name.to_string(), fact);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_titles() {
+        assert_eq!(
+            classify("postgres: 15/main: checkpointer "),
+            Role::Auxiliary
+        );
+        assert_eq!(classify("postgres: checkpointer"), Role::Auxiliary);
+        assert_eq!(classify("postgres: autovacuum launcher"), Role::Auxiliary);
+        assert_eq!(
+            classify("postgres: bench bench [local] idle"),
+            Role::Backend
+        );
+        assert_eq!(
+            classify("postgres: 15/main: postgres postgres 127.0.0.1(4242) SELECT"),
+            Role::Backend
+        );
+    }
+
+    #[test]
+    fn picks_the_largest_shared_segment() {
+        let text = "1000-2000 rw-s 00000000 00:01 1 /SYSV0052e2c1 (deleted)\nKernelPageSize: 4 kB\n\
+7f0000000000-7f0010000000 rw-s 00000000 00:01 2 /dev/zero (deleted)\nKernelPageSize: 4 kB\nShmemPmdMapped: 0 kB\n\
+7f1000000000-7f1000100000 rw-s 00000000 00:1a 3 /dev/shm/PostgreSQL.123\nKernelPageSize: 4 kB\n";
+        let s = main_segment(&parse::smaps(text)).unwrap();
+        assert_eq!(s.mapping, "/dev/zero (deleted)");
+        assert_eq!(s.size_kib, 256 * 1024);
+        assert!(!s.on_huge_pages());
+        let huge = "7f0000000000-7f0010000000 rw-s 00000000 00:0f 2 /anon_hugepage (deleted)\nKernelPageSize: 2048 kB\nShared_Hugetlb: 4096 kB\n";
+        assert!(main_segment(&parse::smaps(huge)).unwrap().on_huge_pages());
+        assert!(main_segment(&[]).is_none());
+    }
+
+    #[test]
+    fn pte_arithmetic() {
+        // 1 GiB on 4 kB pages: 262144 entries x 8 B = 2 MiB (REFERENCE.md §5: ~2 MB per GB).
+        assert_eq!(pte_kib_for(1 << 20, 4), 2048);
+        assert_eq!(pte_kib_for(1 << 20, 2048), 4);
+    }
+}
