@@ -96,16 +96,15 @@ fn kib(k: u64) -> String {
 
 /// The huge page size an instance would use: `huge_page_size` if set (PG 14+), else the default.
 pub fn instance_huge_page_kib(inst: &PgInstance, mem: &MemoryFacts) -> Option<u64> {
-    let configured = inst.setting("huge_page_size").and_then(|s| {
-        if s == "0" {
-            None
-        } else if s.chars().all(|c| c.is_ascii_digit()) {
-            s.parse::<u64>().ok() // pg_settings gives kB for huge_page_size
-        } else {
-            parse::size(s).ok().map(|b| b.kib())
-        }
-    });
-    configured.or_else(|| mem.default_huge_page_kib.get().copied())
+    let configured = inst.setting("huge_page_size").and_then(huge_page_size_kib);
+    configured.or_else(|| mem.default_huge_page_kib.get().copied()).filter(|k| *k > 0)
+}
+
+/// Parses a `huge_page_size` value (`0`, `2048` in kB as pg_settings gives it, `2MB`, `0kB`); `None`
+/// for 0, which means "the kernel's default".
+pub fn huge_page_size_kib(s: &str) -> Option<u64> {
+    let kib = if s.chars().all(|c| c.is_ascii_digit()) { s.parse::<u64>().ok()? } else { parse::size(s).ok()?.kib() };
+    (kib > 0).then_some(kib)
 }
 
 /// Huge pages an instance needs: the server's own figure when it matches the page size, else the
@@ -128,6 +127,9 @@ pub fn instance_pages_needed(inst: &PgInstance, page_kib: u64) -> Option<(u64, S
         }
     }
     let shm = inst.shared_memory_kib()?;
+    if page_kib == 0 {
+        return None;
+    }
     Some((
         shm.div_ceil(page_kib),
         format!("shared memory {} / {} pages", kib(shm), kib(page_kib)),
@@ -428,4 +430,20 @@ pub fn findings(
     }
     out.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_page_size_zero_kb_means_default_regression() {
+        // pg_settings reports huge_page_size = 0 with unit kB; shown as "0kB" it once became a 0 kB page
+        // size and divided by zero.
+        assert_eq!(huge_page_size_kib("0kB"), None);
+        assert_eq!(huge_page_size_kib("0"), None);
+        assert_eq!(huge_page_size_kib("2048"), Some(2048));
+        assert_eq!(huge_page_size_kib("1GB"), Some(1 << 20));
+        assert_eq!(huge_page_size_kib("bogus"), None);
+    }
 }

@@ -12,6 +12,7 @@ pub mod hugepages;
 pub mod kernel;
 pub mod memory;
 pub mod parse;
+pub mod pgbin;
 pub mod pgquery;
 pub mod postgres;
 

@@ -1,3 +1,28 @@
+//! preemptlab: find, reproduce, measure and fix lock-holder preemption on Linux hosts running PostgreSQL.
+//!
+//! This file parses the command line and dispatches; the work lives in the library crates.
+
+mod audit_cmd;
+mod cli;
+mod hugepages_cmd;
+mod term;
+
+use clap::Parser;
+
+/// An error that carries its exit code: 2 for usage and runtime errors.
+fn fail(err: anyhow::Error) -> ! {
+    eprintln!("preemptlab: {err:#}");
+    std::process::exit(2)
+}
+
 fn main() {
-    println!("Hello, world!");
+    let cli = cli::Cli::parse();
+    let code = match cli.command {
+        cli::Command::Audit(a) => audit_cmd::run(a),
+        cli::Command::Hugepages(h) => hugepages_cmd::run(h),
+    };
+    match code {
+        Ok(code) => std::process::exit(code),
+        Err(e) => fail(e),
+    }
 }

@@ -1,14 +1,16 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! Exporters: text tables, JSON and Prometheus for preemptlab's documents. Table-like formats share
+//! `markup` (alignment, wrapping, colour).
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod audit_table;
+pub mod hugepages;
+pub mod markup;
+pub mod prometheus;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
+pub use markup::Style;
+
+/// Serializes any result as pretty JSON with a trailing newline.
+pub fn json<T: serde::Serialize>(value: &T) -> String {
+    let mut s = serde_json::to_string_pretty(value).expect("result structs serialize");
+    s.push('\n');
+    s
 }

@@ -1,0 +1,256 @@
+//! A throwaway PostgreSQL cluster: initdb in a private temporary directory, started as an unprivileged
+//! user (as root: `postgres`), listening only on a unix socket in that directory, stopped and removed when
+//! dropped. It never touches a cluster it did not create.
+
+use std::ffi::CString;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use hostfacts::pgbin::BinDir;
+
+/// Errors of a throwaway cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// A step failed; the message names it and carries the tool's stderr.
+    #[error("{step}: {detail}")]
+    Step {
+        /// What was being done.
+        step: String,
+        /// What went wrong.
+        detail: String,
+    },
+}
+
+fn step(step: impl Into<String>, detail: impl Into<String>) -> ClusterError {
+    ClusterError::Step { step: step.into(), detail: detail.into() }
+}
+
+/// The unprivileged account the cluster runs as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunAs {
+    /// User name (also the database superuser's name).
+    pub user: String,
+    /// uid.
+    pub uid: u32,
+    /// gid.
+    pub gid: u32,
+}
+
+impl RunAs {
+    /// As root: the `postgres` account; otherwise the current user.
+    pub fn pick() -> Result<RunAs, ClusterError> {
+        // SAFETY: geteuid/getegid have no preconditions.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        if uid != 0 {
+            let user = std::env::var("USER").unwrap_or_else(|_| format!("uid{uid}"));
+            return Ok(RunAs { user, uid, gid });
+        }
+        let name = CString::new("postgres").expect("no NUL");
+        // SAFETY: getpwnam reads the passwd database; the returned pointer is valid until the next call,
+        // and we copy the fields out immediately.
+        let pw = unsafe { libc::getpwnam(name.as_ptr()) };
+        if pw.is_null() {
+            return Err(step(
+                "finding the postgres user",
+                "running as root needs an unprivileged 'postgres' account (apt-get install postgresql-15 creates it)",
+            ));
+        }
+        // SAFETY: pw is non-null and points to a valid passwd struct (see above).
+        let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
+        Ok(RunAs { user: "postgres".into(), uid, gid })
+    }
+}
+
+/// A running or stopped throwaway cluster.
+#[derive(Debug)]
+pub struct Cluster {
+    root: PathBuf,
+    bin: BinDir,
+    run_as: RunAs,
+    port: u16,
+    running: bool,
+    removed: bool,
+}
+
+impl Cluster {
+    /// Runs initdb in a new private directory under `parent` (default: the system temp dir).
+    pub fn create(bin: BinDir, parent: Option<&Path>) -> Result<Cluster, ClusterError> {
+        let run_as = RunAs::pick()?;
+        let parent = parent.map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
+        let root = make_private_dir(&parent, &run_as)?;
+        let c = Cluster { root, bin, run_as, port: 5432, running: false, removed: false };
+        let data = c.data_dir();
+        let out = c
+            .command("initdb")
+            .arg("-D")
+            .arg(&data)
+            .args(["--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C", "-U"])
+            .arg(&c.run_as.user)
+            .output()
+            .map_err(|e| step("running initdb", e.to_string()))?;
+        check(&out, "initdb")?;
+        Ok(c)
+    }
+
+    /// The directory holding everything (data, socket, log).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self.root.join("data")
+    }
+
+    /// The unix-socket directory.
+    pub fn socket_dir(&self) -> PathBuf {
+        self.root.clone()
+    }
+
+    /// The port (names the socket file; there is no TCP listener).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The account the server runs as.
+    pub fn run_as(&self) -> &RunAs {
+        &self.run_as
+    }
+
+    /// The binaries used.
+    pub fn bin(&self) -> &BinDir {
+        &self.bin
+    }
+
+    /// A libpq connection string for this cluster.
+    pub fn dsn(&self, dbname: &str) -> String {
+        format!("host={} port={} user={} dbname={dbname}", self.socket_dir().display(), self.port, self.run_as.user)
+    }
+
+    /// A command for one of PostgreSQL's binaries, run as the cluster's user.
+    pub fn command(&self, program: &str) -> Command {
+        let mut cmd = Command::new(self.bin.dir.join(program));
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            cmd.uid(self.run_as.uid).gid(self.run_as.gid);
+            cmd.env("HOME", &self.root).env("USER", &self.run_as.user);
+        }
+        cmd.current_dir(&self.root);
+        cmd
+    }
+
+    /// Starts the server with `settings` passed as `-c name=value`; waits until it accepts connections.
+    pub fn start(&mut self, settings: &[(String, String)]) -> Result<(), ClusterError> {
+        let mut opts = format!("-c listen_addresses='' -c unix_socket_directories='{}' -c port={}", self.socket_dir().display(), self.port);
+        for (k, v) in settings {
+            opts.push_str(&format!(" -c {k}={v}"));
+        }
+        let log = self.root.join("server.log");
+        let out = self
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(self.data_dir())
+            .arg("-l")
+            .arg(&log)
+            .args(["-w", "-t", "120", "-o", &opts, "start"])
+            .output()
+            .map_err(|e| step("running pg_ctl start", e.to_string()))?;
+        if !out.status.success() {
+            let tail = fs::read_to_string(&log).unwrap_or_default();
+            let tail: Vec<&str> = tail.lines().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
+            return Err(step("starting the throwaway server", format!("{}\n{}", String::from_utf8_lossy(&out.stderr).trim(), tail.join("\n"))));
+        }
+        self.running = true;
+        Ok(())
+    }
+
+    /// The postmaster's PID, from postmaster.pid.
+    pub fn postmaster_pid(&self) -> Option<u32> {
+        fs::read_to_string(self.data_dir().join("postmaster.pid")).ok().and_then(|t| hostfacts::parse::postmaster_pid(&t).pid)
+    }
+
+    /// Stops the server (fast shutdown); a no-op when it is not running.
+    pub fn stop(&mut self) -> Result<(), ClusterError> {
+        if !self.running {
+            return Ok(());
+        }
+        let out = self
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(self.data_dir())
+            .args(["-w", "-t", "60", "-m", "fast", "stop"])
+            .output()
+            .map_err(|e| step("running pg_ctl stop", e.to_string()))?;
+        self.running = false;
+        check(&out, "pg_ctl stop")
+    }
+
+    /// Stops the server and removes the directory.
+    pub fn remove(mut self) -> Result<(), ClusterError> {
+        self.teardown()
+    }
+
+    fn teardown(&mut self) -> Result<(), ClusterError> {
+        if self.removed {
+            return Ok(());
+        }
+        let stopped = self.stop();
+        if stopped.is_err() {
+            // Last resort: immediate shutdown by signal, then wait for the postmaster to go.
+            if let Some(pid) = self.postmaster_pid() {
+                // SAFETY: kill with a PID we read from our own cluster's postmaster.pid.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGQUIT) };
+                let t = Instant::now();
+                while t.elapsed() < Duration::from_secs(10) && Path::new(&format!("/proc/{pid}")).exists() {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+        fs::remove_dir_all(&self.root).map_err(|e| step(format!("removing {}", self.root.display()), e.to_string()))?;
+        self.removed = true;
+        stopped
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Err(e) = self.teardown() {
+            eprintln!("preemptlab: cleaning up the throwaway cluster: {e}");
+        }
+    }
+}
+
+fn check(out: &Output, what: &str) -> Result<(), ClusterError> {
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(step(what, format!("{}{}", String::from_utf8_lossy(&out.stderr).trim(), String::from_utf8_lossy(&out.stdout).trim())))
+    }
+}
+
+fn make_private_dir(parent: &Path, run_as: &RunAs) -> Result<PathBuf, ClusterError> {
+    for attempt in 0..100u32 {
+        let name = format!("preemptlab-pg-{}-{}", std::process::id(), attempt);
+        let dir = parent.join(name);
+        match fs::create_dir(&dir) {
+            Ok(()) => {
+                fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).map_err(|e| step("chmod the cluster dir", e.to_string()))?;
+                let c = CString::new(dir.as_os_str().to_string_lossy().as_bytes()).map_err(|e| step("cluster dir path", e.to_string()))?;
+                // SAFETY: chown on a path we just created; c is a valid NUL-terminated string.
+                if unsafe { libc::chown(c.as_ptr(), run_as.uid, run_as.gid) } != 0 {
+                    let e = std::io::Error::last_os_error();
+                    let _ = fs::remove_dir(&dir);
+                    return Err(step(format!("chown {} to {}", dir.display(), run_as.user), e.to_string()));
+                }
+                return Ok(dir);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(step(format!("creating a directory in {}", parent.display()), e.to_string())),
+        }
+    }
+    Err(step("creating the cluster dir", "100 names taken"))
+}

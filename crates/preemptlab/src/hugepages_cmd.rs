@@ -1,0 +1,237 @@
+//! `preemptlab hugepages`.
+
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{anyhow, bail, Context, Result};
+use hostfacts::hugepages::{self, Basis, Plan};
+use hostfacts::memory::MemoryFacts;
+use hostfacts::parse;
+use hostfacts::postgres::PgInstance;
+use hostfacts::Host;
+use serde::Serialize;
+
+use crate::cli::{HugepagesArgs, PlainFormat};
+use crate::term;
+
+/// The JSON document of `hugepages`.
+#[derive(Debug, Serialize)]
+struct Output {
+    /// Schema version of this document.
+    schema_version: u32,
+    /// One plan per instance sized.
+    plans: Vec<Sized>,
+}
+
+#[derive(Debug, Serialize)]
+struct Sized {
+    /// What was sized (an instance, a data directory, a size).
+    target: String,
+    /// The plan.
+    plan: Plan,
+    /// What --apply did, if asked.
+    applied: Option<hugepages::Applied>,
+}
+
+fn page_size_arg(s: &str) -> Result<u64> {
+    let b = parse::size(s).map_err(|e| anyhow!("--page-size {s}: {e}"))?;
+    let kib = b.kib();
+    if kib != 2048 && kib != 1 << 20 {
+        bail!("--page-size {s}: use 2MB or 1GB (the x86_64 and arm64 huge page sizes)");
+    }
+    Ok(kib)
+}
+
+fn default_page_kib(mem: &MemoryFacts) -> u64 {
+    mem.default_huge_page_kib.get().copied().unwrap_or(2048)
+}
+
+fn basis_for_instance(inst: &PgInstance, page_kib: u64) -> Result<(Basis, u64)> {
+    let own = inst.segment.get().filter(|s| s.on_huge_pages() && s.kernel_page_size_kib == page_kib).map(|s| s.size_kib / page_kib).unwrap_or(0);
+    if let Some(server) = &inst.server {
+        let pages = server.settings.get("shared_memory_size_in_huge_pages").and_then(|s| s.setting.parse::<i64>().ok());
+        let size = server.settings.get("shared_memory_size").and_then(|s| parse::pg_memory(&s.setting, s.unit.as_deref()).ok()).map(|b| b.kib());
+        let hps = inst.setting("huge_page_size").and_then(hostfacts::findings::huge_page_size_kib);
+        let default_matches = hps.is_none_or(|v| v == page_kib);
+        if let (Some(p), true) = (pages, default_matches) {
+            if p > 0 && hps.unwrap_or(page_kib) == page_kib {
+                return Ok((Basis::Postgres { pages: p as u64, shared_memory_kib: size, how: format!("SHOW via {}", server.dsn) }, own));
+            }
+        }
+        if let Some(s) = size {
+            return Ok((Basis::PostgresSize { shared_memory_kib: s, how: format!("SHOW via {}", server.dsn) }, own));
+        }
+    }
+    if let Some(seg) = inst.segment.get() {
+        return Ok((Basis::Segment { size_kib: seg.size_kib, how: inst.segment.source.clone() }, own));
+    }
+    if let Some(v) = inst.postmaster_vm_peak_kib.get() {
+        return Ok((Basis::VmPeak { vm_peak_kib: *v, how: inst.postmaster_vm_peak_kib.source.clone() }, own));
+    }
+    bail!(
+        "postmaster {}: neither its segment (smaps) nor VmPeak is readable ({}); run as root or pass --pg DSN",
+        inst.postmaster_pid,
+        inst.segment.unavailable.as_deref().unwrap_or("unknown")
+    )
+}
+
+/// Runs `postgres -D dir -C name` as the owner of `dir`, returning the value.
+fn postgres_c(bin: &Path, dir: &Path, name: &str) -> Result<String> {
+    let meta = std::fs::metadata(dir).with_context(|| format!("--data-dir {}", dir.display()))?;
+    let mut cmd = Command::new(bin.join("postgres"));
+    cmd.arg("-D").arg(dir).arg("-C").arg(name);
+    if hostfacts::host::is_root() {
+        if meta.uid() == 0 {
+            bail!("--data-dir {}: owned by root; PostgreSQL refuses to run as root (chown it to the postgres user)", dir.display());
+        }
+        cmd.uid(meta.uid()).gid(meta.gid());
+    }
+    let out = cmd.output().with_context(|| format!("running {}", bin.join("postgres").display()))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        bail!(
+            "postgres -D {} -C {name} failed: {} (the server must be stopped for runtime-computed settings; for a running one use --pg or --pid)",
+            dir.display(),
+            err.trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn basis_for_data_dir(args: &HugepagesArgs, dir: &Path, page_kib: u64, default_kib: u64) -> Result<Basis> {
+    let version = std::fs::read_to_string(dir.join("PG_VERSION")).ok().and_then(|v| v.trim().parse::<u32>().ok());
+    let bin = hostfacts::pgbin::find(args.pg_bin.as_deref(), version).map_err(|e| anyhow!(e))?;
+    if bin.major.is_some_and(|m| m < 15) {
+        bail!("PostgreSQL {} cannot report shared_memory_size (15+ only): start it and use --pid, or pass --shared-memory", bin.major.unwrap_or(0));
+    }
+    let size = postgres_c(&bin.dir, dir, "shared_memory_size")?;
+    let size_kib = parse::size(&size).map_err(|e| anyhow!("shared_memory_size {size:?}: {e}"))?.kib();
+    let hps = postgres_c(&bin.dir, dir, "huge_page_size")?;
+    let hps_kib = if hps == "0" { default_kib } else { parse::size(&hps).map(|b| b.kib()).unwrap_or(default_kib) };
+    let how = format!("{} -D {} -C", bin.dir.join("postgres").display(), dir.display());
+    if hps_kib == page_kib {
+        let pages: i64 = postgres_c(&bin.dir, dir, "shared_memory_size_in_huge_pages")?.parse().context("shared_memory_size_in_huge_pages")?;
+        if pages > 0 {
+            return Ok(Basis::Postgres { pages: pages as u64, shared_memory_kib: Some(size_kib), how });
+        }
+    }
+    Ok(Basis::PostgresSize { shared_memory_kib: size_kib, how })
+}
+
+pub fn run(args: HugepagesArgs) -> Result<i32> {
+    let host = match &args.sysroot {
+        Some(d) => Host::at(d),
+        None => Host::live(),
+    };
+    let mem = hostfacts::audit::memory_facts(&host);
+    let default_kib = default_page_kib(&mem);
+    let explicit_page = args.page_size.as_deref().map(page_size_arg).transpose()?;
+    if args.apply && !hostfacts::host::is_root() {
+        bail!("--apply resizes a hugetlb pool and needs root (run with sudo, or drop --apply to only print the plan)");
+    }
+
+    let mut targets: Vec<(String, Basis, u64, u64)> = Vec::new(); // (label, basis, page kib, own pages)
+    if let Some(s) = &args.shared_memory {
+        let b = parse::size(s).map_err(|e| anyhow!("--shared-memory {s}: {e}"))?;
+        if b.0 == 0 {
+            bail!("--shared-memory {s}: must be more than zero");
+        }
+        targets.push((format!("{s} of shared memory"), Basis::Given { size_kib: b.0.div_ceil(1024) }, explicit_page.unwrap_or(default_kib), 0));
+    } else if let Some(dir) = &args.data_dir {
+        let page = explicit_page.unwrap_or(default_kib);
+        let basis = basis_for_data_dir(&args, dir, page, default_kib)?;
+        targets.push((format!("stopped instance {}", dir.display()), basis, page, 0));
+    } else {
+        let mut servers = Vec::new();
+        let mut clients = Vec::new();
+        if let Some(dsn) = &args.pg {
+            let (info, client) = hostfacts::pgquery::query(dsn).map_err(anyhow::Error::from).context("--pg")?;
+            servers.push(info);
+            clients.push(client);
+        }
+        let (instances, unmatched) = hostfacts::postgres::discover(&host, &servers);
+        drop(clients);
+        let chosen: Vec<&PgInstance> = if let Some(pid) = args.pid {
+            let i = instances.iter().find(|i| i.postmaster_pid == pid).ok_or_else(|| {
+                anyhow!("--pid {pid}: not a running postmaster (running: {})", instances.iter().map(|i| i.postmaster_pid.to_string()).collect::<Vec<_>>().join(", "))
+            })?;
+            vec![i]
+        } else if args.pg.is_some() {
+            match instances.iter().find(|i| i.server.is_some()) {
+                Some(i) => vec![i],
+                None => {
+                    // A remote server: size from its own figures alone.
+                    let s = unmatched.first().ok_or_else(|| anyhow!("--pg: the server returned nothing"))?;
+                    let pages = s.settings.get("shared_memory_size_in_huge_pages").and_then(|v| v.setting.parse::<i64>().ok()).unwrap_or(-1);
+                    let size = s.settings.get("shared_memory_size").and_then(|v| parse::pg_memory(&v.setting, v.unit.as_deref()).ok()).map(|b| b.kib());
+                    let page = explicit_page.unwrap_or(default_kib);
+                    let basis = match (pages, size) {
+                        (p, sz) if p > 0 && explicit_page.is_none_or(|e| e == default_kib) => Basis::Postgres { pages: p as u64, shared_memory_kib: sz, how: format!("SHOW via {}", s.dsn) },
+                        (_, Some(sz)) => Basis::PostgresSize { shared_memory_kib: sz, how: format!("SHOW via {}", s.dsn) },
+                        _ => bail!("--pg {}: the server reports no shared_memory_size (PostgreSQL 15+ needed); pass --shared-memory", s.dsn),
+                    };
+                    targets.push((format!("server {}", s.dsn), basis, page, 0));
+                    vec![]
+                }
+            }
+        } else {
+            if instances.is_empty() {
+                bail!("no running PostgreSQL found: pass --pg DSN, --pid PID, --data-dir DIR (stopped server) or --shared-memory SIZE");
+            }
+            instances.iter().collect()
+        };
+        for inst in chosen {
+            let page = explicit_page.or_else(|| hostfacts::findings::instance_huge_page_kib(inst, &mem)).unwrap_or(default_kib);
+            let (basis, own) = basis_for_instance(inst, page)?;
+            let label = format!("instance {} ({})", inst.postmaster_pid, inst.data_dir.value.as_deref().unwrap_or("?"));
+            targets.push((label, basis, page, own));
+        }
+    }
+
+    let mut sized = Vec::new();
+    for (label, basis, page, own) in targets {
+        let plan = hugepages::plan(basis, page, default_kib, mem.pool(page).cloned(), own);
+        if let Some(ram) = mem.total_kib.get() {
+            if plan.pinned_kib as f64 > 0.9 * *ram as f64 {
+                eprintln!(
+                    "preemptlab: warning: {label}: the pool would pin {} of this host's {} of RAM",
+                    parse::Bytes::from_kib(plan.pinned_kib),
+                    parse::Bytes::from_kib(*ram)
+                );
+            }
+        }
+        let applied = if args.apply {
+            Some(hugepages::apply(page, plan.pool_target).map_err(|e| anyhow!(e))?)
+        } else {
+            None
+        };
+        sized.push(Sized { target: label, plan, applied });
+    }
+
+    let short = sized.iter().any(|s| s.applied.as_ref().is_some_and(|a| a.obtained < a.requested));
+    match args.format {
+        PlainFormat::Json => print!("{}", report::json(&Output { schema_version: 1, plans: sized })),
+        PlainFormat::Table => {
+            let style = term::style(args.color);
+            for s in &sized {
+                print!("{}", report::hugepages::render(&s.target, &s.plan, style, term::width()));
+                if let Some(a) = &s.applied {
+                    if a.obtained >= a.requested && a.before >= a.requested {
+                        println!("  applied      pool already holds {} >= {} pages: unchanged", a.before, a.requested);
+                    } else if a.obtained >= a.requested {
+                        println!("  applied      {}: {} -> {} pages (asked {})", a.path, a.before, a.obtained, a.requested);
+                    } else {
+                        println!(
+                            "  applied      {}: {} -> {} pages, SHORT of {} (memory too fragmented: reserve at boot with hugepages= on the kernel command line, or drop caches and compact, then retry)",
+                            a.path, a.before, a.obtained, a.requested
+                        );
+                    }
+                }
+                println!();
+            }
+        }
+    }
+    Ok(if short { 1 } else { 0 })
+}

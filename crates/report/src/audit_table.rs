@@ -1,0 +1,240 @@
+//! The audit as a table readable in 80 columns.
+
+use hostfacts::findings::Severity;
+use hostfacts::parse::Bytes;
+use hostfacts::postgres::Role;
+use hostfacts::{Audit, Fact};
+
+use crate::markup::{columns, field, wrap, Align, Style};
+
+fn kib(k: u64) -> String {
+    Bytes::from_kib(k).to_string()
+}
+
+fn show<T>(f: &Fact<T>, s: impl FnOnce(&T) -> String) -> String {
+    f.describe(s)
+}
+
+fn sev(style: &Style, s: Severity) -> String {
+    match s {
+        Severity::Critical => style.red("CRITICAL"),
+        Severity::Warn => style.yellow("WARN    "),
+        Severity::Info => style.dim("info    "),
+    }
+}
+
+/// Renders the audit as text for a terminal of `width` columns.
+pub fn render(a: &Audit, style: Style, width: usize) -> String {
+    let k = &a.kernel;
+    let m = &a.memory;
+    let mut o = String::new();
+    let host = a.hostname.get().cloned().unwrap_or_else(|| "?".into());
+    let mut head = format!("preemptlab audit: {host}");
+    if let Some(root) = &a.sysroot {
+        head.push_str(&format!(" (sysroot {root})"));
+    }
+    o.push_str(&style.bold(&wrap(&head, width, 0, 2)));
+    o.push_str("\n\n");
+
+    o.push_str(&style.bold("Kernel\n"));
+    o.push_str(&field(
+        "release",
+        &format!(
+            "{}  {}  {} CPUs  HZ {}",
+            show(&k.release, |s| s.clone()),
+            show(&k.arch, |s| s.clone()),
+            show(&k.cpus, |n| n.to_string()),
+            show(&k.hz, |n| n.to_string())
+        ),
+        width,
+    ));
+    let p = &k.preemption;
+    o.push_str(&field(
+        "preemption",
+        &format!("{}  (decided by {})", style.bold(p.model.as_str()), p.decided_by.as_deref().unwrap_or("nothing readable")),
+        width,
+    ));
+    o.push_str(&field(
+        "offered",
+        &format!(
+            "{}  [{}]  PREEMPT_DYNAMIC: {}",
+            if p.offered.is_empty() { "unknown".to_string() } else { p.offered.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(" ") },
+            p.offered_source,
+            show(&p.dynamic, |d| if *d { "yes".into() } else { "no".into() })
+        ),
+        width,
+    ));
+    for (i, e) in p.evidence.iter().enumerate() {
+        let what = match (&e.says, &e.note) {
+            (Some(s), Some(n)) => format!("{s} ({n})"),
+            (Some(s), None) => s.clone(),
+            (None, Some(n)) => n.clone(),
+            (None, None) => String::new(),
+        };
+        let implies = e.implies.map(|m| format!(" => {m}")).unwrap_or_default();
+        o.push_str(&field(if i == 0 { "evidence" } else { "" }, &format!("{}: {what}{implies}", e.source), width));
+    }
+    o.push_str(&field("rseq slice", &show(&k.rseq_slice_extension, |b| if *b { "available".into() } else { "not available (kernel lacks CONFIG_RSEQ_SLICE_EXTENSION, 7.0+)".into() }), width));
+    o.push('\n');
+
+    o.push_str(&style.bold("Memory\n"));
+    o.push_str(&field(
+        "RAM",
+        &format!("{} total, {} available, page tables {}", show(&m.total_kib, |v| kib(*v)), show(&m.available_kib, |v| kib(*v)), show(&m.page_tables_kib, |v| kib(*v))),
+        width,
+    ));
+    match m.pools.get() {
+        Some(pools) if !pools.is_empty() => {
+            for (i, pl) in pools.iter().enumerate() {
+                o.push_str(&field(
+                    if i == 0 { "hugetlb" } else { "" },
+                    &format!(
+                        "{} pages: total {}, free {}, reserved {}, surplus {} ({} pinned)",
+                        kib(pl.page_size_kib),
+                        pl.total,
+                        pl.free,
+                        pl.reserved,
+                        pl.surplus,
+                        kib(pl.pinned_kib())
+                    ),
+                    width,
+                ));
+            }
+        }
+        Some(_) => o.push_str(&field("hugetlb", "no pools (kernel without hugetlbfs?)", width)),
+        None => o.push_str(&field("hugetlb", &show(&m.pools, |_| String::new()), width)),
+    }
+    o.push_str(&field(
+        "THP",
+        &format!(
+            "enabled {}, defrag {}, shmem_enabled {}",
+            show(&m.thp_enabled, |s| s.clone()),
+            show(&m.thp_defrag, |s| s.clone()),
+            show(&m.thp_shmem_enabled, |s| s.clone())
+        ),
+        width,
+    ));
+    o.push_str(&field("overcommit", &format!("vm.overcommit_memory = {}", show(&m.overcommit_memory, |v| v.to_string())), width));
+    o.push('\n');
+
+    o.push_str(&style.bold("PostgreSQL\n"));
+    if a.instances.is_empty() {
+        o.push_str("  no running instance found\n");
+    }
+    for inst in &a.instances {
+        o.push_str(&field(
+            "instance",
+            &format!(
+                "postmaster {}  version {}  port {}  {}",
+                inst.postmaster_pid,
+                show(&inst.version, |s| s.clone()),
+                show(&inst.port, |p| p.to_string()),
+                show(&inst.data_dir, |s| s.clone())
+            ),
+            width,
+        ));
+        let seg = match inst.segment.get() {
+            Some(s) => {
+                let on = if s.on_huge_pages() { style.green("on huge pages: yes") } else { style.red("on huge pages: NO") };
+                format!("{} {} with {} kB pages; {on}", s.mapping, kib(s.size_kib), s.kernel_page_size_kib)
+            }
+            None => show(&inst.segment, |_| String::new()),
+        };
+        o.push_str(&field("segment", &seg, width));
+        let settings: Vec<String> = inst
+            .settings
+            .iter()
+            .filter(|(_, f)| f.value.is_some())
+            .map(|(n, f)| format!("{n}={} [{}]", f.value.as_deref().unwrap_or(""), f.source))
+            .collect();
+        o.push_str(&field("settings", &settings.join(", "), width));
+        if let Some(server) = &inst.server {
+            let mut s: Vec<String> = server
+                .settings
+                .iter()
+                .map(|(n, v)| format!("{n}={}{}", v.setting, v.unit.as_deref().map(|u| format!(" x {u}")).unwrap_or_default()))
+                .collect();
+            s.sort();
+            o.push_str(&field("server", &format!("{} (--pg): {}", server.dsn, s.join(", ")), width));
+        }
+        o.push_str(&field(
+            "page tables",
+            &format!(
+                "{} now over {} processes; {} at max_connections at today's mean; {} if all touch the whole segment; postmaster VmPeak {}",
+                kib(inst.page_tables_kib),
+                inst.processes.len(),
+                show(&inst.page_tables_projected_kib, |v| kib(*v)),
+                show(&inst.page_tables_full_touch_kib, |v| kib(*v)),
+                show(&inst.postmaster_vm_peak_kib, |v| kib(*v))
+            ),
+            width,
+        ));
+        let rows: Vec<Vec<String>> = inst
+            .processes
+            .iter()
+            .take(12)
+            .map(|p| {
+                vec![
+                    p.pid.to_string(),
+                    match p.role {
+                        Role::Postmaster => "postmaster",
+                        Role::Auxiliary => "aux",
+                        Role::Backend => "backend",
+                    }
+                    .to_string(),
+                    p.pss_kib.map(kib).unwrap_or_else(|| "?".into()),
+                    p.vm_pte_kib.map(kib).unwrap_or_else(|| "?".into()),
+                    p.shared_hugetlb_kib.map(kib).unwrap_or_else(|| "?".into()),
+                    p.title.clone(),
+                ]
+            })
+            .collect();
+        o.push_str(&columns(
+            &["pid", "role", "Pss", "VmPTE", "hugetlb", "title"],
+            &[Align::Right, Align::Left, Align::Right, Align::Right, Align::Right, Align::Left],
+            &rows,
+            4,
+            width,
+        ));
+        if inst.processes.len() > 12 {
+            o.push_str(&format!("    ... {} more processes (--format json lists them all)\n", inst.processes.len() - 12));
+        }
+        o.push('\n');
+    }
+    for s in &a.unmatched_servers {
+        o.push_str(&field("server", &format!("{} (not a local instance), backend pid {}", s.dsn, s.backend_pid), width));
+    }
+
+    o.push_str(&style.bold("Findings\n"));
+    if a.findings.is_empty() {
+        o.push_str("  none\n");
+    }
+    for f in &a.findings {
+        let head = format!("  {} {}  ", sev(&style, f.severity), f.id);
+        let used = 2 + 8 + 1 + f.id.chars().count() + 2;
+        o.push_str(&head);
+        o.push_str(&wrap(&f.title, width, used, 6));
+        o.push('\n');
+        for e in &f.evidence {
+            o.push_str(&format!("      {} {}\n", style.dim("evidence:"), wrap(e, width, 16, 8)));
+        }
+        for x in &f.fix {
+            o.push_str(&format!("      {} {}\n", style.bold("fix:"), wrap(x, width, 11, 8)));
+        }
+    }
+    let count = |s: Severity| a.findings.iter().filter(|f| f.severity == s).count();
+    let v = a.verdict.as_str().to_uppercase();
+    let v = match a.verdict {
+        hostfacts::Verdict::Ok => style.green(&v),
+        hostfacts::Verdict::Warn => style.yellow(&v),
+        hostfacts::Verdict::AtRisk => style.red(&v),
+    };
+    o.push_str(&format!(
+        "\n{} {v} ({} critical, {} warn, {} info)\n",
+        style.bold("Verdict:"),
+        count(Severity::Critical),
+        count(Severity::Warn),
+        count(Severity::Info)
+    ));
+    o
+}

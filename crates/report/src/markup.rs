@@ -1,0 +1,161 @@
+//! Text layout shared by every table-like format: aligned columns, wrapping to a width, optional colour.
+
+/// ANSI styling that is a no-op when colour is off (not a TTY, `NO_COLOR`, or `--color never`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Style {
+    /// True to emit ANSI escape codes.
+    pub color: bool,
+}
+
+impl Style {
+    fn wrap(&self, code: &str, s: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    /// Bold.
+    pub fn bold(&self, s: &str) -> String {
+        self.wrap("1", s)
+    }
+    /// Red (critical).
+    pub fn red(&self, s: &str) -> String {
+        self.wrap("1;31", s)
+    }
+    /// Yellow (warn).
+    pub fn yellow(&self, s: &str) -> String {
+        self.wrap("33", s)
+    }
+    /// Green (ok).
+    pub fn green(&self, s: &str) -> String {
+        self.wrap("32", s)
+    }
+    /// Dim (sources, notes).
+    pub fn dim(&self, s: &str) -> String {
+        self.wrap("2", s)
+    }
+}
+
+/// Wraps `text` to `width` columns; the first line starts after `first` columns already used, the
+/// following ones are indented by `indent` spaces.
+pub fn wrap(text: &str, width: usize, first: usize, indent: usize) -> String {
+    let mut out = String::new();
+    let mut col = first;
+    let mut line_has_word = false;
+    for word in text.split_whitespace() {
+        let w = word.chars().count();
+        if line_has_word && col + 1 + w > width {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            col = indent;
+            line_has_word = false;
+        }
+        if line_has_word {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(word);
+        col += w;
+        line_has_word = true;
+    }
+    out
+}
+
+/// A label and a value wrapped under it: `  label      value...`.
+pub fn field(label: &str, value: &str, width: usize) -> String {
+    const LABEL: usize = 14;
+    let head = format!("  {label:<w$}", w = LABEL - 2);
+    let col = head.chars().count();
+    format!("{head}{}\n", wrap(value, width, col, LABEL))
+}
+
+/// Column alignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    /// Left.
+    Left,
+    /// Right (numbers).
+    Right,
+}
+
+/// Renders rows as aligned columns; the last column may be truncated to fit `width`.
+pub fn columns(header: &[&str], align: &[Align], rows: &[Vec<String>], indent: usize, width: usize) -> String {
+    let n = header.len();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(n) {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let fixed: usize = indent + widths[..n - 1].iter().map(|w| w + 2).sum::<usize>();
+    let last = width.saturating_sub(fixed).max(8);
+    let fmt_row = |cells: Vec<String>| -> String {
+        let mut line = " ".repeat(indent);
+        for (i, c) in cells.iter().enumerate() {
+            let is_last = i == n - 1;
+            let c = if is_last && c.chars().count() > last {
+                let mut t: String = c.chars().take(last.saturating_sub(1)).collect();
+                t.push('…');
+                t
+            } else {
+                c.clone()
+            };
+            let pad = if is_last { 0 } else { widths[i] };
+            match align[i] {
+                Align::Left => line.push_str(&format!("{c:<pad$}")),
+                Align::Right => line.push_str(&format!("{c:>pad$}", pad = widths[i])),
+            }
+            if !is_last {
+                line.push_str("  ");
+            }
+        }
+        line.trim_end().to_string() + "\n"
+    };
+    let mut out = fmt_row(header.iter().map(|s| s.to_string()).collect());
+    for r in rows {
+        out.push_str(&fmt_row(r.clone()));
+    }
+    out
+}
+
+/// Three significant figures.
+pub fn sig3(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let mag = x.abs().log10().floor() as i32;
+    let decimals = (2 - mag).max(0) as usize;
+    format!("{x:.decimals$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wraps_with_hanging_indent() {
+        let w = wrap("aaa bbb ccc ddd", 10, 2, 4);
+        assert_eq!(w, "aaa bbb\n    ccc\n    ddd");
+        for line in w.lines() {
+            assert!(line.len() <= 10);
+        }
+    }
+
+    #[test]
+    fn columns_align_and_truncate() {
+        let t = columns(&["pid", "name"], &[Align::Right, Align::Left], &[vec!["1".into(), "x".repeat(100)]], 2, 20);
+        for line in t.lines() {
+            assert!(line.chars().count() <= 20, "{line}");
+        }
+        assert!(t.contains("  pid  name"));
+    }
+
+    #[test]
+    fn three_significant_figures() {
+        assert_eq!(sig3(1234.5), "1234");
+        assert_eq!(sig3(12.345), "12.3");
+        assert_eq!(sig3(0.012345), "0.0123");
+        assert_eq!(sig3(0.0), "0");
+    }
+}

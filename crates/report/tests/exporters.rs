@@ -1,0 +1,117 @@
+//! Every exporter, on every fixture host: snapshots of the table, JSON and Prometheus output, and the
+//! Prometheus text checked by a real exposition-format parser.
+
+use std::path::PathBuf;
+
+use hostfacts::{Audit, Host};
+use report::Style;
+
+const FIXTURES: [&str; 6] = [
+    "this-machine-pg15-4k",
+    "linux-7.0-lazy-debugfs",
+    "linux-7.0-debugfs-refused",
+    "debian-6.1-voluntary",
+    "preempt-rt",
+    "hugepages-1g-thp-always",
+];
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name)
+}
+
+fn audit(name: &str) -> Audit {
+    let mut a = hostfacts::audit(&Host::at(fixture(name)), &[]);
+    a.generated_unix_s = 0;
+    a.sysroot = Some(format!("tests/fixtures/{name}"));
+    a
+}
+
+#[test]
+fn table_snapshots_fit_80_columns() {
+    for name in FIXTURES {
+        let text = report::audit_table::render(&audit(name), Style { color: false }, 80);
+        for line in text.lines() {
+            assert!(line.chars().count() <= 80, "{name}: line over 80 columns: {line:?}");
+        }
+        insta::assert_snapshot!(format!("table-{name}"), text);
+    }
+}
+
+#[test]
+fn colour_only_when_asked() {
+    let a = audit("linux-7.0-lazy-debugfs");
+    assert!(!report::audit_table::render(&a, Style { color: false }, 80).contains('\x1b'));
+    assert!(report::audit_table::render(&a, Style { color: true }, 80).contains("\x1b[1;31m"));
+}
+
+#[test]
+fn json_snapshots_and_round_trip() {
+    for name in FIXTURES {
+        let a = audit(name);
+        let text = report::json(&a);
+        let back: Audit = serde_json::from_str(&text).expect("the JSON reads back into the schema");
+        assert_eq!(back, a);
+        insta::assert_snapshot!(format!("json-{name}"), text);
+    }
+}
+
+fn value(scrape: &prometheus_parse::Scrape, metric: &str, label: (&str, &str)) -> Option<f64> {
+    scrape.samples.iter().find(|s| s.metric == metric && s.labels.get(label.0) == Some(label.1)).map(|s| match s.value {
+        prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) | prometheus_parse::Value::Counter(v) => v,
+        _ => f64::NAN,
+    })
+}
+
+#[test]
+fn prometheus_parses_and_says_the_right_things() {
+    for name in FIXTURES {
+        let a = audit(name);
+        let text = report::prometheus::render(&a);
+        insta::assert_snapshot!(format!("prom-{name}"), text);
+        let lines = text.lines().map(|l| Ok(l.to_string()));
+        let scrape = prometheus_parse::Scrape::parse(lines).unwrap_or_else(|e| panic!("{name}: unparseable exposition: {e}"));
+        // Every sample is named preemptlab_* and every family has HELP.
+        for s in &scrape.samples {
+            assert!(s.metric.starts_with("preemptlab_"), "{}", s.metric);
+            assert!(scrape.docs.contains_key(&s.metric), "{name}: no HELP for {}", s.metric);
+        }
+        assert_eq!(value(&scrape, "preemptlab_preempt_model", ("model", a.kernel.preemption.model.as_str())), Some(1.0));
+        assert_eq!(value(&scrape, "preemptlab_verdict", ("verdict", a.verdict.as_str())), Some(1.0));
+        let findings = scrape.samples.iter().filter(|s| s.metric == "preemptlab_finding").count();
+        assert_eq!(findings, a.findings.len(), "one series per finding");
+    }
+    let a = audit("linux-7.0-lazy-debugfs");
+    let text = report::prometheus::render(&a);
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    assert_eq!(value(&scrape, "preemptlab_pg_on_huge_pages", ("postmaster_pid", "7345")), Some(0.0));
+    assert_eq!(value(&scrape, "preemptlab_finding", ("id", "preempt-4k-shm")), Some(1.0));
+    let a = audit("hugepages-1g-thp-always");
+    let scrape = prometheus_parse::Scrape::parse(report::prometheus::render(&a).lines().map(|l| Ok(l.to_string()))).unwrap();
+    assert_eq!(value(&scrape, "preemptlab_hugepages_total", ("page_size_bytes", "1073741824")), Some(8.0));
+}
+
+#[test]
+fn fixture_verdicts() {
+    use hostfacts::kernel::PreemptModel::*;
+    let expect = [
+        ("this-machine-pg15-4k", None, "warn", &["huge-pages-try-fallback", "preempt-upgrade-4k"][..]),
+        ("linux-7.0-lazy-debugfs", Lazy, "at-risk", &["preempt-4k-shm", "huge-pages-try-fallback"][..]),
+        ("linux-7.0-debugfs-refused", Lazy, "at-risk", &["hugetlb-pool-too-small", "preempt-4k-shm", "hugetlb-pool-unused"][..]),
+        ("debian-6.1-voluntary", Voluntary, "ok", &["thp-always-anon", "no-instance"][..]),
+        ("preempt-rt", Rt, "ok", &["no-instance"][..]),
+        ("hugepages-1g-thp-always", Full, "warn", &["hugetlb-pool-unused", "thp-always-anon", "thp-always-shmem"][..]),
+    ];
+    for (name, model, verdict, ids) in expect {
+        let a = audit(name);
+        assert_eq!(a.kernel.preemption.model, model, "{name}");
+        assert_eq!(a.verdict.as_str(), verdict, "{name}");
+        for id in ids {
+            assert!(a.findings.iter().any(|f| f.id == *id), "{name}: expected finding {id}, got {:?}", a.findings.iter().map(|f| &f.id).collect::<Vec<_>>());
+        }
+    }
+    // The pool-too-small finding is critical because huge_pages = on comes from postgresql.auto.conf.
+    let a = audit("linux-7.0-debugfs-refused");
+    let f = a.findings.iter().find(|f| f.id == "hugetlb-pool-too-small").unwrap();
+    assert_eq!(f.severity, hostfacts::Severity::Critical);
+    assert_eq!(a.instances[0].settings["huge_pages"].source, "/tmp/plab-manual/data/postgresql.auto.conf");
+}
