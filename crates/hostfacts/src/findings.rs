@@ -97,13 +97,19 @@ fn kib(k: u64) -> String {
 /// The huge page size an instance would use: `huge_page_size` if set (PG 14+), else the default.
 pub fn instance_huge_page_kib(inst: &PgInstance, mem: &MemoryFacts) -> Option<u64> {
     let configured = inst.setting("huge_page_size").and_then(huge_page_size_kib);
-    configured.or_else(|| mem.default_huge_page_kib.get().copied()).filter(|k| *k > 0)
+    configured
+        .or_else(|| mem.default_huge_page_kib.get().copied())
+        .filter(|k| *k > 0)
 }
 
 /// Parses a `huge_page_size` value (`0`, `2048` in kB as pg_settings gives it, `2MB`, `0kB`); `None`
 /// for 0, which means "the kernel's default".
 pub fn huge_page_size_kib(s: &str) -> Option<u64> {
-    let kib = if s.chars().all(|c| c.is_ascii_digit()) { s.parse::<u64>().ok()? } else { parse::size(s).ok()?.kib() };
+    let kib = if s.chars().all(|c| c.is_ascii_digit()) {
+        s.parse::<u64>().ok()?
+    } else {
+        parse::size(s).ok()?.kib()
+    };
     (kib > 0).then_some(kib)
 }
 

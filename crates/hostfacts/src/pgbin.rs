@@ -13,28 +13,44 @@ pub struct BinDir {
 }
 
 /// The Debian package to suggest when nothing is found.
-pub const INSTALL_HINT: &str = "install PostgreSQL's server: apt-get install postgresql-15 (Debian), or pass --pg-bin DIR";
+pub const INSTALL_HINT: &str =
+    "install PostgreSQL's server: apt-get install postgresql-15 (Debian), or pass --pg-bin DIR";
 
 fn major_of(dir: &Path) -> Option<u32> {
-    let out = Command::new(dir.join("postgres")).arg("--version").output().ok()?;
+    let out = Command::new(dir.join("postgres"))
+        .arg("--version")
+        .output()
+        .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
     // "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)"
-    text.split_whitespace().find_map(|w| w.split('.').next().and_then(|m| m.parse().ok()))
+    text.split_whitespace()
+        .find_map(|w| w.split('.').next().and_then(|m| m.parse().ok()))
 }
 
 /// Finds a binary directory holding `postgres`. `wanted_major` prefers that version.
 pub fn find(explicit: Option<&Path>, wanted_major: Option<u32>) -> Result<BinDir, String> {
     if let Some(d) = explicit {
         if d.join("postgres").is_file() {
-            return Ok(BinDir { dir: d.to_path_buf(), major: major_of(d) });
+            return Ok(BinDir {
+                dir: d.to_path_buf(),
+                major: major_of(d),
+            });
         }
-        return Err(format!("--pg-bin {}: no postgres binary there", d.display()));
+        return Err(format!(
+            "--pg-bin {}: no postgres binary there",
+            d.display()
+        ));
     }
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Ok(rd) = std::fs::read_dir("/usr/lib/postgresql") {
         let mut dirs: Vec<(u32, PathBuf)> = rd
             .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()).map(|v| (v, e.path().join("bin"))))
+            .filter_map(|e| {
+                e.file_name()
+                    .to_str()
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .map(|v| (v, e.path().join("bin")))
+            })
             .collect();
         dirs.sort();
         dirs.reverse();

@@ -26,7 +26,10 @@ pub enum ClusterError {
 }
 
 fn step(step: impl Into<String>, detail: impl Into<String>) -> ClusterError {
-    ClusterError::Step { step: step.into(), detail: detail.into() }
+    ClusterError::Step {
+        step: step.into(),
+        detail: detail.into(),
+    }
 }
 
 /// The unprivileged account the cluster runs as.
@@ -61,7 +64,11 @@ impl RunAs {
         }
         // SAFETY: pw is non-null and points to a valid passwd struct (see above).
         let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
-        Ok(RunAs { user: "postgres".into(), uid, gid })
+        Ok(RunAs {
+            user: "postgres".into(),
+            uid,
+            gid,
+        })
     }
 }
 
@@ -80,15 +87,31 @@ impl Cluster {
     /// Runs initdb in a new private directory under `parent` (default: the system temp dir).
     pub fn create(bin: BinDir, parent: Option<&Path>) -> Result<Cluster, ClusterError> {
         let run_as = RunAs::pick()?;
-        let parent = parent.map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
+        let parent = parent
+            .map(Path::to_path_buf)
+            .unwrap_or_else(std::env::temp_dir);
         let root = make_private_dir(&parent, &run_as)?;
-        let c = Cluster { root, bin, run_as, port: 5432, running: false, removed: false };
+        let c = Cluster {
+            root,
+            bin,
+            run_as,
+            port: 5432,
+            running: false,
+            removed: false,
+        };
         let data = c.data_dir();
         let out = c
             .command("initdb")
             .arg("-D")
             .arg(&data)
-            .args(["--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C", "-U"])
+            .args([
+                "--auth=trust",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "-U",
+            ])
             .arg(&c.run_as.user)
             .output()
             .map_err(|e| step("running initdb", e.to_string()))?;
@@ -128,7 +151,12 @@ impl Cluster {
 
     /// A libpq connection string for this cluster.
     pub fn dsn(&self, dbname: &str) -> String {
-        format!("host={} port={} user={} dbname={dbname}", self.socket_dir().display(), self.port, self.run_as.user)
+        format!(
+            "host={} port={} user={} dbname={dbname}",
+            self.socket_dir().display(),
+            self.port,
+            self.run_as.user
+        )
     }
 
     /// A command for one of PostgreSQL's binaries, run as the cluster's user.
@@ -145,7 +173,11 @@ impl Cluster {
 
     /// Starts the server with `settings` passed as `-c name=value`; waits until it accepts connections.
     pub fn start(&mut self, settings: &[(String, String)]) -> Result<(), ClusterError> {
-        let mut opts = format!("-c listen_addresses='' -c unix_socket_directories='{}' -c port={}", self.socket_dir().display(), self.port);
+        let mut opts = format!(
+            "-c listen_addresses='' -c unix_socket_directories='{}' -c port={}",
+            self.socket_dir().display(),
+            self.port
+        );
         for (k, v) in settings {
             opts.push_str(&format!(" -c {k}={v}"));
         }
@@ -161,8 +193,22 @@ impl Cluster {
             .map_err(|e| step("running pg_ctl start", e.to_string()))?;
         if !out.status.success() {
             let tail = fs::read_to_string(&log).unwrap_or_default();
-            let tail: Vec<&str> = tail.lines().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
-            return Err(step("starting the throwaway server", format!("{}\n{}", String::from_utf8_lossy(&out.stderr).trim(), tail.join("\n"))));
+            let tail: Vec<&str> = tail
+                .lines()
+                .rev()
+                .take(8)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            return Err(step(
+                "starting the throwaway server",
+                format!(
+                    "{}\n{}",
+                    String::from_utf8_lossy(&out.stderr).trim(),
+                    tail.join("\n")
+                ),
+            ));
         }
         self.running = true;
         Ok(())
@@ -170,7 +216,9 @@ impl Cluster {
 
     /// The postmaster's PID, from postmaster.pid.
     pub fn postmaster_pid(&self) -> Option<u32> {
-        fs::read_to_string(self.data_dir().join("postmaster.pid")).ok().and_then(|t| hostfacts::parse::postmaster_pid(&t).pid)
+        fs::read_to_string(self.data_dir().join("postmaster.pid"))
+            .ok()
+            .and_then(|t| hostfacts::parse::postmaster_pid(&t).pid)
     }
 
     /// Stops the server (fast shutdown); a no-op when it is not running.
@@ -205,12 +253,15 @@ impl Cluster {
                 // SAFETY: kill with a PID we read from our own cluster's postmaster.pid.
                 unsafe { libc::kill(pid as libc::pid_t, libc::SIGQUIT) };
                 let t = Instant::now();
-                while t.elapsed() < Duration::from_secs(10) && Path::new(&format!("/proc/{pid}")).exists() {
+                while t.elapsed() < Duration::from_secs(10)
+                    && Path::new(&format!("/proc/{pid}")).exists()
+                {
                     std::thread::sleep(Duration::from_millis(50));
                 }
             }
         }
-        fs::remove_dir_all(&self.root).map_err(|e| step(format!("removing {}", self.root.display()), e.to_string()))?;
+        fs::remove_dir_all(&self.root)
+            .map_err(|e| step(format!("removing {}", self.root.display()), e.to_string()))?;
         self.removed = true;
         stopped
     }
@@ -228,7 +279,14 @@ fn check(out: &Output, what: &str) -> Result<(), ClusterError> {
     if out.status.success() {
         Ok(())
     } else {
-        Err(step(what, format!("{}{}", String::from_utf8_lossy(&out.stderr).trim(), String::from_utf8_lossy(&out.stdout).trim())))
+        Err(step(
+            what,
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stderr).trim(),
+                String::from_utf8_lossy(&out.stdout).trim()
+            ),
+        ))
     }
 }
 
@@ -238,18 +296,28 @@ fn make_private_dir(parent: &Path, run_as: &RunAs) -> Result<PathBuf, ClusterErr
         let dir = parent.join(name);
         match fs::create_dir(&dir) {
             Ok(()) => {
-                fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).map_err(|e| step("chmod the cluster dir", e.to_string()))?;
-                let c = CString::new(dir.as_os_str().to_string_lossy().as_bytes()).map_err(|e| step("cluster dir path", e.to_string()))?;
+                fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))
+                    .map_err(|e| step("chmod the cluster dir", e.to_string()))?;
+                let c = CString::new(dir.as_os_str().to_string_lossy().as_bytes())
+                    .map_err(|e| step("cluster dir path", e.to_string()))?;
                 // SAFETY: chown on a path we just created; c is a valid NUL-terminated string.
                 if unsafe { libc::chown(c.as_ptr(), run_as.uid, run_as.gid) } != 0 {
                     let e = std::io::Error::last_os_error();
                     let _ = fs::remove_dir(&dir);
-                    return Err(step(format!("chown {} to {}", dir.display(), run_as.user), e.to_string()));
+                    return Err(step(
+                        format!("chown {} to {}", dir.display(), run_as.user),
+                        e.to_string(),
+                    ));
                 }
                 return Ok(dir);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(step(format!("creating a directory in {}", parent.display()), e.to_string())),
+            Err(e) => {
+                return Err(step(
+                    format!("creating a directory in {}", parent.display()),
+                    e.to_string(),
+                ))
+            }
         }
     }
     Err(step("creating the cluster dir", "100 names taken"))

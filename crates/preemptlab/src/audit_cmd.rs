@@ -10,7 +10,10 @@ pub fn run(args: AuditArgs) -> Result<i32> {
     let host = match &args.sysroot {
         Some(dir) => {
             if !dir.is_dir() {
-                bail!("--sysroot {}: not a directory (give a tree holding proc/ and sys/)", dir.display());
+                bail!(
+                    "--sysroot {}: not a directory (give a tree holding proc/ and sys/)",
+                    dir.display()
+                );
             }
             if !dir.join("proc").is_dir() && !dir.join("sys").is_dir() {
                 bail!("--sysroot {}: holds neither proc/ nor sys/ (give the root of a captured host tree)", dir.display());
@@ -23,7 +26,9 @@ pub fn run(args: AuditArgs) -> Result<i32> {
     let mut servers = Vec::new();
     let mut clients = Vec::new();
     for dsn in &args.pg {
-        let (info, client) = hostfacts::pgquery::query(dsn).map_err(anyhow::Error::from).context("--pg")?;
+        let (info, client) = hostfacts::pgquery::query(dsn)
+            .map_err(anyhow::Error::from)
+            .context("--pg")?;
         servers.push(info);
         clients.push(client);
     }
@@ -31,7 +36,9 @@ pub fn run(args: AuditArgs) -> Result<i32> {
     drop(clients);
 
     let text = match args.format {
-        AuditFormat::Table => report::audit_table::render(&audit, term::style(args.color), term::width()),
+        AuditFormat::Table => {
+            report::audit_table::render(&audit, term::style(args.color), term::width())
+        }
         AuditFormat::Json => report::json(&audit),
         AuditFormat::Prometheus => report::prometheus::render(&audit),
     };

@@ -49,26 +49,65 @@ fn default_page_kib(mem: &MemoryFacts) -> u64 {
 }
 
 fn basis_for_instance(inst: &PgInstance, page_kib: u64) -> Result<(Basis, u64)> {
-    let own = inst.segment.get().filter(|s| s.on_huge_pages() && s.kernel_page_size_kib == page_kib).map(|s| s.size_kib / page_kib).unwrap_or(0);
+    let own = inst
+        .segment
+        .get()
+        .filter(|s| s.on_huge_pages() && s.kernel_page_size_kib == page_kib)
+        .map(|s| s.size_kib / page_kib)
+        .unwrap_or(0);
     if let Some(server) = &inst.server {
-        let pages = server.settings.get("shared_memory_size_in_huge_pages").and_then(|s| s.setting.parse::<i64>().ok());
-        let size = server.settings.get("shared_memory_size").and_then(|s| parse::pg_memory(&s.setting, s.unit.as_deref()).ok()).map(|b| b.kib());
-        let hps = inst.setting("huge_page_size").and_then(hostfacts::findings::huge_page_size_kib);
+        let pages = server
+            .settings
+            .get("shared_memory_size_in_huge_pages")
+            .and_then(|s| s.setting.parse::<i64>().ok());
+        let size = server
+            .settings
+            .get("shared_memory_size")
+            .and_then(|s| parse::pg_memory(&s.setting, s.unit.as_deref()).ok())
+            .map(|b| b.kib());
+        let hps = inst
+            .setting("huge_page_size")
+            .and_then(hostfacts::findings::huge_page_size_kib);
         let default_matches = hps.is_none_or(|v| v == page_kib);
         if let (Some(p), true) = (pages, default_matches) {
             if p > 0 && hps.unwrap_or(page_kib) == page_kib {
-                return Ok((Basis::Postgres { pages: p as u64, shared_memory_kib: size, how: format!("SHOW via {}", server.dsn) }, own));
+                return Ok((
+                    Basis::Postgres {
+                        pages: p as u64,
+                        shared_memory_kib: size,
+                        how: format!("SHOW via {}", server.dsn),
+                    },
+                    own,
+                ));
             }
         }
         if let Some(s) = size {
-            return Ok((Basis::PostgresSize { shared_memory_kib: s, how: format!("SHOW via {}", server.dsn) }, own));
+            return Ok((
+                Basis::PostgresSize {
+                    shared_memory_kib: s,
+                    how: format!("SHOW via {}", server.dsn),
+                },
+                own,
+            ));
         }
     }
     if let Some(seg) = inst.segment.get() {
-        return Ok((Basis::Segment { size_kib: seg.size_kib, how: inst.segment.source.clone() }, own));
+        return Ok((
+            Basis::Segment {
+                size_kib: seg.size_kib,
+                how: inst.segment.source.clone(),
+            },
+            own,
+        ));
     }
     if let Some(v) = inst.postmaster_vm_peak_kib.get() {
-        return Ok((Basis::VmPeak { vm_peak_kib: *v, how: inst.postmaster_vm_peak_kib.source.clone() }, own));
+        return Ok((
+            Basis::VmPeak {
+                vm_peak_kib: *v,
+                how: inst.postmaster_vm_peak_kib.source.clone(),
+            },
+            own,
+        ));
     }
     bail!(
         "postmaster {}: neither its segment (smaps) nor VmPeak is readable ({}); run as root or pass --pg DSN",
@@ -88,7 +127,9 @@ fn postgres_c(bin: &Path, dir: &Path, name: &str) -> Result<String> {
         }
         cmd.uid(meta.uid()).gid(meta.gid());
     }
-    let out = cmd.output().with_context(|| format!("running {}", bin.join("postgres").display()))?;
+    let out = cmd
+        .output()
+        .with_context(|| format!("running {}", bin.join("postgres").display()))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         bail!(
@@ -100,24 +141,50 @@ fn postgres_c(bin: &Path, dir: &Path, name: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-fn basis_for_data_dir(args: &HugepagesArgs, dir: &Path, page_kib: u64, default_kib: u64) -> Result<Basis> {
-    let version = std::fs::read_to_string(dir.join("PG_VERSION")).ok().and_then(|v| v.trim().parse::<u32>().ok());
+fn basis_for_data_dir(
+    args: &HugepagesArgs,
+    dir: &Path,
+    page_kib: u64,
+    default_kib: u64,
+) -> Result<Basis> {
+    let version = std::fs::read_to_string(dir.join("PG_VERSION"))
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok());
     let bin = hostfacts::pgbin::find(args.pg_bin.as_deref(), version).map_err(|e| anyhow!(e))?;
     if bin.major.is_some_and(|m| m < 15) {
         bail!("PostgreSQL {} cannot report shared_memory_size (15+ only): start it and use --pid, or pass --shared-memory", bin.major.unwrap_or(0));
     }
     let size = postgres_c(&bin.dir, dir, "shared_memory_size")?;
-    let size_kib = parse::size(&size).map_err(|e| anyhow!("shared_memory_size {size:?}: {e}"))?.kib();
+    let size_kib = parse::size(&size)
+        .map_err(|e| anyhow!("shared_memory_size {size:?}: {e}"))?
+        .kib();
     let hps = postgres_c(&bin.dir, dir, "huge_page_size")?;
-    let hps_kib = if hps == "0" { default_kib } else { parse::size(&hps).map(|b| b.kib()).unwrap_or(default_kib) };
-    let how = format!("{} -D {} -C", bin.dir.join("postgres").display(), dir.display());
+    let hps_kib = if hps == "0" {
+        default_kib
+    } else {
+        parse::size(&hps).map(|b| b.kib()).unwrap_or(default_kib)
+    };
+    let how = format!(
+        "{} -D {} -C",
+        bin.dir.join("postgres").display(),
+        dir.display()
+    );
     if hps_kib == page_kib {
-        let pages: i64 = postgres_c(&bin.dir, dir, "shared_memory_size_in_huge_pages")?.parse().context("shared_memory_size_in_huge_pages")?;
+        let pages: i64 = postgres_c(&bin.dir, dir, "shared_memory_size_in_huge_pages")?
+            .parse()
+            .context("shared_memory_size_in_huge_pages")?;
         if pages > 0 {
-            return Ok(Basis::Postgres { pages: pages as u64, shared_memory_kib: Some(size_kib), how });
+            return Ok(Basis::Postgres {
+                pages: pages as u64,
+                shared_memory_kib: Some(size_kib),
+                how,
+            });
         }
     }
-    Ok(Basis::PostgresSize { shared_memory_kib: size_kib, how })
+    Ok(Basis::PostgresSize {
+        shared_memory_kib: size_kib,
+        how,
+    })
 }
 
 pub fn run(args: HugepagesArgs) -> Result<i32> {
@@ -138,34 +205,68 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
         if b.0 == 0 {
             bail!("--shared-memory {s}: must be more than zero");
         }
-        targets.push((format!("{s} of shared memory"), Basis::Given { size_kib: b.0.div_ceil(1024) }, explicit_page.unwrap_or(default_kib), 0));
+        targets.push((
+            format!("{s} of shared memory"),
+            Basis::Given {
+                size_kib: b.0.div_ceil(1024),
+            },
+            explicit_page.unwrap_or(default_kib),
+            0,
+        ));
     } else if let Some(dir) = &args.data_dir {
         let page = explicit_page.unwrap_or(default_kib);
         let basis = basis_for_data_dir(&args, dir, page, default_kib)?;
-        targets.push((format!("stopped instance {}", dir.display()), basis, page, 0));
+        targets.push((
+            format!("stopped instance {}", dir.display()),
+            basis,
+            page,
+            0,
+        ));
     } else {
         let mut servers = Vec::new();
         let mut clients = Vec::new();
         if let Some(dsn) = &args.pg {
-            let (info, client) = hostfacts::pgquery::query(dsn).map_err(anyhow::Error::from).context("--pg")?;
+            let (info, client) = hostfacts::pgquery::query(dsn)
+                .map_err(anyhow::Error::from)
+                .context("--pg")?;
             servers.push(info);
             clients.push(client);
         }
         let (instances, unmatched) = hostfacts::postgres::discover(&host, &servers);
         drop(clients);
         let chosen: Vec<&PgInstance> = if let Some(pid) = args.pid {
-            let i = instances.iter().find(|i| i.postmaster_pid == pid).ok_or_else(|| {
-                anyhow!("--pid {pid}: not a running postmaster (running: {})", instances.iter().map(|i| i.postmaster_pid.to_string()).collect::<Vec<_>>().join(", "))
-            })?;
+            let i = instances
+                .iter()
+                .find(|i| i.postmaster_pid == pid)
+                .ok_or_else(|| {
+                    anyhow!(
+                        "--pid {pid}: not a running postmaster (running: {})",
+                        instances
+                            .iter()
+                            .map(|i| i.postmaster_pid.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })?;
             vec![i]
         } else if args.pg.is_some() {
             match instances.iter().find(|i| i.server.is_some()) {
                 Some(i) => vec![i],
                 None => {
                     // A remote server: size from its own figures alone.
-                    let s = unmatched.first().ok_or_else(|| anyhow!("--pg: the server returned nothing"))?;
-                    let pages = s.settings.get("shared_memory_size_in_huge_pages").and_then(|v| v.setting.parse::<i64>().ok()).unwrap_or(-1);
-                    let size = s.settings.get("shared_memory_size").and_then(|v| parse::pg_memory(&v.setting, v.unit.as_deref()).ok()).map(|b| b.kib());
+                    let s = unmatched
+                        .first()
+                        .ok_or_else(|| anyhow!("--pg: the server returned nothing"))?;
+                    let pages = s
+                        .settings
+                        .get("shared_memory_size_in_huge_pages")
+                        .and_then(|v| v.setting.parse::<i64>().ok())
+                        .unwrap_or(-1);
+                    let size = s
+                        .settings
+                        .get("shared_memory_size")
+                        .and_then(|v| parse::pg_memory(&v.setting, v.unit.as_deref()).ok())
+                        .map(|b| b.kib());
                     let page = explicit_page.unwrap_or(default_kib);
                     let basis = match (pages, size) {
                         (p, sz) if p > 0 && explicit_page.is_none_or(|e| e == default_kib) => Basis::Postgres { pages: p as u64, shared_memory_kib: sz, how: format!("SHOW via {}", s.dsn) },
@@ -183,9 +284,15 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
             instances.iter().collect()
         };
         for inst in chosen {
-            let page = explicit_page.or_else(|| hostfacts::findings::instance_huge_page_kib(inst, &mem)).unwrap_or(default_kib);
+            let page = explicit_page
+                .or_else(|| hostfacts::findings::instance_huge_page_kib(inst, &mem))
+                .unwrap_or(default_kib);
             let (basis, own) = basis_for_instance(inst, page)?;
-            let label = format!("instance {} ({})", inst.postmaster_pid, inst.data_dir.value.as_deref().unwrap_or("?"));
+            let label = format!(
+                "instance {} ({})",
+                inst.postmaster_pid,
+                inst.data_dir.value.as_deref().unwrap_or("?")
+            );
             targets.push((label, basis, page, own));
         }
     }
@@ -207,21 +314,42 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
         } else {
             None
         };
-        sized.push(Sized { target: label, plan, applied });
+        sized.push(Sized {
+            target: label,
+            plan,
+            applied,
+        });
     }
 
-    let short = sized.iter().any(|s| s.applied.as_ref().is_some_and(|a| a.obtained < a.requested));
+    let short = sized
+        .iter()
+        .any(|s| s.applied.as_ref().is_some_and(|a| a.obtained < a.requested));
     match args.format {
-        PlainFormat::Json => print!("{}", report::json(&Output { schema_version: 1, plans: sized })),
+        PlainFormat::Json => print!(
+            "{}",
+            report::json(&Output {
+                schema_version: 1,
+                plans: sized
+            })
+        ),
         PlainFormat::Table => {
             let style = term::style(args.color);
             for s in &sized {
-                print!("{}", report::hugepages::render(&s.target, &s.plan, style, term::width()));
+                print!(
+                    "{}",
+                    report::hugepages::render(&s.target, &s.plan, style, term::width())
+                );
                 if let Some(a) = &s.applied {
                     if a.obtained >= a.requested && a.before >= a.requested {
-                        println!("  applied      pool already holds {} >= {} pages: unchanged", a.before, a.requested);
+                        println!(
+                            "  applied      pool already holds {} >= {} pages: unchanged",
+                            a.before, a.requested
+                        );
                     } else if a.obtained >= a.requested {
-                        println!("  applied      {}: {} -> {} pages (asked {})", a.path, a.before, a.obtained, a.requested);
+                        println!(
+                            "  applied      {}: {} -> {} pages (asked {})",
+                            a.path, a.before, a.obtained, a.requested
+                        );
                     } else {
                         println!(
                             "  applied      {}: {} -> {} pages, SHORT of {} (memory too fragmented: reserve at boot with hugepages= on the kernel command line, or drop caches and compact, then retry)",

@@ -16,11 +16,19 @@ pub fn style(color: Color) -> report::Style {
 
 /// Columns to lay text out in: the terminal's width on a TTY (at most 120), else 80.
 pub fn width() -> usize {
-    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse::<usize>().ok()) {
+    if let Some(c) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+    {
         return c.clamp(60, 200);
     }
     if std::io::stdout().is_terminal() {
-        let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+        let mut ws = libc::winsize {
+            ws_row: 0,
+            ws_col: 0,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
         // SAFETY: TIOCGWINSZ writes a winsize into the pointer we pass, which is valid for the call.
         let r = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
         if r == 0 && ws.ws_col >= 60 {
@@ -35,6 +43,7 @@ pub fn write_atomic(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
     use anyhow::Context;
     let tmp = path.with_extension("tmp-preemptlab");
     std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
     Ok(())
 }

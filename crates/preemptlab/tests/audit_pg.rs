@@ -12,21 +12,40 @@ use serde_json::Value;
 static POOL: Mutex<()> = Mutex::new(());
 
 fn bin() -> hostfacts::pgbin::BinDir {
-    hostfacts::pgbin::find(None, Some(15)).expect("PostgreSQL server binaries (scripts/test installs postgresql-15)")
+    hostfacts::pgbin::find(None, Some(15))
+        .expect("PostgreSQL server binaries (scripts/test installs postgresql-15)")
 }
 
 fn audit_json(extra: &[&str]) -> Value {
-    let out = Command::new(cargo_bin("preemptlab")).arg("audit").args(["--format", "json"]).args(extra).output().unwrap();
-    assert!(out.status.success(), "audit failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(cargo_bin("preemptlab"))
+        .arg("audit")
+        .args(["--format", "json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "audit failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn instance(doc: &Value, pid: u32) -> &Value {
-    doc["instances"].as_array().unwrap().iter().find(|i| i["postmaster_pid"] == pid).unwrap_or_else(|| panic!("postmaster {pid} not found in {doc}"))
+    doc["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["postmaster_pid"] == pid)
+        .unwrap_or_else(|| panic!("postmaster {pid} not found in {doc}"))
 }
 
 fn settings(sb: &str, hp: &str) -> Vec<(String, String)> {
-    vec![("shared_buffers".into(), sb.into()), ("huge_pages".into(), hp.into()), ("max_connections".into(), "20".into())]
+    vec![
+        ("shared_buffers".into(), sb.into()),
+        ("huge_pages".into(), hp.into()),
+        ("max_connections".into(), "20".into()),
+    ]
 }
 
 /// Restores the 2 MB pool to its size before the test, whatever happens.
@@ -36,8 +55,13 @@ struct PoolGuard {
 const POOL_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
 impl PoolGuard {
     fn set(pages: u64) -> PoolGuard {
-        let before = std::fs::read_to_string(POOL_2M).unwrap().trim().parse().unwrap();
-        std::fs::write(POOL_2M, pages.to_string()).expect("resizing the 2 MB pool (tests run as root)");
+        let before = std::fs::read_to_string(POOL_2M)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::fs::write(POOL_2M, pages.to_string())
+            .expect("resizing the 2 MB pool (tests run as root)");
         PoolGuard { before }
     }
 }
@@ -58,10 +82,19 @@ fn finds_instance_off_huge_pages_with_and_without_pg() {
     let inst = instance(&doc, pid);
     assert_eq!(inst["on_huge_pages"]["value"], false);
     assert_eq!(inst["version"]["value"], "15");
-    assert_eq!(inst["data_dir"]["value"], c.data_dir().display().to_string());
-    assert_eq!(inst["settings"]["huge_pages"]["value"], "off", "from the command line");
+    assert_eq!(
+        inst["data_dir"]["value"],
+        c.data_dir().display().to_string()
+    );
+    assert_eq!(
+        inst["settings"]["huge_pages"]["value"], "off",
+        "from the command line"
+    );
     let seg_kib = inst["segment"]["value"]["size_kib"].as_u64().unwrap();
-    assert!(seg_kib > 256 * 1024, "segment {seg_kib} kB holds 256MB of buffers");
+    assert!(
+        seg_kib > 256 * 1024,
+        "segment {seg_kib} kB holds 256MB of buffers"
+    );
     assert!(inst["page_tables_kib"].as_u64().unwrap() > 0);
 
     let doc = audit_json(&["--pg", &c.dsn("postgres")]);
@@ -70,30 +103,59 @@ fn finds_instance_off_huge_pages_with_and_without_pg() {
     assert_eq!(server["huge_pages"]["setting"], "off");
     assert_eq!(server["shared_buffers"]["setting"], "32768"); // 256MB in 8kB units
     assert_eq!(inst["settings"]["max_connections"]["value"], "20");
-    assert_eq!(inst["settings"]["max_connections"]["source"], "--pg pg_settings");
+    assert_eq!(
+        inst["settings"]["max_connections"]["source"],
+        "--pg pg_settings"
+    );
     assert!(doc["unmatched_servers"].as_array().unwrap().is_empty());
 
     // hugepages agrees with PostgreSQL's own figure for the running server (plus the margin).
-    let pages: u64 = server["shared_memory_size_in_huge_pages"]["setting"].as_str().unwrap().parse().unwrap();
-    let out = Command::new(cargo_bin("preemptlab")).args(["hugepages", "--format", "json", "--pg", &c.dsn("postgres")]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let pages: u64 = server["shared_memory_size_in_huge_pages"]["setting"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let out = Command::new(cargo_bin("preemptlab"))
+        .args(["hugepages", "--format", "json", "--pg", &c.dsn("postgres")])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
     let plan = &plan["plans"][0]["plan"];
     assert_eq!(plan["pages_exact"].as_u64().unwrap(), pages);
-    assert_eq!(plan["pages_needed"].as_u64().unwrap(), pages + hostfacts::hugepages::margin(pages));
+    assert_eq!(
+        plan["pages_needed"].as_u64().unwrap(),
+        pages + hostfacts::hugepages::margin(pages)
+    );
 
     // And for the stopped server, through postgres -C, which reads the configuration files (not the -c
     // options the server was started with): put the same settings there.
     c.stop().unwrap();
-    std::fs::write(c.data_dir().join("postgresql.auto.conf"), "shared_buffers = '256MB'\nmax_connections = 20\nhuge_pages = off\n").unwrap();
+    std::fs::write(
+        c.data_dir().join("postgresql.auto.conf"),
+        "shared_buffers = '256MB'\nmax_connections = 20\nhuge_pages = off\n",
+    )
+    .unwrap();
     let out = Command::new(cargo_bin("preemptlab"))
         .args(["hugepages", "--format", "json", "--data-dir"])
         .arg(c.data_dir())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(plan["plans"][0]["plan"]["pages_exact"].as_u64().unwrap(), pages, "postgres -C gives the same figure");
+    assert_eq!(
+        plan["plans"][0]["plan"]["pages_exact"].as_u64().unwrap(),
+        pages,
+        "postgres -C gives the same figure"
+    );
     c.remove().unwrap();
 }
 
@@ -108,10 +170,28 @@ fn on_huge_pages_over_a_reserved_pool() {
     let inst = instance(&doc, pid);
     assert_eq!(inst["on_huge_pages"]["value"], true, "{inst}");
     assert_eq!(inst["segment"]["value"]["kernel_page_size_kib"], 2048);
-    let pool = doc["memory"]["pools"]["value"].as_array().unwrap().iter().find(|p| p["page_size_kib"] == 2048).unwrap().clone();
+    let pool = doc["memory"]["pools"]["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["page_size_kib"] == 2048)
+        .unwrap()
+        .clone();
     assert_eq!(pool["total"], 200);
-    assert!(pool["free"].as_u64().unwrap() < 200 || pool["reserved"].as_u64().unwrap() > 0, "the instance holds pages: {pool}");
-    let ids: Vec<&str> = doc["findings"].as_array().unwrap().iter().filter(|f| f["instance"] == pid).map(|f| f["id"].as_str().unwrap()).collect();
-    assert!(!ids.contains(&"preempt-4k-shm") && !ids.contains(&"huge-pages-try-fallback"), "{ids:?}");
+    assert!(
+        pool["free"].as_u64().unwrap() < 200 || pool["reserved"].as_u64().unwrap() > 0,
+        "the instance holds pages: {pool}"
+    );
+    let ids: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["instance"] == pid)
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        !ids.contains(&"preempt-4k-shm") && !ids.contains(&"huge-pages-try-fallback"),
+        "{ids:?}"
+    );
     c.remove().unwrap();
 }

@@ -7,7 +7,9 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name)
 }
 
 fn cmd() -> Command {
@@ -24,10 +26,27 @@ fn assert_usage_error(out: std::process::Output, needle: &str) {
 
 #[test]
 fn fail_on_sets_exit_code_one() {
-    cmd().args(["audit", "--fail-on", "critical", "--sysroot"]).arg(fixture("linux-7.0-lazy-debugfs")).assert().code(1);
-    cmd().args(["audit", "--fail-on", "critical", "--sysroot"]).arg(fixture("hugepages-1g-thp-always")).assert().code(0);
-    cmd().args(["audit", "--fail-on", "warn", "--sysroot"]).arg(fixture("hugepages-1g-thp-always")).assert().code(1);
-    cmd().args(["audit", "--sysroot"]).arg(fixture("linux-7.0-lazy-debugfs")).assert().code(0).stdout(predicate::str::contains("Verdict: AT-RISK"));
+    cmd()
+        .args(["audit", "--fail-on", "critical", "--sysroot"])
+        .arg(fixture("linux-7.0-lazy-debugfs"))
+        .assert()
+        .code(1);
+    cmd()
+        .args(["audit", "--fail-on", "critical", "--sysroot"])
+        .arg(fixture("hugepages-1g-thp-always"))
+        .assert()
+        .code(0);
+    cmd()
+        .args(["audit", "--fail-on", "warn", "--sysroot"])
+        .arg(fixture("hugepages-1g-thp-always"))
+        .assert()
+        .code(1);
+    cmd()
+        .args(["audit", "--sysroot"])
+        .arg(fixture("linux-7.0-lazy-debugfs"))
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("Verdict: AT-RISK"));
 }
 
 #[test]
@@ -39,24 +58,50 @@ fn live_audit_is_well_formed() {
     let model = doc["kernel"]["preemption"]["model"].as_str().unwrap();
     assert!(["none", "voluntary", "full", "lazy", "rt", "unknown"].contains(&model));
     assert!(doc["kernel"]["cpus"]["value"].as_u64().unwrap() >= 1);
-    assert!(doc["kernel"]["rseq_slice_extension"]["value"].is_boolean(), "the live prctl probe answers");
-    cmd().args(["audit", "--format", "prometheus"]).assert().success().stdout(predicate::str::contains("preemptlab_preempt_model{"));
+    assert!(
+        doc["kernel"]["rseq_slice_extension"]["value"].is_boolean(),
+        "the live prctl probe answers"
+    );
+    cmd()
+        .args(["audit", "--format", "prometheus"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("preemptlab_preempt_model{"));
 }
 
 #[test]
 fn out_writes_the_json_document() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("audit.json");
-    cmd().args(["audit", "--format", "table", "--sysroot"]).arg(fixture("preempt-rt")).arg("--out").arg(&path).assert().success();
+    cmd()
+        .args(["audit", "--format", "table", "--sysroot"])
+        .arg(fixture("preempt-rt"))
+        .arg("--out")
+        .arg(&path)
+        .assert()
+        .success();
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(doc["kernel"]["preemption"]["model"], "rt");
 }
 
 #[test]
 fn bad_sysroot_and_half_empty_sysroot() {
-    assert_usage_error(cmd().args(["audit", "--sysroot", "/nonexistent/dir"]).output().unwrap(), "not a directory");
+    assert_usage_error(
+        cmd()
+            .args(["audit", "--sysroot", "/nonexistent/dir"])
+            .output()
+            .unwrap(),
+        "not a directory",
+    );
     let empty = tempfile::tempdir().unwrap();
-    assert_usage_error(cmd().args(["audit", "--sysroot"]).arg(empty.path()).output().unwrap(), "neither proc/ nor sys/");
+    assert_usage_error(
+        cmd()
+            .args(["audit", "--sysroot"])
+            .arg(empty.path())
+            .output()
+            .unwrap(),
+        "neither proc/ nor sys/",
+    );
 
     // Half a host: only the kernel release; an unreadable meminfo (a directory where a file belongs);
     // a malformed CPU list. Every missing fact is reported unavailable with its reason.
@@ -67,39 +112,117 @@ fn bad_sysroot_and_half_empty_sysroot() {
     std::fs::create_dir_all(p.join("proc/meminfo")).unwrap();
     std::fs::create_dir_all(p.join("sys/devices/system/cpu")).unwrap();
     std::fs::write(p.join("sys/devices/system/cpu/online"), "zero-one\n").unwrap();
-    let out = cmd().args(["audit", "--format", "json", "--sysroot"]).arg(p).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = cmd()
+        .args(["audit", "--format", "json", "--sysroot"])
+        .arg(p)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["kernel"]["release"]["value"], "7.0.1");
-    assert!(doc["memory"]["total_kib"]["unavailable"].as_str().unwrap().len() > 3);
-    assert!(doc["kernel"]["cpus"]["unavailable"].as_str().unwrap().contains("unparseable"));
-    assert!(doc["kernel"]["hz"]["unavailable"].as_str().unwrap().contains("no kernel config"));
+    assert!(
+        doc["memory"]["total_kib"]["unavailable"]
+            .as_str()
+            .unwrap()
+            .len()
+            > 3
+    );
+    assert!(doc["kernel"]["cpus"]["unavailable"]
+        .as_str()
+        .unwrap()
+        .contains("unparseable"));
+    assert!(doc["kernel"]["hz"]["unavailable"]
+        .as_str()
+        .unwrap()
+        .contains("no kernel config"));
     assert_eq!(doc["kernel"]["preemption"]["model"], "unknown");
-    let ids: Vec<&str> = doc["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
     assert!(ids.contains(&"preempt-unknown"), "{ids:?}");
-    cmd().args(["audit", "--sysroot"]).arg(p).assert().success().stdout(predicate::str::contains("unavailable"));
+    cmd()
+        .args(["audit", "--sysroot"])
+        .arg(p)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("unavailable"));
 }
 
 #[test]
 fn bad_dsn_and_unreachable_server() {
-    assert_usage_error(cmd().args(["audit", "--pg", "host=/tmp port=notaport"]).output().unwrap(), "bad DSN");
-    assert_usage_error(cmd().args(["audit", "--pg", "postgresql://u:secret@/db?host=/nonexistent-dir"]).output().unwrap(), "--pg");
-    let out = cmd().args(["audit", "--pg", "host=/nonexistent-dir user=x password=hunter2"]).output().unwrap();
+    assert_usage_error(
+        cmd()
+            .args(["audit", "--pg", "host=/tmp port=notaport"])
+            .output()
+            .unwrap(),
+        "bad DSN",
+    );
+    assert_usage_error(
+        cmd()
+            .args([
+                "audit",
+                "--pg",
+                "postgresql://u:secret@/db?host=/nonexistent-dir",
+            ])
+            .output()
+            .unwrap(),
+        "--pg",
+    );
+    let out = cmd()
+        .args([
+            "audit",
+            "--pg",
+            "host=/nonexistent-dir user=x password=hunter2",
+        ])
+        .output()
+        .unwrap();
     assert_usage_error(out.clone(), "--pg");
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("hunter2"), "the password is never printed");
-    assert_eq!(String::from_utf8_lossy(&out.stderr).trim().lines().count(), 1, "one line");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("hunter2"),
+        "the password is never printed"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim().lines().count(),
+        1,
+        "one line"
+    );
 }
 
 #[test]
 fn hugepages_arithmetic_and_bad_sizes() {
-    let out = cmd().args(["hugepages", "--format", "json", "--shared-memory", "120GB", "--page-size", "1GB"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = cmd()
+        .args([
+            "hugepages",
+            "--format",
+            "json",
+            "--shared-memory",
+            "120GB",
+            "--page-size",
+            "1GB",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let plan = &doc["plans"][0]["plan"];
     assert_eq!(plan["pages_exact"], 120);
     assert_eq!(plan["margin_pages"], 3);
     assert_eq!(plan["pages_needed"], 123);
-    assert!(plan["sysctl_lines"][0].as_str().unwrap().contains("hugepages-1048576kB/nr_hugepages"));
+    assert!(plan["sysctl_lines"][0]
+        .as_str()
+        .unwrap()
+        .contains("hugepages-1048576kB/nr_hugepages"));
 
     cmd()
         .args(["hugepages", "--shared-memory", "1GB", "--page-size", "2MB"])
@@ -108,18 +231,54 @@ fn hugepages_arithmetic_and_bad_sizes() {
         .stdout(predicate::str::contains("512 pages, rounded up"))
         .stdout(predicate::str::contains("huge_pages = on"));
 
-    assert_usage_error(cmd().args(["hugepages", "--shared-memory", "12XB"]).output().unwrap(), "unknown unit");
-    assert_usage_error(cmd().args(["hugepages", "--shared-memory", "0"]).output().unwrap(), "more than zero");
-    assert_usage_error(cmd().args(["hugepages", "--shared-memory", "1GB", "--page-size", "3MB"]).output().unwrap(), "2MB or 1GB");
-    assert_usage_error(cmd().args(["hugepages", "--data-dir", "/nonexistent"]).output().unwrap(), "nonexistent");
-    let out = cmd().args(["hugepages", "--pid", "1", "--sysroot"]).arg(fixture("this-machine-pg15-4k")).output().unwrap();
+    assert_usage_error(
+        cmd()
+            .args(["hugepages", "--shared-memory", "12XB"])
+            .output()
+            .unwrap(),
+        "unknown unit",
+    );
+    assert_usage_error(
+        cmd()
+            .args(["hugepages", "--shared-memory", "0"])
+            .output()
+            .unwrap(),
+        "more than zero",
+    );
+    assert_usage_error(
+        cmd()
+            .args(["hugepages", "--shared-memory", "1GB", "--page-size", "3MB"])
+            .output()
+            .unwrap(),
+        "2MB or 1GB",
+    );
+    assert_usage_error(
+        cmd()
+            .args(["hugepages", "--data-dir", "/nonexistent"])
+            .output()
+            .unwrap(),
+        "nonexistent",
+    );
+    let out = cmd()
+        .args(["hugepages", "--pid", "1", "--sysroot"])
+        .arg(fixture("this-machine-pg15-4k"))
+        .output()
+        .unwrap();
     assert_usage_error(out, "not a running postmaster");
 }
 
 #[test]
 fn hugepages_from_a_captured_instance() {
-    let out = cmd().args(["hugepages", "--format", "json", "--sysroot"]).arg(fixture("this-machine-pg15-4k")).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = cmd()
+        .args(["hugepages", "--format", "json", "--sysroot"])
+        .arg(fixture("this-machine-pg15-4k"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let plan = &doc["plans"][0]["plan"];
     assert_eq!(plan["basis"]["kind"], "segment");

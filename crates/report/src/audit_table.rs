@@ -51,14 +51,26 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
     let p = &k.preemption;
     o.push_str(&field(
         "preemption",
-        &format!("{}  (decided by {})", style.bold(p.model.as_str()), p.decided_by.as_deref().unwrap_or("nothing readable")),
+        &format!(
+            "{}  (decided by {})",
+            style.bold(p.model.as_str()),
+            p.decided_by.as_deref().unwrap_or("nothing readable")
+        ),
         width,
     ));
     o.push_str(&field(
         "offered",
         &format!(
             "{}  [{}]  PREEMPT_DYNAMIC: {}",
-            if p.offered.is_empty() { "unknown".to_string() } else { p.offered.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(" ") },
+            if p.offered.is_empty() {
+                "unknown".to_string()
+            } else {
+                p.offered
+                    .iter()
+                    .map(|m| m.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            },
             p.offered_source,
             show(&p.dynamic, |d| if *d { "yes".into() } else { "no".into() })
         ),
@@ -72,15 +84,34 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
             (None, None) => String::new(),
         };
         let implies = e.implies.map(|m| format!(" => {m}")).unwrap_or_default();
-        o.push_str(&field(if i == 0 { "evidence" } else { "" }, &format!("{}: {what}{implies}", e.source), width));
+        o.push_str(&field(
+            if i == 0 { "evidence" } else { "" },
+            &format!("{}: {what}{implies}", e.source),
+            width,
+        ));
     }
-    o.push_str(&field("rseq slice", &show(&k.rseq_slice_extension, |b| if *b { "available".into() } else { "not available (kernel lacks CONFIG_RSEQ_SLICE_EXTENSION, 7.0+)".into() }), width));
+    o.push_str(&field(
+        "rseq slice",
+        &show(&k.rseq_slice_extension, |b| {
+            if *b {
+                "available".into()
+            } else {
+                "not available (kernel lacks CONFIG_RSEQ_SLICE_EXTENSION, 7.0+)".into()
+            }
+        }),
+        width,
+    ));
     o.push('\n');
 
     o.push_str(&style.bold("Memory\n"));
     o.push_str(&field(
         "RAM",
-        &format!("{} total, {} available, page tables {}", show(&m.total_kib, |v| kib(*v)), show(&m.available_kib, |v| kib(*v)), show(&m.page_tables_kib, |v| kib(*v))),
+        &format!(
+            "{} total, {} available, page tables {}",
+            show(&m.total_kib, |v| kib(*v)),
+            show(&m.available_kib, |v| kib(*v)),
+            show(&m.page_tables_kib, |v| kib(*v))
+        ),
         width,
     ));
     match m.pools.get() {
@@ -101,7 +132,11 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
                 ));
             }
         }
-        Some(_) => o.push_str(&field("hugetlb", "no pools (kernel without hugetlbfs?)", width)),
+        Some(_) => o.push_str(&field(
+            "hugetlb",
+            "no pools (kernel without hugetlbfs?)",
+            width,
+        )),
         None => o.push_str(&field("hugetlb", &show(&m.pools, |_| String::new()), width)),
     }
     o.push_str(&field(
@@ -114,7 +149,14 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
         ),
         width,
     ));
-    o.push_str(&field("overcommit", &format!("vm.overcommit_memory = {}", show(&m.overcommit_memory, |v| v.to_string())), width));
+    o.push_str(&field(
+        "overcommit",
+        &format!(
+            "vm.overcommit_memory = {}",
+            show(&m.overcommit_memory, |v| v.to_string())
+        ),
+        width,
+    ));
     o.push('\n');
 
     o.push_str(&style.bold("PostgreSQL\n"));
@@ -135,8 +177,17 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
         ));
         let seg = match inst.segment.get() {
             Some(s) => {
-                let on = if s.on_huge_pages() { style.green("on huge pages: yes") } else { style.red("on huge pages: NO") };
-                format!("{} {} with {} kB pages; {on}", s.mapping, kib(s.size_kib), s.kernel_page_size_kib)
+                let on = if s.on_huge_pages() {
+                    style.green("on huge pages: yes")
+                } else {
+                    style.red("on huge pages: NO")
+                };
+                format!(
+                    "{} {} with {} kB pages; {on}",
+                    s.mapping,
+                    kib(s.size_kib),
+                    s.kernel_page_size_kib
+                )
             }
             None => show(&inst.segment, |_| String::new()),
         };
@@ -152,10 +203,23 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
             let mut s: Vec<String> = server
                 .settings
                 .iter()
-                .map(|(n, v)| format!("{n}={}{}", v.setting, v.unit.as_deref().map(|u| format!(" x {u}")).unwrap_or_default()))
+                .map(|(n, v)| {
+                    format!(
+                        "{n}={}{}",
+                        v.setting,
+                        v.unit
+                            .as_deref()
+                            .map(|u| format!(" x {u}"))
+                            .unwrap_or_default()
+                    )
+                })
                 .collect();
             s.sort();
-            o.push_str(&field("server", &format!("{} (--pg): {}", server.dsn, s.join(", ")), width));
+            o.push_str(&field(
+                "server",
+                &format!("{} (--pg): {}", server.dsn, s.join(", ")),
+                width,
+            ));
         }
         o.push_str(&field(
             "page tables",
@@ -191,18 +255,35 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
             .collect();
         o.push_str(&columns(
             &["pid", "role", "Pss", "VmPTE", "hugetlb", "title"],
-            &[Align::Right, Align::Left, Align::Right, Align::Right, Align::Right, Align::Left],
+            &[
+                Align::Right,
+                Align::Left,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Left,
+            ],
             &rows,
             4,
             width,
         ));
         if inst.processes.len() > 12 {
-            o.push_str(&format!("    ... {} more processes (--format json lists them all)\n", inst.processes.len() - 12));
+            o.push_str(&format!(
+                "    ... {} more processes (--format json lists them all)\n",
+                inst.processes.len() - 12
+            ));
         }
         o.push('\n');
     }
     for s in &a.unmatched_servers {
-        o.push_str(&field("server", &format!("{} (not a local instance), backend pid {}", s.dsn, s.backend_pid), width));
+        o.push_str(&field(
+            "server",
+            &format!(
+                "{} (not a local instance), backend pid {}",
+                s.dsn, s.backend_pid
+            ),
+            width,
+        ));
     }
 
     o.push_str(&style.bold("Findings\n"));
@@ -216,10 +297,18 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
         o.push_str(&wrap(&f.title, width, used, 6));
         o.push('\n');
         for e in &f.evidence {
-            o.push_str(&format!("      {} {}\n", style.dim("evidence:"), wrap(e, width, 16, 8)));
+            o.push_str(&format!(
+                "      {} {}\n",
+                style.dim("evidence:"),
+                wrap(e, width, 16, 8)
+            ));
         }
         for x in &f.fix {
-            o.push_str(&format!("      {} {}\n", style.bold("fix:"), wrap(x, width, 11, 8)));
+            o.push_str(&format!(
+                "      {} {}\n",
+                style.bold("fix:"),
+                wrap(x, width, 11, 8)
+            ));
         }
     }
     let count = |s: Severity| a.findings.iter().filter(|f| f.severity == s).count();

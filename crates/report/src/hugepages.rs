@@ -8,27 +8,53 @@ use crate::markup::{field, Style};
 /// Renders a plan for `width` columns.
 pub fn render(title: &str, p: &Plan, style: Style, width: usize) -> String {
     let mut o = String::new();
-    o.push_str(&style.bold(&format!("{title}: {} pages of {}\n", p.pool_target, Bytes::from_kib(p.page_size_kib))));
+    o.push_str(&style.bold(&format!(
+        "{title}: {} pages of {}\n",
+        p.pool_target,
+        Bytes::from_kib(p.page_size_kib)
+    )));
     for (i, line) in p.arithmetic.iter().enumerate() {
         o.push_str(&field(if i == 0 { "arithmetic" } else { "" }, line, width));
     }
-    o.push_str(&field("margin", &format!("{} pages: {}", p.margin_pages, p.margin_reason), width));
+    o.push_str(&field(
+        "margin",
+        &format!("{} pages: {}", p.margin_pages, p.margin_reason),
+        width,
+    ));
     if let Some(pool) = &p.pool_now {
         o.push_str(&field(
             "pool now",
-            &format!("total {}, free {}, reserved {}, surplus {}", pool.total, pool.free, pool.reserved, pool.surplus),
+            &format!(
+                "total {}, free {}, reserved {}, surplus {}",
+                pool.total, pool.free, pool.reserved, pool.surplus
+            ),
             width,
         ));
     } else {
-        o.push_str(&field("pool now", "this host has no pool of that size", width));
+        o.push_str(&field(
+            "pool now",
+            "this host has no pool of that size",
+            width,
+        ));
     }
-    o.push_str(&field("pins", &format!("{} of RAM, unavailable to anything else", Bytes::from_kib(p.pinned_kib)), width));
+    o.push_str(&field(
+        "pins",
+        &format!(
+            "{} of RAM, unavailable to anything else",
+            Bytes::from_kib(p.pinned_kib)
+        ),
+        width,
+    ));
     for (i, line) in p.sysctl_lines.iter().enumerate() {
         o.push_str(&field(if i == 0 { "kernel" } else { "" }, line, width));
     }
     for (i, line) in p.postgresql_conf_lines.iter().enumerate() {
         o.push_str(&field(if i == 0 { "postgresql" } else { "" }, line, width));
     }
-    o.push_str(&field("then", "restart PostgreSQL; preemptlab audit should show 'on huge pages: yes'", width));
+    o.push_str(&field(
+        "then",
+        "restart PostgreSQL; preemptlab audit should show 'on huge pages: yes'",
+        width,
+    ));
     o
 }

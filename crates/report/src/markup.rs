@@ -80,7 +80,13 @@ pub enum Align {
 }
 
 /// Renders rows as aligned columns; the last column may be truncated to fit `width`.
-pub fn columns(header: &[&str], align: &[Align], rows: &[Vec<String>], indent: usize, width: usize) -> String {
+pub fn columns(
+    header: &[&str],
+    align: &[Align],
+    rows: &[Vec<String>],
+    indent: usize,
+    width: usize,
+) -> String {
     let n = header.len();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
@@ -144,7 +150,13 @@ mod tests {
 
     #[test]
     fn columns_align_and_truncate() {
-        let t = columns(&["pid", "name"], &[Align::Right, Align::Left], &[vec!["1".into(), "x".repeat(100)]], 2, 20);
+        let t = columns(
+            &["pid", "name"],
+            &[Align::Right, Align::Left],
+            &[vec!["1".into(), "x".repeat(100)]],
+            2,
+            20,
+        );
         for line in t.lines() {
             assert!(line.chars().count() <= 20, "{line}");
         }

@@ -16,7 +16,9 @@ const FIXTURES: [&str; 6] = [
 ];
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name)
 }
 
 fn audit(name: &str) -> Audit {
@@ -31,7 +33,10 @@ fn table_snapshots_fit_80_columns() {
     for name in FIXTURES {
         let text = report::audit_table::render(&audit(name), Style { color: false }, 80);
         for line in text.lines() {
-            assert!(line.chars().count() <= 80, "{name}: line over 80 columns: {line:?}");
+            assert!(
+                line.chars().count() <= 80,
+                "{name}: line over 80 columns: {line:?}"
+            );
         }
         insta::assert_snapshot!(format!("table-{name}"), text);
     }
@@ -56,10 +61,16 @@ fn json_snapshots_and_round_trip() {
 }
 
 fn value(scrape: &prometheus_parse::Scrape, metric: &str, label: (&str, &str)) -> Option<f64> {
-    scrape.samples.iter().find(|s| s.metric == metric && s.labels.get(label.0) == Some(label.1)).map(|s| match s.value {
-        prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) | prometheus_parse::Value::Counter(v) => v,
-        _ => f64::NAN,
-    })
+    scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == metric && s.labels.get(label.0) == Some(label.1))
+        .map(|s| match s.value {
+            prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v)
+            | prometheus_parse::Value::Counter(v) => v,
+            _ => f64::NAN,
+        })
 }
 
 #[test]
@@ -69,49 +80,134 @@ fn prometheus_parses_and_says_the_right_things() {
         let text = report::prometheus::render(&a);
         insta::assert_snapshot!(format!("prom-{name}"), text);
         let lines = text.lines().map(|l| Ok(l.to_string()));
-        let scrape = prometheus_parse::Scrape::parse(lines).unwrap_or_else(|e| panic!("{name}: unparseable exposition: {e}"));
+        let scrape = prometheus_parse::Scrape::parse(lines)
+            .unwrap_or_else(|e| panic!("{name}: unparseable exposition: {e}"));
         // Every sample is named preemptlab_* and every family has HELP.
         for s in &scrape.samples {
             assert!(s.metric.starts_with("preemptlab_"), "{}", s.metric);
-            assert!(scrape.docs.contains_key(&s.metric), "{name}: no HELP for {}", s.metric);
+            assert!(
+                scrape.docs.contains_key(&s.metric),
+                "{name}: no HELP for {}",
+                s.metric
+            );
         }
-        assert_eq!(value(&scrape, "preemptlab_preempt_model", ("model", a.kernel.preemption.model.as_str())), Some(1.0));
-        assert_eq!(value(&scrape, "preemptlab_verdict", ("verdict", a.verdict.as_str())), Some(1.0));
-        let findings = scrape.samples.iter().filter(|s| s.metric == "preemptlab_finding").count();
+        assert_eq!(
+            value(
+                &scrape,
+                "preemptlab_preempt_model",
+                ("model", a.kernel.preemption.model.as_str())
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(
+                &scrape,
+                "preemptlab_verdict",
+                ("verdict", a.verdict.as_str())
+            ),
+            Some(1.0)
+        );
+        let findings = scrape
+            .samples
+            .iter()
+            .filter(|s| s.metric == "preemptlab_finding")
+            .count();
         assert_eq!(findings, a.findings.len(), "one series per finding");
     }
     let a = audit("linux-7.0-lazy-debugfs");
     let text = report::prometheus::render(&a);
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
-    assert_eq!(value(&scrape, "preemptlab_pg_on_huge_pages", ("postmaster_pid", "7345")), Some(0.0));
-    assert_eq!(value(&scrape, "preemptlab_finding", ("id", "preempt-4k-shm")), Some(1.0));
+    assert_eq!(
+        value(
+            &scrape,
+            "preemptlab_pg_on_huge_pages",
+            ("postmaster_pid", "7345")
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        value(&scrape, "preemptlab_finding", ("id", "preempt-4k-shm")),
+        Some(1.0)
+    );
     let a = audit("hugepages-1g-thp-always");
-    let scrape = prometheus_parse::Scrape::parse(report::prometheus::render(&a).lines().map(|l| Ok(l.to_string()))).unwrap();
-    assert_eq!(value(&scrape, "preemptlab_hugepages_total", ("page_size_bytes", "1073741824")), Some(8.0));
+    let scrape = prometheus_parse::Scrape::parse(
+        report::prometheus::render(&a)
+            .lines()
+            .map(|l| Ok(l.to_string())),
+    )
+    .unwrap();
+    assert_eq!(
+        value(
+            &scrape,
+            "preemptlab_hugepages_total",
+            ("page_size_bytes", "1073741824")
+        ),
+        Some(8.0)
+    );
 }
 
 #[test]
 fn fixture_verdicts() {
     use hostfacts::kernel::PreemptModel::*;
     let expect = [
-        ("this-machine-pg15-4k", None, "warn", &["huge-pages-try-fallback", "preempt-upgrade-4k"][..]),
-        ("linux-7.0-lazy-debugfs", Lazy, "at-risk", &["preempt-4k-shm", "huge-pages-try-fallback"][..]),
-        ("linux-7.0-debugfs-refused", Lazy, "at-risk", &["hugetlb-pool-too-small", "preempt-4k-shm", "hugetlb-pool-unused"][..]),
-        ("debian-6.1-voluntary", Voluntary, "ok", &["thp-always-anon", "no-instance"][..]),
+        (
+            "this-machine-pg15-4k",
+            None,
+            "warn",
+            &["huge-pages-try-fallback", "preempt-upgrade-4k"][..],
+        ),
+        (
+            "linux-7.0-lazy-debugfs",
+            Lazy,
+            "at-risk",
+            &["preempt-4k-shm", "huge-pages-try-fallback"][..],
+        ),
+        (
+            "linux-7.0-debugfs-refused",
+            Lazy,
+            "at-risk",
+            &[
+                "hugetlb-pool-too-small",
+                "preempt-4k-shm",
+                "hugetlb-pool-unused",
+            ][..],
+        ),
+        (
+            "debian-6.1-voluntary",
+            Voluntary,
+            "ok",
+            &["thp-always-anon", "no-instance"][..],
+        ),
         ("preempt-rt", Rt, "ok", &["no-instance"][..]),
-        ("hugepages-1g-thp-always", Full, "warn", &["hugetlb-pool-unused", "thp-always-anon", "thp-always-shmem"][..]),
+        (
+            "hugepages-1g-thp-always",
+            Full,
+            "warn",
+            &["hugetlb-pool-unused", "thp-always-anon", "thp-always-shmem"][..],
+        ),
     ];
     for (name, model, verdict, ids) in expect {
         let a = audit(name);
         assert_eq!(a.kernel.preemption.model, model, "{name}");
         assert_eq!(a.verdict.as_str(), verdict, "{name}");
         for id in ids {
-            assert!(a.findings.iter().any(|f| f.id == *id), "{name}: expected finding {id}, got {:?}", a.findings.iter().map(|f| &f.id).collect::<Vec<_>>());
+            assert!(
+                a.findings.iter().any(|f| f.id == *id),
+                "{name}: expected finding {id}, got {:?}",
+                a.findings.iter().map(|f| &f.id).collect::<Vec<_>>()
+            );
         }
     }
     // The pool-too-small finding is critical because huge_pages = on comes from postgresql.auto.conf.
     let a = audit("linux-7.0-debugfs-refused");
-    let f = a.findings.iter().find(|f| f.id == "hugetlb-pool-too-small").unwrap();
+    let f = a
+        .findings
+        .iter()
+        .find(|f| f.id == "hugetlb-pool-too-small")
+        .unwrap();
     assert_eq!(f.severity, hostfacts::Severity::Critical);
-    assert_eq!(a.instances[0].settings["huge_pages"].source, "/tmp/plab-manual/data/postgresql.auto.conf");
+    assert_eq!(
+        a.instances[0].settings["huge_pages"].source,
+        "/tmp/plab-manual/data/postgresql.auto.conf"
+    );
 }
