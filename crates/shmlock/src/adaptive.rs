@@ -1,0 +1,192 @@
+//! The adaptive lock: this project's answer to lock-holder preemption in an oversubscribed, fault-prone
+//! critical section.
+//!
+//! Why each rule:
+//! 1. **Spin briefly, and only a few at a time.** Spinning beats sleeping when the holder is running and
+//!    about to release (a futex wake + switch costs 2-7 µs here, REFERENCE.md §6). But every spinning waiter
+//!    takes a CPU that a preempted holder may need, so at most `max_spinners` waiters spin at once
+//!    (`max(1, CPUs/2)`): the rest park immediately.
+//! 2. **Spin only while the holder is likely running.** The spin is bounded in time (`SPIN_BUDGET`, 6 µs:
+//!    more than a critical section plus one 4 KB first-touch fault, 2.4-2.7 µs here). A hold longer than
+//!    that means the holder is descheduled or in a long fault: waiting for it on a CPU only delays it.
+//! 3. **Park in the kernel** on a shared futex (no 1 ms..1 s guessing as in `pg`, whose waiters sleep
+//!    through ~10^4 critical sections).
+//! 4. **No handoff.** Unlock releases the word first and then wakes one sleeper, which must compete again.
+//!    Handing the lock to a sleeper would make every release wait for a wakeup and a context switch (a
+//!    convoy), and a preempted wakee would hold everyone up.
+//! 5. **rseq slice extension** (where the kernel has it, Linux 7.0+): the holder asks not to be preempted
+//!    for a few µs, so the common "preempted at the tick while holding" case does not happen at all.
+//!
+//! | state bit | meaning |
+//! |---|---|
+//! | `LOCKED` (1) | held |
+//! | `PARKED` (2) | a waiter may be asleep on the futex: the unlocker must wake one |
+//!
+//! A woken waiter takes the lock with `LOCKED | PARKED` set (it cannot know whether others still sleep), so
+//! the next unlock wakes the next sleeper: no lost wakeups.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::spin::cpu_relax;
+use crate::{futex, rseq, Acquired, RawLock};
+
+const LOCKED: u32 = 1;
+const PARKED: u32 = 2;
+
+/// How long a waiter spins before parking.
+pub const SPIN_BUDGET: Duration = Duration::from_micros(6);
+
+/// The adaptive lock.
+#[repr(C, align(64))]
+pub struct AdaptiveLock {
+    state: AtomicU32,
+    _pad0: [u8; 60],
+    spinners: AtomicU32,
+    _pad1: [u8; 60],
+}
+
+const _: () = assert!(std::mem::size_of::<AdaptiveLock>() == 128);
+
+/// Per-process state: the spin budget in relax iterations, and the rseq slice extension if enabled.
+#[derive(Debug)]
+pub struct AdaptiveWaiter {
+    spin_iterations: u32,
+    max_spinners: u32,
+    slice: Option<rseq::SliceExtension>,
+}
+
+/// Relax iterations that take about `SPIN_BUDGET` on this CPU (measured once per process).
+fn spin_iterations() -> u32 {
+    static ITER: OnceLock<u32> = OnceLock::new();
+    *ITER.get_or_init(|| {
+        let n = 20_000u32;
+        let t = Instant::now();
+        for _ in 0..n {
+            cpu_relax();
+        }
+        let per = t.elapsed().as_nanos().max(1) as f64 / n as f64;
+        ((SPIN_BUDGET.as_nanos() as f64 / per) as u32).clamp(16, 100_000)
+    })
+}
+
+fn online_cpus() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as u32
+    } else {
+        1
+    }
+}
+
+impl AdaptiveLock {
+    #[inline(always)]
+    fn try_take(&self, s: u32, bits: u32) -> bool {
+        // Acquire: pairs with the Release swap in unlock().
+        s & LOCKED == 0
+            && self
+                .state
+                .compare_exchange_weak(s, s | bits, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_slow(&self, w: &AdaptiveWaiter) -> Acquired {
+        let mut spins = 0u64;
+        let mut sleeps = 0u32;
+        let mut woken = false;
+        loop {
+            // 1-2: a bounded spin, if a spinner slot is free.
+            let n = self.spinners.load(Ordering::Relaxed);
+            if n < w.max_spinners
+                && self
+                    .spinners
+                    .compare_exchange(n, n + 1, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                let mut i = 0;
+                let mut got = false;
+                while i < w.spin_iterations {
+                    let s = self.state.load(Ordering::Relaxed);
+                    if self.try_take(s, if woken { LOCKED | PARKED } else { LOCKED }) {
+                        got = true;
+                        break;
+                    }
+                    cpu_relax();
+                    i += 1;
+                }
+                self.spinners.fetch_sub(1, Ordering::Relaxed);
+                spins += i as u64;
+                if got {
+                    return Acquired { spins, sleeps };
+                }
+            }
+            // 3: park. Announce ourselves with PARKED, then sleep while the word still says so.
+            let s = self.state.load(Ordering::Relaxed);
+            if s & LOCKED == 0 {
+                if self.try_take(s, LOCKED | PARKED) {
+                    return Acquired { spins, sleeps };
+                }
+                continue;
+            }
+            if s & PARKED == 0
+                && self
+                    .state
+                    .compare_exchange(s, s | PARKED, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err()
+            {
+                continue;
+            }
+            futex::wait(&self.state, LOCKED | PARKED, None);
+            sleeps += 1;
+            woken = true;
+            let s = self.state.load(Ordering::Relaxed);
+            if self.try_take(s, LOCKED | PARKED) {
+                return Acquired { spins, sleeps };
+            }
+        }
+    }
+}
+
+impl RawLock for AdaptiveLock {
+    type Waiter = AdaptiveWaiter;
+
+    fn waiter(&self, _id: u32) -> AdaptiveWaiter {
+        AdaptiveWaiter {
+            spin_iterations: spin_iterations(),
+            max_spinners: (online_cpus() / 2).max(1),
+            slice: rseq::SliceExtension::enable().ok(),
+        }
+    }
+
+    #[inline]
+    fn lock(&self, w: &mut AdaptiveWaiter) -> Acquired {
+        let a = if self
+            .state
+            .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            Acquired::default()
+        } else {
+            self.lock_slow(w)
+        };
+        if let Some(s) = &w.slice {
+            s.request();
+        }
+        a
+    }
+
+    #[inline]
+    fn unlock(&self, w: &mut AdaptiveWaiter) {
+        // 4: release first (Release: publishes the critical section), then wake one sleeper.
+        if self.state.swap(0, Ordering::Release) & PARKED != 0 {
+            futex::wake(&self.state, 1);
+        }
+        if let Some(s) = &w.slice {
+            s.release();
+        }
+    }
+}

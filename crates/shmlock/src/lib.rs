@@ -1,0 +1,198 @@
+//! Process-shared locks in shared memory, for reproducing and beating lock-holder preemption.
+//!
+//! Every lock is a `#[repr(C)]`, cache-line-aligned struct that works when placed in MAP_SHARED memory and
+//! used from fork()ed processes (or threads). The all-zero bit pattern is the unlocked state, except for
+//! `pthread`, which needs `init`. Waiters keep per-process state (PostgreSQL's `spins_per_delay`, an MCS
+//! queue node, an RNG) in a `Waiter` value.
+//!
+//! | name | algorithm | module |
+//! |---|---|---|
+//! | `pg` | PostgreSQL's s_lock: TAS, TTAS spin with `pause`, adaptive spins_per_delay, 1 ms..1 s randomized sleeps | [`pg`] |
+//! | `tas` | test-and-set, spin forever | [`tas`] |
+//! | `ttas` | test-and-test-and-set with bounded exponential backoff | [`ttas`] |
+//! | `ticket` | FIFO ticket lock | [`ticket`] |
+//! | `mcs` | MCS queue lock, nodes in shared memory | [`mcs`] |
+//! | `futex` | three-state futex mutex (Drepper, "Futexes Are Tricky", mutex 3; seed 001) | [`futex_mutex`] |
+//! | `pthread` | `PTHREAD_PROCESS_SHARED` glibc mutex | [`pthread`] |
+//! | `adaptive` | this project's design: capped, time-bounded spinning, then park; no handoff | [`adaptive`] |
+//! | `rseq` | `pg` whose holder requests an rseq time-slice extension (Linux 7.0+) | [`rseq`] |
+
+pub mod adaptive;
+pub mod futex;
+pub mod futex_mutex;
+pub mod mcs;
+pub mod pg;
+pub mod pthread;
+pub mod rseq;
+pub mod shm;
+pub mod spin;
+pub mod tas;
+pub mod ticket;
+pub mod ttas;
+
+use std::fmt;
+
+/// The size of a cache line assumed for padding (64 bytes on x86_64 and most arm64 parts).
+pub const CACHE_LINE: usize = 64;
+
+/// The most waiters a lock can serve at once (MCS nodes are preallocated for this many).
+pub const MAX_WAITERS: usize = 1024;
+
+/// What one acquisition cost the waiter.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Acquired {
+    /// Spin iterations (relax instructions or failed polls) before the lock was taken.
+    pub spins: u64,
+    /// Times the waiter slept (a `pg_usleep` for `pg`, a futex wait for the futex-based locks).
+    pub sleeps: u32,
+}
+
+/// A lock that lives in shared memory.
+pub trait RawLock: Sync {
+    /// Per-process (or per-thread) waiter state.
+    type Waiter: Send;
+
+    /// Makes the lock usable in place.
+    ///
+    /// # Safety
+    /// `ptr` must point to writable, suitably aligned, zero-filled memory of `size_of::<Self>()` bytes that
+    /// no other process or thread uses yet.
+    unsafe fn init(_ptr: *mut Self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Waiter state for worker `id` (unique among concurrent users, `< MAX_WAITERS`).
+    fn waiter(&self, id: u32) -> Self::Waiter;
+
+    /// Acquires the lock.
+    fn lock(&self, w: &mut Self::Waiter) -> Acquired;
+
+    /// Releases the lock; only the holder may call it.
+    fn unlock(&self, w: &mut Self::Waiter);
+}
+
+/// The locks by command-line name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LockKind {
+    /// PostgreSQL's spinlock.
+    Pg,
+    /// Test-and-set.
+    Tas,
+    /// Test-and-test-and-set with exponential backoff.
+    Ttas,
+    /// Ticket lock.
+    Ticket,
+    /// MCS queue lock.
+    Mcs,
+    /// Three-state futex mutex.
+    Futex,
+    /// Process-shared pthread mutex.
+    Pthread,
+    /// The project's adaptive lock.
+    Adaptive,
+    /// PostgreSQL's spinlock with an rseq slice-extension request.
+    Rseq,
+}
+
+impl LockKind {
+    /// Every lock, in display order.
+    pub const ALL: [LockKind; 9] = [
+        LockKind::Pg,
+        LockKind::Tas,
+        LockKind::Ttas,
+        LockKind::Ticket,
+        LockKind::Mcs,
+        LockKind::Futex,
+        LockKind::Pthread,
+        LockKind::Adaptive,
+        LockKind::Rseq,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockKind::Pg => "pg",
+            LockKind::Tas => "tas",
+            LockKind::Ttas => "ttas",
+            LockKind::Ticket => "ticket",
+            LockKind::Mcs => "mcs",
+            LockKind::Futex => "futex",
+            LockKind::Pthread => "pthread",
+            LockKind::Adaptive => "adaptive",
+            LockKind::Rseq => "rseq",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn parse(s: &str) -> Result<LockKind, String> {
+        LockKind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown lock {s:?} (choose from {})",
+                    LockKind::ALL.map(|k| k.name()).join(", ")
+                )
+            })
+    }
+
+    /// Whether this host can run the lock; the reason when not.
+    pub fn availability(self) -> Result<(), String> {
+        match self {
+            LockKind::Rseq => rseq::available(),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for LockKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Runs `f` with the concrete lock type for `kind` (static dispatch inside the benchmark loop).
+#[macro_export]
+macro_rules! with_lock_type {
+    ($kind:expr, $L:ident => $body:expr) => {
+        match $kind {
+            $crate::LockKind::Pg => {
+                type $L = $crate::pg::PgSpinLock;
+                $body
+            }
+            $crate::LockKind::Tas => {
+                type $L = $crate::tas::TasLock;
+                $body
+            }
+            $crate::LockKind::Ttas => {
+                type $L = $crate::ttas::TtasLock;
+                $body
+            }
+            $crate::LockKind::Ticket => {
+                type $L = $crate::ticket::TicketLock;
+                $body
+            }
+            $crate::LockKind::Mcs => {
+                type $L = $crate::mcs::McsLock;
+                $body
+            }
+            $crate::LockKind::Futex => {
+                type $L = $crate::futex_mutex::FutexMutex;
+                $body
+            }
+            $crate::LockKind::Pthread => {
+                type $L = $crate::pthread::PthreadMutex;
+                $body
+            }
+            $crate::LockKind::Adaptive => {
+                type $L = $crate::adaptive::AdaptiveLock;
+                $body
+            }
+            $crate::LockKind::Rseq => {
+                type $L = $crate::rseq::RseqLock;
+                $body
+            }
+        }
+    };
+}

@@ -1,0 +1,215 @@
+//! Shared anonymous memory with a chosen page backing, inherited by fork()ed workers.
+//!
+//! After fork() a child does not inherit page-table entries for MAP_SHARED memory (the kernel copies them
+//! only for private anonymous and PFN mappings), so every worker takes its own first-touch minor faults on
+//! 4 KB pages, exactly like PostgreSQL backends on `shared_buffers`.
+
+use std::fmt;
+
+/// How the region is backed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Backing {
+    /// Plain 4 KB shared memory: first touches fault in each process.
+    Page4k,
+    /// 4 KB pages pre-faulted by each worker at start (MADV_POPULATE_WRITE): no faults under the lock, but
+    /// every process pays the page tables (seed 003).
+    Page4kPopulate,
+    /// Shared-memory THP via MADV_HUGEPAGE (needs `shmem_enabled` = advise, always or within_size).
+    Thp,
+    /// hugetlb 2 MB pages (MAP_HUGETLB | MAP_HUGE_2MB).
+    Hugetlb2m,
+    /// hugetlb 1 GB pages (MAP_HUGETLB | MAP_HUGE_1GB).
+    Hugetlb1g,
+}
+
+impl Backing {
+    /// Every backing, in display order.
+    pub const ALL: [Backing; 5] = [
+        Backing::Page4k,
+        Backing::Page4kPopulate,
+        Backing::Thp,
+        Backing::Hugetlb2m,
+        Backing::Hugetlb1g,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backing::Page4k => "4k",
+            Backing::Page4kPopulate => "4k-populate",
+            Backing::Thp => "thp",
+            Backing::Hugetlb2m => "hugetlb-2m",
+            Backing::Hugetlb1g => "hugetlb-1g",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn parse(s: &str) -> Result<Backing, String> {
+        Backing::ALL
+            .iter()
+            .copied()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown page backing {s:?} (choose from {})",
+                    Backing::ALL.map(|b| b.name()).join(", ")
+                )
+            })
+    }
+
+    /// The size the mapping is rounded to, in bytes.
+    pub fn page_bytes(self) -> usize {
+        match self {
+            Backing::Page4k | Backing::Page4kPopulate => 4096,
+            Backing::Thp | Backing::Hugetlb2m => 2 << 20,
+            Backing::Hugetlb1g => 1 << 30,
+        }
+    }
+
+    /// The hugetlb page size in kB, for hugetlb backings.
+    pub fn hugetlb_kib(self) -> Option<u64> {
+        match self {
+            Backing::Hugetlb2m => Some(2048),
+            Backing::Hugetlb1g => Some(1 << 20),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Backing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+const MAP_HUGE_SHIFT: libc::c_int = 26;
+const MADV_POPULATE_WRITE: libc::c_int = 23;
+
+/// A shared anonymous mapping, unmapped on drop.
+#[derive(Debug)]
+pub struct ShmRegion {
+    ptr: *mut u8,
+    len: usize,
+    backing: Backing,
+}
+
+// SAFETY: the region is plain shared memory; what is stored in it decides its own synchronization.
+unsafe impl Send for ShmRegion {}
+// SAFETY: as above; ShmRegion itself only hands out its base pointer.
+unsafe impl Sync for ShmRegion {}
+
+impl ShmRegion {
+    /// Maps `len` bytes (rounded up to the backing's page size), zero-filled.
+    pub fn new(len: usize, backing: Backing) -> Result<ShmRegion, String> {
+        let page = backing.page_bytes();
+        let len = len.div_ceil(page) * page;
+        let mut flags = libc::MAP_SHARED | libc::MAP_ANONYMOUS;
+        match backing {
+            Backing::Hugetlb2m => flags |= libc::MAP_HUGETLB | (21 << MAP_HUGE_SHIFT),
+            Backing::Hugetlb1g => flags |= libc::MAP_HUGETLB | (30 << MAP_HUGE_SHIFT),
+            _ => {}
+        }
+        // SAFETY: a fresh anonymous mapping; no existing memory is affected.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            let e = std::io::Error::last_os_error();
+            return Err(match (backing.hugetlb_kib(), e.raw_os_error()) {
+                (Some(kib), Some(libc::ENOMEM)) => format!(
+                    "mapping {} MiB on {} pages: the hugetlb pool has too few free pages (need {}; grow it with --reserve-hugepages, as root)",
+                    len >> 20,
+                    backing,
+                    len as u64 / (kib * 1024)
+                ),
+                _ => format!("mmap of {} MiB ({backing}): {e}", len >> 20),
+            });
+        }
+        let region = ShmRegion {
+            ptr: ptr as *mut u8,
+            len,
+            backing,
+        };
+        if backing == Backing::Thp {
+            // SAFETY: advising our own fresh mapping.
+            if unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) } != 0 {
+                return Err(format!(
+                    "madvise(MADV_HUGEPAGE): {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+        }
+        Ok(region)
+    }
+
+    /// The base address.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// The mapped length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the mapping is empty (never: mappings are at least one page).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The backing.
+    pub fn backing(&self) -> Backing {
+        self.backing
+    }
+
+    /// Pre-faults the whole region writable in the calling process (MADV_POPULATE_WRITE, Linux 5.14+).
+    pub fn populate_write(&self) -> Result<(), String> {
+        // SAFETY: advising our own mapping; populating does not change its contents.
+        if unsafe { libc::madvise(self.ptr as *mut libc::c_void, self.len, MADV_POPULATE_WRITE) }
+            != 0
+        {
+            return Err(format!(
+                "madvise(MADV_POPULATE_WRITE): {} (Linux 5.14+)",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ShmRegion {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping we created; nothing borrows it past the region's life.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for b in Backing::ALL {
+            assert_eq!(Backing::parse(b.name()).unwrap(), b);
+        }
+        assert!(Backing::parse("8k").unwrap_err().contains("choose from"));
+    }
+
+    #[test]
+    fn four_k_region_is_zeroed_and_rounded() {
+        let r = ShmRegion::new(5000, Backing::Page4k).unwrap();
+        assert_eq!(r.len(), 8192);
+        // SAFETY: the region is 8192 bytes and ours.
+        let s = unsafe { std::slice::from_raw_parts(r.as_ptr(), r.len()) };
+        assert!(s.iter().all(|b| *b == 0));
+        r.populate_write().unwrap();
+    }
+}
