@@ -1,6 +1,12 @@
 //! Experiments and the host-state guards they run under.
 //!
-//! `pgcluster`: throwaway PostgreSQL clusters (initdb in a private temp dir, run as an unprivileged user,
-//! unix socket only, removed on drop).
+//! - `guard`: SIGINT/SIGTERM flag, hugetlb pool guard with crash records.
+//! - `lockbench`: `bench lock`, the StrategyGetBuffer-like workload.
+//! - `pgcluster`: throwaway PostgreSQL clusters (initdb in a private temp dir, run as an unprivileged
+//!   user, unix socket only, removed on drop).
 
+pub mod guard;
+pub mod lockbench;
+pub mod lockrun;
 pub mod pgcluster;
+pub mod result;

@@ -18,6 +18,70 @@ pub enum Command {
     Audit(AuditArgs),
     /// How many huge pages a PostgreSQL instance needs; the sysctl and postgresql.conf lines.
     Hugepages(HugepagesArgs),
+    /// Reproduce and measure: lock contention, PostgreSQL, latency, network.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Process-shared locks on a PostgreSQL-like buffer free list in shared memory: locks x page backings x workers.
+    Lock(BenchLockArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchLockArgs {
+    /// Locks: pg, tas, ttas, ticket, mcs, futex, pthread, adaptive, rseq (comma-separated).
+    #[arg(long, default_value = "pg,futex,pthread,adaptive")]
+    pub locks: String,
+    /// Page backings: 4k, 4k-populate, thp, hugetlb-2m, hugetlb-1g.
+    #[arg(long, default_value = "4k,hugetlb-2m")]
+    pub pages: String,
+    /// Worker counts: numbers or multiples of the CPU count (1x,4x,8x,16x).
+    #[arg(long, default_value = "1x,4x,8x")]
+    pub workers: String,
+    /// Measured time per repetition (3s, 500ms).
+    #[arg(long, default_value = "3s")]
+    pub duration: String,
+    /// Warm-up per repetition, not measured.
+    #[arg(long, default_value = "1s")]
+    pub warmup: String,
+    /// Repetitions per cell.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// Buffer descriptors of 64 bytes (default: sized to the host, 1 GiB of descriptors when RAM allows).
+    #[arg(long)]
+    pub descriptors: Option<u64>,
+    /// Extra busy time inside the critical section, ns.
+    #[arg(long, default_value_t = 0)]
+    pub cs_ns: u64,
+    /// Busy time outside the lock per operation, ns.
+    #[arg(long, default_value_t = 1000)]
+    pub work_ns: u64,
+    /// Replace each worker process after K operations (fresh page tables, like new backends).
+    #[arg(long, value_name = "K")]
+    pub reconnect_every: Option<u64>,
+    /// Threads instead of fork()ed processes (shared page tables: far fewer faults).
+    #[arg(long)]
+    pub threads: bool,
+    /// Touch the free-list head's descriptor before acquiring (moves its fault out of the lock).
+    #[arg(long)]
+    pub prefetch_next: bool,
+    /// Grow hugetlb pools for hugetlb cells (root); restored afterwards, also on Ctrl-C.
+    #[arg(long)]
+    pub reserve_hugepages: bool,
+    /// Seed for the free-list permutation and the workers.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The result file (default: results/bench-lock-<time>.json).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = PlainFormat::Table)]
+    pub format: PlainFormat,
+    /// No progress or per-cell lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

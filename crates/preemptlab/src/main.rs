@@ -3,6 +3,7 @@
 //! This file parses the command line and dispatches; the work lives in the library crates.
 
 mod audit_cmd;
+mod bench_lock_cmd;
 mod cli;
 mod hugepages_cmd;
 mod term;
@@ -20,6 +21,7 @@ fn main() {
     let code = match cli.command {
         cli::Command::Audit(a) => audit_cmd::run(a),
         cli::Command::Hugepages(h) => hugepages_cmd::run(h),
+        cli::Command::Bench(cli::BenchCommand::Lock(b)) => bench_lock_cmd::run(b),
     };
     match code {
         Ok(code) => std::process::exit(code),

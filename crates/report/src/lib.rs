@@ -3,6 +3,7 @@
 
 pub mod audit_table;
 pub mod hugepages;
+pub mod lock_table;
 pub mod markup;
 pub mod prometheus;
 

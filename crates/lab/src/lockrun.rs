@@ -1,0 +1,422 @@
+//! The `bench lock` matrix: locks x page backings x workers x repetitions, with skip reasons, hugetlb
+//! reservation through [`guard::PoolGuard`], the fault-cost calibration behind the throughput ceiling, and
+//! the result file rewritten after each cell.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use shmlock::shm::{Backing, ShmRegion};
+use shmlock::LockKind;
+use stats::Summary;
+
+use crate::guard::{self, PoolGuard};
+use crate::lockbench::{self, BenchError, Rep, RepInput, Spec};
+use crate::result::{self, Envelope};
+
+/// Whether a cell ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Ran every repetition.
+    Ok,
+    /// Could not run here (reason given).
+    Skipped,
+    /// Started and failed (reason given).
+    Failed,
+    /// Not reached: the run was interrupted.
+    Interrupted,
+}
+
+/// Centres and spreads over a cell's repetitions.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CellSummary {
+    /// Throughput, ops/s (harmonic mean is the centre for rates).
+    pub ops_per_s: Summary,
+    /// p99 acquire latency, ns.
+    pub acquire_p99_ns: Summary,
+    /// p99 hold time, ns.
+    pub hold_p99_ns: Summary,
+    /// Stalled holds per million operations.
+    pub stalled_per_mop: Summary,
+    /// Minor faults (under the lock) per operation.
+    pub minflt_per_op: Summary,
+    /// CPU time per operation, ns.
+    pub cpu_ns_per_op: Summary,
+    /// Involuntary context switches per operation.
+    pub ivcsw_per_op: Summary,
+    /// Jain's fairness index.
+    pub jain: Summary,
+    /// Sleeps per operation.
+    pub sleeps_per_op: Summary,
+    /// The throughput the faults under the lock allow, if they were all that serialized:
+    /// 1e9 / (faults per op x measured ns per fault). Only where faults occur.
+    pub fault_ceiling_ops_per_s: Option<f64>,
+}
+
+/// One cell of the matrix.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Cell {
+    /// Lock.
+    pub lock: String,
+    /// Page backing.
+    pub pages: String,
+    /// Workers.
+    pub workers: u32,
+    /// Ran, skipped, failed, or interrupted.
+    pub status: Status,
+    /// Why it was skipped or failed.
+    pub reason: Option<String>,
+    /// Every repetition's raw measurements.
+    pub reps: Vec<Rep>,
+    /// Summary over the repetitions.
+    pub summary: Option<CellSummary>,
+}
+
+/// The cost of one first-touch minor fault on a populated shared page, measured in a fresh process.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FaultCost {
+    /// Mean ns per fault (4 KB pages already in the page cache, as in the bench).
+    pub ns_per_fault: f64,
+    /// Faults timed.
+    pub faults: u64,
+}
+
+/// A `bench lock` result file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LockResult {
+    /// Tool, command line, time, host.
+    #[serde(flatten)]
+    pub envelope: Envelope,
+    /// The experiment.
+    pub spec: Spec,
+    /// The fault cost behind the ceiling.
+    pub fault_cost: Option<FaultCost>,
+    /// The cells, in run order.
+    pub cells: Vec<Cell>,
+}
+
+/// Measures the cost of a minor fault on a populated 4 KB shared page: the parent populates a region, a
+/// fresh child touches every page once and times it.
+pub fn measure_fault_cost() -> Result<FaultCost, String> {
+    const PAGES: usize = 16_384;
+    let region = ShmRegion::new(PAGES * 4096, Backing::Page4k)?;
+    region.populate_write()?;
+    let slot = ShmRegion::new(4096, Backing::Page4k)?;
+    // SAFETY: single-threaded fork; the child only touches the shared regions and _exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        let p = region.as_ptr();
+        let t = Instant::now();
+        for i in 0..PAGES {
+            // SAFETY: i * 4096 < region length.
+            unsafe { std::ptr::write_volatile(p.add(i * 4096), 1u8) };
+        }
+        let ns = t.elapsed().as_nanos() as u64;
+        // SAFETY: the slot region is 4096 bytes, u64-aligned.
+        unsafe {
+            std::ptr::write_volatile(slot.as_ptr() as *mut u64, ns);
+            libc::_exit(0);
+        }
+    }
+    let mut st = 0;
+    // SAFETY: waiting for our child.
+    unsafe { libc::waitpid(pid, &mut st, 0) };
+    // SAFETY: the child wrote the u64 before exiting.
+    let ns = unsafe { std::ptr::read_volatile(slot.as_ptr() as *const u64) };
+    if ns == 0 {
+        return Err("the fault calibration child failed".into());
+    }
+    Ok(FaultCost {
+        ns_per_fault: ns as f64 / PAGES as f64,
+        faults: PAGES as u64,
+    })
+}
+
+fn summarize(reps: &[Rep], fault: Option<&FaultCost>) -> CellSummary {
+    let s = |f: &dyn Fn(&Rep) -> f64| stats::summarize(&reps.iter().map(f).collect::<Vec<_>>());
+    let minflt = s(&|r| r.minflt_per_op);
+    CellSummary {
+        ops_per_s: s(&|r| r.ops_per_s),
+        acquire_p99_ns: s(&|r| r.acquire_ns.p99 as f64),
+        hold_p99_ns: s(&|r| r.hold_ns.p99 as f64),
+        stalled_per_mop: s(&|r| r.stalled_per_mop),
+        minflt_per_op: minflt,
+        cpu_ns_per_op: s(&|r| r.cpu_ns_per_op),
+        ivcsw_per_op: s(&|r| r.ivcsw_per_op),
+        jain: s(&|r| r.jain),
+        sleeps_per_op: s(&|r| r.sleeps_per_op),
+        fault_ceiling_ops_per_s: fault
+            .filter(|_| minflt.median > 0.01)
+            .map(|f| 1e9 / (minflt.median * f.ns_per_fault)),
+    }
+}
+
+/// Progress callback: (cell index, cell count, cell label, phase, fraction done, live ops/s).
+pub type ProgressFn = Box<dyn FnMut(usize, usize, &str, &str, f64, f64)>;
+
+/// Options of a run beyond the spec.
+pub struct RunOptions {
+    /// Grow hugetlb pools as needed (root), restoring them afterwards.
+    pub reserve_hugepages: bool,
+    /// Where the result goes.
+    pub out: PathBuf,
+    /// Progress: (cell index, cell count, cell label, phase, fraction, live ops/s).
+    pub progress: ProgressFn,
+    /// Called after each cell with the cell.
+    pub on_cell: Box<dyn FnMut(&Cell)>,
+}
+
+fn thp_reason() -> Option<String> {
+    let p = "/sys/kernel/mm/transparent_hugepage/shmem_enabled";
+    match std::fs::read_to_string(p) {
+        Ok(t) => {
+            let sel = hostfacts::parse::bracketed(&t).unwrap_or_default();
+            if sel == "never" || sel == "deny" {
+                Some(format!(
+                    "shared-memory THP is off ({p} = {sel}; echo advise > {p} to allow it)"
+                ))
+            } else {
+                None
+            }
+        }
+        Err(e) => Some(format!("{p}: {e} (kernel without THP?)")),
+    }
+}
+
+fn pool_free(kib: u64) -> Result<u64, String> {
+    let p = format!("/sys/kernel/mm/hugepages/hugepages-{kib}kB/free_hugepages");
+    std::fs::read_to_string(&p)
+        .map_err(|_| format!("this kernel has no {} kB hugetlb pool", kib))?
+        .trim()
+        .parse()
+        .map_err(|_| format!("{p}: not a number"))
+}
+
+/// Runs the matrix. Returns the result (also written to `opts.out` after each cell).
+pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
+    guard::install_signal_flag()?;
+    for line in guard::recover_stale_pools() {
+        eprintln!("preemptlab: {line}");
+    }
+    let locks: Vec<LockKind> = spec
+        .locks
+        .iter()
+        .map(|l| LockKind::parse(l))
+        .collect::<Result<_, _>>()?;
+    let backings: Vec<Backing> = spec
+        .pages
+        .iter()
+        .map(|p| Backing::parse(p))
+        .collect::<Result<_, _>>()?;
+
+    // Reasons a backing cannot run here, and hugetlb reservations (held until the run ends).
+    let mut backing_skip: Vec<Option<String>> = Vec::new();
+    let mut guards: Vec<PoolGuard> = Vec::new();
+    for &b in &backings {
+        let reason = match b {
+            Backing::Thp => thp_reason(),
+            Backing::Hugetlb2m | Backing::Hugetlb1g => {
+                let kib = b.hugetlb_kib().unwrap_or(2048);
+                let bytes = lockbench::region_bytes(spec.descriptors);
+                let need = (bytes as u64).div_ceil(kib * 1024);
+                match pool_free(kib) {
+                    Err(e) => Some(e),
+                    Ok(free) if free >= need => None,
+                    Ok(free) if opts.reserve_hugepages => {
+                        if !hostfacts::host::is_root() {
+                            Some(format!("needs {need} free {kib} kB pages (has {free}); --reserve-hugepages needs root"))
+                        } else {
+                            match PoolGuard::ensure_free(kib, need) {
+                                Ok(g) => {
+                                    guards.push(g);
+                                    None
+                                }
+                                Err(e) => Some(e),
+                            }
+                        }
+                    }
+                    Ok(free) => Some(format!("needs {need} free {kib} kB huge pages, the pool has {free}: pass --reserve-hugepages (root) to grow it for the run")),
+                }
+            }
+            _ => None,
+        };
+        backing_skip.push(reason);
+    }
+
+    let fault_cost = if backings.contains(&Backing::Page4k) {
+        measure_fault_cost().ok()
+    } else {
+        None
+    };
+    let mut res = LockResult {
+        envelope: Envelope::new("bench-lock"),
+        spec: spec.clone(),
+        fault_cost,
+        cells: Vec::new(),
+    };
+    // Backing-major order: one region alive at a time, reused by every lock and worker count.
+    let mut plan = Vec::new();
+    for (bi, &b) in backings.iter().enumerate() {
+        for &l in &locks {
+            for &w in &spec.workers {
+                plan.push((l, bi, b, w));
+            }
+        }
+    }
+    let mut region: Option<ShmRegion> = None;
+    let ncells = plan.len();
+    for (ci, &(l, bi, b, w)) in plan.iter().enumerate() {
+        let mut cell = Cell {
+            lock: l.to_string(),
+            pages: b.to_string(),
+            workers: w,
+            status: Status::Ok,
+            reason: None,
+            reps: vec![],
+            summary: None,
+        };
+        let skip = l.availability().err().or_else(|| backing_skip[bi].clone());
+        if res.envelope.interrupted {
+            cell.status = Status::Interrupted;
+        } else if let Some(why) = skip {
+            cell.status = Status::Skipped;
+            cell.reason = Some(why);
+        } else {
+            let label = format!("{l} {b} {w}w");
+            if region.as_ref().is_none_or(|r| r.backing() != b) {
+                region = None; // unmap the previous backing's region first
+                match lockbench::new_region(b, spec.descriptors) {
+                    Ok(r) => region = Some(r),
+                    Err(e) => {
+                        cell.status = Status::Failed;
+                        cell.reason = Some(e);
+                    }
+                }
+            }
+            for rep in 0..spec.repeat {
+                let Some(region) = region.as_ref() else { break };
+                let p = &mut opts.progress;
+                let r = lockbench::run_rep(RepInput {
+                    lock: l,
+                    backing: b,
+                    region,
+                    workers: w,
+                    spec: &spec,
+                    rep,
+                    progress: &mut |phase, frac, rate| {
+                        p(
+                            ci,
+                            ncells,
+                            &format!("{label} rep {}/{}", rep + 1, spec.repeat),
+                            phase,
+                            frac,
+                            rate,
+                        )
+                    },
+                });
+                match r {
+                    Ok(rep) => cell.reps.push(rep),
+                    Err(BenchError::Interrupted) => {
+                        res.envelope.interrupted = true;
+                        cell.status = Status::Interrupted;
+                        break;
+                    }
+                    Err(BenchError::Failed(e)) => {
+                        cell.status = Status::Failed;
+                        cell.reason = Some(e);
+                        break;
+                    }
+                }
+            }
+            if !cell.reps.is_empty() {
+                cell.summary = Some(summarize(
+                    &cell.reps,
+                    res.fault_cost.as_ref().filter(|_| b == Backing::Page4k),
+                ));
+            }
+        }
+        (opts.on_cell)(&cell);
+        res.cells.push(cell);
+        result::write(&opts.out, &res)?;
+    }
+    drop(region);
+    drop(guards);
+    Ok(res)
+}
+
+/// Resolves worker counts: `8` or `4x` (times the online CPUs).
+pub fn parse_workers(list: &str, cpus: u32) -> Result<(Vec<String>, Vec<u32>), String> {
+    let mut given = Vec::new();
+    let mut out = Vec::new();
+    for w in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let n = if let Some(m) = w.strip_suffix('x') {
+            let f: f64 = m.parse().map_err(|_| {
+                format!("--workers {w}: expected a number or a multiple of CPUs like 4x")
+            })?;
+            (f * cpus as f64).round() as u32
+        } else {
+            w.parse().map_err(|_| {
+                format!("--workers {w}: expected a number or a multiple of CPUs like 4x")
+            })?
+        };
+        if n == 0 || n as usize > shmlock::MAX_WAITERS {
+            return Err(format!(
+                "--workers {w}: must be 1..{} workers",
+                shmlock::MAX_WAITERS
+            ));
+        }
+        given.push(w.to_string());
+        out.push(n);
+    }
+    if out.is_empty() {
+        return Err("--workers: empty list".into());
+    }
+    Ok((given, out))
+}
+
+/// Parses a duration: `3s`, `500ms`, `2m`, `1.5` (seconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (expected e.g. 3s, 500ms, 2m)"))?;
+    if !v.is_finite() || v < 0.0 || v * mult > 86_400.0 {
+        return Err(format!("{s:?} is out of range (0 to 24 h)"));
+    }
+    Ok(Duration::from_secs_f64(v * mult))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_and_durations() {
+        assert_eq!(parse_workers("1x,4x,8", 2).unwrap().1, vec![2, 8, 8]);
+        assert!(parse_workers("0", 2).is_err());
+        assert!(parse_workers("lots", 2).is_err());
+        assert!(parse_workers("5000", 2).is_err());
+        assert_eq!(parse_duration("3s").unwrap(), Duration::from_secs(3));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+}

@@ -1,0 +1,151 @@
+//! `preemptlab bench lock`.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use lab::lockbench::Spec;
+use lab::lockrun::{self, RunOptions};
+
+use crate::cli::{BenchLockArgs, PlainFormat};
+
+pub fn run(a: BenchLockArgs) -> Result<i32> {
+    let host = hostfacts::Host::live();
+    let mem = hostfacts::audit::memory_facts(&host);
+    let cpus = hostfacts::audit::kernel_facts(&host)
+        .cpus
+        .value
+        .unwrap_or(1);
+    let locks: Vec<String> = a
+        .locks
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    for l in &locks {
+        shmlock::LockKind::parse(l).map_err(|e| anyhow!("--locks: {e}"))?;
+    }
+    let pages: Vec<String> = a
+        .pages
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    for p in &pages {
+        shmlock::shm::Backing::parse(p).map_err(|e| anyhow!("--pages: {e}"))?;
+    }
+    if locks.is_empty() || pages.is_empty() {
+        bail!("--locks and --pages need at least one entry each");
+    }
+    let (workers_given, workers) =
+        lockrun::parse_workers(&a.workers, cpus).map_err(|e| anyhow!(e))?;
+    let duration = lockrun::parse_duration(&a.duration).map_err(|e| anyhow!("--duration: {e}"))?;
+    let warmup = lockrun::parse_duration(&a.warmup).map_err(|e| anyhow!("--warmup: {e}"))?;
+    if duration < Duration::from_millis(100) {
+        bail!("--duration {}: at least 100ms", a.duration);
+    }
+    if a.repeat == 0 || a.repeat > 1000 {
+        bail!("--repeat {}: 1..1000", a.repeat);
+    }
+    let descriptors = a
+        .descriptors
+        .unwrap_or_else(|| lab::lockbench::default_descriptors(mem.total_kib.value));
+    if descriptors < 1024 || descriptors > (1 << 28) {
+        bail!("--descriptors {descriptors}: 1024..268435456");
+    }
+    if a.threads && a.reconnect_every.is_some() {
+        bail!("--reconnect-every replaces worker processes: it cannot be combined with --threads");
+    }
+    if a.reconnect_every == Some(0) {
+        bail!("--reconnect-every 0: give a positive number of operations");
+    }
+    let spec = Spec {
+        locks,
+        pages,
+        workers_given,
+        workers,
+        duration_s: duration.as_secs_f64(),
+        warmup_s: warmup.as_secs_f64(),
+        repeat: a.repeat,
+        descriptors,
+        cs_ns: a.cs_ns,
+        work_ns: a.work_ns,
+        reconnect_every: a.reconnect_every,
+        threads: a.threads,
+        prefetch_next: a.prefetch_next,
+        seed: a.seed,
+    };
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| lab::result::default_path("bench-lock", lab::result::unix_now()));
+    let tty = std::io::stderr().is_terminal() && !a.quiet;
+    let bar = if tty {
+        let pb = indicatif::ProgressBar::new(1000);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template("{prefix:>9} [{bar:30}] {msg}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        Some(pb)
+    } else {
+        None
+    };
+    let pb = bar.clone();
+    let quiet = a.quiet;
+    let opts = RunOptions {
+        reserve_hugepages: a.reserve_hugepages,
+        out: out.clone(),
+        progress: Box::new(move |ci, n, label, phase, frac, rate| {
+            if let Some(pb) = &pb {
+                pb.set_prefix(format!("{}/{}", ci + 1, n));
+                pb.set_position((((ci as f64) + frac) / n as f64 * 1000.0) as u64);
+                pb.set_message(format!(
+                    "{label} {phase} {}",
+                    report::lock_table::rate(rate)
+                ));
+            }
+        }),
+        on_cell: Box::new(move |cell| {
+            let line = report::lock_table::cell_line(cell);
+            match &bar {
+                Some(pb) => pb.println(line),
+                None if !quiet => eprintln!("{line}"),
+                None => {}
+            }
+        }),
+    };
+    let res = lockrun::run(spec, opts).map_err(|e| anyhow!(e))?;
+    match a.format {
+        PlainFormat::Json => print!("{}", report::json(&res)),
+        PlainFormat::Table => print!("{}", report::lock_table::render(&res)),
+    }
+    if !a.quiet {
+        eprintln!("preemptlab: result written to {}", out.display());
+    }
+    if res.envelope.interrupted {
+        eprintln!(
+            "preemptlab: interrupted; the cells measured so far are in {}",
+            out.display()
+        );
+        return Ok(130);
+    }
+    let failed: Vec<String> = res
+        .cells
+        .iter()
+        .filter(|c| c.status == lockrun::Status::Failed)
+        .map(|c| {
+            format!(
+                "{} {} {}w: {}",
+                c.lock,
+                c.pages,
+                c.workers,
+                c.reason.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    if !failed.is_empty() {
+        bail!("{} cells failed: {}", failed.len(), failed.join("; "));
+    }
+    Ok(0)
+}

@@ -1,0 +1,189 @@
+//! `bench lock` results as a table: one row per cell with the spread next to the centre, then the
+//! comparisons that matter (4 KB vs huge pages per lock; each lock vs `pg`; the fault ceiling).
+
+use lab::lockrun::{Cell, LockResult, Status};
+
+use crate::markup::{columns, sig3, Align};
+
+/// A rate with a unit: 1.23M, 456k.
+pub fn rate(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{}M", sig3(x / 1e6))
+    } else if x >= 1e3 {
+        format!("{}k", sig3(x / 1e3))
+    } else {
+        sig3(x)
+    }
+}
+
+/// A duration in ns with a unit.
+pub fn ns(x: f64) -> String {
+    if x >= 1e9 {
+        format!("{}s", sig3(x / 1e9))
+    } else if x >= 1e6 {
+        format!("{}ms", sig3(x / 1e6))
+    } else if x >= 1e3 {
+        format!("{}µs", sig3(x / 1e3))
+    } else {
+        format!("{}ns", sig3(x))
+    }
+}
+
+/// One line for a finished cell (progress output).
+pub fn cell_line(c: &Cell) -> String {
+    match (&c.status, &c.summary) {
+        (Status::Ok, Some(s)) => format!(
+            "{:>8} {:>11} {:>4}w  {:>7} ops/s  p99 acquire {:>8}  faults/op {:.2}  jain {:.2}",
+            c.lock,
+            c.pages,
+            c.workers,
+            rate(s.ops_per_s.median),
+            ns(s.acquire_p99_ns.median),
+            s.minflt_per_op.median,
+            s.jain.median
+        ),
+        _ => format!(
+            "{:>8} {:>11} {:>4}w  {:?}: {}",
+            c.lock,
+            c.pages,
+            c.workers,
+            c.status,
+            c.reason.as_deref().unwrap_or("")
+        ),
+    }
+}
+
+fn spread(s: &stats::Summary) -> String {
+    if s.median <= 0.0 || s.n < 2 {
+        return "-".into();
+    }
+    format!("±{:.0}%", (s.max - s.min) / 2.0 / s.median * 100.0)
+}
+
+/// Renders the whole result.
+pub fn render(r: &LockResult) -> String {
+    let mut o = String::new();
+    let h = &r.envelope.host;
+    o.push_str(&format!(
+        "bench lock on {} (kernel {}, preemption {}, {} CPUs); {} descriptors, work {} ns, cs +{} ns, {} x {} s, {}\n\n",
+        h.hostname.value.as_deref().unwrap_or("?"),
+        h.kernel.release.value.as_deref().unwrap_or("?"),
+        h.kernel.preemption.model,
+        h.kernel.cpus.value.unwrap_or(0),
+        r.spec.descriptors,
+        r.spec.work_ns,
+        r.spec.cs_ns,
+        r.spec.repeat,
+        r.spec.duration_s,
+        if r.spec.threads { "threads" } else { "processes" }
+    ));
+    let mut rows = Vec::new();
+    for c in &r.cells {
+        match &c.summary {
+            Some(s) if c.status == Status::Ok => rows.push(vec![
+                c.lock.clone(),
+                c.pages.clone(),
+                c.workers.to_string(),
+                rate(s.ops_per_s.median),
+                spread(&s.ops_per_s),
+                ns(s.acquire_p99_ns.median),
+                ns(s.hold_p99_ns.median),
+                sig3(s.stalled_per_mop.median),
+                format!("{:.2}", s.minflt_per_op.median),
+                ns(s.cpu_ns_per_op.median),
+                format!("{:.2}", s.ivcsw_per_op.median),
+                format!("{:.2}", s.jain.median),
+                format!("{:.3}", s.sleeps_per_op.median),
+            ]),
+            _ => rows.push(vec![
+                c.lock.clone(),
+                c.pages.clone(),
+                c.workers.to_string(),
+                format!("{:?}", c.status).to_lowercase(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                c.reason.clone().unwrap_or_default(),
+            ]),
+        }
+    }
+    o.push_str(&columns(
+        &[
+            "lock", "pages", "wrk", "ops/s", "spread", "acq p99", "hold p99", "stall/M", "flt/op",
+            "cpu/op", "ivcs/op", "jain", "sleep/op",
+        ],
+        &[
+            Align::Left,
+            Align::Left,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Left,
+        ],
+        &rows,
+        0,
+        160,
+    ));
+    // 4 KB vs huge pages, per lock and worker count.
+    let find = |l: &str, p: &str, w: u32| {
+        r.cells
+            .iter()
+            .find(|c| c.lock == l && c.pages == p && c.workers == w)
+            .and_then(|c| c.summary.as_ref())
+    };
+    let mut lines = Vec::new();
+    for c in r.cells.iter().filter(|c| c.pages == "4k") {
+        for huge in ["hugetlb-2m", "hugetlb-1g", "thp"] {
+            if let (Some(a), Some(b)) = (
+                find(&c.lock, "4k", c.workers),
+                find(&c.lock, huge, c.workers),
+            ) {
+                lines.push(format!(
+                    "  {} with {} workers: 4k runs at {:.2}x its {huge} throughput ({} vs {})",
+                    c.lock,
+                    c.workers,
+                    a.ops_per_s.median / b.ops_per_s.median,
+                    rate(a.ops_per_s.median),
+                    rate(b.ops_per_s.median)
+                ));
+                break;
+            }
+        }
+    }
+    if !lines.is_empty() {
+        o.push_str("\n4 KB pages vs huge pages:\n");
+        o.push_str(&lines.join("\n"));
+        o.push('\n');
+    }
+    if let Some(f) = &r.fault_cost {
+        o.push_str(&format!("\nFault ceiling ({} ns per first-touch fault, measured): the faults under the lock serialize, so\n", sig3(f.ns_per_fault)));
+        for c in r.cells.iter().filter(|c| c.pages == "4k") {
+            if let Some(s) = &c.summary {
+                if let Some(ceil) = s.fault_ceiling_ops_per_s {
+                    o.push_str(&format!(
+                        "  {} {}w: {:.2} faults/op -> at most {} ops/s; reached {} ({:.0}%)\n",
+                        c.lock,
+                        c.workers,
+                        s.minflt_per_op.median,
+                        rate(ceil),
+                        rate(s.ops_per_s.median),
+                        s.ops_per_s.median / ceil * 100.0
+                    ));
+                }
+            }
+        }
+    }
+    o
+}

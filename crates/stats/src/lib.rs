@@ -1,0 +1,114 @@
+//! Pure statistics for benchmark results: centres (median, arithmetic and harmonic means), spread, and
+//! Jain's fairness index. No I/O.
+//!
+//! Rates are summarized with the harmonic mean and times with the arithmetic mean (REFERENCE.md §7);
+//! tables show the median with the min..max range next to it.
+
+use serde::{Deserialize, Serialize};
+
+/// The centre and spread of repeated measurements.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Number of samples.
+    pub n: usize,
+    /// Median.
+    pub median: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Harmonic mean (the right centre for rates); 0 when a sample is 0.
+    pub hmean: f64,
+    /// Smallest sample.
+    pub min: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// Sample standard deviation (0 for one sample).
+    pub stddev: f64,
+}
+
+/// Median of `xs` (the mean of the two middle values for an even count). NaN for no samples.
+pub fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// Arithmetic mean.
+pub fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// Harmonic mean; 0 when any sample is 0 or negative.
+pub fn hmean(xs: &[f64]) -> f64 {
+    if xs.iter().any(|x| *x <= 0.0) {
+        return 0.0;
+    }
+    xs.len() as f64 / xs.iter().map(|x| 1.0 / x).sum::<f64>()
+}
+
+/// Summarizes samples. Panics on an empty slice.
+pub fn summarize(xs: &[f64]) -> Summary {
+    assert!(!xs.is_empty(), "summarize needs samples");
+    let m = mean(xs);
+    let var = if xs.len() > 1 {
+        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64
+    } else {
+        0.0
+    };
+    Summary {
+        n: xs.len(),
+        median: median(xs),
+        mean: m,
+        hmean: hmean(xs),
+        min: xs.iter().copied().fold(f64::INFINITY, f64::min),
+        max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        stddev: var.sqrt(),
+    }
+}
+
+/// Jain's fairness index of per-worker shares: (sum x)^2 / (n * sum x^2); 1 = perfectly even, 1/n = one
+/// worker did everything.
+pub fn jain(xs: &[f64]) -> f64 {
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if s2 == 0.0 {
+        return 1.0;
+    }
+    s * s / (xs.len() as f64 * s2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn centres() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+        // Harmonic mean of two rates 1 and 3 is 1.5 (2 / (1 + 1/3)).
+        assert!((hmean(&[1.0, 3.0]) - 1.5).abs() < 1e-12);
+        assert_eq!(hmean(&[0.0, 3.0]), 0.0);
+        let s = summarize(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert_eq!(s.mean, 5.0);
+        assert!(
+            (s.stddev - 2.138).abs() < 1e-3,
+            "sample stddev of the textbook example"
+        );
+        assert_eq!((s.min, s.max, s.n), (2.0, 9.0, 8));
+    }
+
+    #[test]
+    fn jain_index() {
+        assert!((jain(&[5.0, 5.0, 5.0, 5.0]) - 1.0).abs() < 1e-12);
+        assert!((jain(&[1.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
+        assert_eq!(jain(&[0.0, 0.0]), 1.0);
+    }
+}
