@@ -50,7 +50,7 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
     let descriptors = a
         .descriptors
         .unwrap_or_else(|| lab::lockbench::default_descriptors(mem.total_kib.value));
-    if descriptors < 1024 || descriptors > (1 << 28) {
+    if !(1024..=(1 << 28)).contains(&descriptors) {
         bail!("--descriptors {descriptors}: 1024..268435456");
     }
     if a.threads && a.reconnect_every.is_some() {
