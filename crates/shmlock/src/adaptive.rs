@@ -11,19 +11,26 @@
 //!    that means the holder is descheduled or in a long fault: waiting for it on a CPU only delays it.
 //! 3. **Park in the kernel** on a shared futex (no 1 ms..1 s guessing as in `pg`, whose waiters sleep
 //!    through ~10^4 critical sections).
-//! 4. **No handoff.** Unlock releases the word first and then wakes one sleeper, which must compete again.
-//!    Handing the lock to a sleeper would make every release wait for a wakeup and a context switch (a
-//!    convoy), and a preempted wakee would hold everyone up.
-//! 5. **rseq slice extension** (where the kernel has it, Linux 7.0+): the holder asks not to be preempted
+//! 4. **No handoff, and no needless wakes.** Unlock releases the word first and then wakes one sleeper,
+//!    which must compete again: handing the lock to a sleeper would make every release wait for a wakeup
+//!    and a context switch (a convoy). Unlock does not wake at all while a spinner is active (it will take
+//!    the lock; `PARKED` stays set, so a later unlock reconsiders), and at most one wake is in flight
+//!    (`WAKING`): a futex wake is a syscall in the holder's path, and waking a second sleeper before the
+//!    first has run only costs CPU.
+//! 5. **Bounded sleeps.** A parked waiter sleeps at most `PARK_TIMEOUT_MIN`, doubling up to
+//!    `PARK_TIMEOUT_MAX`, then retries: with unlocks skipping wakes while spinners are active, no sleeper
+//!    can be stranded behind two processes passing the lock back and forth.
+//! 6. **rseq slice extension** (where the kernel has it, Linux 7.0+): the holder asks not to be preempted
 //!    for a few µs, so the common "preempted at the tick while holding" case does not happen at all.
 //!
 //! | state bit | meaning |
 //! |---|---|
 //! | `LOCKED` (1) | held |
-//! | `PARKED` (2) | a waiter may be asleep on the futex: the unlocker must wake one |
+//! | `PARKED` (2) | a waiter may be asleep on the futex: an unlock with no spinner around must wake one |
+//! | `WAKING` (4) | a wake is in flight: no other unlock wakes until the wakee has run |
 //!
-//! A woken waiter takes the lock with `LOCKED | PARKED` set (it cannot know whether others still sleep), so
-//! the next unlock wakes the next sleeper: no lost wakeups.
+//! `PARKED` is cleared only when a wake finds nobody queued; a parker that raced with that sees the word
+//! change (its futex wait fails with EAGAIN) and sets it again: no lost wakeups.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
@@ -34,9 +41,14 @@ use crate::{futex, rseq, Acquired, RawLock};
 
 const LOCKED: u32 = 1;
 const PARKED: u32 = 2;
+const WAKING: u32 = 4;
 
 /// How long a waiter spins before parking.
 pub const SPIN_BUDGET: Duration = Duration::from_micros(6);
+/// The first bounded sleep of a parked waiter.
+pub const PARK_TIMEOUT_MIN: Duration = Duration::from_micros(100);
+/// The longest bounded sleep.
+pub const PARK_TIMEOUT_MAX: Duration = Duration::from_micros(1600);
 
 /// The adaptive lock.
 #[repr(C, align(64))]
@@ -83,12 +95,12 @@ fn online_cpus() -> u32 {
 
 impl AdaptiveLock {
     #[inline(always)]
-    fn try_take(&self, s: u32, bits: u32) -> bool {
-        // Acquire: pairs with the Release swap in unlock().
+    fn try_take(&self, s: u32) -> bool {
+        // Acquire: pairs with the Release fetch_and in unlock().
         s & LOCKED == 0
             && self
                 .state
-                .compare_exchange_weak(s, s | bits, Ordering::Acquire, Ordering::Relaxed)
+                .compare_exchange_weak(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
     }
 
@@ -97,7 +109,7 @@ impl AdaptiveLock {
     fn lock_slow(&self, w: &AdaptiveWaiter) -> Acquired {
         let mut spins = 0u64;
         let mut sleeps = 0u32;
-        let mut woken = false;
+        let mut timeout = PARK_TIMEOUT_MIN;
         loop {
             // 1-2: a bounded spin, if a spinner slot is free.
             let n = self.spinners.load(Ordering::Relaxed);
@@ -111,7 +123,7 @@ impl AdaptiveLock {
                 let mut got = false;
                 while i < w.spin_iterations {
                     let s = self.state.load(Ordering::Relaxed);
-                    if self.try_take(s, if woken { LOCKED | PARKED } else { LOCKED }) {
+                    if self.try_take(s) {
                         got = true;
                         break;
                     }
@@ -127,26 +139,57 @@ impl AdaptiveLock {
             // 3: park. Announce ourselves with PARKED, then sleep while the word still says so.
             let s = self.state.load(Ordering::Relaxed);
             if s & LOCKED == 0 {
-                if self.try_take(s, LOCKED | PARKED) {
+                if self.try_take(s) {
                     return Acquired { spins, sleeps };
                 }
                 continue;
             }
+            let parked = s | PARKED;
             if s & PARKED == 0
                 && self
                     .state
-                    .compare_exchange(s, s | PARKED, Ordering::Relaxed, Ordering::Relaxed)
+                    .compare_exchange(s, parked, Ordering::Relaxed, Ordering::Relaxed)
                     .is_err()
             {
                 continue;
             }
-            futex::wait(&self.state, LOCKED | PARKED, None);
+            futex::wait(&self.state, parked, Some(timeout));
             sleeps += 1;
-            woken = true;
+            timeout = (timeout * 2).min(PARK_TIMEOUT_MAX);
+            // We may be the wakee: let the next unlock wake another sleeper if needed.
+            if self.state.load(Ordering::Relaxed) & WAKING != 0 {
+                self.state.fetch_and(!WAKING, Ordering::Relaxed);
+            }
             let s = self.state.load(Ordering::Relaxed);
-            if self.try_take(s, LOCKED | PARKED) {
+            if self.try_take(s) {
                 return Acquired { spins, sleeps };
             }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wake_one(&self) {
+        // Claim the single in-flight wake; give up if someone holds the lock again (their unlock will
+        // reconsider), a wake is already in flight, or nobody is parked any more.
+        let mut cur = self.state.load(Ordering::Relaxed);
+        loop {
+            if cur & (LOCKED | WAKING) != 0 || cur & PARKED == 0 {
+                return;
+            }
+            match self.state.compare_exchange_weak(
+                cur,
+                cur | WAKING,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => cur = now,
+            }
+        }
+        if futex::wake(&self.state, 1) == 0 {
+            // Nobody was queued: clear the marks (a parker in flight sees the change and re-marks).
+            self.state.fetch_and(!(PARKED | WAKING), Ordering::Relaxed);
         }
     }
 }
@@ -181,9 +224,10 @@ impl RawLock for AdaptiveLock {
 
     #[inline]
     fn unlock(&self, w: &mut AdaptiveWaiter) {
-        // 4: release first (Release: publishes the critical section), then wake one sleeper.
-        if self.state.swap(0, Ordering::Release) & PARKED != 0 {
-            futex::wake(&self.state, 1);
+        // 4: release first (Release: publishes the critical section), then maybe wake one sleeper.
+        let prev = self.state.fetch_and(!LOCKED, Ordering::Release);
+        if prev & PARKED != 0 && prev & WAKING == 0 && self.spinners.load(Ordering::Relaxed) == 0 {
+            self.wake_one();
         }
         if let Some(s) = &w.slice {
             s.release();
