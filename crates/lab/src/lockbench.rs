@@ -383,6 +383,7 @@ fn worker<L: RawLock>(sh: &Shared<L>, cfg: &WorkerCfg) -> WorkerOut {
     let mut acq = hist();
     let mut hold = hist();
     let mut measuring = false;
+    let mut published = 0u64;
     let mut ru0 = rusage(cfg.rusage_who);
     let ctl = sh.control;
     loop {
@@ -699,7 +700,7 @@ fn drive<L>(
             std::thread::sleep(Duration::from_millis(2));
             if last.0.elapsed() >= Duration::from_millis(100) {
                 let ops = total_ops();
-                rate = (ops - last.1) as f64 / last.0.elapsed().as_secs_f64();
+                rate = ops.saturating_sub(last.1) as f64 / last.0.elapsed().as_secs_f64();
                 last = (Instant::now(), ops);
                 progress(
                     name,

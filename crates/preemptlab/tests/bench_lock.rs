@@ -1,0 +1,392 @@
+//! `bench lock` as users run it: a short run yields a well-formed, plausible result; threads, reconnects
+//! and hugetlb work; cells that cannot run are skipped with a reason; bad input is exit 2; SIGINT mid-cell
+//! leaves no worker, no grown pool, and the cells measured so far.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::cargo_bin;
+use serde_json::Value;
+
+/// Tests that run workers or touch the hugetlb pool go one at a time (2 CPUs).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn run(args: &[&str], out: &Path) -> (std::process::Output, Value) {
+    let o = Command::new(cargo_bin("preemptlab"))
+        .args(["bench", "lock", "--quiet", "--format", "json", "--out"])
+        .arg(out)
+        .args(args)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    (o, v)
+}
+
+fn check_rep(rep: &Value, workers: usize) {
+    let ops_s = rep["ops_per_s"].as_f64().unwrap();
+    assert!(
+        ops_s > 1_000.0 && ops_s < 1e9,
+        "implausible throughput {ops_s}"
+    );
+    assert!(
+        rep["check"]["ok"].as_bool().unwrap(),
+        "correctness: {}",
+        rep["check"]
+    );
+    assert_eq!(rep["check"]["counter"], rep["check"]["ops_counted"]);
+    for h in ["acquire_ns", "hold_ns"] {
+        let p = &rep[h];
+        let v: Vec<u64> = ["p50", "p90", "p99", "p999", "max"]
+            .iter()
+            .map(|k| p[k].as_u64().unwrap())
+            .collect();
+        assert!(
+            v.windows(2).all(|w| w[0] <= w[1]),
+            "{h} percentiles out of order: {v:?}"
+        );
+        assert!(v[0] >= 1);
+    }
+    let jain = rep["jain"].as_f64().unwrap();
+    assert!(jain > 0.0 && jain <= 1.0 + 1e-9);
+    assert_eq!(rep["worker_ops"].as_array().unwrap().len(), workers);
+    let sum: u64 = rep["worker_ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, rep["ops"].as_u64().unwrap());
+    assert!(rep["cpu_ns_per_op"].as_f64().unwrap() > 0.0);
+    assert!(rep["minflt_per_op"].as_f64().unwrap() >= 0.0);
+}
+
+#[test]
+fn short_run_is_well_formed_and_plausible() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let (o, v) = run(
+        &[
+            "--locks",
+            "pg,adaptive,futex",
+            "--pages",
+            "4k",
+            "--workers",
+            "4",
+            "--duration",
+            "400ms",
+            "--warmup",
+            "100ms",
+            "--repeat",
+            "2",
+            "--descriptors",
+            "65536",
+        ],
+        &out,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["kind"], "bench-lock");
+    assert!(
+        v["host"]["kernel"]["preemption"]["model"].is_string(),
+        "host facts from the audit crate"
+    );
+    assert_eq!(v["spec"]["workers"], serde_json::json!([4]));
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 3);
+    for c in cells {
+        assert_eq!(c["status"], "ok", "{c}");
+        let reps = c["reps"].as_array().unwrap();
+        assert_eq!(reps.len(), 2);
+        for r in reps {
+            check_rep(r, 4);
+        }
+        assert!(c["summary"]["ops_per_s"]["median"].as_f64().unwrap() > 0.0);
+    }
+    assert!(
+        cells[0]["reps"][0]["sleeps_per_op"].as_f64().is_some(),
+        "pg reports sleeps per op"
+    );
+    // The file on disk is the same document.
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(file["cells"], v["cells"]);
+}
+
+#[test]
+fn threads_and_reconnects_without_progress_underflow_regression() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let (o, v) = run(
+        &[
+            "--locks",
+            "adaptive",
+            "--pages",
+            "4k",
+            "--workers",
+            "3",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--repeat",
+            "1",
+            "--descriptors",
+            "65536",
+            "--threads",
+        ],
+        &dir.path().join("t.json"),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    check_rep(&v["cells"][0]["reps"][0], 3);
+    let (o, v) = run(
+        &[
+            "--locks",
+            "pg",
+            "--pages",
+            "4k",
+            "--workers",
+            "4",
+            "--duration",
+            "500ms",
+            "--warmup",
+            "0s",
+            "--repeat",
+            "1",
+            "--descriptors",
+            "65536",
+            "--reconnect-every",
+            "3000",
+        ],
+        &dir.path().join("r.json"),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rep = &v["cells"][0]["reps"][0];
+    check_rep(rep, 4);
+    assert!(
+        rep["respawns"].as_u64().unwrap() > 0,
+        "workers were replaced"
+    );
+}
+
+#[test]
+fn skipped_cells_say_why() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let (o, v) = run(
+        &[
+            "--locks",
+            "rseq,pg",
+            "--pages",
+            "thp,hugetlb-1g",
+            "--workers",
+            "2",
+            "--duration",
+            "200ms",
+            "--warmup",
+            "0s",
+            "--repeat",
+            "1",
+            "--descriptors",
+            "4096",
+        ],
+        &dir.path().join("s.json"),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for c in v["cells"].as_array().unwrap() {
+        if c["status"] == "skipped" {
+            assert!(c["reason"].as_str().unwrap().len() > 10, "{c}");
+        }
+    }
+    let rseq = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["lock"] == "rseq")
+        .unwrap();
+    if shmlock::LockKind::Rseq.availability().is_err() {
+        assert_eq!(rseq["status"], "skipped");
+        assert!(rseq["reason"].as_str().unwrap().contains("rseq"));
+    }
+}
+
+fn pool(kib: u64, f: &str) -> u64 {
+    std::fs::read_to_string(format!("/sys/kernel/mm/hugepages/hugepages-{kib}kB/{f}"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn hugetlb_cells_reserve_and_restore_the_pool() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = pool(2048, "nr_hugepages");
+    let dir = tempfile::tempdir().unwrap();
+    let (o, v) = run(
+        &[
+            "--locks",
+            "pg",
+            "--pages",
+            "hugetlb-2m",
+            "--workers",
+            "2",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--repeat",
+            "1",
+            "--descriptors",
+            "65536",
+            "--reserve-hugepages",
+        ],
+        &dir.path().join("h.json"),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(v["cells"][0]["status"], "ok", "{}", v["cells"][0]);
+    check_rep(&v["cells"][0]["reps"][0], 2);
+    assert_eq!(
+        pool(2048, "nr_hugepages"),
+        before,
+        "the pool is back to its size"
+    );
+    // Without the flag, a too-small pool is a skip, not an error.
+    if pool(2048, "free_hugepages") < 5 {
+        let (o, v) = run(
+            &[
+                "--locks",
+                "pg",
+                "--pages",
+                "hugetlb-2m",
+                "--workers",
+                "2",
+                "--duration",
+                "200ms",
+                "--repeat",
+                "1",
+                "--descriptors",
+                "65536",
+            ],
+            &dir.path().join("h2.json"),
+        );
+        assert!(o.status.success());
+        assert_eq!(v["cells"][0]["status"], "skipped");
+        assert!(v["cells"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("--reserve-hugepages"));
+    }
+}
+
+#[test]
+fn bad_input_is_exit_2() {
+    for args in [
+        vec!["--locks", "nope"],
+        vec!["--pages", "8k"],
+        vec!["--workers", "0"],
+        vec!["--workers", "many"],
+        vec!["--duration", "soon"],
+        vec!["--repeat", "0"],
+        vec!["--descriptors", "10"],
+        vec!["--threads", "--reconnect-every", "100"],
+    ] {
+        let o = Command::new(cargo_bin("preemptlab"))
+            .args(["bench", "lock"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
+    }
+}
+
+fn workers_alive() -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
+        if let Ok(comm) = std::fs::read_to_string(e.path().join("comm")) {
+            if comm.trim() == "plab-worker" {
+                found.push(e.file_name().to_string_lossy().into_owned());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn sigint_mid_cell_cleans_up() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = pool(2048, "nr_hugepages");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("i.json");
+    let mut child = Command::new(cargo_bin("preemptlab"))
+        .args([
+            "bench",
+            "lock",
+            "--quiet",
+            "--locks",
+            "pg,adaptive",
+            "--pages",
+            "4k,hugetlb-2m",
+            "--workers",
+            "8",
+            "--duration",
+            "30s",
+            "--warmup",
+            "0s",
+        ])
+        .args([
+            "--repeat",
+            "1",
+            "--descriptors",
+            "65536",
+            "--reserve-hugepages",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let the first cell start measuring, then interrupt it.
+    let t = Instant::now();
+    while workers_alive().len() < 8 && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!workers_alive().is_empty(), "the bench started workers");
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the bench did not stop after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        workers_alive().is_empty(),
+        "workers left behind: {:?}",
+        workers_alive()
+    );
+    assert_eq!(
+        pool(2048, "nr_hugepages"),
+        before,
+        "the pool is back to its size"
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["interrupted"], true);
+    assert!(v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["status"] != "ok" || c["reps"].as_array().unwrap().len() == 1));
+}
