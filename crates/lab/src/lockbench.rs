@@ -447,15 +447,17 @@ fn worker<L: RawLock>(sh: &Shared<L>, cfg: &WorkerCfg) -> WorkerOut {
             out.spins += got.spins;
         }
         if out.total_ops % 256 == 0 {
+            // Increments, not totals: a replacement worker (--reconnect-every) keeps the slot's count rising.
             sh.slot(cfg.slot)
                 .ops
-                .store(out.total_ops, Ordering::Relaxed);
+                .fetch_add(out.total_ops - published, Ordering::Relaxed);
+            published = out.total_ops;
         }
         spin_for(t0, now_ns(t0), cfg.work_ns);
     }
     sh.slot(cfg.slot)
         .ops
-        .store(out.total_ops, Ordering::Relaxed);
+        .fetch_add(out.total_ops - published, Ordering::Relaxed);
     if measuring {
         let ru1 = rusage(cfg.rusage_who);
         out.minflt = (ru1.ru_minflt - ru0.ru_minflt) as u64;
