@@ -53,12 +53,20 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
     if !(1024..=(1 << 28)).contains(&descriptors) {
         bail!("--descriptors {descriptors}: 1024..268435456");
     }
-    if a.threads && a.reconnect_every.is_some() {
-        bail!("--reconnect-every replaces worker processes: it cannot be combined with --threads");
-    }
-    if a.reconnect_every == Some(0) {
-        bail!("--reconnect-every 0: give a positive number of operations");
-    }
+    let reconnect_every = match a.reconnect_every.as_str() {
+        "none" => None,
+        "auto" if a.threads => None,
+        "auto" => Some(lab::lockbench::auto_reconnect_every(descriptors)),
+        k => match k.parse::<u64>() {
+            Ok(0) | Err(_) => {
+                bail!("--reconnect-every {k}: give a positive number of operations, auto or none")
+            }
+            Ok(_) if a.threads => bail!(
+                "--reconnect-every replaces worker processes: it cannot be combined with --threads"
+            ),
+            Ok(n) => Some(n),
+        },
+    };
     let spec = Spec {
         locks,
         pages,
@@ -70,7 +78,8 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
         descriptors,
         cs_ns: a.cs_ns,
         work_ns: a.work_ns,
-        reconnect_every: a.reconnect_every,
+        reconnect_every,
+        reconnect_every_given: a.reconnect_every.clone(),
         threads: a.threads,
         prefetch_next: a.prefetch_next,
         seed: a.seed,

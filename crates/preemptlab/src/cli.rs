@@ -58,9 +58,11 @@ pub struct BenchLockArgs {
     /// Busy time outside the lock per operation, ns.
     #[arg(long, default_value_t = 1000)]
     pub work_ns: u64,
-    /// Replace each worker process after K operations (fresh page tables, like new backends).
-    #[arg(long, value_name = "K")]
-    pub reconnect_every: Option<u64>,
+    /// Replace each worker process after K operations (fresh page tables, like new backends): a number,
+    /// `none` (workers live for the whole run), or `auto` = 5 pops per 64 KB fault-around group of the
+    /// descriptor array, the fault density of seed 000's backends (GUIDE.md).
+    #[arg(long, value_name = "K|auto|none", default_value = "auto")]
+    pub reconnect_every: String,
     /// Threads instead of fork()ed processes (shared page tables: far fewer faults).
     #[arg(long)]
     pub threads: bool,

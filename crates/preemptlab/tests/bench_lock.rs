@@ -291,6 +291,8 @@ fn bad_input_is_exit_2() {
         vec!["--repeat", "0"],
         vec!["--descriptors", "10"],
         vec!["--threads", "--reconnect-every", "100"],
+        vec!["--reconnect-every", "0"],
+        vec!["--reconnect-every", "sometimes"],
     ] {
         let o = Command::new(cargo_bin("preemptlab"))
             .args(["bench", "lock"])
