@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Result};
 use lab::lockbench::Spec;
 use lab::lockrun::{self, RunOptions};
 
-use crate::cli::{BenchLockArgs, PlainFormat};
+use crate::cli::{BenchLockArgs, TableFormat};
 
 pub fn run(a: BenchLockArgs) -> Result<i32> {
     let host = hostfacts::Host::live();
@@ -126,8 +126,9 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
     };
     let res = lockrun::run(spec, opts).map_err(|e| anyhow!(e))?;
     match a.format {
-        PlainFormat::Json => print!("{}", report::json(&res)),
-        PlainFormat::Table => print!("{}", report::lock_table::render(&res)),
+        TableFormat::Json => print!("{}", report::json(&res)),
+        TableFormat::Table => print!("{}", report::lock_table::render(&res)),
+        TableFormat::Markdown => print!("{}", report::lock_table::markdown(&res)),
     }
     if !a.quiet {
         eprintln!("preemptlab: result written to {}", out.display());

@@ -79,8 +79,8 @@ pub struct BenchLockArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Output format on stdout.
-    #[arg(long, value_enum, default_value_t = PlainFormat::Table)]
-    pub format: PlainFormat,
+    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
+    pub format: TableFormat,
     /// No progress or per-cell lines on stderr.
     #[arg(long)]
     pub quiet: bool,
@@ -97,6 +97,13 @@ pub enum AuditFormat {
 pub enum PlainFormat {
     Table,
     Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TableFormat {
+    Table,
+    Json,
+    Markdown,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -187,3 +187,39 @@ pub fn render(r: &LockResult) -> String {
     }
     o
 }
+
+/// The cells as a Markdown table (GUIDE.md and closing notes are pasted from this, never typed).
+pub fn markdown(r: &LockResult) -> String {
+    let mut o = String::from(
+        "| lock | pages | workers | ops/s (median) | min..max | acquire p99 | hold p99 | stalls/Mop | faults/op | CPU/op | Jain | sleeps/op |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for c in &r.cells {
+        match &c.summary {
+            Some(s) if c.status == Status::Ok => o.push_str(&format!(
+                "| {} | {} | {} | {} | {}..{} | {} | {} | {} | {:.2} | {} | {:.2} | {:.3} |\n",
+                c.lock,
+                c.pages,
+                c.workers,
+                rate(s.ops_per_s.median),
+                rate(s.ops_per_s.min),
+                rate(s.ops_per_s.max),
+                ns(s.acquire_p99_ns.median),
+                ns(s.hold_p99_ns.median),
+                sig3(s.stalled_per_mop.median),
+                s.minflt_per_op.median,
+                ns(s.cpu_ns_per_op.median),
+                s.jain.median,
+                s.sleeps_per_op.median
+            )),
+            _ => o.push_str(&format!(
+                "| {} | {} | {} | {} | | | | | | | | {} |\n",
+                c.lock,
+                c.pages,
+                c.workers,
+                format!("{:?}", c.status).to_lowercase(),
+                c.reason.clone().unwrap_or_default()
+            )),
+        }
+    }
+    o
+}
