@@ -52,6 +52,11 @@ pub struct CellSummary {
     /// The throughput the faults under the lock allow, if they were all that serialized:
     /// 1e9 / (faults per op x measured ns per fault). Only where faults occur.
     pub fault_ceiling_ops_per_s: Option<f64>,
+    /// The throughput the lock's serial section allows: 1e9 / mean hold ns (median over repetitions).
+    /// Everything done while holding, faults and page walks included, is serialized.
+    pub hold_ceiling_ops_per_s: f64,
+    /// The throughput the CPUs allow: CPUs x 1e9 / CPU ns per operation (median).
+    pub cpu_ceiling_ops_per_s: f64,
 }
 
 /// One cell of the matrix.
@@ -136,7 +141,7 @@ pub fn measure_fault_cost() -> Result<FaultCost, String> {
     })
 }
 
-fn summarize(reps: &[Rep], fault: Option<&FaultCost>) -> CellSummary {
+fn summarize(reps: &[Rep], fault: Option<&FaultCost>, cpus: u32) -> CellSummary {
     let s = |f: &dyn Fn(&Rep) -> f64| stats::summarize(&reps.iter().map(f).collect::<Vec<_>>());
     let minflt = s(&|r| r.minflt_per_op);
     CellSummary {
@@ -152,6 +157,20 @@ fn summarize(reps: &[Rep], fault: Option<&FaultCost>) -> CellSummary {
         fault_ceiling_ops_per_s: fault
             .filter(|_| minflt.median > 0.01)
             .map(|f| 1e9 / (minflt.median * f.ns_per_fault)),
+        hold_ceiling_ops_per_s: 1e9
+            / stats::median(
+                &reps
+                    .iter()
+                    .map(|r| r.hold_ns.mean.max(1.0))
+                    .collect::<Vec<_>>(),
+            ),
+        cpu_ceiling_ops_per_s: cpus.max(1) as f64 * 1e9
+            / stats::median(
+                &reps
+                    .iter()
+                    .map(|r| r.cpu_ns_per_op.max(1.0))
+                    .collect::<Vec<_>>(),
+            ),
     }
 }
 
@@ -333,9 +352,11 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
                 }
             }
             if !cell.reps.is_empty() {
+                let cpus = res.envelope.host.kernel.cpus.value.unwrap_or(1);
                 cell.summary = Some(summarize(
                     &cell.reps,
                     res.fault_cost.as_ref().filter(|_| b == Backing::Page4k),
+                    cpus,
                 ));
             }
         }

@@ -1,8 +1,10 @@
-//! Prints a `bench lock` result file as Markdown (until `preemptlab report` exists):
-//! `cargo run -p report --example lock_markdown -- results/bench-lock-....json`
+//! Prints a `bench lock` result file as Markdown, or with `--table` as the text table (until `preemptlab
+//! report` exists): `cargo run -p report --example lock_markdown -- [--table] results/bench-lock-....json`
 
 fn main() {
-    let Some(path) = std::env::args().nth(1) else {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let table = args.iter().any(|a| a == "--table");
+    let Some(path) = args.into_iter().find(|a| a != "--table") else {
         eprintln!("usage: lock_markdown RESULT.json");
         std::process::exit(2);
     };
@@ -14,5 +16,9 @@ fn main() {
         eprintln!("{path}: not a bench lock result: {e}");
         std::process::exit(2)
     });
-    print!("{}", report::lock_table::markdown(&r));
+    if table {
+        print!("{}", report::lock_table::render(&r));
+    } else {
+        print!("{}", report::lock_table::markdown(&r));
+    }
 }

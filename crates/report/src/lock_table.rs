@@ -167,22 +167,37 @@ pub fn render(r: &LockResult) -> String {
         o.push_str(&lines.join("\n"));
         o.push('\n');
     }
-    if let Some(f) = &r.fault_cost {
-        o.push_str(&format!("\nFault ceiling ({} ns per first-touch fault, measured): the faults under the lock serialize, so\n", sig3(f.ns_per_fault)));
-        for c in r.cells.iter().filter(|c| c.pages == "4k") {
-            if let Some(s) = &c.summary {
-                if let Some(ceil) = s.fault_ceiling_ops_per_s {
-                    o.push_str(&format!(
-                        "  {} {}w: {:.2} faults/op -> at most {} ops/s; reached {} ({:.0}%)\n",
-                        c.lock,
-                        c.workers,
-                        s.minflt_per_op.median,
-                        rate(ceil),
-                        rate(s.ops_per_s.median),
-                        s.ops_per_s.median / ceil * 100.0
-                    ));
-                }
-            }
+    o.push_str("\nCeilings: everything done while holding is serialized, so throughput <= 1e9 / mean hold; the CPUs\n");
+    o.push_str("allow <= CPUs x 1e9 / CPU per op;\n");
+    match &r.fault_cost {
+        Some(f) => o.push_str(&format!(
+            "faults under the lock alone allow <= 1e9 / (faults/op x {} ns per first-touch fault, measured).\n",
+            sig3(f.ns_per_fault)
+        )),
+        None => o.push_str("(no 4k cells: fault cost not measured)\n"),
+    }
+    for c in &r.cells {
+        if let Some(s) = &c.summary {
+            let fault = match s.fault_ceiling_ops_per_s {
+                Some(fc) => format!(
+                    "; faults ({:.2}/op) {} ({:.0}%)",
+                    s.minflt_per_op.median,
+                    rate(fc),
+                    s.ops_per_s.median / fc * 100.0
+                ),
+                None => String::new(),
+            };
+            o.push_str(&format!(
+                "  {} {} {}w: reached {}; hold time {} ({:.0}%); CPU {} ({:.0}%){fault}\n",
+                c.lock,
+                c.pages,
+                c.workers,
+                rate(s.ops_per_s.median),
+                rate(s.hold_ceiling_ops_per_s),
+                s.ops_per_s.median / s.hold_ceiling_ops_per_s * 100.0,
+                rate(s.cpu_ceiling_ops_per_s),
+                s.ops_per_s.median / s.cpu_ceiling_ops_per_s * 100.0
+            ));
         }
     }
     o
