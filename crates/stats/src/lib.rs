@@ -4,6 +4,8 @@
 //! Rates are summarized with the harmonic mean and times with the arithmetic mean (REFERENCE.md §7);
 //! tables show the median with the min..max range next to it.
 
+pub mod compare;
+
 use serde::{Deserialize, Serialize};
 
 /// The centre and spread of repeated measurements.
