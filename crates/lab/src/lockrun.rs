@@ -277,7 +277,7 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
         fault_cost,
         cells: Vec::new(),
     };
-    // Backing-major order: one region alive at a time, reused by every lock and worker count.
+    // Backing-major order within a round: one region alive at a time, shared by the round's cells.
     let mut plan = Vec::new();
     for (bi, &b) in backings.iter().enumerate() {
         for &l in &locks {
@@ -287,81 +287,109 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
         }
     }
     let mut region: Option<ShmRegion> = None;
+    // Every cell starts as ok, skipped (with the reason) or failed to map.
     let ncells = plan.len();
-    for (ci, &(l, bi, b, w)) in plan.iter().enumerate() {
-        let mut cell = Cell {
+    for &(l, bi, b, w) in &plan {
+        let skip = l.availability().err().or_else(|| backing_skip[bi].clone());
+        res.cells.push(Cell {
             lock: l.to_string(),
             pages: b.to_string(),
             workers: w,
-            status: Status::Ok,
-            reason: None,
+            status: if skip.is_some() {
+                Status::Skipped
+            } else {
+                Status::Ok
+            },
+            reason: skip,
             reps: vec![],
             summary: None,
-        };
-        let skip = l.availability().err().or_else(|| backing_skip[bi].clone());
-        if res.envelope.interrupted {
-            cell.status = Status::Interrupted;
-        } else if let Some(why) = skip {
-            cell.status = Status::Skipped;
-            cell.reason = Some(why);
-        } else {
-            let label = format!("{l} {b} {w}w");
-            if region.as_ref().is_none_or(|r| r.backing() != b) {
-                region = None; // unmap the previous backing's region first
-                match lockbench::new_region(b, spec.descriptors) {
-                    Ok(r) => region = Some(r),
-                    Err(e) => {
-                        cell.status = Status::Failed;
-                        cell.reason = Some(e);
+        });
+    }
+    // Repetitions run as rounds over all cells, each round with a fresh region per backing: repetitions
+    // of a cell then see different physical placements and different moments of the machine, so their
+    // spread includes what separates two runs (it did not when a cell's repetitions ran back to back on one
+    // region: two runs of the same config differed "significantly" in p99).
+    let cpus = res.envelope.host.kernel.cpus.value.unwrap_or(1);
+    'rounds: for rep in 0..spec.repeat {
+        for (bi, &b) in backings.iter().enumerate() {
+            let todo: Vec<usize> = (0..ncells)
+                .filter(|&ci| plan[ci].1 == bi && res.cells[ci].status == Status::Ok)
+                .collect();
+            if todo.is_empty() {
+                continue;
+            }
+            region = None; // unmap the previous region first
+            match lockbench::new_region(b, spec.descriptors) {
+                Ok(r) => region = Some(r),
+                Err(e) => {
+                    for &ci in &todo {
+                        res.cells[ci].status = Status::Failed;
+                        res.cells[ci].reason = Some(e.clone());
                     }
+                    continue;
                 }
             }
-            for rep in 0..spec.repeat {
-                let Some(region) = region.as_ref() else { break };
+            let Some(reg) = region.as_ref() else { continue };
+            for ci in todo {
+                let (l, _, _, w) = plan[ci];
+                let label = format!("{l} {b} {w}w rep {}/{}", rep + 1, spec.repeat);
                 let p = &mut opts.progress;
+                let step = rep as usize * ncells + ci;
                 let r = lockbench::run_rep(RepInput {
                     lock: l,
                     backing: b,
-                    region,
+                    region: reg,
                     workers: w,
                     spec: &spec,
                     rep,
                     progress: &mut |phase, frac, rate| {
                         p(
-                            ci,
-                            ncells,
-                            &format!("{label} rep {}/{}", rep + 1, spec.repeat),
+                            step,
+                            ncells * spec.repeat as usize,
+                            &label,
                             phase,
                             frac,
                             rate,
                         )
                     },
                 });
+                let cell = &mut res.cells[ci];
                 match r {
                     Ok(rep) => cell.reps.push(rep),
                     Err(BenchError::Interrupted) => {
                         res.envelope.interrupted = true;
                         cell.status = Status::Interrupted;
-                        break;
                     }
                     Err(BenchError::Failed(e)) => {
                         cell.status = Status::Failed;
                         cell.reason = Some(e);
-                        break;
                     }
                 }
-            }
-            if !cell.reps.is_empty() {
-                let cpus = res.envelope.host.kernel.cpus.value.unwrap_or(1);
-                cell.summary = Some(summarize(
-                    &cell.reps,
-                    res.fault_cost.as_ref().filter(|_| b == Backing::Page4k),
-                    cpus,
-                ));
+                if !cell.reps.is_empty() {
+                    cell.summary = Some(summarize(
+                        &cell.reps,
+                        res.fault_cost.as_ref().filter(|_| b == Backing::Page4k),
+                        cpus,
+                    ));
+                }
+                if rep + 1 == spec.repeat || cell.status != Status::Ok {
+                    (opts.on_cell)(cell);
+                }
+                result::write(&opts.out, &res)?;
+                if res.envelope.interrupted {
+                    break 'rounds;
+                }
             }
         }
-        (opts.on_cell)(&cell);
-        res.cells.push(cell);
+    }
+    if res.envelope.interrupted {
+        for c in res
+            .cells
+            .iter_mut()
+            .filter(|c| c.status == Status::Ok && c.reps.len() < spec.repeat as usize)
+        {
+            c.status = Status::Interrupted;
+        }
         result::write(&opts.out, &res)?;
     }
     drop(region);

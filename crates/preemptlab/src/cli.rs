@@ -21,6 +21,44 @@ pub enum Command {
     /// Reproduce and measure: lock contention, PostgreSQL, latency, network.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Statistics across result files: centres, spread, signed % change, bootstrap CI, significance.
+    Compare(CompareArgs),
+    /// List the result files in a directory.
+    Results(ResultsArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Table,
+    Markdown,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Result files: the first is the baseline, each other one is compared with it.
+    #[arg(required = true, num_args = 2..)]
+    pub files: Vec<PathBuf>,
+    /// A change counts only when the 95% interval of the ratio clears 1 by more than this (0.02 = 2%).
+    #[arg(long, default_value_t = 0.02)]
+    pub noise: f64,
+    /// Only these metrics (comma-separated names as shown, e.g. "ops/s,acquire p99").
+    #[arg(long)]
+    pub metrics: Option<String>,
+    /// Exit with code 1 when any metric is significantly worse than the baseline.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+    pub format: CompareFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct ResultsArgs {
+    /// The directory (default: results/).
+    #[arg(default_value = "results")]
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]

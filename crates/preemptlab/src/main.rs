@@ -5,6 +5,7 @@
 mod audit_cmd;
 mod bench_lock_cmd;
 mod cli;
+mod compare_cmd;
 mod hugepages_cmd;
 mod term;
 
@@ -22,6 +23,8 @@ fn main() {
         cli::Command::Audit(a) => audit_cmd::run(a),
         cli::Command::Hugepages(h) => hugepages_cmd::run(h),
         cli::Command::Bench(cli::BenchCommand::Lock(b)) => bench_lock_cmd::run(b),
+        cli::Command::Compare(c) => compare_cmd::run(c),
+        cli::Command::Results(r) => compare_cmd::list(r),
     };
     match code {
         Ok(code) => std::process::exit(code),

@@ -2,6 +2,7 @@
 //! `markup` (alignment, wrapping, colour).
 
 pub mod audit_table;
+pub mod compare;
 pub mod hugepages;
 pub mod lock_table;
 pub mod markup;

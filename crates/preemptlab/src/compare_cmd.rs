@@ -1,0 +1,108 @@
+//! `preemptlab compare` and `preemptlab results`.
+
+use anyhow::{anyhow, bail, Context, Result};
+use report::compare::{self, Input};
+use serde_json::Value;
+
+use crate::cli::{CompareArgs, CompareFormat, ResultsArgs};
+
+fn load(path: &std::path::Path) -> Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| {
+        anyhow!(
+            "{}: not JSON ({e}); give preemptlab result files",
+            path.display()
+        )
+    })
+}
+
+pub fn run(a: CompareArgs) -> Result<i32> {
+    if !(0.0..1.0).contains(&a.noise) {
+        bail!("--noise {}: a fraction from 0 to 1 (0.02 = 2%)", a.noise);
+    }
+    let inputs: Vec<Input> = a
+        .files
+        .iter()
+        .map(|p| {
+            Ok(Input {
+                label: p.display().to_string(),
+                doc: load(p)?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let filter: Option<Vec<String>> = a
+        .metrics
+        .as_ref()
+        .map(|m| m.split(',').map(|s| s.trim().to_string()).collect());
+    if let Some(f) = &filter {
+        for name in f {
+            if !compare::METRICS.iter().any(|m| m.name == name) {
+                bail!(
+                    "--metrics {name}: unknown (known: {})",
+                    compare::METRICS.map(|m| m.name).join(", ")
+                );
+            }
+        }
+    }
+    let c = compare::compare(&inputs, a.noise, filter.as_deref()).map_err(|e| anyhow!(e))?;
+    match a.format {
+        CompareFormat::Table => print!("{}", compare::table(&c)),
+        CompareFormat::Markdown => print!("{}", compare::markdown(&c)),
+        CompareFormat::Json => print!("{}", report::json(&c)),
+        CompareFormat::Csv => print!("{}", compare::csv(&c)),
+    }
+    if c.rows.is_empty() {
+        eprintln!("preemptlab: no cells matched between the inputs (different benches or different matrices?)");
+    }
+    Ok(if a.fail_on_regression && c.has_regression() {
+        1
+    } else {
+        0
+    })
+}
+
+pub fn list(a: ResultsArgs) -> Result<i32> {
+    let rd = std::fs::read_dir(&a.dir).with_context(|| {
+        format!(
+            "listing {} (results are written there by the benches)",
+            a.dir.display()
+        )
+    })?;
+    let mut rows = Vec::new();
+    for e in rd.filter_map(|e| e.ok()) {
+        let p = e.path();
+        if p.extension().and_then(|x| x.to_str()) != Some("json") {
+            continue;
+        }
+        let Ok(doc) = load(&p) else { continue };
+        let cells = doc["cells"].as_array().map(|c| c.len()).unwrap_or(0);
+        let ok = doc["cells"]
+            .as_array()
+            .map(|c| c.iter().filter(|c| c["status"] == "ok").count())
+            .unwrap_or(0);
+        rows.push(vec![
+            doc["started_utc"].as_str().unwrap_or("?").to_string(),
+            doc["kind"].as_str().unwrap_or("?").to_string(),
+            format!("{ok}/{cells}"),
+            if doc["interrupted"] == true {
+                "interrupted".into()
+            } else {
+                String::new()
+            },
+            p.display().to_string(),
+        ]);
+    }
+    rows.sort();
+    print!(
+        "{}",
+        report::markup::columns(
+            &["started (UTC)", "kind", "cells ok", "", "file"],
+            &[report::markup::Align::Left; 5],
+            &rows,
+            0,
+            160
+        )
+    );
+    Ok(0)
+}

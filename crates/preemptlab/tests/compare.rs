@@ -1,0 +1,216 @@
+//! `compare` on real `bench lock` runs: a difference in page backing is flagged with the host-facts block
+//! printed; two runs of the same config flag nothing. Formats and exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use assert_cmd::cargo::cargo_bin;
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn bench(dir: &Path, name: &str, pages: &str) -> PathBuf {
+    let out = dir.join(name);
+    let o = Command::new(cargo_bin("preemptlab"))
+        .args([
+            "bench",
+            "lock",
+            "--quiet",
+            "--format",
+            "json",
+            "--locks",
+            "pg",
+            "--workers",
+            "8",
+            "--repeat",
+            "4",
+        ])
+        .args([
+            "--duration",
+            "500ms",
+            "--warmup",
+            "100ms",
+            "--descriptors",
+            "2097152",
+            "--reserve-hugepages",
+            "--pages",
+            pages,
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+fn compare(args: &[&Path], extra: &[&str]) -> (std::process::Output, Value) {
+    let o = Command::new(cargo_bin("preemptlab"))
+        .arg("compare")
+        .args(args)
+        .args(["--format", "json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    (o, v)
+}
+
+#[test]
+fn real_runs_page_backing_flagged_same_config_not() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let a = bench(dir.path(), "a.json", "4k");
+    let a2 = bench(dir.path(), "a2.json", "4k");
+    let h = bench(dir.path(), "h.json", "hugetlb-2m");
+
+    let (o, v) = compare(&[&a, &h], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = v["rows"].as_array().unwrap();
+    let ops = rows.iter().find(|r| r["metric"] == "ops/s").unwrap();
+    assert_eq!(
+        ops["significant"], true,
+        "4k vs hugetlb-2m throughput: {ops}"
+    );
+    assert!(
+        ops["change_pct"].as_f64().unwrap() > 0.0,
+        "huge pages are better: {ops}"
+    );
+    assert!(
+        v["spec_diffs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["fact"] == "cell pages"),
+        "the factor is named"
+    );
+    // The text table prints the host-facts block and the marker.
+    let t = Command::new(cargo_bin("preemptlab"))
+        .arg("compare")
+        .args([&a, &h])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&t.stdout);
+    assert!(
+        text.contains("Host facts that differ")
+            && text.contains("pages: 4k | hugetlb-2m")
+            && text.contains("better"),
+        "{text}"
+    );
+    // A regression from the baseline's point of view: hugetlb first, 4k second.
+    let (o, _) = compare(&[&h, &a], &["--fail-on-regression"]);
+    assert_eq!(o.status.code(), Some(1));
+
+    let (o, v) = compare(&[&a, &a2], &[]);
+    assert!(o.status.success());
+    let flagged: Vec<&Value> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["significant"] == true)
+        .collect();
+    assert!(
+        flagged.is_empty(),
+        "two runs of the same config flagged: {flagged:?}"
+    );
+    assert!(!v["rows"].as_array().unwrap().is_empty());
+    let (o, _) = compare(&[&a, &a2], &["--fail-on-regression"]);
+    assert_eq!(o.status.code(), Some(0));
+}
+
+fn synthetic(dir: &Path, name: &str, host_kernel: &str, ops: &[f64]) -> PathBuf {
+    let reps: Vec<Value> = ops
+        .iter()
+        .map(|x| serde_json::json!({"ops_per_s": x, "acquire_ns": {"p99": 1000.0}}))
+        .collect();
+    let doc = serde_json::json!({
+        "schema_version": 1, "kind": "bench-lock", "host": {"kernel": {"release": {"value": host_kernel}, "preemption": {"model": "lazy"}}},
+        "spec": {"duration_s": 3.0},
+        "cells": [{"lock": "pg", "pages": "4k", "workers": 8, "status": "ok", "reps": reps}]
+    });
+    let p = dir.join(name);
+    std::fs::write(&p, doc.to_string()).unwrap();
+    p
+}
+
+#[test]
+fn formats_host_facts_and_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = synthetic(dir.path(), "a.json", "6.18", &[100.0, 101.0, 99.0]);
+    let b = synthetic(dir.path(), "b.json", "7.0", &[50.0, 51.0, 49.0]);
+    let c = synthetic(dir.path(), "c.json", "7.0", &[100.5, 99.5, 100.0]);
+    let (o, v) = compare(&[&a, &b, &c], &[]);
+    assert!(o.status.success());
+    assert_eq!(v["host_diffs"][0]["fact"], "kernel");
+    assert_eq!(
+        v["host_diffs"][0]["values"],
+        serde_json::json!(["6.18", "7.0", "7.0"])
+    );
+    let rows = v["rows"].as_array().unwrap();
+    let b_ops = rows
+        .iter()
+        .find(|r| r["against"] == 2 && r["metric"] == "ops/s")
+        .unwrap();
+    assert_eq!(b_ops["regression"], true);
+    assert!((b_ops["change_pct"].as_f64().unwrap() + 50.0).abs() < 1.0);
+    let c_ops = rows
+        .iter()
+        .find(|r| r["against"] == 3 && r["metric"] == "ops/s")
+        .unwrap();
+    assert_eq!(c_ops["significant"], false);
+    for fmt in ["table", "markdown", "csv"] {
+        let o = Command::new(cargo_bin("preemptlab"))
+            .arg("compare")
+            .args([&a, &b])
+            .args(["--format", fmt])
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        let t = String::from_utf8_lossy(&o.stdout);
+        assert!(t.contains("ops/s"), "{fmt}: {t}");
+    }
+    let csv = Command::new(cargo_bin("preemptlab"))
+        .arg("compare")
+        .args([&a, &b])
+        .args(["--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&csv.stdout);
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .starts_with("against,cell,metric"));
+    assert_eq!(csv.lines().count(), 3, "header + ops/s + acquire p99");
+
+    // Bad input: one line, exit 2.
+    let not_json = dir.path().join("x.json");
+    std::fs::write(&not_json, "nope").unwrap();
+    for args in [
+        vec![a.display().to_string()],
+        vec![a.display().to_string(), not_json.display().to_string()],
+        vec![a.display().to_string(), "/nonexistent.json".into()],
+        vec![
+            a.display().to_string(),
+            b.display().to_string(),
+            "--noise".into(),
+            "5".into(),
+        ],
+        vec![
+            a.display().to_string(),
+            b.display().to_string(),
+            "--metrics".into(),
+            "speed".into(),
+        ],
+    ] {
+        let o = Command::new(cargo_bin("preemptlab"))
+            .arg("compare")
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("panicked"));
+    }
+}

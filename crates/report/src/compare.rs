@@ -1,0 +1,642 @@
+//! `compare`: statistics across result files of any bench.
+//!
+//! Cells are matched by their key fields (every scalar field of a cell but `status` and `reason`: `lock`,
+//! `pages`, `workers` for `bench lock`). A key field that has one value in each file but different values
+//! across files is the factor being compared (`pages: 4k | hugetlb-2m`): it is left out of the match and
+//! shown above the table. Each metric has a direction and a centre (harmonic mean for rates, arithmetic for
+//! times); the change is signed so that positive is better; the 95% interval of the ratio B/A comes from a
+//! bootstrap, and a change is marked only when that interval clears 1 by more than the noise threshold.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use serde_json::Value;
+use stats::compare::{bootstrap_ratio, mann_whitney, significant, Centre};
+
+use crate::markup::{columns, sig3, Align};
+
+/// Which way is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    /// Higher is better (throughput, fairness).
+    Higher,
+    /// Lower is better (latency, cost).
+    Lower,
+}
+
+/// A metric the comparison knows.
+#[derive(Debug, Clone, Copy)]
+pub struct Metric {
+    /// Display name.
+    pub name: &'static str,
+    /// Path inside a repetition's object, dot-separated.
+    pub path: &'static str,
+    /// Direction.
+    pub better: Better,
+    /// Centre.
+    pub centre: Centre,
+    /// Unit for display: "rate", "ns", "" (plain).
+    pub unit: &'static str,
+}
+
+/// Every metric the benches write (a cell shows the ones its repetitions have).
+pub const METRICS: [Metric; 9] = [
+    Metric {
+        name: "ops/s",
+        path: "ops_per_s",
+        better: Better::Higher,
+        centre: Centre::Harmonic,
+        unit: "rate",
+    },
+    Metric {
+        name: "tps",
+        path: "tps",
+        better: Better::Higher,
+        centre: Centre::Harmonic,
+        unit: "rate",
+    },
+    Metric {
+        name: "acquire p99",
+        path: "acquire_ns.p99",
+        better: Better::Lower,
+        centre: Centre::Arithmetic,
+        unit: "ns",
+    },
+    Metric {
+        name: "hold p99",
+        path: "hold_ns.p99",
+        better: Better::Lower,
+        centre: Centre::Arithmetic,
+        unit: "ns",
+    },
+    Metric {
+        name: "stalls/Mop",
+        path: "stalled_per_mop",
+        better: Better::Lower,
+        centre: Centre::Arithmetic,
+        unit: "",
+    },
+    Metric {
+        name: "faults/op",
+        path: "minflt_per_op",
+        better: Better::Lower,
+        centre: Centre::Arithmetic,
+        unit: "",
+    },
+    Metric {
+        name: "CPU/op",
+        path: "cpu_ns_per_op",
+        better: Better::Lower,
+        centre: Centre::Arithmetic,
+        unit: "ns",
+    },
+    Metric {
+        name: "Jain",
+        path: "jain",
+        better: Better::Higher,
+        centre: Centre::Arithmetic,
+        unit: "",
+    },
+    Metric {
+        name: "latency p99",
+        path: "latency_ms.p99",
+        better: Better::Lower,
+        centre: Centre::Arithmetic,
+        unit: "",
+    },
+];
+
+/// Host facts shown when they differ: (label, JSON path under `host`).
+const HOST_FACTS: [(&str, &str); 13] = [
+    ("host", "hostname.value"),
+    ("kernel", "kernel.release.value"),
+    ("uname -v", "kernel.version.value"),
+    ("arch", "kernel.arch.value"),
+    ("CPUs", "kernel.cpus.value"),
+    ("HZ", "kernel.hz.value"),
+    ("preemption", "kernel.preemption.model"),
+    ("preemption source", "kernel.preemption.decided_by"),
+    ("rseq slice ext", "kernel.rseq_slice_extension.value"),
+    ("RAM kB", "memory.total_kib.value"),
+    ("THP enabled", "memory.thp_enabled.value"),
+    ("THP shmem", "memory.thp_shmem_enabled.value"),
+    ("THP defrag", "memory.thp_defrag.value"),
+];
+
+fn get<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(v, |v, k| v.get(k))
+}
+
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Null => Some("null".into()),
+        _ => None,
+    }
+}
+
+/// One input file.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// A label (the file name).
+    pub label: String,
+    /// The document.
+    pub doc: Value,
+}
+
+/// A difference in host facts or spec.
+#[derive(Debug, Clone, Serialize)]
+pub struct FactDiff {
+    /// What differs.
+    pub fact: String,
+    /// Its value in each input, in order.
+    pub values: Vec<String>,
+}
+
+/// One metric of one matched cell, input k against the first input.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// The cell's matching key, `lock=pg workers=16`.
+    pub cell: String,
+    /// Metric name.
+    pub metric: String,
+    /// Which input (1-based) is compared with input 1.
+    pub against: usize,
+    /// Centre of the first input.
+    pub a: f64,
+    /// Min and max of the first input.
+    pub a_range: (f64, f64),
+    /// Centre of this input.
+    pub b: f64,
+    /// Min and max of this input.
+    pub b_range: (f64, f64),
+    /// Signed change in %, positive = better.
+    pub change_pct: f64,
+    /// B/A with its 95% bootstrap interval.
+    pub ratio: f64,
+    /// Lower bound of the interval.
+    pub ci_lo: f64,
+    /// Upper bound of the interval.
+    pub ci_hi: f64,
+    /// Mann-Whitney two-sided p-value.
+    pub mann_whitney_p: f64,
+    /// The interval clears 1 by more than the noise threshold.
+    pub significant: bool,
+    /// Significant and worse.
+    pub regression: bool,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// Schema version of this document.
+    pub schema_version: u32,
+    /// The inputs, in order.
+    pub inputs: Vec<String>,
+    /// Noise threshold used.
+    pub noise: f64,
+    /// Host facts that differ.
+    pub host_diffs: Vec<FactDiff>,
+    /// Spec fields and cell factors that differ.
+    pub spec_diffs: Vec<FactDiff>,
+    /// Cells present in some inputs only.
+    pub unmatched: Vec<String>,
+    /// The rows.
+    pub rows: Vec<Row>,
+}
+
+impl Comparison {
+    /// True when any row is a significant regression.
+    pub fn has_regression(&self) -> bool {
+        self.rows.iter().any(|r| r.regression)
+    }
+}
+
+fn cells(doc: &Value) -> Vec<&Value> {
+    doc.get("cells")
+        .and_then(|c| c.as_array())
+        .map(|a| a.iter().collect())
+        .unwrap_or_default()
+}
+
+fn key_fields(cell: &Value) -> BTreeMap<String, String> {
+    cell.as_object()
+        .map(|o| {
+            o.iter()
+                .filter(|(k, _)| !["status", "reason"].contains(&k.as_str()))
+                .filter_map(|(k, v)| scalar(v).map(|s| (k.clone(), s)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn samples(cell: &Value, path: &str) -> Vec<f64> {
+    cell.get("reps")
+        .and_then(|r| r.as_array())
+        .map(|reps| {
+            reps.iter()
+                .filter_map(|r| get(r, path).and_then(|v| v.as_f64()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Builds the comparison. Errors name the input that is not a result file.
+pub fn compare(
+    inputs: &[Input],
+    noise: f64,
+    metrics_filter: Option<&[String]>,
+) -> Result<Comparison, String> {
+    if inputs.len() < 2 {
+        return Err("compare needs at least two result files".into());
+    }
+    for i in inputs {
+        if i.doc.get("schema_version").is_none()
+            || i.doc.get("cells").and_then(|c| c.as_array()).is_none()
+        {
+            return Err(format!(
+                "{}: not a preemptlab result file (no schema_version or cells)",
+                i.label
+            ));
+        }
+    }
+    // Host facts and spec fields that differ.
+    let mut host_diffs = Vec::new();
+    for (label, path) in HOST_FACTS {
+        let vals: Vec<String> = inputs
+            .iter()
+            .map(|i| {
+                get(&i.doc, &format!("host.{path}"))
+                    .and_then(scalar)
+                    .unwrap_or_else(|| "-".into())
+            })
+            .collect();
+        if vals.iter().collect::<BTreeSet<_>>().len() > 1 {
+            host_diffs.push(FactDiff {
+                fact: label.to_string(),
+                values: vals,
+            });
+        }
+    }
+    let pool = |doc: &Value| -> String {
+        get(doc, "host.memory.pools.value")
+            .and_then(|p| p.as_array())
+            .map(|ps| {
+                ps.iter()
+                    .map(|p| format!("{}kB:{}", p["page_size_kib"], p["total"]))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_else(|| "-".into())
+    };
+    let pools: Vec<String> = inputs.iter().map(|i| pool(&i.doc)).collect();
+    if pools.iter().collect::<BTreeSet<_>>().len() > 1 {
+        host_diffs.push(FactDiff {
+            fact: "hugetlb pools".into(),
+            values: pools,
+        });
+    }
+    let mut spec_diffs = Vec::new();
+    let kinds: Vec<String> = inputs
+        .iter()
+        .map(|i| i.doc.get("kind").and_then(scalar).unwrap_or_default())
+        .collect();
+    if kinds.iter().collect::<BTreeSet<_>>().len() > 1 {
+        spec_diffs.push(FactDiff {
+            fact: "kind".into(),
+            values: kinds,
+        });
+    }
+    let spec_keys: BTreeSet<String> = inputs
+        .iter()
+        .filter_map(|i| i.doc.get("spec").and_then(|s| s.as_object()))
+        .flat_map(|o| o.keys().cloned())
+        .collect();
+    for k in &spec_keys {
+        let vals: Vec<String> = inputs
+            .iter()
+            .map(|i| {
+                i.doc
+                    .get("spec")
+                    .and_then(|s| s.get(k))
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "-".into())
+            })
+            .collect();
+        if vals.iter().collect::<BTreeSet<_>>().len() > 1 {
+            spec_diffs.push(FactDiff {
+                fact: format!("spec.{k}"),
+                values: vals,
+            });
+        }
+    }
+    // Key fields that are the compared factor: one value per file, different across files.
+    let all_fields: BTreeSet<String> = inputs
+        .iter()
+        .flat_map(|i| {
+            cells(&i.doc)
+                .into_iter()
+                .flat_map(|c| key_fields(c).into_keys())
+        })
+        .collect();
+    let mut factors = BTreeSet::new();
+    for f in &all_fields {
+        let per_file: Vec<BTreeSet<String>> = inputs
+            .iter()
+            .map(|i| {
+                cells(&i.doc)
+                    .iter()
+                    .filter_map(|c| key_fields(c).get(f).cloned())
+                    .collect()
+            })
+            .collect();
+        if per_file.iter().all(|s| s.len() == 1)
+            && per_file.iter().collect::<BTreeSet<_>>().len() > 1
+        {
+            factors.insert(f.clone());
+            spec_diffs.push(FactDiff {
+                fact: format!("cell {f}"),
+                values: per_file
+                    .iter()
+                    .map(|s| s.iter().next().cloned().unwrap_or_default())
+                    .collect(),
+            });
+        }
+    }
+    let key_of = |c: &Value| -> String {
+        key_fields(c)
+            .into_iter()
+            .filter(|(k, _)| !factors.contains(k))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let first: Vec<(String, &Value)> = cells(&inputs[0].doc)
+        .into_iter()
+        .map(|c| (key_of(c), c))
+        .collect();
+    let mut rows = Vec::new();
+    let mut unmatched = BTreeSet::new();
+    for (bi, input) in inputs.iter().enumerate().skip(1) {
+        let others: BTreeMap<String, &Value> = cells(&input.doc)
+            .into_iter()
+            .map(|c| (key_of(c), c))
+            .collect();
+        for key in others.keys() {
+            if !first.iter().any(|(k, _)| k == key) {
+                unmatched.insert(format!("{key} (only in {})", input.label));
+            }
+        }
+        for (key, ca) in &first {
+            let Some(cb) = others.get(key) else {
+                unmatched.insert(format!("{key} (only in {})", inputs[0].label));
+                continue;
+            };
+            for m in METRICS
+                .iter()
+                .filter(|m| metrics_filter.is_none_or(|f| f.iter().any(|x| x == m.name)))
+            {
+                let (sa, sb) = (samples(ca, m.path), samples(cb, m.path));
+                if sa.is_empty() || sb.is_empty() {
+                    continue;
+                }
+                let ci = bootstrap_ratio(&sa, &sb, m.centre, 10_000, 0.95, 0x5EED);
+                let (a, b) = (m.centre.of(&sa), m.centre.of(&sb));
+                let change_pct = match m.better {
+                    Better::Higher => (ci.ratio - 1.0) * 100.0,
+                    Better::Lower => (1.0 - ci.ratio) * 100.0,
+                };
+                let sig = ci.ratio.is_finite() && significant(&ci, noise);
+                let range = |xs: &[f64]| {
+                    (
+                        xs.iter().copied().fold(f64::INFINITY, f64::min),
+                        xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    )
+                };
+                rows.push(Row {
+                    cell: key.clone(),
+                    metric: m.name.to_string(),
+                    against: bi + 1,
+                    a,
+                    a_range: range(&sa),
+                    b,
+                    b_range: range(&sb),
+                    change_pct,
+                    ratio: ci.ratio,
+                    ci_lo: ci.lo,
+                    ci_hi: ci.hi,
+                    mann_whitney_p: mann_whitney(&sa, &sb).p,
+                    significant: sig,
+                    regression: sig && change_pct < 0.0,
+                });
+            }
+        }
+    }
+    Ok(Comparison {
+        schema_version: 1,
+        inputs: inputs.iter().map(|i| i.label.clone()).collect(),
+        noise,
+        host_diffs,
+        spec_diffs,
+        unmatched: unmatched.into_iter().collect(),
+        rows,
+    })
+}
+
+fn show(v: f64, metric: &str) -> String {
+    let unit = METRICS
+        .iter()
+        .find(|m| m.name == metric)
+        .map(|m| m.unit)
+        .unwrap_or("");
+    match unit {
+        "rate" => crate::lock_table::rate(v),
+        "ns" => crate::lock_table::ns(v),
+        _ => sig3(v),
+    }
+}
+
+fn marker(r: &Row) -> &'static str {
+    match (r.significant, r.regression) {
+        (true, true) => "worse",
+        (true, false) => "better",
+        _ => "",
+    }
+}
+
+fn header(c: &Comparison, md: bool) -> String {
+    let mut o = String::new();
+    let b = |s: &str| {
+        if md {
+            format!("**{s}**")
+        } else {
+            s.to_string()
+        }
+    };
+    for (i, l) in c.inputs.iter().enumerate() {
+        o.push_str(&format!(
+            "{} {}: {l}\n",
+            if md { "-" } else { " " },
+            (b'A' + i as u8) as char
+        ));
+    }
+    o.push('\n');
+    o.push_str(&b("Host facts that differ"));
+    o.push('\n');
+    if c.host_diffs.is_empty() {
+        o.push_str("  none\n");
+    }
+    for d in &c.host_diffs {
+        o.push_str(&format!(
+            "{} {}: {}\n",
+            if md { "-" } else { " " },
+            d.fact,
+            d.values.join(" | ")
+        ));
+    }
+    o.push('\n');
+    o.push_str(&b("Spec and cells that differ"));
+    o.push('\n');
+    if c.spec_diffs.is_empty() {
+        o.push_str("  none\n");
+    }
+    for d in &c.spec_diffs {
+        o.push_str(&format!(
+            "{} {}: {}\n",
+            if md { "-" } else { " " },
+            d.fact,
+            d.values.join(" | ")
+        ));
+    }
+    for u in &c.unmatched {
+        o.push_str(&format!("{} unmatched: {u}\n", if md { "-" } else { " " }));
+    }
+    o.push('\n');
+    o
+}
+
+fn cells_of(r: &Row) -> Vec<String> {
+    vec![
+        r.cell.clone(),
+        r.metric.clone(),
+        format!(
+            "{} ({}..{})",
+            show(r.a, &r.metric),
+            show(r.a_range.0, &r.metric),
+            show(r.a_range.1, &r.metric)
+        ),
+        format!(
+            "{} ({}..{})",
+            show(r.b, &r.metric),
+            show(r.b_range.0, &r.metric),
+            show(r.b_range.1, &r.metric)
+        ),
+        if r.change_pct.is_finite() {
+            format!("{:+.1}%", r.change_pct)
+        } else {
+            "-".into()
+        },
+        if r.ci_lo.is_finite() {
+            format!("[{:.3}, {:.3}]", r.ci_lo, r.ci_hi)
+        } else {
+            "-".into()
+        },
+        marker(r).to_string(),
+    ]
+}
+
+/// Text table.
+pub fn table(c: &Comparison) -> String {
+    let mut o = header(c, false);
+    o.push_str(&format!(
+        "change: + is better; CI: 95% bootstrap interval of the ratio B/A; marked when it clears 1 by more than {:.0}%\n\n",
+        c.noise * 100.0
+    ));
+    for k in 2..=c.inputs.len() {
+        if c.inputs.len() > 2 {
+            o.push_str(&format!("{} against A\n", (b'A' + (k - 1) as u8) as char));
+        }
+        let rows: Vec<Vec<String>> = c
+            .rows
+            .iter()
+            .filter(|r| r.against == k)
+            .map(cells_of)
+            .collect();
+        o.push_str(&columns(
+            &[
+                "cell",
+                "metric",
+                "A (min..max)",
+                "B (min..max)",
+                "change",
+                "CI of B/A",
+                "",
+            ],
+            &[
+                Align::Left,
+                Align::Left,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Left,
+            ],
+            &rows,
+            0,
+            200,
+        ));
+    }
+    o
+}
+
+/// Markdown.
+pub fn markdown(c: &Comparison) -> String {
+    let mut o = header(c, true);
+    o.push_str("| input | cell | metric | A (min..max) | B (min..max) | change (+ better) | 95% CI of B/A | |\n|---|---|---|---:|---:|---:|---:|---|\n");
+    for r in &c.rows {
+        let cs = cells_of(r);
+        o.push_str(&format!(
+            "| {} | {} |\n",
+            (b'A' + (r.against - 1) as u8) as char,
+            cs.join(" | ")
+        ));
+    }
+    o
+}
+
+/// CSV, one row per (cell, metric, input).
+pub fn csv(c: &Comparison) -> String {
+    let mut o = String::from("against,cell,metric,a,a_min,a_max,b,b_min,b_max,change_pct,ratio,ci_lo,ci_hi,mann_whitney_p,significant,regression\n");
+    let q = |s: &str| {
+        if s.contains([',', '"']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_string()
+        }
+    };
+    for r in &c.rows {
+        o.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{:.4},{:.6},{:.6},{:.6},{:.6},{},{}\n",
+            r.against,
+            q(&r.cell),
+            q(&r.metric),
+            r.a,
+            r.a_range.0,
+            r.a_range.1,
+            r.b,
+            r.b_range.0,
+            r.b_range.1,
+            r.change_pct,
+            r.ratio,
+            r.ci_lo,
+            r.ci_hi,
+            r.mann_whitney_p,
+            r.significant,
+            r.regression
+        ));
+    }
+    o
+}
