@@ -14,6 +14,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The main job: audit + a short reproduction on this host + a verdict and the fixes, in under a minute.
+    Check(CheckArgs),
     /// Host and PostgreSQL facts, findings with evidence and the exact fix, a verdict.
     Audit(AuditArgs),
     /// How many huge pages a PostgreSQL instance needs; the sysctl and postgresql.conf lines.
@@ -155,6 +157,28 @@ pub enum Color {
     Auto,
     Always,
     Never,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// A shorter reproduction (under 15 s): fewer and shorter repetitions, wider intervals.
+    #[arg(long)]
+    pub quick: bool,
+    /// Also ask running servers for their settings (read-only; repeatable), as in `audit`.
+    #[arg(long = "pg", value_name = "DSN")]
+    pub pg: Vec<String>,
+    /// Do not grow a hugetlb pool for the huge-page half of the reproduction (it is restored afterwards).
+    #[arg(long)]
+    pub no_reserve: bool,
+    /// Where the reproduction's result file goes (default: results/check-<time>.json).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = PlainFormat::Table)]
+    pub format: PlainFormat,
+    /// Colour in the table format.
+    #[arg(long, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,7 @@
 
 mod audit_cmd;
 mod bench_lock_cmd;
+mod check_cmd;
 mod cli;
 mod compare_cmd;
 mod hugepages_cmd;
@@ -20,6 +21,7 @@ fn fail(err: anyhow::Error) -> ! {
 fn main() {
     let cli = cli::Cli::parse();
     let code = match cli.command {
+        cli::Command::Check(c) => check_cmd::run(c),
         cli::Command::Audit(a) => audit_cmd::run(a),
         cli::Command::Hugepages(h) => hugepages_cmd::run(h),
         cli::Command::Bench(cli::BenchCommand::Lock(b)) => bench_lock_cmd::run(b),
