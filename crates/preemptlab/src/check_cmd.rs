@@ -317,8 +317,8 @@ fn render(d: &CheckDoc, style: report::Style, width: usize) -> String {
     let mut o = String::new();
     let a = &d.audit;
     o.push_str(&style.bold("preemptlab check\n\n"));
-    o.push_str(&format!(
-        "Host: kernel {} on {} CPUs, preemption {} ({}), audit verdict {}\n",
+    let host = format!(
+        "Host: kernel {} on {} CPUs, preemption {} ({}), audit verdict {}",
         a.kernel.release.value.as_deref().unwrap_or("?"),
         a.kernel.cpus.value.unwrap_or(0),
         a.kernel.preemption.model,
@@ -328,7 +328,9 @@ fn render(d: &CheckDoc, style: report::Style, width: usize) -> String {
             .as_deref()
             .unwrap_or("no source"),
         d.exposure.to_uppercase()
-    ));
+    );
+    o.push_str(&wrap(&host, width, 0, 2));
+    o.push('\n');
     for f in a
         .findings
         .iter()
