@@ -312,6 +312,17 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// The table's short label for an effect.
+fn short(what: &str) -> &str {
+    if what.starts_with("huge pages") {
+        "huge pages, pg spinlock"
+    } else if what.starts_with("a preemption-tolerant") {
+        "adaptive lock, 4 KB pages"
+    } else {
+        what
+    }
+}
+
 fn render(d: &CheckDoc, style: report::Style, width: usize) -> String {
     use report::markup::wrap;
     let mut o = String::new();
@@ -346,8 +357,8 @@ fn render(d: &CheckDoc, style: report::Style, width: usize) -> String {
     o.push_str("\nMeasured here (ops/s, median; 95% bootstrap interval of the ratio):\n");
     for e in &d.effects {
         o.push_str(&format!(
-            "  {:<45} {} -> {}: x{:.2} [{:.2}, {:.2}]{}\n",
-            e.what,
+            "  {:<26} {} -> {}: x{:.2} [{:.2}, {:.2}]{}\n",
+            short(&e.what),
             report::lock_table::rate(e.a_ops_per_s),
             report::lock_table::rate(e.b_ops_per_s),
             e.ratio,
