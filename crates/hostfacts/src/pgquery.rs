@@ -153,6 +153,29 @@ pub fn query(dsn: &str) -> Result<(ServerInfo, postgres::Client), QueryError> {
     ))
 }
 
+/// Open sessions to the `--pg` servers. Keep it alive while reading /proc: the sessions' backends are how
+/// servers are matched to local instances.
+pub struct Sessions {
+    /// What each server returned, in DSN order.
+    pub servers: Vec<ServerInfo>,
+    _clients: Vec<postgres::Client>,
+}
+
+/// Queries every DSN (see [`query`]), keeping the sessions open.
+pub fn query_all(dsns: &[String]) -> Result<Sessions, QueryError> {
+    let mut servers = Vec::new();
+    let mut clients = Vec::new();
+    for dsn in dsns {
+        let (info, client) = query(dsn)?;
+        servers.push(info);
+        clients.push(client);
+    }
+    Ok(Sessions {
+        servers,
+        _clients: clients,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

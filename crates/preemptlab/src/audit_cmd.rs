@@ -23,17 +23,12 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         None => Host::live(),
     };
     // Connect first and keep the sessions open, so their backends are in /proc while we look.
-    let mut servers = Vec::new();
-    let mut clients = Vec::new();
-    for dsn in &args.pg {
-        let (info, client) = hostfacts::pgquery::query(dsn)
-            .map_err(anyhow::Error::from)
-            .context("--pg")?;
-        servers.push(info);
-        clients.push(client);
-    }
-    let audit = hostfacts::audit(&host, &servers);
-    drop(clients);
+    let sessions = hostfacts::pgquery::query_all(&args.pg)
+        .map_err(anyhow::Error::from)
+        .context("--pg")?;
+    let servers = &sessions.servers;
+    let audit = hostfacts::audit(&host, servers);
+    drop(sessions);
 
     let text = match args.format {
         AuditFormat::Table => {

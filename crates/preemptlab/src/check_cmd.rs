@@ -128,17 +128,12 @@ fn huge_backing(
 pub fn run(a: CheckArgs) -> Result<i32> {
     let t0 = Instant::now();
     let host = Host::live();
-    let mut servers = Vec::new();
-    let mut clients = Vec::new();
-    for dsn in &a.pg {
-        let (info, client) = hostfacts::pgquery::query(dsn)
-            .map_err(anyhow::Error::from)
-            .context("--pg")?;
-        servers.push(info);
-        clients.push(client);
-    }
-    let audit = hostfacts::audit(&host, &servers);
-    drop(clients);
+    let sessions = hostfacts::pgquery::query_all(&a.pg)
+        .map_err(anyhow::Error::from)
+        .context("--pg")?;
+    let servers = &sessions.servers;
+    let audit = hostfacts::audit(&host, servers);
+    drop(sessions);
     let cpus = audit.kernel.cpus.value.unwrap_or(1);
     let quiet = !std::io::stderr().is_terminal();
 

@@ -223,17 +223,11 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
             0,
         ));
     } else {
-        let mut servers = Vec::new();
-        let mut clients = Vec::new();
-        if let Some(dsn) = &args.pg {
-            let (info, client) = hostfacts::pgquery::query(dsn)
-                .map_err(anyhow::Error::from)
-                .context("--pg")?;
-            servers.push(info);
-            clients.push(client);
-        }
-        let (instances, unmatched) = hostfacts::postgres::discover(&host, &servers);
-        drop(clients);
+        let sessions = hostfacts::pgquery::query_all(args.pg.as_slice())
+            .map_err(anyhow::Error::from)
+            .context("--pg")?;
+        let (instances, unmatched) = hostfacts::postgres::discover(&host, &sessions.servers);
+        drop(sessions);
         let chosen: Vec<&PgInstance> = if let Some(pid) = args.pid {
             let i = instances
                 .iter()

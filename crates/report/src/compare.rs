@@ -5,13 +5,14 @@
 //! across files is the factor being compared (`pages: 4k | hugetlb-2m`): it is left out of the match and
 //! shown above the table. Each metric has a direction and a centre (harmonic mean for rates, arithmetic for
 //! times); the change is signed so that positive is better; the 95% interval of the ratio B/A comes from a
-//! bootstrap, and a change is marked only when that interval clears 1 by more than the noise threshold.
+//! bootstrap, and a change is marked only when that interval clears 1 by more than the noise threshold and
+//! Welch's t-test agrees (p < 0.05): percentile-bootstrap intervals are too narrow at 3-5 repetitions.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use serde_json::Value;
-use stats::compare::{bootstrap_ratio, mann_whitney, significant, Centre};
+use stats::compare::{bootstrap_ratio, mann_whitney, significant, welch, Centre};
 
 use crate::markup::{columns, sig3, Align};
 
@@ -183,7 +184,9 @@ pub struct Row {
     pub ci_hi: f64,
     /// Mann-Whitney two-sided p-value.
     pub mann_whitney_p: f64,
-    /// The interval clears 1 by more than the noise threshold.
+    /// Welch's t-test two-sided p-value (NaN with fewer than two samples a side).
+    pub welch_p: f64,
+    /// The interval clears 1 by more than the noise threshold, and Welch's test agrees (p < 0.05).
     pub significant: bool,
     /// Significant and worse.
     pub regression: bool,
@@ -409,7 +412,11 @@ pub fn compare(
                     Better::Higher => (ci.ratio - 1.0) * 100.0,
                     Better::Lower => (1.0 - ci.ratio) * 100.0,
                 };
-                let sig = ci.ratio.is_finite() && significant(&ci, noise);
+                // Percentile-bootstrap intervals are too narrow with the 3-5 repetitions a bench makes; with
+                // several metrics per cell that flags drift as change. Welch's test must agree.
+                let w = welch(&sa, &sb);
+                let sig =
+                    ci.ratio.is_finite() && significant(&ci, noise) && (w.p.is_nan() || w.p < 0.05);
                 let range = |xs: &[f64]| {
                     (
                         xs.iter().copied().fold(f64::INFINITY, f64::min),
@@ -429,6 +436,7 @@ pub fn compare(
                     ci_lo: ci.lo,
                     ci_hi: ci.hi,
                     mann_whitney_p: mann_whitney(&sa, &sb).p,
+                    welch_p: w.p,
                     significant: sig,
                     regression: sig && change_pct < 0.0,
                 });
