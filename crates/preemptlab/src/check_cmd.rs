@@ -293,6 +293,17 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         exposure,
         fixes,
     };
+    if let Some(path) = &a.report {
+        let value = serde_json::to_value(&doc).context("serializing the check")?;
+        let html = report::html::render(
+            &[report::html::Doc {
+                label: "check".into(),
+                value,
+            }],
+            &lab::result::utc(lab::result::unix_now()),
+        );
+        term::write_atomic(path, &html)?;
+    }
     match a.format {
         PlainFormat::Json => print!("{}", report::json(&doc)),
         PlainFormat::Table => print!("{}", render(&doc, term::style(a.color), term::width())),

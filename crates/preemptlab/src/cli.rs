@@ -27,6 +27,18 @@ pub enum Command {
     Compare(CompareArgs),
     /// List the result files in a directory.
     Results(ResultsArgs),
+    /// One self-contained HTML page (inline SVG, no scripts, no network) from result files or a directory.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Result files (bench, check or audit JSON) or directories of them.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// The HTML file to write.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -173,6 +185,9 @@ pub struct CheckArgs {
     /// Where the reproduction's result file goes (default: results/check-<time>.json).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Also write the HTML report of the check to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlainFormat::Table)]
     pub format: PlainFormat,

@@ -4,7 +4,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use report::compare::{self, Input};
 use serde_json::Value;
 
-use crate::cli::{CompareArgs, CompareFormat, ResultsArgs};
+use crate::cli::{CompareArgs, CompareFormat, ReportArgs, ResultsArgs};
 
 fn load(path: &std::path::Path) -> Result<Value> {
     let text =
@@ -103,6 +103,51 @@ pub fn list(a: ResultsArgs) -> Result<i32> {
             0,
             160
         )
+    );
+    Ok(0)
+}
+
+pub fn report(a: ReportArgs) -> Result<i32> {
+    let mut files = Vec::new();
+    for p in &a.inputs {
+        if p.is_dir() {
+            let mut v: Vec<_> = std::fs::read_dir(p)
+                .with_context(|| format!("listing {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().and_then(|x| x.to_str()) == Some("json"))
+                .collect();
+            v.sort();
+            files.extend(v);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    if files.is_empty() {
+        bail!(
+            "no result files found in {} (give .json result files or a directory of them)",
+            a.inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let docs: Vec<report::html::Doc> = files
+        .iter()
+        .map(|p| {
+            Ok(report::html::Doc {
+                label: p.display().to_string(),
+                value: load(p)?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let html = report::html::render(&docs, &lab::result::utc(lab::result::unix_now()));
+    crate::term::write_atomic(&a.out, &html)?;
+    eprintln!(
+        "preemptlab: wrote {} ({} inputs, {} KiB)",
+        a.out.display(),
+        docs.len(),
+        html.len() / 1024
     );
     Ok(0)
 }

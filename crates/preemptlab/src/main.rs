@@ -27,6 +27,7 @@ fn main() {
         cli::Command::Bench(cli::BenchCommand::Lock(b)) => bench_lock_cmd::run(b),
         cli::Command::Compare(c) => compare_cmd::run(c),
         cli::Command::Results(r) => compare_cmd::list(r),
+        cli::Command::Report(r) => compare_cmd::report(r),
     };
     match code {
         Ok(code) => std::process::exit(code),

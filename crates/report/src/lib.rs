@@ -3,10 +3,12 @@
 
 pub mod audit_table;
 pub mod compare;
+pub mod html;
 pub mod hugepages;
 pub mod lock_table;
 pub mod markup;
 pub mod prometheus;
+pub mod svg;
 
 pub use markup::Style;
 

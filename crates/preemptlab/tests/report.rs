@@ -1,0 +1,170 @@
+//! `report` and `check --report`: one self-contained HTML page, valid (HTML Tidy reports no errors), with
+//! every plot, rendered by headless Chromium to a PNG that is not blank and shows the plots' colours.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use assert_cmd::cargo::cargo_bin;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn tidy_ok(html: &Path) {
+    let o = Command::new("tidy")
+        .args(["-errors", "-q"])
+        .arg(html)
+        .output()
+        .expect("tidy (scripts/test installs the 'tidy' package)");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "tidy found errors: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Renders the page in headless Chromium and returns (width, height, RGBA pixels).
+fn screenshot(html: &Path, png: &Path) -> (u32, u32, Vec<u8>) {
+    let profile = tempfile::tempdir().unwrap();
+    let o = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+        ])
+        .args([
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1200,4200",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .expect("chromium (scripts/test installs the 'chromium' package)");
+    assert!(
+        o.status.success() && png.exists(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let bpp = info.color_type.samples();
+    let rgba: Vec<u8> = buf[..info.buffer_size()]
+        .chunks(bpp)
+        .flat_map(|p| [p[0], p[1], p[2], 255])
+        .collect();
+    (info.width, info.height, rgba)
+}
+
+fn count_near(rgba: &[u8], rgb: (u8, u8, u8)) -> usize {
+    rgba.chunks(4)
+        .filter(|p| {
+            (p[0] as i32 - rgb.0 as i32).abs() < 24
+                && (p[1] as i32 - rgb.1 as i32).abs() < 24
+                && (p[2] as i32 - rgb.2 as i32).abs() < 24
+        })
+        .count()
+}
+
+#[test]
+fn report_is_valid_html_and_renders_every_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    // A real bench lock result (docs/results) and an audit of a fixture host.
+    let audit = dir.path().join("audit.json");
+    let o = Command::new(cargo_bin("preemptlab"))
+        .args(["audit", "--format", "json", "--sysroot"])
+        .arg(repo().join("tests/fixtures/linux-7.0-lazy-debugfs"))
+        .output()
+        .unwrap();
+    std::fs::write(&audit, &o.stdout).unwrap();
+    let html = dir.path().join("report.html");
+    let o = Command::new(cargo_bin("preemptlab"))
+        .arg("report")
+        .arg(repo().join("docs/results/bench-lock-bars.json"))
+        .arg(&audit)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&html).unwrap();
+    for fetch in [
+        "<script",
+        "src=\"http",
+        "href=\"http",
+        "url(http",
+        "@import",
+    ] {
+        assert!(!text.contains(fetch), "self-contained: found {fetch}");
+    }
+    assert_eq!(
+        text.matches("<svg").count(),
+        3,
+        "throughput, CDF and stalled-holds plots"
+    );
+    assert!(
+        text.contains("preempt-4k-shm"),
+        "the audit findings are in the page"
+    );
+    tidy_ok(&html);
+    let (w, h, px) = screenshot(&html, &dir.path().join("report.png"));
+    assert!(w >= 1000 && h >= 1000);
+    let white = count_near(&px, (255, 255, 255));
+    let total = (w * h) as usize;
+    assert!(
+        white < total * 97 / 100,
+        "the page is blank: {white} of {total} pixels white"
+    );
+    // Each of the first series colours is drawn (lines and markers of the plots).
+    for (name, rgb) in [
+        ("blue", (0x1f, 0x77, 0xb4)),
+        ("red", (0xd6, 0x27, 0x28)),
+        ("green", (0x2c, 0xa0, 0x2c)),
+        ("purple", (0x94, 0x67, 0xbd)),
+    ] {
+        assert!(
+            count_near(&px, rgb) > 200,
+            "no {name} plot pixels in the screenshot"
+        );
+    }
+}
+
+#[test]
+fn check_writes_its_report_and_bad_input_is_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("check.html");
+    let o = Command::new(cargo_bin("preemptlab"))
+        .args(["check", "--quick", "--no-reserve", "--out"])
+        .arg(dir.path().join("c.json"))
+        .arg("--report")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("Verdict") && text.contains("<svg"));
+    tidy_ok(&html);
+    let o = Command::new(cargo_bin("preemptlab"))
+        .args(["report", "/nonexistent", "-o"])
+        .arg(dir.path().join("x.html"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let empty = tempfile::tempdir().unwrap();
+    let o = Command::new(cargo_bin("preemptlab"))
+        .arg("report")
+        .arg(empty.path())
+        .arg("-o")
+        .arg(dir.path().join("y.html"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no result files"));
+}

@@ -1,0 +1,359 @@
+//! `preemptlab report`: one self-contained HTML page (inline CSS and SVG, no scripts, no network) from
+//! result files: host facts, audit findings, throughput vs workers per lock and page backing (log axes),
+//! acquire-latency CDFs, the cells' table, and the `check` verdict when a check result is given.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use crate::lock_table::{ns, rate};
+use crate::svg::{bar_chart, line_chart, Axis, Series};
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(x) => x.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+/// A named input document.
+pub struct Doc {
+    /// File name.
+    pub label: String,
+    /// Content.
+    pub value: Value,
+}
+
+const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px solid #ddd;padding:.25em .5em;text-align:right}\
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.critical{color:#b00;font-weight:bold}.warn{color:#a60}\
+.info{color:#666}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}.verdict{font-size:1.1em;background:#f7f7e8;padding:.6em;border-left:4px solid #cc4}";
+
+fn host_table(host: &Value) -> String {
+    let rows = [
+        ("host", "hostname.value"),
+        ("kernel", "kernel.release.value"),
+        ("uname -v", "kernel.version.value"),
+        ("architecture", "kernel.arch.value"),
+        ("CPUs", "kernel.cpus.value"),
+        ("HZ", "kernel.hz.value"),
+        ("preemption model", "kernel.preemption.model"),
+        ("decided by", "kernel.preemption.decided_by"),
+        ("rseq slice extension", "kernel.rseq_slice_extension.value"),
+        ("RAM (kB)", "memory.total_kib.value"),
+        ("THP enabled / shmem", "memory.thp_enabled.value"),
+    ];
+    let mut o = String::from("<table><tr><th>fact</th><th>value</th></tr>");
+    for (label, path) in rows {
+        let v = path
+            .split('.')
+            .try_fold(host, |v, k| v.get(k))
+            .map(s)
+            .unwrap_or_else(|| "-".into());
+        let v = if label.starts_with("THP") {
+            format!(
+                "{} / {}",
+                v,
+                host.pointer("/memory/thp_shmem_enabled/value")
+                    .map(s)
+                    .unwrap_or_default()
+            )
+        } else {
+            v
+        };
+        let _ = write!(o, "<tr><td>{}</td><td>{}</td></tr>", esc(label), esc(&v));
+    }
+    if let Some(pools) = host
+        .pointer("/memory/pools/value")
+        .and_then(|p| p.as_array())
+    {
+        let p: Vec<String> = pools
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} kB: {} total, {} free",
+                    p["page_size_kib"], p["total"], p["free"]
+                )
+            })
+            .collect();
+        let _ = write!(
+            o,
+            "<tr><td>hugetlb pools</td><td>{}</td></tr>",
+            esc(&p.join("; "))
+        );
+    }
+    o.push_str("</table>");
+    o
+}
+
+fn findings(audit: &Value) -> String {
+    let mut o = format!(
+        "<p>Audit verdict: <b>{}</b></p><ul>",
+        esc(&s(&audit["verdict"]))
+    );
+    for f in audit["findings"].as_array().into_iter().flatten() {
+        let sev = s(&f["severity"]);
+        let _ = write!(
+            o,
+            "<li><span class=\"{sev}\">{}</span> <code>{}</code>: {}",
+            esc(&sev.to_uppercase()),
+            esc(&s(&f["id"])),
+            esc(&s(&f["title"]))
+        );
+        let fixes: Vec<String> = f["fix"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|x| format!("<code>{}</code>", esc(&s(x))))
+            .collect();
+        if !fixes.is_empty() {
+            let _ = write!(o, "<br>fix: {}", fixes.join("<br>"));
+        }
+        o.push_str("</li>");
+    }
+    o.push_str("</ul>");
+    o
+}
+
+fn lock_section(label: &str, r: &Value) -> String {
+    let mut o = String::new();
+    let cells: Vec<&Value> = r["cells"].as_array().into_iter().flatten().collect();
+    let _ = write!(
+        o,
+        "<h2>bench lock: {}</h2><p>{} descriptors, work {} ns, {} repetitions of {} s, {}{}</p>",
+        esc(label),
+        s(&r["spec"]["descriptors"]),
+        s(&r["spec"]["work_ns"]),
+        s(&r["spec"]["repeat"]),
+        s(&r["spec"]["duration_s"]),
+        if r["spec"]["threads"] == true {
+            "threads"
+        } else {
+            "processes"
+        },
+        if r["interrupted"] == true {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    );
+    // Throughput vs workers, one series per (lock, pages).
+    let mut keys: Vec<(String, String)> = cells
+        .iter()
+        .map(|c| (s(&c["lock"]), s(&c["pages"])))
+        .collect();
+    keys.dedup();
+    keys.sort();
+    keys.dedup();
+    let series: Vec<Series> = keys
+        .iter()
+        .map(|(l, p)| Series {
+            name: format!("{l} {p}"),
+            points: cells
+                .iter()
+                .filter(|c| s(&c["lock"]) == *l && s(&c["pages"]) == *p && c["summary"].is_object())
+                .map(|c| {
+                    let t = &c["summary"]["ops_per_s"];
+                    (
+                        c["workers"].as_f64().unwrap_or(0.0),
+                        t["median"].as_f64().unwrap_or(0.0),
+                        t["min"].as_f64().unwrap_or(0.0),
+                        t["max"].as_f64().unwrap_or(0.0),
+                    )
+                })
+                .collect(),
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    let x = Axis {
+        label: "worker processes (log)".into(),
+        log: true,
+        fmt: |v| format!("{v}"),
+    };
+    let y = Axis {
+        label: "ops/s (log; bars: min..max)".into(),
+        log: true,
+        fmt: rate,
+    };
+    let _ = write!(o, "<figure>{}<figcaption>Throughput against workers for each lock and page backing: median over the repetitions, with the range.</figcaption></figure>", line_chart("Throughput vs workers", &x, &y, &series));
+    // Acquire-latency CDFs at the largest worker count.
+    let wmax = cells
+        .iter()
+        .filter_map(|c| c["workers"].as_f64())
+        .fold(0.0, f64::max);
+    let cdfs: Vec<Series> = cells
+        .iter()
+        .filter(|c| c["workers"].as_f64() == Some(wmax))
+        .filter_map(|c| {
+            let rep = c["reps"].as_array()?.first()?;
+            let pts: Vec<(f64, f64, f64, f64)> = rep["acquire_cdf"]
+                .as_array()?
+                .iter()
+                .filter_map(|p| {
+                    let (v, q) = (p[0].as_f64()?, p[1].as_f64()?);
+                    Some((v.max(1.0), q * 100.0, q * 100.0, q * 100.0))
+                })
+                .collect();
+            Some(Series {
+                name: format!("{} {}", s(&c["lock"]), s(&c["pages"])),
+                points: pts,
+            })
+        })
+        .collect();
+    let x = Axis {
+        label: "acquire latency (log)".into(),
+        log: true,
+        fmt: ns,
+    };
+    let y = Axis {
+        label: "% of acquisitions at or below".into(),
+        log: false,
+        fmt: |v| format!("{v:.0}"),
+    };
+    let _ = write!(o, "<figure>{}<figcaption>Acquire-latency CDF at {wmax} workers (first repetition of each cell): how long a backend waits for the lock.</figcaption></figure>", line_chart(&format!("Acquire latency CDF, {wmax} workers"), &x, &y, &cdfs));
+    // Stalled holds as bars.
+    let bars: Vec<(String, f64)> = cells
+        .iter()
+        .filter(|c| c["workers"].as_f64() == Some(wmax) && c["summary"].is_object())
+        .map(|c| {
+            (
+                format!("{} {}", s(&c["lock"]), s(&c["pages"])),
+                c["summary"]["stalled_per_mop"]["median"]
+                    .as_f64()
+                    .unwrap_or(0.0),
+            )
+        })
+        .collect();
+    if !bars.is_empty() {
+        let _ = write!(o, "<figure>{}<figcaption>Holds longer than 100 µs (a descheduled holder) per million operations at {wmax} workers.</figcaption></figure>", bar_chart(&format!("Stalled holds, {wmax} workers"), "per Mop", &bars, |v| format!("{v:.0}")));
+    }
+    // The table.
+    o.push_str("<table><tr><th>lock</th><th>pages</th><th>workers</th><th>ops/s</th><th>min..max</th><th>acquire p99</th><th>hold p99</th><th>stalls/Mop</th><th>faults/op</th><th>CPU/op</th><th>Jain</th></tr>");
+    for c in &cells {
+        let sm = &c["summary"];
+        if sm.is_object() {
+            let f = |k: &str| sm[k]["median"].as_f64().unwrap_or(f64::NAN);
+            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.2}</td><td>{}</td><td>{:.2}</td></tr>",
+                esc(&s(&c["lock"])), esc(&s(&c["pages"])), s(&c["workers"]), rate(f("ops_per_s")), rate(sm["ops_per_s"]["min"].as_f64().unwrap_or(0.0)), rate(sm["ops_per_s"]["max"].as_f64().unwrap_or(0.0)),
+                ns(f("acquire_p99_ns")), ns(f("hold_p99_ns")), f("stalled_per_mop"), f("minflt_per_op"), ns(f("cpu_ns_per_op")), f("jain"));
+        } else {
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td colspan=\"8\">{}: {}</td></tr>",
+                esc(&s(&c["lock"])),
+                esc(&s(&c["pages"])),
+                s(&c["workers"]),
+                esc(&s(&c["status"])),
+                esc(&s(&c["reason"]))
+            );
+        }
+    }
+    o.push_str("</table>");
+    o
+}
+
+/// Renders the page.
+pub fn render(docs: &[Doc], generated_utc: &str) -> String {
+    let mut o = String::new();
+    let _ = write!(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>preemptlab report</title><style>{CSS}</style></head><body>");
+    let _ = write!(
+        o,
+        "<h1>preemptlab report</h1><p>Generated {} from: {}</p>",
+        esc(generated_utc),
+        docs.iter()
+            .map(|d| format!("<code>{}</code>", esc(&d.label)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    // The check verdict first, when there is one.
+    for d in docs.iter().filter(|d| {
+        d.value.get("verdict").is_some_and(|v| v.is_string()) && d.value.get("fixes").is_some()
+    }) {
+        let _ = write!(
+            o,
+            "<h2>Verdict</h2><p class=\"verdict\">{}</p>",
+            esc(&s(&d.value["verdict"]))
+        );
+        if d.value["fixes"].as_array().is_none_or(|f| f.is_empty()) {
+            o.push_str("<p>No fix measurably helped in this reproduction.</p>");
+            continue;
+        }
+        o.push_str("<ol>");
+        for f in d.value["fixes"].as_array().into_iter().flatten() {
+            let gain = f["measured_gain_pct"]
+                .as_f64()
+                .map(|g| format!(" (measured: {g:+.0}% throughput)"))
+                .unwrap_or_default();
+            let _ = write!(
+                o,
+                "<li>{}{}<br>{}</li>",
+                esc(&s(&f["title"])),
+                esc(&gain),
+                f["commands"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| format!("<code>{}</code>", esc(&s(c))))
+                    .collect::<Vec<_>>()
+                    .join("<br>")
+            );
+        }
+        o.push_str("</ol>");
+    }
+    // Host facts: from the first document that has them.
+    let host = docs.iter().find_map(|d| {
+        if d.value.get("host").is_some() {
+            Some(d.value["host"].clone())
+        } else if d.value.get("audit").is_some() {
+            Some(d.value["audit"].clone())
+        } else if d.value.get("kernel").is_some() {
+            Some(d.value.clone())
+        } else {
+            None
+        }
+    });
+    if let Some(h) = host {
+        let _ = write!(o, "<h2>Host</h2>{}", host_table(&h));
+    }
+    for d in docs {
+        let audit = if d.value.get("findings").is_some() {
+            Some(&d.value)
+        } else {
+            d.value.get("audit")
+        };
+        if let Some(a) = audit {
+            let _ = write!(
+                o,
+                "<h2>Audit findings ({})</h2>{}",
+                esc(&d.label),
+                findings(a)
+            );
+        }
+    }
+    for d in docs {
+        if d.value["kind"] == "bench-lock" {
+            o.push_str(&lock_section(&d.label, &d.value));
+        }
+        if let Some(r) = d.value.get("reproduction").filter(|r| r.is_object()) {
+            o.push_str(&lock_section(
+                &format!("{} (check reproduction)", d.label),
+                r,
+            ));
+        }
+    }
+    let has_pg = docs.iter().any(|d| d.value["kind"] == "bench-pg");
+    if !has_pg {
+        o.push_str("<h2>PostgreSQL (bench pg)</h2><p>No <code>bench pg</code> results were given: pgbench TPS, page-table memory and the per-second TPS series appear here when they are.</p>");
+    }
+    o.push_str("</body></html>\n");
+    o
+}
