@@ -17,7 +17,7 @@
 //! operations the workers counted, and the free list must still be a consistent permutation.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -1021,9 +1021,4 @@ pub fn auto_reconnect_every(descriptors: u64) -> u64 {
 pub fn default_descriptors(mem_total_kib: Option<u64>) -> u64 {
     let ram = mem_total_kib.unwrap_or(4 << 20) * 1024;
     ((ram / 16) / 64).clamp(64 << 10, 16 << 20)
-}
-
-/// Where the worker results of a run live is private; this names the directory prefix for tests.
-pub fn temp_prefix() -> PathBuf {
-    std::env::temp_dir().join("preemptlab-lock-")
 }

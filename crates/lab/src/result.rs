@@ -87,12 +87,19 @@ pub fn default_path(kind: &str, started_unix_s: u64) -> PathBuf {
 
 /// Writes `value` as pretty JSON to `path` atomically, creating the directory.
 pub fn write<T: Serialize>(path: &Path, value: &T) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    write_text(path, &(text + "\n"))
+}
+
+/// Writes `text` to `path` atomically (a temp file renamed into place), creating the directory.
+pub fn write_text(path: &Path, text: &str) -> Result<(), String> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     }
-    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text + "\n").map_err(|e| format!("writing {}: {e}", tmp.display()))?;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp-preemptlab");
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, text).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, path)
         .map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), path.display()))
 }

@@ -40,10 +40,5 @@ pub fn width() -> usize {
 
 /// Writes `text` to `path` atomically (temp file + rename).
 pub fn write_atomic(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
-    use anyhow::Context;
-    let tmp = path.with_extension("tmp-preemptlab");
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
-    Ok(())
+    lab::result::write_text(path, text).map_err(anyhow::Error::msg)
 }
