@@ -216,6 +216,9 @@ pub struct Rep {
     pub free_list_fraction: f64,
     /// Worker processes replaced by `--reconnect-every`.
     pub respawns: u64,
+    /// CPU time the hypervisor stole from this machine during the repetition, % of all CPU time (from
+    /// /proc/stat; null when unreadable). A noisy neighbour shows here.
+    pub steal_pct: Option<f64>,
     /// Correctness.
     pub check: Check,
 }
@@ -552,6 +555,7 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
     let progress = input.progress;
     let warmup = Duration::from_secs_f64(spec.warmup_s);
     let duration = Duration::from_secs_f64(spec.duration_s);
+    let stat0 = cpu_times();
     let measured;
     if spec.threads {
         let result =
@@ -649,7 +653,13 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
     if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
         return Err(failed(format!("a worker failed: {e}")));
     }
-    let rep = summarize_rep(&sh, &perm, &outs, measured, input.workers, respawns)?;
+    let mut rep = summarize_rep(&sh, &perm, &outs, measured, input.workers, respawns)?;
+    rep.steal_pct = match (stat0, cpu_times()) {
+        (Some((t0, s0)), Some((t1, s1))) if t1 > t0 => {
+            Some((s1 - s0) as f64 / (t1 - t0) as f64 * 100.0)
+        }
+        _ => None,
+    };
     if !rep.check.ok {
         return Err(failed(format!(
             "CORRECTNESS VIOLATION with lock {} on {}: counter {} vs {} operations counted; free list {} + popped {} vs {} descriptors ({} marked not in list)",
@@ -844,6 +854,21 @@ fn reap_all(
     }
 }
 
+/// (total, steal) jiffies of all CPUs from the first line of /proc/stat.
+fn cpu_times() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = text
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest and guest_nice are already in user and nice).
+    let total: u64 = fields.iter().take(8).sum();
+    Some((total, *fields.get(7)?))
+}
+
 /// Links the descriptors into a free list in random order; returns the order (the permutation).
 fn init_free_list<L>(sh: &Shared<L>, seed: u64) -> Vec<u32> {
     let n = sh.n as usize;
@@ -998,6 +1023,7 @@ fn summarize_rep<L>(
             0.0
         },
         respawns,
+        steal_pct: None,
         check,
     })
 }

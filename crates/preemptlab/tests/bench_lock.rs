@@ -60,6 +60,10 @@ fn check_rep(rep: &Value, workers: usize) {
     assert_eq!(sum, rep["ops"].as_u64().unwrap());
     assert!(rep["cpu_ns_per_op"].as_f64().unwrap() > 0.0);
     assert!(rep["minflt_per_op"].as_f64().unwrap() >= 0.0);
+    let steal = rep["steal_pct"]
+        .as_f64()
+        .expect("steal measured from /proc/stat");
+    assert!((0.0..=100.0).contains(&steal), "{steal}");
 }
 
 #[test]

@@ -136,6 +136,19 @@ pub fn render(r: &LockResult) -> String {
         0,
         160,
     ));
+    // The hypervisor's CPU steal over all repetitions: a noisy neighbour shows here.
+    let steal: Vec<f64> = r
+        .cells
+        .iter()
+        .flat_map(|c| c.reps.iter().filter_map(|x| x.steal_pct))
+        .collect();
+    if !steal.is_empty() {
+        o.push_str(&format!(
+            "\nCPU steal by the hypervisor during the repetitions: median {:.2}%, max {:.2}%\n",
+            stats::median(&steal),
+            steal.iter().copied().fold(0.0, f64::max)
+        ));
+    }
     // 4 KB vs huge pages, per lock and worker count.
     let find = |l: &str, p: &str, w: u32| {
         r.cells
