@@ -120,7 +120,7 @@ fn huge_backing(
         }
     }
     Err(format!(
-        "no huge pages to compare with: the 2 MB pool has {free_2m} free pages (needs {need}; run as root to reserve them for the check, restored afterwards) and shared-memory THP is {}",
+        "no huge pages to compare with: the 2 MB pool has {free_2m} free pages (needs {need}; pass --reserve-hugepages as root to grow it for the check, restored afterwards) and shared-memory THP is {}",
         audit.memory.thp_shmem_enabled.value.as_deref().unwrap_or("unavailable")
     ))
 }
@@ -145,7 +145,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         (2.0, 0.5, 3)
     };
     let bytes = lab::lockbench::region_bytes(descriptors) as u64;
-    let huge = huge_backing(&audit, bytes, !a.no_reserve);
+    let huge = huge_backing(&audit, bytes, a.reserve_hugepages);
     let mut pages = vec!["4k".to_string()];
     if let Ok(h) = &huge {
         pages.push(h.to_string());
@@ -180,7 +180,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         );
     }
     let opts = RunOptions {
-        reserve_hugepages: !a.no_reserve,
+        reserve_hugepages: a.reserve_hugepages,
         out: out.clone(),
         progress: Box::new(|_, _, _, _, _, _| {}),
         on_cell: Box::new(move |c| {

@@ -179,9 +179,10 @@ pub struct CheckArgs {
     /// Also ask running servers for their settings (read-only; repeatable), as in `audit`.
     #[arg(long = "pg", value_name = "DSN")]
     pub pg: Vec<String>,
-    /// Do not grow a hugetlb pool for the huge-page half of the reproduction (it is restored afterwards).
+    /// Grow the 2 MB hugetlb pool for the huge-page half of the reproduction (root); it is restored
+    /// afterwards, Ctrl-C included. Without it, the check uses only free pages the pool already has.
     #[arg(long)]
-    pub no_reserve: bool,
+    pub reserve_hugepages: bool,
     /// Where the reproduction's result file goes (default: results/check-<time>.json).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,

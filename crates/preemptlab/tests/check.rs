@@ -21,7 +21,14 @@ fn quick_check_is_consistent_and_leaves_the_host_as_found() {
     let dir = tempfile::tempdir().unwrap();
     let t = Instant::now();
     let o = Command::new(cargo_bin("preemptlab"))
-        .args(["check", "--quick", "--format", "json", "--out"])
+        .args([
+            "check",
+            "--quick",
+            "--reserve-hugepages",
+            "--format",
+            "json",
+            "--out",
+        ])
         .arg(dir.path().join("c.json"))
         .output()
         .unwrap();
