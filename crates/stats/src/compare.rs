@@ -353,38 +353,29 @@ pub fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
     if x > (a + 1.0) / (a + b + 2.0) {
         return 1.0 - incomplete_beta(b, a, 1.0 - x);
     }
+    // Lentz's method: each half-step folds one continued-fraction coefficient into (c, d); f is the product.
     let tiny = 1e-300;
+    let clamp = |v: f64| if v.abs() < tiny { tiny } else { v };
+    let step = |num: f64, c: &mut f64, d: &mut f64| -> f64 {
+        *d = 1.0 / clamp(1.0 + num * *d);
+        *c = clamp(1.0 + num / *c);
+        *d * *c
+    };
     let mut c = 1.0;
-    let mut d = 1.0 - (a + b) * x / (a + 1.0);
-    if d.abs() < tiny {
-        d = tiny;
-    }
-    d = 1.0 / d;
+    let mut d = 1.0 / clamp(1.0 - (a + b) * x / (a + 1.0));
     let mut f = d;
     for m in 1..300 {
         let m = m as f64;
-        let num = m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m));
-        d = 1.0 + num * d;
-        if d.abs() < tiny {
-            d = tiny;
-        }
-        c = 1.0 + num / c;
-        if c.abs() < tiny {
-            c = tiny;
-        }
-        d = 1.0 / d;
-        f *= d * c;
-        let num = -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0));
-        d = 1.0 + num * d;
-        if d.abs() < tiny {
-            d = tiny;
-        }
-        c = 1.0 + num / c;
-        if c.abs() < tiny {
-            c = tiny;
-        }
-        d = 1.0 / d;
-        let delta = d * c;
+        f *= step(
+            m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m)),
+            &mut c,
+            &mut d,
+        );
+        let delta = step(
+            -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0)),
+            &mut c,
+            &mut d,
+        );
         f *= delta;
         if (delta - 1.0).abs() < 1e-14 {
             break;
