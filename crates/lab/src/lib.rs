@@ -5,10 +5,18 @@
 //! - `pgbench`: parsing pgbench's summary and progress output (PostgreSQL 13 to 17).
 //! - `pgcluster`: throwaway PostgreSQL clusters (initdb in a private temp dir, run as an unprivileged
 //!   user, unix socket only, removed on drop).
+//! - `pgrun`: `bench pg`, the huge_pages x shared_buffers x clients matrix over pgbench or sysbench.
+//! - `pgbouncer`: a session pooler in front of a throwaway cluster.
+//! - `procsample`: per-second /proc sampling of a process tree (page tables, Pss, faults, switches).
+//! - `sysbench`: parsing sysbench 1.0's OLTP output.
 
 pub mod guard;
 pub mod lockbench;
 pub mod lockrun;
 pub mod pgbench;
+pub mod pgbouncer;
 pub mod pgcluster;
+pub mod pgrun;
+pub mod procsample;
 pub mod result;
+pub mod sysbench;

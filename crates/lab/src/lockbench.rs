@@ -855,7 +855,7 @@ fn reap_all(
 }
 
 /// (total, steal) jiffies of all CPUs from the first line of /proc/stat.
-fn cpu_times() -> Option<(u64, u64)> {
+pub fn cpu_times() -> Option<(u64, u64)> {
     let text = std::fs::read_to_string("/proc/stat").ok()?;
     let fields: Vec<u64> = text
         .lines()

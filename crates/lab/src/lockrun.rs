@@ -399,30 +399,42 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
 
 /// Resolves worker counts: `8` or `4x` (times the online CPUs).
 pub fn parse_workers(list: &str, cpus: u32) -> Result<(Vec<String>, Vec<u32>), String> {
+    parse_counts(
+        "--workers",
+        "workers",
+        list,
+        cpus,
+        shmlock::MAX_WAITERS as u32,
+    )
+}
+
+/// Resolves a list of counts given as numbers or multiples of the CPUs (`8`, `4x`), each 1..=`max`;
+/// errors name `flag`.
+pub fn parse_counts(
+    flag: &str,
+    what: &str,
+    list: &str,
+    cpus: u32,
+    max: u32,
+) -> Result<(Vec<String>, Vec<u32>), String> {
     let mut given = Vec::new();
     let mut out = Vec::new();
     for w in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let bad = || format!("{flag} {w}: expected a number or a multiple of CPUs like 4x");
         let n = if let Some(m) = w.strip_suffix('x') {
-            let f: f64 = m.parse().map_err(|_| {
-                format!("--workers {w}: expected a number or a multiple of CPUs like 4x")
-            })?;
+            let f: f64 = m.parse().map_err(|_| bad())?;
             (f * cpus as f64).round() as u32
         } else {
-            w.parse().map_err(|_| {
-                format!("--workers {w}: expected a number or a multiple of CPUs like 4x")
-            })?
+            w.parse().map_err(|_| bad())?
         };
-        if n == 0 || n as usize > shmlock::MAX_WAITERS {
-            return Err(format!(
-                "--workers {w}: must be 1..{} workers",
-                shmlock::MAX_WAITERS
-            ));
+        if n == 0 || n > max {
+            return Err(format!("{flag} {w}: must be 1..{max} {what}"));
         }
         given.push(w.to_string());
         out.push(n);
     }
     if out.is_empty() {
-        return Err("--workers: empty list".into());
+        return Err(format!("{flag}: empty list"));
     }
     Ok((given, out))
 }

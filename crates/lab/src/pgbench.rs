@@ -47,6 +47,8 @@ pub struct Summary {
     pub latency_stddev_ms: Option<f64>,
     /// `initial connection time`, ms (PG 14+).
     pub initial_connection_ms: Option<f64>,
+    /// `average connection time`, ms (PG 14+ with -C).
+    pub average_connection_ms: Option<f64>,
     /// TPS without connection time: PG 14+ "without initial connection time", PG 13 "excluding connections
     /// establishing".
     pub tps: f64,
@@ -67,7 +69,8 @@ fn num<T: std::str::FromStr>(s: &str) -> Option<T> {
         .ok()
 }
 
-fn progress_line(line: &str) -> Option<Progress> {
+/// Parses one `progress:` line.
+pub fn parse_progress(line: &str) -> Option<Progress> {
     // progress: 1.0 s, 79875.3 tps, lat 0.047 ms stddev 0.042, 0 failed
     let rest = line.strip_prefix("progress: ")?;
     let parts: Vec<&str> = rest.split(", ").collect();
@@ -94,7 +97,7 @@ pub fn parse(text: &str) -> Result<Summary, String> {
     let mut tps = None;
     for raw in text.lines() {
         let line = raw.trim();
-        if let Some(p) = progress_line(line) {
+        if let Some(p) = parse_progress(line) {
             s.progress.push(p);
         } else if let Some(v) = after(line, "pgbench (") {
             s.version = v
@@ -124,6 +127,8 @@ pub fn parse(text: &str) -> Result<Summary, String> {
             s.latency_stddev_ms = num(v.trim_end_matches(" ms"));
         } else if let Some(v) = after(line, "initial connection time =") {
             s.initial_connection_ms = num(v.trim_end_matches(" ms"));
+        } else if let Some(v) = after(line, "average connection time =") {
+            s.average_connection_ms = num(v.trim_end_matches(" ms"));
         } else if let Some(v) = after(line, "tps =") {
             let value: f64 = num(v).ok_or_else(|| format!("unparseable tps line: {line:?}"))?;
             if v.contains("(including connections establishing)") {

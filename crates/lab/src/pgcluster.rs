@@ -214,6 +214,59 @@ impl Cluster {
         Ok(())
     }
 
+    /// A runtime-computed setting (`postgres -C NAME`, PG 15+ for the shared-memory sizes) for the stopped
+    /// cluster with `settings` applied.
+    pub fn computed(
+        &self,
+        name: &str,
+        settings: &[(String, String)],
+    ) -> Result<String, ClusterError> {
+        let mut cmd = self.command("postgres");
+        cmd.arg("-D").arg(self.data_dir());
+        for (k, v) in settings {
+            cmd.arg("-c").arg(format!("{k}={v}"));
+        }
+        let out = cmd
+            .arg("-C")
+            .arg(name)
+            .output()
+            .map_err(|e| step("running postgres -C", e.to_string()))?;
+        check(&out, &format!("postgres -C {name}"))?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// Runs `sql` with psql in `db` (stops at the first error); returns psql's unaligned, tuples-only output.
+    pub fn psql(&self, db: &str, sql: &str) -> Result<String, ClusterError> {
+        let out = self
+            .command("psql")
+            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h"])
+            .arg(self.socket_dir())
+            .arg("-p")
+            .arg(self.port.to_string())
+            .arg("-U")
+            .arg(&self.run_as.user)
+            .arg("-d")
+            .arg(db)
+            .arg("-c")
+            .arg(sql)
+            .output()
+            .map_err(|e| step("running psql", e.to_string()))?;
+        check(&out, &format!("psql: {sql}"))?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// The server log's last `n` lines.
+    pub fn log_tail(&self, n: usize) -> String {
+        let text = fs::read_to_string(self.root.join("server.log")).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    /// True while the server started by [`Cluster::start`] has not been stopped.
+    pub fn is_running(&self) -> bool {
+        self.running
+    }
+
     /// The postmaster's PID, from postmaster.pid.
     pub fn postmaster_pid(&self) -> Option<u32> {
         fs::read_to_string(self.data_dir().join("postmaster.pid"))
@@ -253,9 +306,7 @@ impl Cluster {
                 // SAFETY: kill with a PID we read from our own cluster's postmaster.pid.
                 unsafe { libc::kill(pid as libc::pid_t, libc::SIGQUIT) };
                 let t = Instant::now();
-                while t.elapsed() < Duration::from_secs(10)
-                    && Path::new(&format!("/proc/{pid}")).exists()
-                {
+                while t.elapsed() < Duration::from_secs(10) && crate::procsample::alive(pid) {
                     std::thread::sleep(Duration::from_millis(50));
                 }
             }

@@ -79,6 +79,99 @@ pub struct ResultsArgs {
 pub enum BenchCommand {
     /// Process-shared locks on a PostgreSQL-like buffer free list in shared memory: locks x page backings x workers.
     Lock(BenchLockArgs),
+    /// Real PostgreSQL + pgbench (or sysbench, optionally via pgbouncer) in a throwaway cluster:
+    /// huge_pages x shared_buffers x clients, page tables sampled every second.
+    Pg(BenchPgArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchPgArgs {
+    /// huge_pages settings: off, on, try (comma-separated).
+    #[arg(long, default_value = "off,on")]
+    pub huge_pages: String,
+    /// Client counts: numbers or multiples of the CPU count (16x).
+    #[arg(long, default_value = "16x")]
+    pub clients: String,
+    /// shared_buffers sizes (comma-separated, e.g. 1GB,4GB).
+    #[arg(long, default_value = "2GB")]
+    pub shared_buffers: String,
+    /// Scale: pgbench's scaling factor (100 = 10 M accounts, about 1.5 GB); sysbench gets as many rows.
+    #[arg(long, default_value_t = 100)]
+    pub scale: u32,
+    /// pgbench: select-only, simple-update, tpcb-like or a script FILE; sysbench: oltp_point_select,
+    /// oltp_read_only, oltp_read_write or a .lua FILE (default: select-only / oltp_point_select).
+    #[arg(long)]
+    pub script: Option<String>,
+    /// The load driver.
+    #[arg(long, value_enum, default_value_t = Driver::Pgbench)]
+    pub driver: Driver,
+    /// Put a pooler between the clients and the server (persistent server connections, as in seed 003).
+    #[arg(long, value_enum)]
+    pub pooler: Option<Pooler>,
+    /// Query protocol.
+    #[arg(long, value_enum, default_value_t = Protocol::Prepared)]
+    pub protocol: Protocol,
+    /// A new connection per transaction (pgbench -C): fresh backends and page tables all the time.
+    #[arg(long)]
+    pub reconnect: bool,
+    /// Load every table and index into shared_buffers with pg_prewarm after each server start.
+    #[arg(long)]
+    pub prewarm: bool,
+    /// Measured time per run, whole seconds (10s, 1m).
+    #[arg(long, default_value = "10s")]
+    pub duration: String,
+    /// Warm-up per run (a separate driver run just before; 0 for none).
+    #[arg(long, default_value = "5s")]
+    pub warmup: String,
+    /// Rounds: each runs every configuration once.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// Driver threads (pgbench -j; default: the CPU count).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Fraction of transactions pgbench logs for the latency percentiles (0 = none).
+    #[arg(long, default_value_t = 0.1)]
+    pub latency_sample: f64,
+    /// Extra server setting, name=value (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// Seconds between /proc samples of the cluster.
+    #[arg(long, default_value = "1s")]
+    pub sample_interval: String,
+    /// Directory of PostgreSQL's binaries.
+    #[arg(long, value_name = "DIR")]
+    pub pg_bin: Option<PathBuf>,
+    /// Grow the hugetlb pool to what each configuration's server needs (its own
+    /// shared_memory_size_in_huge_pages plus 2%) (root); restored after each, also on Ctrl-C.
+    #[arg(long)]
+    pub reserve_hugepages: bool,
+    /// The result file (default: results/bench-pg-<time>.json).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
+    pub format: TableFormat,
+    /// No progress or per-run lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Driver {
+    Pgbench,
+    Sysbench,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Pooler {
+    Pgbouncer,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Protocol {
+    Simple,
+    Extended,
+    Prepared,
 }
 
 #[derive(Debug, Args)]

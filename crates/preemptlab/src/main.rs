@@ -4,6 +4,7 @@
 
 mod audit_cmd;
 mod bench_lock_cmd;
+mod bench_pg_cmd;
 mod check_cmd;
 mod cli;
 mod compare_cmd;
@@ -25,6 +26,7 @@ fn main() {
         cli::Command::Audit(a) => audit_cmd::run(a),
         cli::Command::Hugepages(h) => hugepages_cmd::run(h),
         cli::Command::Bench(cli::BenchCommand::Lock(b)) => bench_lock_cmd::run(b),
+        cli::Command::Bench(cli::BenchCommand::Pg(b)) => bench_pg_cmd::run(b),
         cli::Command::Compare(c) => compare_cmd::run(c),
         cli::Command::Results(r) => compare_cmd::list(r),
         cli::Command::Report(r) => compare_cmd::report(r),

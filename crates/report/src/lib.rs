@@ -7,6 +7,7 @@ pub mod html;
 pub mod hugepages;
 pub mod lock_table;
 pub mod markup;
+pub mod pg_table;
 pub mod prometheus;
 pub mod svg;
 

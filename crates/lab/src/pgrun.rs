@@ -1,0 +1,1328 @@
+//! The `bench pg` matrix: a throwaway cluster, loaded once, restarted for each shared_buffers x huge_pages
+//! configuration, driven by pgbench (or sysbench, optionally through pgbouncer) at each client count, for
+//! `repeat` rounds (each round runs every configuration once, so slow drift of the machine spreads over all
+//! of them instead of biasing one). Every measured run is sampled once a second from /proc; after each run
+//! the segment's backing is read from the postmaster's smaps, and a configuration that asked for
+//! `huge_pages=on` but ran on 4 KB pages fails instead of yielding a data point. Hugetlb pools grown for a
+//! configuration are restored after its server stops; the cluster goes on every exit path.
+
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use stats::Summary;
+
+use crate::guard::{self, PoolGuard};
+use crate::lockrun::Status;
+use crate::pgbouncer::{self, PgBouncer};
+use crate::pgcluster::Cluster;
+use crate::procsample::{Sampled, Sampler};
+use crate::result::{self, Envelope};
+
+/// The database the benchmark tables live in.
+pub const DB: &str = "bench";
+
+/// pgbench's built-in scripts.
+pub const PGBENCH_BUILTINS: [&str; 3] = ["select-only", "simple-update", "tpcb-like"];
+/// sysbench's OLTP tests this bench drives.
+pub const SYSBENCH_TESTS: [&str; 3] = ["oltp_point_select", "oltp_read_only", "oltp_read_write"];
+
+/// The experiment.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Spec {
+    /// `huge_pages` settings: off, on, try.
+    pub huge_pages: Vec<String>,
+    /// `shared_buffers` settings, as given (e.g. 2GB).
+    pub shared_buffers: Vec<String>,
+    /// Client counts as given (numbers or multiples of CPUs).
+    pub clients_given: Vec<String>,
+    /// Client counts.
+    pub clients: Vec<u32>,
+    /// Scale: pgbench's scaling factor; sysbench gets one table of scale x 100000 rows (the same rows).
+    pub scale: u32,
+    /// pgbench: select-only, simple-update, tpcb-like or a file; sysbench: an OLTP test name or a .lua file.
+    pub script: String,
+    /// The custom script's text, when `script` is a file.
+    pub script_text: Option<String>,
+    /// pgbench or sysbench.
+    pub driver: String,
+    /// pgbouncer, or none.
+    pub pooler: Option<String>,
+    /// pgbench's query protocol: simple, extended, prepared (sysbench: prepared or simple).
+    pub protocol: String,
+    /// A new connection per transaction (pgbench -C).
+    pub reconnect: bool,
+    /// Load every table and index into shared_buffers with pg_prewarm after each start.
+    pub prewarm: bool,
+    /// Measured seconds per run.
+    pub duration_s: u64,
+    /// Warm-up seconds per run (a separate driver run just before, not measured).
+    pub warmup_s: u64,
+    /// Rounds.
+    pub repeat: u32,
+    /// Driver threads (pgbench -j, at most the clients).
+    pub threads: u32,
+    /// Fraction of transactions pgbench logs for the latency percentiles (0: none).
+    pub latency_sample: f64,
+    /// Extra server settings (`--set name=value`).
+    pub settings: Vec<(String, String)>,
+    /// The huge page size the server uses (the host's default), kB.
+    pub huge_page_kib: u64,
+    /// PostgreSQL's binary directory.
+    pub pg_bin: String,
+    /// PostgreSQL's version (`postgres --version`).
+    pub pg_version: Option<String>,
+    /// Seconds between /proc samples.
+    pub sample_interval_s: f64,
+}
+
+/// Latency of one run, ms. Mean and stddev over every transaction (driver summary); the percentiles from
+/// pgbench's sampled per-transaction log (`latency_sample`) or sysbench's report (p99 and max only).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Latency {
+    /// Mean.
+    pub mean: Option<f64>,
+    /// Standard deviation.
+    pub stddev: Option<f64>,
+    /// Median.
+    pub p50: Option<f64>,
+    /// 90th percentile.
+    pub p90: Option<f64>,
+    /// 99th percentile.
+    pub p99: Option<f64>,
+    /// Maximum (of the sampled transactions for pgbench).
+    pub max: Option<f64>,
+    /// Transactions behind the percentiles.
+    pub sampled: u64,
+}
+
+/// One second of the driver's own report.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Point {
+    /// Seconds since the measured run started.
+    pub t_s: f64,
+    /// Transactions per second in that second.
+    pub tps: f64,
+    /// pgbench: the second's mean latency; sysbench: its p99; ms.
+    pub latency_ms: f64,
+}
+
+/// The shared-memory segment as the postmaster maps it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SegmentCheck {
+    /// True when the main segment is on hugetlb pages (or wholly PMD-mapped THP).
+    pub on_huge_pages: bool,
+    /// Segment size, kB.
+    pub size_kib: u64,
+    /// Its KernelPageSize, kB.
+    pub kernel_page_size_kib: u64,
+    /// `SHOW huge_pages_status` (PostgreSQL 17+).
+    pub huge_pages_status: Option<String>,
+}
+
+/// One measured run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Rep {
+    /// Round (0-based).
+    pub round: u32,
+    /// Transactions per second without connection time (pgbench -C: including reconnections, as pgbench
+    /// reports it).
+    pub tps: f64,
+    /// Transactions.
+    pub transactions: u64,
+    /// Failed transactions (pgbench 15+) or ignored errors (sysbench).
+    pub failed: u64,
+    /// Latency.
+    pub latency_ms: Latency,
+    /// pgbench's initial (or, with -C, average) connection time, ms.
+    pub connection_ms: Option<f64>,
+    /// The per-second series.
+    pub series: Vec<Point>,
+    /// Peak over the run of the sum of VmPTE over the cluster's processes, kB.
+    pub page_tables_kib: u64,
+    /// Peak of the sum of Pss over the cluster's processes, kB.
+    pub pss_kib: u64,
+    /// Peak of the host's PageTables during the run, kB.
+    pub host_page_tables_kib: u64,
+    /// The cluster's minor faults per transaction.
+    pub minflt_per_tx: f64,
+    /// The cluster's involuntary context switches per transaction.
+    pub nivcsw_per_tx: f64,
+    /// The cluster's voluntary context switches per transaction.
+    pub nvcsw_per_tx: f64,
+    /// The /proc samples.
+    pub sampled: Sampled,
+    /// The segment, read after the run.
+    pub segment: SegmentCheck,
+    /// Hypervisor CPU steal during the run, % of CPU time.
+    pub steal_pct: Option<f64>,
+    /// The driver's command line.
+    pub command: Vec<String>,
+}
+
+/// Centres and spreads over a cell's runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CellSummary {
+    /// TPS.
+    pub tps: Summary,
+    /// p99 latency, ms (when measured).
+    pub latency_p99_ms: Option<Summary>,
+    /// Cluster page tables (peak sum of VmPTE), kB.
+    pub page_tables_kib: Summary,
+    /// Cluster Pss (peak sum), kB.
+    pub pss_kib: Summary,
+    /// Minor faults per transaction.
+    pub minflt_per_tx: Summary,
+    /// True when every run's segment was on huge pages.
+    pub on_huge_pages: bool,
+}
+
+/// One cell: a shared_buffers x huge_pages x clients combination.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Cell {
+    /// shared_buffers.
+    pub shared_buffers: String,
+    /// huge_pages.
+    pub huge_pages: String,
+    /// Clients.
+    pub clients: u32,
+    /// Ran, skipped, failed, interrupted.
+    pub status: Status,
+    /// Why it was skipped or failed.
+    pub reason: Option<String>,
+    /// The server settings it ran with.
+    pub server_settings: Vec<(String, String)>,
+    /// Huge pages the server needed (`shared_memory_size_in_huge_pages`), when known.
+    pub hugepages_needed: Option<u64>,
+    /// Every run.
+    pub reps: Vec<Rep>,
+    /// Summary over the runs.
+    pub summary: Option<CellSummary>,
+}
+
+/// Setup facts of the run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Setup {
+    /// Seconds spent loading the data (pgbench -i / sysbench prepare).
+    pub load_s: f64,
+    /// Database size after loading, bytes.
+    pub db_bytes: Option<u64>,
+    /// Blocks pg_prewarm loaded at the last start.
+    pub prewarmed_blocks: Option<u64>,
+}
+
+/// A `bench pg` result file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PgResult {
+    /// Tool, command line, time, host.
+    #[serde(flatten)]
+    pub envelope: Envelope,
+    /// The experiment.
+    pub spec: Spec,
+    /// Setup facts.
+    pub setup: Setup,
+    /// The cells, in matrix order (shared_buffers, huge_pages, clients).
+    pub cells: Vec<Cell>,
+}
+
+/// Live progress: (runs done, runs in all, cell label, phase, live TPS).
+pub type ProgressFn = Box<dyn FnMut(usize, usize, &str, &str, f64)>;
+
+/// Called after each measured run with its cell and the run.
+pub type RepFn = Box<dyn FnMut(&Cell, &Rep)>;
+
+/// How to run.
+pub struct RunOptions {
+    /// Grow the hugetlb pool for configurations with huge pages (restored after each).
+    pub reserve_hugepages: bool,
+    /// The result file.
+    pub out: PathBuf,
+    /// Where the cluster's private directory goes (default: the temp dir).
+    pub parent_dir: Option<PathBuf>,
+    /// Live progress.
+    pub progress: ProgressFn,
+    /// Called after each measured run with the cell and its run.
+    pub on_rep: RepFn,
+}
+
+/// Checks values the matrix would otherwise reject late: settings, sizes, scripts, the driver, and that
+/// the configurations fit in memory. Returns the script's text when it is a file.
+pub fn validate(spec: &Spec, mem_total_kib: Option<u64>) -> Result<Option<String>, String> {
+    for h in &spec.huge_pages {
+        if !["off", "on", "try"].contains(&h.as_str()) {
+            return Err(format!("--huge-pages {h}: expected off, on or try"));
+        }
+    }
+    if spec.huge_pages.is_empty() || spec.shared_buffers.is_empty() || spec.clients.is_empty() {
+        return Err(
+            "--huge-pages, --shared-buffers and --clients need at least one entry each".into(),
+        );
+    }
+    for sb in &spec.shared_buffers {
+        let b = hostfacts::parse::size(sb)
+            .map_err(|e| format!("--shared-buffers {sb}: {e} (e.g. 2GB, 512MB)"))?;
+        if b.0 < 1 << 20 {
+            return Err(format!("--shared-buffers {sb}: at least 1MB"));
+        }
+        if let Some(total) = mem_total_kib {
+            if b.0 / 1024 > total / 2 {
+                return Err(format!(
+                    "--shared-buffers {sb}: more than half of this host's {} MiB of RAM; choose a smaller size",
+                    total / 1024
+                ));
+            }
+        }
+    }
+    if spec.scale == 0 || spec.scale > 100_000 {
+        return Err(format!("--scale {}: 1..100000", spec.scale));
+    }
+    if !["simple", "extended", "prepared"].contains(&spec.protocol.as_str()) {
+        return Err(format!(
+            "--protocol {}: expected simple, extended or prepared",
+            spec.protocol
+        ));
+    }
+    if spec.duration_s == 0 {
+        return Err("--duration: at least 1s (the drivers count whole seconds)".into());
+    }
+    if spec.repeat == 0 || spec.repeat > 1000 {
+        return Err(format!("--repeat {}: 1..1000", spec.repeat));
+    }
+    if !(0.0..=1.0).contains(&spec.latency_sample) {
+        return Err(format!(
+            "--latency-sample {}: a fraction from 0 to 1",
+            spec.latency_sample
+        ));
+    }
+    if let Some(p) = &spec.pooler {
+        if p != "pgbouncer" {
+            return Err(format!("--pooler {p}: expected pgbouncer"));
+        }
+    }
+    for (k, _) in &spec.settings {
+        if [
+            "shared_buffers",
+            "huge_pages",
+            "port",
+            "listen_addresses",
+            "unix_socket_directories",
+        ]
+        .contains(&k.as_str())
+        {
+            return Err(format!(
+                "--set {k}: set by the bench itself (use --shared-buffers / --huge-pages)"
+            ));
+        }
+    }
+    let builtin = match spec.driver.as_str() {
+        "pgbench" => PGBENCH_BUILTINS.contains(&spec.script.as_str()),
+        "sysbench" => {
+            if spec.reconnect {
+                return Err(
+                    "--reconnect needs --driver pgbench (sysbench keeps its connections)".into(),
+                );
+            }
+            if spec.protocol == "extended" {
+                return Err("--protocol extended: sysbench has prepared or simple".into());
+            }
+            SYSBENCH_TESTS.contains(&spec.script.as_str())
+        }
+        d => return Err(format!("--driver {d}: expected pgbench or sysbench")),
+    };
+    if builtin {
+        return Ok(None);
+    }
+    let path = Path::new(&spec.script);
+    let looks_like_file = spec.script.contains('/') || spec.script.contains('.');
+    if !looks_like_file {
+        let names: &[&str] = if spec.driver == "pgbench" {
+            &PGBENCH_BUILTINS
+        } else {
+            &SYSBENCH_TESTS
+        };
+        return Err(format!(
+            "--script {}: not a built-in {} script ({}) nor a file path",
+            spec.script,
+            spec.driver,
+            names.join(", ")
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "--script {}: {}",
+            spec.script,
+            hostfacts::host::explain_io_error(&e)
+        )
+    })?;
+    if text.trim().is_empty() {
+        return Err(format!("--script {}: the file is empty", spec.script));
+    }
+    Ok(Some(text))
+}
+
+/// Runs the matrix. Errors are one line naming the fix; everything the run created is gone when it
+/// returns, also after SIGINT (then `envelope.interrupted` is set and the cells not reached say so).
+pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, String> {
+    guard::install_signal_flag()?;
+    for line in guard::recover_stale_pools() {
+        eprintln!("preemptlab: {line}");
+    }
+    let bin = hostfacts::pgbin::find(Some(Path::new(&spec.pg_bin)), None)?;
+    let pgbench = bin.dir.join("pgbench");
+    if spec.driver == "pgbench" && !pgbench.is_file() {
+        return Err(format!(
+            "no pgbench in {}: apt-get install postgresql-client-{}",
+            bin.dir.display(),
+            bin.major.unwrap_or(15)
+        ));
+    }
+    let sysbench = if spec.driver == "sysbench" {
+        Some(
+            find_in_path("sysbench")
+                .ok_or("--driver sysbench: no sysbench binary; apt-get install sysbench")?,
+        )
+    } else {
+        None
+    };
+    let bouncer_bin = match &spec.pooler {
+        Some(_) => Some(pgbouncer::find()?),
+        None => None,
+    };
+    let mut res = PgResult {
+        envelope: Envelope::new("bench-pg"),
+        spec: spec.clone(),
+        setup: Setup::default(),
+        cells: Vec::new(),
+    };
+    let max_clients = *spec.clients.iter().max().expect("validated non-empty");
+    for sb in &spec.shared_buffers {
+        for hp in &spec.huge_pages {
+            for &c in &spec.clients {
+                res.cells.push(Cell {
+                    shared_buffers: sb.clone(),
+                    huge_pages: hp.clone(),
+                    clients: c,
+                    status: Status::Ok,
+                    reason: None,
+                    server_settings: server_settings(&spec, sb, hp, max_clients),
+                    hugepages_needed: None,
+                    reps: Vec::new(),
+                    summary: None,
+                });
+            }
+        }
+    }
+    let mut cluster =
+        Cluster::create(bin, opts.parent_dir.as_deref()).map_err(|e| e.to_string())?;
+    spec.pg_version = pg_version(&cluster);
+    res.spec.pg_version = spec.pg_version.clone();
+    (opts.progress)(0, 1, "loading", "init", 0.0);
+    res.setup = load(&mut cluster, &spec, sysbench.as_deref())?;
+    result::write(&opts.out, &res)?;
+
+    let per_round = res.cells.len();
+    let total = per_round * spec.repeat as usize;
+    let mut done = 0usize;
+    let n_clients = spec.clients.len();
+    'rounds: for round in 0..spec.repeat {
+        for cfg in 0..per_round / n_clients {
+            if guard::interrupted() {
+                break 'rounds;
+            }
+            let first = cfg * n_clients;
+            let cells = first..first + n_clients;
+            if res.cells[first].status != Status::Ok {
+                done += n_clients;
+                continue;
+            }
+            let settings = res.cells[first].server_settings.clone();
+            let hp = res.cells[first].huge_pages.clone();
+            // Size and, if allowed, grow the pool before the server starts; restore it after it stops.
+            let needed = hugepages_needed(&cluster, &settings, &spec);
+            for c in cells.clone() {
+                res.cells[c].hugepages_needed = needed;
+            }
+            let pool = match reserve(&hp, needed, &spec, opts.reserve_hugepages) {
+                Ok(p) => p,
+                Err(Skip(status, why)) => {
+                    for c in cells.clone() {
+                        res.cells[c].status = status;
+                        res.cells[c].reason = Some(why.clone());
+                    }
+                    done += n_clients;
+                    result::write(&opts.out, &res)?;
+                    continue;
+                }
+            };
+            let outcome = run_config(
+                &mut cluster,
+                &spec,
+                &settings,
+                round,
+                &mut res,
+                cells.clone(),
+                bouncer_bin.as_deref(),
+                sysbench.as_deref(),
+                &mut opts,
+                &mut done,
+                total,
+            );
+            let stopped = cluster.stop().map_err(|e| e.to_string());
+            drop(pool);
+            match outcome {
+                Ok(()) => {}
+                Err(Fail::Cell(why)) => {
+                    for c in cells.clone() {
+                        res.cells[c].status = Status::Failed;
+                        res.cells[c].reason = Some(why.clone());
+                    }
+                }
+                Err(Fail::Run(why)) => {
+                    let _ = result::write(&opts.out, &res);
+                    return Err(why);
+                }
+            }
+            stopped?;
+            for c in cells {
+                res.cells[c].summary = summarize(&res.cells[c].reps);
+            }
+            result::write(&opts.out, &res)?;
+        }
+    }
+    if guard::interrupted() {
+        res.envelope.interrupted = true;
+        for c in &mut res.cells {
+            if c.status == Status::Ok && c.reps.len() < spec.repeat as usize {
+                c.status = Status::Interrupted;
+                c.reason = Some(format!(
+                    "interrupted after {} of {} runs",
+                    c.reps.len(),
+                    spec.repeat
+                ));
+            }
+        }
+    }
+    result::write(&opts.out, &res)?;
+    cluster.remove().map_err(|e| e.to_string())?;
+    Ok(res)
+}
+
+struct Skip(Status, String);
+
+enum Fail {
+    /// This configuration failed; the matrix goes on.
+    Cell(String),
+    /// The run cannot go on.
+    Run(String),
+}
+
+fn find_in_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn pg_version(cluster: &Cluster) -> Option<String> {
+    let out = cluster.command("postgres").arg("--version").output().ok()?;
+    let t = String::from_utf8_lossy(&out.stdout);
+    t.split_whitespace().nth(2).map(str::to_string)
+}
+
+/// The settings a configuration's server starts with.
+pub fn server_settings(spec: &Spec, sb: &str, hp: &str, max_clients: u32) -> Vec<(String, String)> {
+    let mut s = vec![
+        ("shared_buffers".to_string(), sb.to_string()),
+        ("huge_pages".to_string(), hp.to_string()),
+        (
+            "max_connections".to_string(),
+            (max_clients + 10).to_string(),
+        ),
+    ];
+    for (k, v) in &spec.settings {
+        if let Some(x) = s.iter_mut().find(|(n, _)| n == k) {
+            x.1 = v.clone();
+        } else {
+            s.push((k.clone(), v.clone()));
+        }
+    }
+    s
+}
+
+fn hugepages_needed(cluster: &Cluster, settings: &[(String, String)], spec: &Spec) -> Option<u64> {
+    // PostgreSQL 15+ computes it; older servers: shared_buffers plus the ~8% other shared structures.
+    if let Ok(v) = cluster.computed("shared_memory_size_in_huge_pages", settings) {
+        if let Ok(n) = v.parse::<i64>() {
+            if n > 0 {
+                return Some(n as u64);
+            }
+        }
+    }
+    let sb = settings
+        .iter()
+        .find(|(k, _)| k == "shared_buffers")
+        .and_then(|(_, v)| hostfacts::parse::size(v).ok())?;
+    let kib = sb.0 / 1024 * 108 / 100 + 16 * 1024;
+    Some(kib.div_ceil(spec.huge_page_kib))
+}
+
+fn free_huge_pages(page_kib: u64) -> u64 {
+    std::fs::read_to_string(format!(
+        "/sys/kernel/mm/hugepages/hugepages-{page_kib}kB/free_hugepages"
+    ))
+    .ok()
+    .and_then(|t| t.trim().parse().ok())
+    .unwrap_or(0)
+}
+
+fn reserve(
+    hp: &str,
+    needed: Option<u64>,
+    spec: &Spec,
+    allowed: bool,
+) -> Result<Option<PoolGuard>, Skip> {
+    if hp == "off" {
+        return Ok(None);
+    }
+    let Some(needed) = needed else {
+        return Ok(None);
+    };
+    let want = needed + hostfacts::hugepages::margin(needed);
+    let kib = spec.huge_page_kib;
+    if allowed {
+        return PoolGuard::ensure_free(kib, want).map(Some).map_err(|e| {
+            Skip(
+                Status::Failed,
+                format!("could not reserve {want} huge pages of {kib} kB: {e}"),
+            )
+        });
+    }
+    let free = free_huge_pages(kib);
+    if hp == "on" && free < needed {
+        return Err(Skip(
+            Status::Skipped,
+            format!(
+                "huge_pages=on needs {needed} free {kib} kB pages and the pool has {free}: add --reserve-hugepages (root), or grow it with `preemptlab hugepages --shared-memory ... --apply`"
+            ),
+        ));
+    }
+    Ok(None)
+}
+
+fn load(cluster: &mut Cluster, spec: &Spec, sysbench: Option<&Path>) -> Result<Setup, String> {
+    let mut settings = vec![
+        ("fsync".to_string(), "off".to_string()),
+        ("max_wal_size".to_string(), "8GB".to_string()),
+        ("maintenance_work_mem".to_string(), "256MB".to_string()),
+    ];
+    settings.push(("max_connections".into(), "20".into()));
+    cluster.start(&settings).map_err(|e| e.to_string())?;
+    let loaded = (|| -> Result<Setup, String> {
+        cluster
+            .psql("postgres", &format!("CREATE DATABASE {DB}"))
+            .map_err(|e| e.to_string())?;
+        if spec.prewarm {
+            cluster
+                .psql(DB, "CREATE EXTENSION pg_prewarm")
+                .map_err(|e| format!("--prewarm: {e} (pg_prewarm ships with Debian's postgresql-NN server package)"))?;
+        }
+        let t = Instant::now();
+        let out = match sysbench {
+            None => {
+                let mut cmd = cluster.command("pgbench");
+                cmd.args(["-i", "-q", "-s", &spec.scale.to_string()]);
+                conn_args(
+                    &mut cmd,
+                    cluster.socket_dir().as_path(),
+                    cluster.port(),
+                    &cluster.run_as().user,
+                );
+                cmd.arg(DB).output()
+            }
+            Some(sb) => {
+                let mut cmd = Command::new(sb);
+                cmd.arg(sysbench_test(spec));
+                sysbench_conn(
+                    &mut cmd,
+                    cluster.socket_dir().as_path(),
+                    cluster.port(),
+                    cluster,
+                    spec,
+                );
+                cmd.args(["--threads=2", "prepare"]).output()
+            }
+        }
+        .map_err(|e| format!("running the data load: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "loading the data failed: {}{}",
+                String::from_utf8_lossy(&out.stderr).trim(),
+                String::from_utf8_lossy(&out.stdout).trim()
+            ));
+        }
+        let load_s = t.elapsed().as_secs_f64();
+        cluster
+            .psql(DB, "VACUUM ANALYZE")
+            .map_err(|e| e.to_string())?;
+        if spec.driver == "pgbench" && spec.script_text.is_some() {
+            // pgbench parses the script before connecting; one transaction also proves it runs here.
+            let mut cmd = cluster.command("pgbench");
+            cmd.args(["-n", "-t", "1", "-c", "1", "-f", &spec.script]);
+            conn_args(
+                &mut cmd,
+                cluster.socket_dir().as_path(),
+                cluster.port(),
+                &cluster.run_as().user,
+            );
+            let out = cmd.arg(DB).output().map_err(|e| e.to_string())?;
+            if !out.status.success() {
+                let err = String::from_utf8_lossy(&out.stderr);
+                return Err(format!(
+                    "--script {}: pgbench rejected it: {}",
+                    spec.script,
+                    err.lines()
+                        .find(|l| l.contains("error"))
+                        .unwrap_or(err.trim())
+                ));
+            }
+        }
+        let db_bytes = cluster
+            .psql(DB, &format!("SELECT pg_database_size('{DB}')"))
+            .ok()
+            .and_then(|v| v.parse().ok());
+        Ok(Setup {
+            load_s,
+            db_bytes,
+            prewarmed_blocks: None,
+        })
+    })();
+    let stopped = cluster.stop().map_err(|e| e.to_string());
+    let setup = loaded?;
+    stopped?;
+    Ok(setup)
+}
+
+fn conn_args(cmd: &mut Command, sock: &Path, port: u16, user: &str) {
+    cmd.arg("-h")
+        .arg(sock)
+        .arg("-p")
+        .arg(port.to_string())
+        .arg("-U")
+        .arg(user);
+}
+
+fn sysbench_test(spec: &Spec) -> String {
+    spec.script.clone()
+}
+
+fn sysbench_conn(cmd: &mut Command, sock: &Path, port: u16, cluster: &Cluster, spec: &Spec) {
+    cmd.arg("--db-driver=pgsql")
+        .arg(format!("--pgsql-host={}", sock.display()))
+        .arg(format!("--pgsql-port={port}"))
+        .arg(format!("--pgsql-user={}", cluster.run_as().user))
+        .arg(format!("--pgsql-db={DB}"))
+        .arg("--tables=1")
+        .arg(format!("--table-size={}", spec.scale as u64 * 100_000));
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_config(
+    cluster: &mut Cluster,
+    spec: &Spec,
+    settings: &[(String, String)],
+    round: u32,
+    res: &mut PgResult,
+    cells: std::ops::Range<usize>,
+    bouncer_bin: Option<&Path>,
+    sysbench: Option<&Path>,
+    opts: &mut RunOptions,
+    done: &mut usize,
+    total: usize,
+) -> Result<(), Fail> {
+    let hp = settings
+        .iter()
+        .find(|(k, _)| k == "huge_pages")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    cluster
+        .start(settings)
+        .map_err(|e| Fail::Cell(format!("the server did not start: {e}")))?;
+    let pm = cluster
+        .postmaster_pid()
+        .ok_or_else(|| Fail::Run("the server started but wrote no postmaster.pid".into()))?;
+    let seg = segment_check(cluster, pm, spec);
+    if let Some(why) = backing_error(&hp, &seg) {
+        return Err(Fail::Cell(why));
+    }
+    if spec.prewarm {
+        let sql = "SELECT sum(pg_prewarm(c.oid::regclass)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i')";
+        let blocks = cluster
+            .psql(DB, sql)
+            .map_err(|e| Fail::Run(format!("--prewarm: {e}")))?;
+        res.setup.prewarmed_blocks = blocks.parse().ok();
+    }
+    let max_clients = cells
+        .clone()
+        .map(|c| res.cells[c].clients)
+        .max()
+        .unwrap_or(1);
+    let bouncer = match bouncer_bin {
+        Some(b) => {
+            Some(PgBouncer::start(b, cluster, cluster.port() + 1, max_clients).map_err(Fail::Run)?)
+        }
+        None => None,
+    };
+    let (sock, port) = match &bouncer {
+        Some(b) => (b.socket_dir().to_path_buf(), b.port()),
+        None => (cluster.socket_dir(), cluster.port()),
+    };
+    for c in cells {
+        if guard::interrupted() {
+            return Ok(());
+        }
+        let clients = res.cells[c].clients;
+        let label = format!(
+            "sb {} hp {} c {} r{}",
+            res.cells[c].shared_buffers,
+            hp,
+            clients,
+            round + 1
+        );
+        let target = Target {
+            sock: &sock,
+            port,
+            cluster,
+            spec,
+            sysbench,
+        };
+        if spec.warmup_s > 0 {
+            (opts.progress)(*done, total, &label, "warm-up", 0.0);
+            let cmd = target.command(clients, spec.warmup_s, None);
+            let ran = drive(
+                cmd,
+                &cluster.root().join("warmup"),
+                spec.warmup_s,
+                &mut |_| {},
+            );
+            match ran {
+                Ok(Driven::Interrupted) => return Ok(()),
+                Ok(Driven::Done(_)) => {}
+                Err(e) => return Err(Fail::Cell(format!("the warm-up run failed: {e}"))),
+            }
+        }
+        let lat_prefix = cluster.root().join(format!("lat-{round}-{c}"));
+        let cmd = target.command(clients, spec.duration_s, Some(&lat_prefix));
+        let argv = argv(&cmd);
+        let stat0 = crate::lockbench::cpu_times();
+        let sampler = Sampler::start(pm, Duration::from_secs_f64(spec.sample_interval_s));
+        let (d, t) = (*done, total);
+        let progress = &mut opts.progress;
+        let ran = drive(
+            cmd,
+            &cluster.root().join("run"),
+            spec.duration_s,
+            &mut |tps| progress(d, t, &label, "measure", tps),
+        );
+        let sampled = sampler.stop();
+        let steal_pct = match (stat0, crate::lockbench::cpu_times()) {
+            (Some((t0, s0)), Some((t1, s1))) if t1 > t0 => {
+                Some((s1 - s0) as f64 / (t1 - t0) as f64 * 100.0)
+            }
+            _ => None,
+        };
+        let text = match ran {
+            Ok(Driven::Interrupted) => return Ok(()),
+            Ok(Driven::Done(text)) => text,
+            Err(e) => return Err(Fail::Cell(format!("the measured run failed: {e}"))),
+        };
+        let seg = segment_check(cluster, pm, spec);
+        if let Some(why) = backing_error(&hp, &seg) {
+            return Err(Fail::Cell(why));
+        }
+        let mut rep = parse_run(spec, &text, &lat_prefix).map_err(Fail::Cell)?;
+        rep.round = round;
+        rep.command = argv;
+        rep.steal_pct = steal_pct;
+        rep.segment = seg;
+        let tx = rep.transactions.max(1) as f64;
+        rep.page_tables_kib = sampled.peak_vm_pte_kib();
+        rep.pss_kib = sampled.peak_pss_kib();
+        rep.host_page_tables_kib = sampled.peak_host_page_tables_kib();
+        rep.minflt_per_tx = sampled.minflt as f64 / tx;
+        rep.nvcsw_per_tx = sampled.nvcsw as f64 / tx;
+        rep.nivcsw_per_tx = sampled.nivcsw as f64 / tx;
+        rep.sampled = sampled;
+        res.cells[c].reps.push(rep);
+        *done += 1;
+        let cell = &res.cells[c];
+        (opts.on_rep)(cell, cell.reps.last().expect("just pushed"));
+        result::write(&opts.out, res).map_err(Fail::Run)?;
+    }
+    drop(bouncer);
+    Ok(())
+}
+
+struct Target<'a> {
+    sock: &'a Path,
+    port: u16,
+    cluster: &'a Cluster,
+    spec: &'a Spec,
+    sysbench: Option<&'a Path>,
+}
+
+impl Target<'_> {
+    fn command(&self, clients: u32, seconds: u64, lat_prefix: Option<&Path>) -> Command {
+        let spec = self.spec;
+        match self.sysbench {
+            None => {
+                let mut cmd = Command::new(self.cluster.bin().dir.join("pgbench"));
+                conn_args(&mut cmd, self.sock, self.port, &self.cluster.run_as().user);
+                cmd.arg("-n")
+                    .arg("-c")
+                    .arg(clients.to_string())
+                    .arg("-j")
+                    .arg(spec.threads.min(clients).max(1).to_string())
+                    .arg("-T")
+                    .arg(seconds.to_string())
+                    .arg("-M")
+                    .arg(&spec.protocol);
+                if spec.script_text.is_some() {
+                    cmd.arg("-f").arg(&spec.script);
+                } else {
+                    cmd.arg("-b").arg(&spec.script);
+                }
+                if spec.reconnect {
+                    cmd.arg("-C");
+                }
+                if let Some(p) = lat_prefix {
+                    cmd.arg("-P").arg("1");
+                    if spec.latency_sample > 0.0 {
+                        cmd.arg("-l").arg(format!("--log-prefix={}", p.display()));
+                        if spec.latency_sample < 1.0 {
+                            cmd.arg(format!("--sampling-rate={}", spec.latency_sample));
+                        }
+                    }
+                }
+                cmd.arg(DB);
+                cmd
+            }
+            Some(sb) => {
+                let mut cmd = Command::new(sb);
+                cmd.arg(sysbench_test(spec));
+                sysbench_conn(&mut cmd, self.sock, self.port, self.cluster, spec);
+                cmd.arg(format!("--threads={clients}"))
+                    .arg(format!("--time={seconds}"))
+                    .arg("--report-interval=1")
+                    .arg("--percentile=99");
+                if spec.protocol == "simple" {
+                    cmd.arg("--db-ps-mode=disable");
+                }
+                cmd.arg("run");
+                cmd
+            }
+        }
+    }
+}
+
+fn argv(cmd: &Command) -> Vec<String> {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+enum Driven {
+    Done(String),
+    Interrupted,
+}
+
+/// Runs a driver to completion (output to files under `stem`), polling for SIGINT, calling `live` with
+/// the latest per-second TPS it printed. A run exceeding its time by a minute is killed.
+fn drive(
+    mut cmd: Command,
+    stem: &Path,
+    seconds: u64,
+    live: &mut dyn FnMut(f64),
+) -> Result<Driven, String> {
+    let out_path = stem.with_extension("out");
+    let err_path = stem.with_extension("err");
+    let out = File::create(&out_path).map_err(|e| e.to_string())?;
+    let err = File::create(&err_path).map_err(|e| e.to_string())?;
+    // Its own process group: a terminal's Ctrl-C reaches preemptlab, which stops the driver itself.
+    cmd.stdout(Stdio::from(out))
+        .stderr(Stdio::from(err))
+        .stdin(Stdio::null())
+        .process_group(0);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", cmd.get_program().to_string_lossy()))?;
+    let t = Instant::now();
+    let limit = Duration::from_secs(seconds + 60);
+    let mut last_live = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            break st;
+        }
+        if guard::interrupted() || t.elapsed() > limit {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            let w = Instant::now();
+            while child.try_wait().map_err(|e| e.to_string())?.is_none() {
+                if w.elapsed() > Duration::from_secs(5) {
+                    let _ = child.kill();
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if guard::interrupted() {
+                return Ok(Driven::Interrupted);
+            }
+            return Err(format!(
+                "still running {} s after its end; killed",
+                limit.as_secs()
+            ));
+        }
+        if last_live.elapsed() > Duration::from_millis(500) {
+            last_live = Instant::now();
+            if let Some(tps) = latest_tps(&err_path).or_else(|| latest_tps(&out_path)) {
+                live(tps);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let text = format!(
+        "{}\n{}",
+        std::fs::read_to_string(&err_path).unwrap_or_default(),
+        std::fs::read_to_string(&out_path).unwrap_or_default()
+    );
+    if !status.success() {
+        let tail: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .rev()
+            .take(3)
+            .collect();
+        return Err(format!(
+            "{} exited with {status}: {}",
+            cmd.get_program().to_string_lossy(),
+            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    Ok(Driven::Done(text))
+}
+
+fn latest_tps(path: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().rev().find_map(|l| {
+        crate::pgbench::parse_progress(l.trim())
+            .map(|p| p.tps)
+            .or_else(|| crate::sysbench::parse_interval(l.trim()).map(|i| i.tps))
+    })
+}
+
+/// Parses a measured run's output (and pgbench's sampled transaction log) into a repetition.
+fn parse_run(spec: &Spec, text: &str, lat_prefix: &Path) -> Result<Rep, String> {
+    let mut rep = Rep {
+        round: 0,
+        tps: 0.0,
+        transactions: 0,
+        failed: 0,
+        latency_ms: Latency::default(),
+        connection_ms: None,
+        series: Vec::new(),
+        page_tables_kib: 0,
+        pss_kib: 0,
+        host_page_tables_kib: 0,
+        minflt_per_tx: 0.0,
+        nivcsw_per_tx: 0.0,
+        nvcsw_per_tx: 0.0,
+        sampled: Sampled::default(),
+        segment: SegmentCheck::default(),
+        steal_pct: None,
+        command: Vec::new(),
+    };
+    if spec.driver == "sysbench" {
+        let r = crate::sysbench::parse(text)?;
+        rep.tps = r.tps;
+        rep.transactions = r.transactions;
+        rep.failed = r.ignored_errors.unwrap_or(0);
+        rep.latency_ms = Latency {
+            mean: r.latency_avg_ms,
+            stddev: None,
+            p50: None,
+            p90: None,
+            p99: r.latency_pct_ms.filter(|_| r.percentile == Some(99.0)),
+            max: r.latency_max_ms,
+            sampled: r.transactions,
+        };
+        rep.series = r
+            .intervals
+            .iter()
+            .map(|i| Point {
+                t_s: i.t_s,
+                tps: i.tps,
+                latency_ms: i.latency_pct_ms,
+            })
+            .collect();
+        return Ok(rep);
+    }
+    let s = crate::pgbench::parse(text)?;
+    rep.tps = s.tps;
+    rep.transactions = s.transactions;
+    rep.failed = s.failed.unwrap_or(0);
+    rep.connection_ms = s.initial_connection_ms.or(s.average_connection_ms);
+    rep.series = s
+        .progress
+        .iter()
+        .map(|p| Point {
+            t_s: p.t_s,
+            tps: p.tps,
+            latency_ms: p.latency_ms,
+        })
+        .collect();
+    let mut lat = read_latency_log(lat_prefix);
+    lat.mean = s.latency_avg_ms;
+    lat.stddev = s.latency_stddev_ms;
+    rep.latency_ms = lat;
+    Ok(rep)
+}
+
+/// Reads pgbench's per-transaction logs `<prefix>.<pid>[.<thread>]` (column 3 is the latency in us;
+/// failed or skipped transactions carry a word there and are left out) and removes them.
+pub fn read_latency_log(prefix: &Path) -> Latency {
+    let mut us: Vec<f64> = Vec::new();
+    let (Some(dir), Some(stem)) = (prefix.parent(), prefix.file_name().and_then(|s| s.to_str()))
+    else {
+        return Latency::default();
+    };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Latency::default();
+    };
+    for e in rd.filter_map(|e| e.ok()) {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with(&format!("{stem}.")) {
+            continue;
+        }
+        if let Ok(text) = std::fs::read_to_string(e.path()) {
+            us.extend(parse_latency_log(&text));
+        }
+        let _ = std::fs::remove_file(e.path());
+    }
+    latency_of(&mut us)
+}
+
+/// The latencies (us) of one pgbench transaction log.
+pub fn parse_latency_log(text: &str) -> Vec<f64> {
+    text.lines()
+        .filter_map(|l| l.split_whitespace().nth(2)?.parse::<f64>().ok())
+        .collect()
+}
+
+fn latency_of(us: &mut [f64]) -> Latency {
+    if us.is_empty() {
+        return Latency::default();
+    }
+    us.sort_by(|a, b| a.total_cmp(b));
+    let q = |p: f64| {
+        let i = ((p * us.len() as f64).ceil() as usize).clamp(1, us.len()) - 1;
+        us[i] / 1000.0
+    };
+    Latency {
+        mean: None,
+        stddev: None,
+        p50: Some(q(0.50)),
+        p90: Some(q(0.90)),
+        p99: Some(q(0.99)),
+        max: Some(us[us.len() - 1] / 1000.0),
+        sampled: us.len() as u64,
+    }
+}
+
+fn segment_check(cluster: &Cluster, pm: u32, spec: &Spec) -> SegmentCheck {
+    let mut out = SegmentCheck::default();
+    if let Ok(text) = std::fs::read_to_string(format!("/proc/{pm}/smaps")) {
+        if let Some(seg) = hostfacts::postgres::main_segment(&hostfacts::parse::smaps(&text)) {
+            out.on_huge_pages = seg.on_huge_pages();
+            out.size_kib = seg.size_kib;
+            out.kernel_page_size_kib = seg.kernel_page_size_kib;
+        }
+    }
+    let major: Option<u32> = spec
+        .pg_version
+        .as_deref()
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.parse().ok());
+    if major.is_some_and(|m| m >= 17) {
+        out.huge_pages_status = cluster.psql("postgres", "SHOW huge_pages_status").ok();
+    }
+    out
+}
+
+fn backing_error(hp: &str, seg: &SegmentCheck) -> Option<String> {
+    if seg.size_kib == 0 {
+        return Some(
+            "could not find the server's shared-memory segment in the postmaster's smaps".into(),
+        );
+    }
+    if hp == "on" && !seg.on_huge_pages {
+        return Some(format!(
+            "asked for huge_pages=on but the segment ({} kB) is on {} kB pages",
+            seg.size_kib, seg.kernel_page_size_kib
+        ));
+    }
+    if let Some(st) = &seg.huge_pages_status {
+        if (st == "on") != seg.on_huge_pages {
+            return Some(format!(
+                "huge_pages_status says {st} but smaps shows {} kB pages",
+                seg.kernel_page_size_kib
+            ));
+        }
+    }
+    None
+}
+
+/// Centres and spreads over the runs; None without runs.
+pub fn summarize(reps: &[Rep]) -> Option<CellSummary> {
+    if reps.is_empty() {
+        return None;
+    }
+    let f = |g: &dyn Fn(&Rep) -> f64| stats::summarize(&reps.iter().map(g).collect::<Vec<_>>());
+    let p99: Vec<f64> = reps.iter().filter_map(|r| r.latency_ms.p99).collect();
+    Some(CellSummary {
+        tps: f(&|r| r.tps),
+        latency_p99_ms: (!p99.is_empty()).then(|| stats::summarize(&p99)),
+        page_tables_kib: f(&|r| r.page_tables_kib as f64),
+        pss_kib: f(&|r| r.pss_kib as f64),
+        minflt_per_tx: f(&|r| r.minflt_per_tx),
+        on_huge_pages: reps.iter().all(|r| r.segment.on_huge_pages),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_log_lines_of_pg13_to_17() {
+        // client tx latency_us script epoch us [lag] [retries]; failed/skipped transactions carry a word.
+        let text = "0 51 197 0 1795326076 72631\n1 52 181 0 1795326076 72890 12\n3 7 failed 0 1795326076 1 0\n2 9 skipped 0 1795326076 5 100\n";
+        assert_eq!(parse_latency_log(text), vec![197.0, 181.0]);
+        let mut us: Vec<f64> = (1..=1000).map(|i| i as f64).collect();
+        let l = latency_of(&mut us);
+        assert_eq!(
+            (l.p50, l.p90, l.p99, l.max),
+            (Some(0.5), Some(0.9), Some(0.99), Some(1.0))
+        );
+        assert_eq!(l.sampled, 1000);
+        assert_eq!(latency_of(&mut []), Latency::default());
+    }
+
+    fn spec() -> Spec {
+        Spec {
+            huge_pages: vec!["off".into(), "on".into()],
+            shared_buffers: vec!["128MB".into()],
+            clients_given: vec!["4".into()],
+            clients: vec![4],
+            scale: 1,
+            script: "select-only".into(),
+            script_text: None,
+            driver: "pgbench".into(),
+            pooler: None,
+            protocol: "prepared".into(),
+            reconnect: false,
+            prewarm: false,
+            duration_s: 1,
+            warmup_s: 0,
+            repeat: 1,
+            threads: 2,
+            latency_sample: 0.1,
+            settings: vec![],
+            huge_page_kib: 2048,
+            pg_bin: "/usr/lib/postgresql/15/bin".into(),
+            pg_version: None,
+            sample_interval_s: 1.0,
+        }
+    }
+
+    #[test]
+    fn validation_names_the_flag() {
+        assert_eq!(validate(&spec(), Some(1 << 24)), Ok(None));
+        type Change = Box<dyn Fn(&mut Spec)>;
+        let cases: Vec<(Change, &str)> = vec![
+            (
+                Box::new(|s| s.huge_pages = vec!["maybe".into()]),
+                "--huge-pages maybe",
+            ),
+            (
+                Box::new(|s| s.shared_buffers = vec!["lots".into()]),
+                "--shared-buffers lots",
+            ),
+            (
+                Box::new(|s| s.shared_buffers = vec!["64GB".into()]),
+                "more than half",
+            ),
+            (Box::new(|s| s.scale = 0), "--scale 0"),
+            (Box::new(|s| s.protocol = "fast".into()), "--protocol fast"),
+            (
+                Box::new(|s| s.script = "select-everything".into()),
+                "not a built-in pgbench script",
+            ),
+            (
+                Box::new(|s| s.script = "/nonexistent/x.sql".into()),
+                "--script /nonexistent/x.sql",
+            ),
+            (
+                Box::new(|s| s.driver = "hammerdb".into()),
+                "--driver hammerdb",
+            ),
+            (
+                Box::new(|s| s.pooler = Some("odyssey".into())),
+                "--pooler odyssey",
+            ),
+            (
+                Box::new(|s| s.settings = vec![("huge_pages".into(), "on".into())]),
+                "--set huge_pages",
+            ),
+            (
+                Box::new(|s| {
+                    s.driver = "sysbench".into();
+                    s.script = "oltp_point_select".into();
+                    s.reconnect = true
+                }),
+                "--reconnect needs --driver pgbench",
+            ),
+        ];
+        for (change, want) in cases {
+            let mut s = spec();
+            change(&mut s);
+            let e = validate(&s, Some(1 << 24)).unwrap_err();
+            assert!(e.contains(want), "{e} should contain {want}");
+        }
+        let mut s = spec();
+        s.driver = "sysbench".into();
+        s.script = "oltp_read_write".into();
+        assert_eq!(validate(&s, Some(1 << 24)), Ok(None));
+    }
+
+    #[test]
+    fn server_settings_put_user_settings_last_and_keep_one_of_each() {
+        let mut s = spec();
+        s.settings = vec![
+            ("max_connections".into(), "500".into()),
+            ("work_mem".into(), "8MB".into()),
+        ];
+        let got = server_settings(&s, "2GB", "on", 32);
+        assert_eq!(
+            got,
+            vec![
+                ("shared_buffers".to_string(), "2GB".to_string()),
+                ("huge_pages".into(), "on".into()),
+                ("max_connections".into(), "500".into()),
+                ("work_mem".into(), "8MB".into()),
+            ]
+        );
+    }
+}
