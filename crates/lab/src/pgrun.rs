@@ -19,7 +19,7 @@ use crate::guard::{self, PoolGuard};
 use crate::lockrun::Status;
 use crate::pgbouncer::{self, PgBouncer};
 use crate::pgcluster::Cluster;
-use crate::procsample::{Sampled, Sampler};
+use crate::procsample::{Pss, Sampled, Sampler};
 use crate::result::{self, Envelope};
 
 /// The database the benchmark tables live in.
@@ -77,6 +77,9 @@ pub struct Spec {
     pub pg_version: Option<String>,
     /// Seconds between /proc samples.
     pub sample_interval_s: f64,
+    /// When the samples read Pss: `end` (once, a second before the measured run ends), `every` sample,
+    /// or `never` (reading it walks every backend's page tables; see [`crate::procsample::Pss`]).
+    pub pss: String,
 }
 
 /// Latency of one run, ms. Mean and stddev over every transaction (driver summary); the percentiles from
@@ -143,7 +146,8 @@ pub struct Rep {
     pub series: Vec<Point>,
     /// Peak over the run of the sum of VmPTE over the cluster's processes, kB.
     pub page_tables_kib: u64,
-    /// Peak of the sum of Pss over the cluster's processes, kB.
+    /// Peak of the sum of Pss over the cluster's processes, kB (over the samples that read it; 0 when
+    /// none did).
     pub pss_kib: u64,
     /// Peak of the host's PageTables during the run, kB.
     pub host_page_tables_kib: u64,
@@ -208,6 +212,8 @@ pub struct Cell {
 pub struct Setup {
     /// Seconds spent loading the data (pgbench -i / sysbench prepare).
     pub load_s: f64,
+    /// Seconds the sync after loading took (the load's dirty pages written back before measuring).
+    pub sync_s: f64,
     /// Database size after loading, bytes.
     pub db_bytes: Option<u64>,
     /// Blocks pg_prewarm loaded at the last start.
@@ -296,6 +302,9 @@ pub fn validate(spec: &Spec, mem_total_kib: Option<u64>) -> Result<Option<String
             "--latency-sample {}: a fraction from 0 to 1",
             spec.latency_sample
         ));
+    }
+    if !["end", "every", "never"].contains(&spec.pss.as_str()) {
+        return Err(format!("--pss {}: expected end, every or never", spec.pss));
     }
     if let Some(p) = &spec.pooler {
         if p != "pgbouncer" {
@@ -695,13 +704,20 @@ fn load(cluster: &mut Cluster, spec: &Spec, sysbench: Option<&Path>) -> Result<S
             .and_then(|v| v.parse().ok());
         Ok(Setup {
             load_s,
+            sync_s: 0.0,
             db_bytes,
             prewarmed_blocks: None,
         })
     })();
     let stopped = cluster.stop().map_err(|e| e.to_string());
-    let setup = loaded?;
+    let mut setup = loaded?;
     stopped?;
+    // The load ran with fsync=off: write its dirty pages back now, or the kernel's flusher does it
+    // during the first measured runs and takes CPU from them.
+    let t = Instant::now();
+    // SAFETY: sync(2) has no preconditions.
+    unsafe { libc::sync() };
+    setup.sync_s = t.elapsed().as_secs_f64();
     Ok(setup)
 }
 
@@ -817,7 +833,12 @@ fn run_config(
         let cmd = target.command(clients, spec.duration_s, Some(&lat_prefix));
         let argv = argv(&cmd);
         let stat0 = crate::lockbench::cpu_times();
-        let sampler = Sampler::start(pm, Duration::from_secs_f64(spec.sample_interval_s));
+        let pss = match spec.pss.as_str() {
+            "every" => Pss::Every,
+            "never" => Pss::Never,
+            _ => Pss::At((spec.duration_s as f64 - 1.0).max(spec.duration_s as f64 / 2.0)),
+        };
+        let sampler = Sampler::start(pm, Duration::from_secs_f64(spec.sample_interval_s), pss);
         let (d, t) = (*done, total);
         let progress = &mut opts.progress;
         let ran = drive(
@@ -1244,6 +1265,7 @@ mod tests {
             pg_bin: "/usr/lib/postgresql/15/bin".into(),
             pg_version: None,
             sample_interval_s: 1.0,
+            pss: "end".into(),
         }
     }
 

@@ -15,8 +15,10 @@ use serde::{Deserialize, Serialize};
 pub struct ProcCounters {
     /// VmPTE, kB.
     pub vm_pte_kib: u64,
-    /// Pss from smaps_rollup, kB.
-    pub pss_kib: u64,
+    /// Pss from smaps_rollup, kB (when read).
+    pub pss_kib: Option<u64>,
+    /// RssShmem from status, kB (shared memory pages mapped, counted in every process mapping them).
+    pub rss_shmem_kib: u64,
     /// Minor faults (stat field 10).
     pub minflt: u64,
     /// Voluntary context switches.
@@ -34,8 +36,10 @@ pub struct Sample {
     pub processes: u32,
     /// Sum of VmPTE over the tree, kB.
     pub vm_pte_kib: u64,
-    /// Sum of Pss over the tree, kB.
-    pub pss_kib: u64,
+    /// Sum of Pss over the tree, kB, when this sample read it.
+    pub pss_kib: Option<u64>,
+    /// Sum of RssShmem over the tree, kB.
+    pub rss_shmem_kib: u64,
     /// Sum of minor faults over the tree (processes alive now).
     pub minflt: u64,
     /// Sum of voluntary context switches.
@@ -71,7 +75,11 @@ impl Sampled {
     }
     /// The peak of the tree's Pss, kB.
     pub fn peak_pss_kib(&self) -> u64 {
-        self.samples.iter().map(|s| s.pss_kib).max().unwrap_or(0)
+        self.samples
+            .iter()
+            .filter_map(|s| s.pss_kib)
+            .max()
+            .unwrap_or(0)
     }
     /// The peak of the host's PageTables, kB.
     pub fn peak_host_page_tables_kib(&self) -> u64 {
@@ -106,23 +114,23 @@ fn read(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-/// Reads one process's counters; None when it is gone.
-pub fn read_process(pid: u32) -> Option<ProcCounters> {
+/// Reads one process's counters (Pss only with `pss`: smaps_rollup walks the process's page tables,
+/// which costs CPU in proportion to them); None when it is gone.
+pub fn read_process(pid: u32, pss: bool) -> Option<ProcCounters> {
     let (_, minflt) = stat_fields(&read(&format!("/proc/{pid}/stat"))?)?;
     let status = read(&format!("/proc/{pid}/status"))?;
     let kib = hostfacts::parse::kv_kib(&status);
     let num = |k: &str| kib.get(k).copied().unwrap_or(0);
-    let pss = read(&format!("/proc/{pid}/smaps_rollup"))
-        .map(|t| {
-            hostfacts::parse::kv_kib(&t)
-                .get("Pss")
-                .copied()
-                .unwrap_or(0)
-        })
-        .unwrap_or(0);
+    let pss = if pss {
+        read(&format!("/proc/{pid}/smaps_rollup"))
+            .and_then(|t| hostfacts::parse::kv_kib(&t).get("Pss").copied())
+    } else {
+        None
+    };
     Some(ProcCounters {
         vm_pte_kib: num("VmPTE"),
         pss_kib: pss,
+        rss_shmem_kib: num("RssShmem"),
         minflt,
         nvcsw: num("voluntary_ctxt_switches"),
         nivcsw: num("nonvoluntary_ctxt_switches"),
@@ -152,6 +160,7 @@ pub fn tree(root: u32) -> Vec<u32> {
 fn snapshot(
     root: u32,
     t0: Instant,
+    pss: bool,
     seen: &mut BTreeMap<u32, (ProcCounters, ProcCounters)>,
 ) -> Sample {
     let mut s = Sample {
@@ -159,10 +168,15 @@ fn snapshot(
         ..Sample::default()
     };
     for pid in tree(root) {
-        let Some(c) = read_process(pid) else { continue };
+        let Some(c) = read_process(pid, pss) else {
+            continue;
+        };
         s.processes += 1;
         s.vm_pte_kib += c.vm_pte_kib;
-        s.pss_kib += c.pss_kib;
+        if let Some(p) = c.pss_kib {
+            *s.pss_kib.get_or_insert(0) += p;
+        }
+        s.rss_shmem_kib += c.rss_shmem_kib;
         s.minflt += c.minflt;
         s.nvcsw += c.nvcsw;
         s.nivcsw += c.nivcsw;
@@ -180,6 +194,20 @@ fn snapshot(
     s
 }
 
+/// When samples read Pss. Reading it walks every process's page tables: measured here, one pass over 38
+/// PostgreSQL processes with 2 GB of shared buffers on 4 KB pages cost 0.45-0.50 s of system CPU, enough
+/// to lower the TPS being measured when done every second (GUIDE.md, "bench pg").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pss {
+    /// Never.
+    Never,
+    /// Once, in the first sample at or after this many seconds.
+    At(f64),
+    /// In every sample.
+    Every,
+}
+
 /// A sampler running on its own thread until [`Sampler::stop`].
 pub struct Sampler {
     stop: Arc<AtomicBool>,
@@ -187,26 +215,40 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling the tree under `root` every `interval` (a first sample now).
-    pub fn start(root: u32, interval: Duration) -> Sampler {
+    /// Starts sampling the tree under `root` every `interval` (a first sample now), reading Pss as `pss`
+    /// says.
+    pub fn start(root: u32, interval: Duration, pss: Pss) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         // The first sample is taken before returning, so nothing the caller starts next is missed.
         let t0 = Instant::now();
         // PIDs present at the start: their counters count from the first value seen.
         let mut seen = BTreeMap::new();
-        let mut samples = vec![snapshot(root, t0, &mut seen)];
+        let mut pss_done = false;
+        let mut want_pss = move |t: f64| match pss {
+            Pss::Never => false,
+            Pss::Every => true,
+            Pss::At(at) if !pss_done && t >= at => {
+                pss_done = true;
+                true
+            }
+            Pss::At(_) => false,
+        };
+        let first_pss = want_pss(0.0);
+        let mut samples = vec![snapshot(root, t0, first_pss, &mut seen)];
         let born_before: Vec<u32> = seen.keys().copied().collect();
         let handle = std::thread::spawn(move || {
             let mut next = interval;
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(20));
                 if t0.elapsed() >= next {
-                    samples.push(snapshot(root, t0, &mut seen));
+                    let p = want_pss(t0.elapsed().as_secs_f64());
+                    samples.push(snapshot(root, t0, p, &mut seen));
                     next += interval;
                 }
             }
-            samples.push(snapshot(root, t0, &mut seen));
+            let p = matches!(pss, Pss::Every);
+            samples.push(snapshot(root, t0, p, &mut seen));
             let mut out = Sampled {
                 samples,
                 ..Sampled::default()
@@ -251,7 +293,7 @@ mod tests {
             .arg("5")
             .spawn()
             .unwrap();
-        let s = Sampler::start(me, Duration::from_millis(50));
+        let s = Sampler::start(me, Duration::from_millis(50), Pss::Every);
         // Touch a fresh anonymous mapping so this process's minor faults rise during the run.
         let len = 8 << 20;
         // SAFETY: a private anonymous mapping, written within its length and unmapped below.
@@ -277,7 +319,10 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(out.samples.len() >= 3, "{}", out.samples.len());
-        assert!(out.samples.iter().all(|x| x.processes >= 2));
+        assert!(out
+            .samples
+            .iter()
+            .all(|x| x.processes >= 2 && x.pss_kib.is_some()));
         assert!(out.peak_vm_pte_kib() > 0 && out.peak_pss_kib() > 0);
         assert!(out.peak_host_page_tables_kib() >= out.peak_vm_pte_kib());
         assert!(
@@ -285,5 +330,32 @@ mod tests {
             "8 MiB of fresh pages faulted: {}",
             out.minflt
         );
+    }
+}
+
+#[cfg(test)]
+mod pss_schedule {
+    use super::*;
+
+    #[test]
+    fn pss_is_read_once_when_asked_at_a_time_and_never_when_not() {
+        let me = std::process::id();
+        let s = Sampler::start(me, Duration::from_millis(40), Pss::At(0.1));
+        std::thread::sleep(Duration::from_millis(300));
+        let out = s.stop();
+        let read: Vec<f64> = out
+            .samples
+            .iter()
+            .filter(|x| x.pss_kib.is_some())
+            .map(|x| x.t_s)
+            .collect();
+        assert_eq!(read.len(), 1, "{read:?}");
+        assert!(read[0] >= 0.1);
+        assert!(out.peak_pss_kib() > 0);
+        let s = Sampler::start(me, Duration::from_millis(40), Pss::Never);
+        std::thread::sleep(Duration::from_millis(100));
+        let out = s.stop();
+        assert!(out.samples.iter().all(|x| x.pss_kib.is_none()));
+        assert!(out.peak_vm_pte_kib() > 0);
     }
 }

@@ -6,7 +6,7 @@ use anyhow::{anyhow, bail, Result};
 use lab::lockrun::{self, Status};
 use lab::pgrun::{self, RunOptions, Spec};
 
-use crate::cli::{BenchPgArgs, Driver, Pooler, Protocol, TableFormat};
+use crate::cli::{BenchPgArgs, Driver, Pooler, Protocol, PssWhen, TableFormat};
 
 fn whole_seconds(flag: &str, s: &str, min: u64) -> Result<u64> {
     let d = lockrun::parse_duration(s).map_err(|e| anyhow!("{flag}: {e}"))?;
@@ -100,6 +100,12 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
         pg_bin: bin.dir.display().to_string(),
         pg_version: None,
         sample_interval_s: sample.as_secs_f64(),
+        pss: match a.pss {
+            PssWhen::End => "end",
+            PssWhen::Every => "every",
+            PssWhen::Never => "never",
+        }
+        .into(),
     };
     spec.script_text = pgrun::validate(&spec, mem.total_kib.value).map_err(|e| anyhow!(e))?;
     if spec.huge_pages.iter().any(|h| h != "off")

@@ -316,7 +316,10 @@ fn pgbouncer_keeps_server_connections_while_clients_reconnect() {
         .map(|s| s["processes"].as_u64().unwrap())
         .min()
         .unwrap();
-    assert!(least >= 6 + 4, "persistent backends in every sample: {least}");
+    assert!(
+        least >= 6 + 4,
+        "persistent backends in every sample: {least}"
+    );
     r.assert_clean();
 }
 

@@ -168,3 +168,46 @@ fn check_writes_its_report_and_bad_input_is_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no result files"));
 }
+
+#[test]
+fn bench_pg_results_get_their_plots() {
+    // The measured bar run of `bench pg` (docs/results): huge_pages off and on, 32 clients.
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("pg.html");
+    let input = repo().join("docs/results/bench-pg-bar.json");
+    let o = Command::new(cargo_bin("preemptlab"))
+        .arg("report")
+        .arg(&input)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("<h2>bench pg: "));
+    assert_eq!(
+        text.matches("<svg").count(),
+        4,
+        "TPS bars, page-table bars, TPS per second, page tables during the run"
+    );
+    for label in ["sb 2GB hp off c 32", "sb 2GB hp on c 32"] {
+        assert!(text.contains(label), "{label}");
+    }
+    // The table's page-table column shows what the result holds.
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&input).unwrap()).unwrap();
+    let off = doc["cells"][0]["summary"]["page_tables_kib"]["median"]
+        .as_f64()
+        .unwrap();
+    assert!(text.contains(&format!("{:.0} MiB", off / 1024.0)));
+    tidy_ok(&html);
+    let (w, h, px) = screenshot(&html, &dir.path().join("pg.png"));
+    // The page is short (about 1300 px of the 4200-px window): count what is drawn, not a share.
+    let drawn = (w * h) as usize - count_near(&px, (255, 255, 255));
+    assert!(drawn > 100_000, "a blank page: {drawn} non-white pixels");
+    for (name, rgb) in [("blue", (0x1f, 0x77, 0xb4)), ("red", (0xd6, 0x27, 0x28))] {
+        assert!(
+            count_near(&px, rgb) > 200,
+            "no {name} pixels (the off and on bars and lines)"
+        );
+    }
+}

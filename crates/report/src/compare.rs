@@ -42,7 +42,7 @@ pub struct Metric {
 }
 
 /// Every metric the benches write (a cell shows the ones its repetitions have).
-pub const METRICS: [Metric; 9] = [
+pub const METRICS: [Metric; 11] = [
     Metric {
         name: "ops/s",
         path: "ops_per_s",
@@ -102,6 +102,20 @@ pub const METRICS: [Metric; 9] = [
     Metric {
         name: "latency p99",
         path: "latency_ms.p99",
+        better: Better::Lower,
+        centre: Centre::Arithmetic,
+        unit: "",
+    },
+    Metric {
+        name: "page tables kB",
+        path: "page_tables_kib",
+        better: Better::Lower,
+        centre: Centre::Arithmetic,
+        unit: "",
+    },
+    Metric {
+        name: "faults/tx",
+        path: "minflt_per_tx",
         better: Better::Lower,
         centre: Centre::Arithmetic,
         unit: "",

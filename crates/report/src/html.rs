@@ -1,13 +1,15 @@
 //! `preemptlab report`: one self-contained HTML page (inline CSS and SVG, no scripts, no network) from
 //! result files: host facts, audit findings, throughput vs workers per lock and page backing (log axes),
-//! acquire-latency CDFs, the cells' table, and the `check` verdict when a check result is given.
+//! acquire-latency CDFs, the cells' table, the `check` verdict when a check result is given, and for
+//! `bench pg` results TPS with its range, the cluster's page tables, and per-second TPS and page-table
+//! series.
 
 use std::fmt::Write;
 
 use serde_json::Value;
 
 use crate::lock_table::{ns, rate};
-use crate::svg::{bar_chart, line_chart, Axis, Series};
+use crate::svg::{bar_chart, line_chart, ranged_bar_chart, Axis, Series};
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -261,6 +263,167 @@ fn lock_section(label: &str, r: &Value) -> String {
     o
 }
 
+fn mib(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn pg_cell_label(c: &Value) -> String {
+    format!(
+        "sb {} hp {} c {}",
+        s(&c["shared_buffers"]),
+        s(&c["huge_pages"]),
+        s(&c["clients"])
+    )
+}
+
+/// The repetition whose TPS is the median of the cell's (the lower middle one for an even count).
+fn median_rep(c: &Value) -> Option<&Value> {
+    let mut reps: Vec<&Value> = c["reps"].as_array()?.iter().collect();
+    reps.sort_by(|a, b| {
+        a["tps"]
+            .as_f64()
+            .unwrap_or(0.0)
+            .total_cmp(&b["tps"].as_f64().unwrap_or(0.0))
+    });
+    reps.get(reps.len().saturating_sub(1) / 2).copied()
+}
+
+fn pg_section(label: &str, r: &Value) -> String {
+    let mut o = String::new();
+    let sp = &r["spec"];
+    let cells: Vec<&Value> = r["cells"].as_array().into_iter().flatten().collect();
+    let _ = write!(
+        o,
+        "<h2>bench pg: {}</h2><p>PostgreSQL {}, {} {}{}{}, scale {}, {} rounds of {} s (+{} s warm-up), protocol {}{}{}</p>",
+        esc(label),
+        esc(&s(&sp["pg_version"])),
+        esc(&s(&sp["driver"])),
+        esc(&s(&sp["script"])),
+        if sp["pooler"].is_string() { format!(" via {}", esc(&s(&sp["pooler"]))) } else { String::new() },
+        if sp["reconnect"] == true { ", reconnecting" } else { "" },
+        s(&sp["scale"]),
+        s(&sp["repeat"]),
+        s(&sp["duration_s"]),
+        s(&sp["warmup_s"]),
+        esc(&s(&sp["protocol"])),
+        if sp["prewarm"] == true { ", prewarmed" } else { "" },
+        if r["interrupted"] == true { " (interrupted)" } else { "" }
+    );
+    let ok: Vec<&Value> = cells
+        .iter()
+        .copied()
+        .filter(|c| c["summary"].is_object())
+        .collect();
+    let tps: Vec<(String, f64, f64, f64)> = ok
+        .iter()
+        .map(|c| {
+            let t = &c["summary"]["tps"];
+            (
+                pg_cell_label(c),
+                t["median"].as_f64().unwrap_or(0.0),
+                t["min"].as_f64().unwrap_or(0.0),
+                t["max"].as_f64().unwrap_or(0.0),
+            )
+        })
+        .collect();
+    if !tps.is_empty() {
+        let _ = write!(o, "<figure>{}<figcaption>Transactions per second per configuration: median over the rounds, the whisker spans min..max.</figcaption></figure>", ranged_bar_chart("TPS", "median, min..max", &tps, rate));
+        let pt: Vec<(String, f64, f64, f64)> = ok
+            .iter()
+            .map(|c| {
+                let t = &c["summary"]["page_tables_kib"];
+                let m = |k: &str| t[k].as_f64().unwrap_or(0.0) / 1024.0;
+                (pg_cell_label(c), m("median"), m("min"), m("max"))
+            })
+            .collect();
+        let _ = write!(o, "<figure>{}<figcaption>Page-table memory of the cluster: the peak during the run of the sum of VmPTE over the postmaster and its children. Each backend maps the shared buffers it touches with its own page tables: 8 bytes per 4 KB page, or per 2 MB huge page.</figcaption></figure>", ranged_bar_chart("Cluster page tables", "MiB, median, min..max", &pt, mib));
+    }
+    // Per-second series of the median repetition of each cell.
+    let series = |f: &dyn Fn(&Value) -> Vec<(f64, f64)>| -> Vec<Series> {
+        ok.iter()
+            .filter_map(|c| {
+                let rep = median_rep(c)?;
+                Some(Series {
+                    name: pg_cell_label(c),
+                    points: f(rep).into_iter().map(|(x, y)| (x, y, y, y)).collect(),
+                })
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect()
+    };
+    let tps_series = series(&|rep| {
+        rep["series"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| Some((p["t_s"].as_f64()?, p["tps"].as_f64()?)))
+            .collect()
+    });
+    let secs = Axis {
+        label: "seconds into the measured run".into(),
+        log: false,
+        fmt: |v| format!("{v:.0}"),
+    };
+    if !tps_series.is_empty() {
+        let y = Axis {
+            label: "TPS".into(),
+            log: false,
+            fmt: rate,
+        };
+        let _ = write!(o, "<figure>{}<figcaption>TPS each second, as the driver reported it, in the median round of each configuration.</figcaption></figure>", line_chart("TPS per second", &secs, &y, &tps_series));
+    }
+    let pte_series = series(&|rep| {
+        rep["sampled"]["samples"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| Some((p["t_s"].as_f64()?, p["vm_pte_kib"].as_f64()? / 1024.0)))
+            .collect()
+    });
+    if !pte_series.is_empty() {
+        let y = Axis {
+            label: "MiB".into(),
+            log: false,
+            fmt: mib,
+        };
+        let _ = write!(o, "<figure>{}<figcaption>The cluster's page tables (sum of VmPTE) sampled during the median round: on 4 KB pages they grow as backends touch more of the buffers.</figcaption></figure>", line_chart("Cluster page tables during the run", &secs, &y, &pte_series));
+    }
+    o.push_str("<table><tr><th>shared_buffers</th><th>huge_pages</th><th>clients</th><th>TPS</th><th>min..max</th><th>latency p99</th><th>page tables</th><th>Pss</th><th>faults/tx</th><th>on huge pages</th></tr>");
+    for c in &cells {
+        let sm = &c["summary"];
+        if sm.is_object() {
+            let f = |k: &str| sm[k]["median"].as_f64().unwrap_or(f64::NAN);
+            let p99 = sm["latency_p99_ms"]["median"]
+                .as_f64()
+                .map(|v| format!("{v:.3} ms"))
+                .unwrap_or_else(|| "-".into());
+            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}..{}</td><td>{}</td><td>{} MiB</td><td>{} MiB</td><td>{:.3}</td><td>{}</td></tr>",
+                esc(&s(&c["shared_buffers"])), esc(&s(&c["huge_pages"])), s(&c["clients"]), rate(f("tps")),
+                rate(sm["tps"]["min"].as_f64().unwrap_or(0.0)), rate(sm["tps"]["max"].as_f64().unwrap_or(0.0)),
+                p99, mib(f("page_tables_kib") / 1024.0), mib(f("pss_kib") / 1024.0), f("minflt_per_tx"),
+                if sm["on_huge_pages"] == true { "yes" } else { "no" });
+        } else {
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td colspan=\"7\">{}: {}</td></tr>",
+                esc(&s(&c["shared_buffers"])),
+                esc(&s(&c["huge_pages"])),
+                s(&c["clients"]),
+                esc(&s(&c["status"])),
+                esc(&s(&c["reason"]))
+            );
+        }
+    }
+    o.push_str("</table>");
+    o
+}
+
 /// Renders the page.
 pub fn render(docs: &[Doc], generated_utc: &str) -> String {
     let mut o = String::new();
@@ -350,9 +513,8 @@ pub fn render(docs: &[Doc], generated_utc: &str) -> String {
             ));
         }
     }
-    let has_pg = docs.iter().any(|d| d.value["kind"] == "bench-pg");
-    if !has_pg {
-        o.push_str("<h2>PostgreSQL (bench pg)</h2><p>No <code>bench pg</code> results were given: pgbench TPS, page-table memory and the per-second TPS series appear here when they are.</p>");
+    for d in docs.iter().filter(|d| d.value["kind"] == "bench-pg") {
+        o.push_str(&pg_section(&d.label, &d.value));
     }
     o.push_str("</body></html>\n");
     o

@@ -235,15 +235,31 @@ pub fn line_chart(title: &str, x: &Axis, y: &Axis, series: &[Series]) -> String 
     o
 }
 
-/// Draws horizontal bars (label, value, colour index).
+/// Draws horizontal bars (label, value).
 pub fn bar_chart(
     title: &str,
     unit: &str,
     bars: &[(String, f64)],
     fmt: fn(f64) -> String,
 ) -> String {
+    let ranged: Vec<(String, f64, f64, f64)> =
+        bars.iter().map(|(l, v)| (l.clone(), *v, *v, *v)).collect();
+    ranged_bar_chart(title, unit, &ranged, fmt)
+}
+
+/// Draws horizontal bars (label, value, low, high) with a low..high whisker where they differ.
+pub fn ranged_bar_chart(
+    title: &str,
+    unit: &str,
+    bars: &[(String, f64, f64, f64)],
+    fmt: fn(f64) -> String,
+) -> String {
     let h = 40.0 + bars.len() as f64 * 26.0;
-    let max = bars.iter().map(|b| b.1).fold(0.0, f64::max).max(1e-12);
+    let max = bars
+        .iter()
+        .map(|b| b.1.max(b.3))
+        .fold(0.0, f64::max)
+        .max(1e-12);
     let mut o = String::new();
     let _ = write!(
         o,
@@ -257,7 +273,7 @@ pub fn bar_chart(
         esc(title),
         esc(unit)
     );
-    for (i, (label, v)) in bars.iter().enumerate() {
+    for (i, (label, v, lo, hi)) in bars.iter().enumerate() {
         let y = 30.0 + i as f64 * 26.0;
         let w = (v / max) * (W - 260.0);
         let _ = write!(
@@ -266,10 +282,25 @@ pub fn bar_chart(
             y + 13.0,
             esc(label),
             PALETTE[i % PALETTE.len()],
-            204.0 + w,
+            204.0 + w.max(hi / max * (W - 260.0)),
             y + 13.0,
             esc(&fmt(*v))
         );
+        if hi > lo {
+            let (x0, x1) = (
+                200.0 + lo / max * (W - 260.0),
+                200.0 + hi / max * (W - 260.0),
+            );
+            let _ = write!(
+                o,
+                r##"<path d="M{x0:.1} {:.1}H{x1:.1}M{x0:.1} {:.1}V{:.1}M{x1:.1} {:.1}V{:.1}" stroke="#000000" stroke-width="1.2" fill="none"/>"##,
+                y + 9.0,
+                y + 4.0,
+                y + 14.0,
+                y + 4.0,
+                y + 14.0
+            );
+        }
     }
     o.push_str("</svg>");
     o
@@ -334,5 +365,10 @@ mod tests {
             bar_chart("b", "MiB", &[("x".into(), 3.0)], |v| format!("{v}"))
                 .contains("<rect x=\"200\"")
         );
+        let r = ranged_bar_chart("r", "tps", &[("x".into(), 3.0, 2.0, 4.0)], |v| {
+            format!("{v}")
+        });
+        assert!(r.contains("<path d=\"M"), "a whisker for the range");
+        assert!(!bar_chart("b", "MiB", &[("x".into(), 3.0)], |v| format!("{v}")).contains("<path"));
     }
 }
