@@ -140,6 +140,25 @@ pub fn significant(ci: &RatioCi, noise: f64) -> bool {
     ci.lo > 1.0 + noise || ci.hi < 1.0 - noise
 }
 
+/// Holm-Bonferroni step-down over a family of tests: which null hypotheses are rejected at family-wise
+/// error rate `alpha`. A NaN p-value (both samples constant) counts as 0: the samples differ or they do not,
+/// and the interval decides.
+pub fn holm(ps: &[f64], alpha: f64) -> Vec<bool> {
+    let p = |i: usize| if ps[i].is_nan() { 0.0 } else { ps[i] };
+    let mut order: Vec<usize> = (0..ps.len()).collect();
+    order.sort_by(|&a, &b| p(a).total_cmp(&p(b)));
+    let m = ps.len();
+    let mut out = vec![false; m];
+    for (k, &i) in order.iter().enumerate() {
+        if p(i) < alpha / (m - k) as f64 {
+            out[i] = true;
+        } else {
+            break;
+        }
+    }
+    out
+}
+
 /// Mann-Whitney U test (two-sided).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MannWhitney {
@@ -497,5 +516,19 @@ mod tests {
             let m = mann_whitney(&a, &a);
             prop_assert!(m.p > 0.05, "{m:?}");
         }
+    }
+
+    #[test]
+    fn holm_steps_down_and_stops_at_the_first_failure() {
+        // m = 4: thresholds 0.0125, 0.0167, 0.025, 0.05 for the sorted p-values.
+        assert_eq!(
+            holm(&[0.01, 0.04, 0.012, 0.03], 0.05),
+            vec![true, false, true, false]
+        );
+        assert_eq!(holm(&[0.03, 0.04], 0.05), vec![false, false]);
+        assert_eq!(holm(&[0.02, 0.04], 0.05), vec![true, true]);
+        assert_eq!(holm(&[f64::NAN, 0.5], 0.05), vec![true, false]);
+        assert_eq!(holm(&[0.04], 0.05), vec![true]);
+        assert!(holm(&[], 0.05).is_empty());
     }
 }
