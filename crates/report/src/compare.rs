@@ -5,8 +5,9 @@
 //! across files is the factor being compared (`pages: 4k | hugetlb-2m`): it is left out of the match and
 //! shown above the table. Each metric has a direction and a centre (harmonic mean for rates, arithmetic for
 //! times); the change is signed so that positive is better; the 95% interval of the ratio B/A comes from a
-//! bootstrap, and a change is marked only when that interval clears 1 by more than the noise threshold and
-//! Welch's t-test agrees (p < 0.05): percentile-bootstrap intervals are too narrow at 3-5 repetitions.
+//! bootstrap, and a change is marked only when each side has at least two repetitions, that interval clears
+//! 1 by more than the noise threshold, and Welch's t-test agrees at 5% after a Holm-Bonferroni correction
+//! over the cell's metrics: percentile-bootstrap intervals are too narrow at 3-5 repetitions.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -431,7 +432,11 @@ pub fn compare(
                 // several metrics per cell that flags drift as change. Welch's test must agree.
                 let w = welch(&sa, &sb);
                 // Provisional: the family's Holm correction below has the last word.
-                let sig = ci.ratio.is_finite() && significant(&ci, noise);
+                // One repetition on a side says nothing about its spread: never significant.
+                let sig = ci.ratio.is_finite()
+                    && sa.len() >= 2
+                    && sb.len() >= 2
+                    && significant(&ci, noise);
                 let range = |xs: &[f64]| {
                     (
                         xs.iter().copied().fold(f64::INFINITY, f64::min),
@@ -672,4 +677,46 @@ pub fn csv(c: &Comparison) -> String {
         ));
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(tps: &[f64]) -> Value {
+        let reps: Vec<Value> = tps
+            .iter()
+            .map(|t| serde_json::json!({ "tps": t }))
+            .collect();
+        serde_json::json!({"schema_version": 1, "kind": "bench-pg", "cells": [{"clients": 4, "reps": reps}]})
+    }
+
+    fn input(label: &str, tps: &[f64]) -> Input {
+        Input {
+            label: label.into(),
+            doc: doc(tps),
+        }
+    }
+
+    #[test]
+    fn one_repetition_on_a_side_is_never_significant() {
+        let c = compare(
+            &[input("a", &[100.0, 101.0, 99.0]), input("b", &[200.0])],
+            0.02,
+            None,
+        )
+        .unwrap();
+        assert_eq!(c.rows.len(), 1);
+        assert!(!c.rows[0].significant, "{:?}", c.rows[0]);
+        let c = compare(
+            &[
+                input("a", &[100.0, 101.0, 99.0]),
+                input("b", &[200.0, 201.0, 199.0]),
+            ],
+            0.02,
+            None,
+        )
+        .unwrap();
+        assert!(c.rows[0].significant && !c.rows[0].regression);
+    }
 }
