@@ -29,6 +29,57 @@ pub enum Command {
     Results(ResultsArgs),
     /// One self-contained HTML page (inline SVG, no scripts, no network) from result files or a directory.
     Report(ReportArgs),
+    /// Discrete-event model of bench lock on any machine: CPUs x workers x preemption model x lock x pages.
+    Sim(SimArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// CPU counts (comma-separated).
+    #[arg(long, default_value = "96")]
+    pub cpus: String,
+    /// Worker processes: numbers or multiples of the CPU count (1024, 8x).
+    #[arg(long, default_value = "1024")]
+    pub workers: String,
+    /// Preemption models: none, voluntary, full, lazy. The first is the baseline of the ratios.
+    #[arg(long, default_value = "none,lazy")]
+    pub models: String,
+    /// Locks: pg, futex, rseq.
+    #[arg(long, default_value = "pg")]
+    pub locks: String,
+    /// Page sizes: 4k, 2m.
+    #[arg(long, default_value = "4k,2m")]
+    pub pages: String,
+    /// Timer ticks per second.
+    #[arg(long, default_value_t = 250)]
+    pub hz: u32,
+    /// Virtual time measured per run (1s, 200ms).
+    #[arg(long, default_value = "1s")]
+    pub duration: String,
+    /// Virtual time before measuring.
+    #[arg(long, default_value = "100ms")]
+    pub warmup: String,
+    /// Runs per cell, each with its own seed.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// The first run's seed (run k uses seed + k).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Override a model parameter, name=value (repeatable; names as in the result's spec.params).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// Sweep one parameter: name=v1,v2,... (adds a column).
+    #[arg(long, value_name = "NAME=V1,V2")]
+    pub sweep: Option<String>,
+    /// The result file (default: results/sim-<time>.json).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
+    pub format: TableFormat,
+    /// No per-cell lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@ mod check_cmd;
 mod cli;
 mod compare_cmd;
 mod hugepages_cmd;
+mod sim_cmd;
 mod term;
 
 use clap::Parser;
@@ -30,6 +31,7 @@ fn main() {
         cli::Command::Compare(c) => compare_cmd::run(c),
         cli::Command::Results(r) => compare_cmd::list(r),
         cli::Command::Report(r) => compare_cmd::report(r),
+        cli::Command::Sim(a) => sim_cmd::run(a),
     };
     match code {
         Ok(code) => std::process::exit(code),

@@ -1,0 +1,374 @@
+//! `preemptlab sim`: the discrete-event model over a matrix of CPUs x workers x models x locks x pages
+//! (x one swept parameter), `repeat` seeds per cell, written in the bench result schema so `compare` and
+//! `report` read it next to measured results.
+
+use anyhow::{anyhow, bail, Result};
+use lab::lockrun::{self, Status};
+use serde::{Deserialize, Serialize};
+use sim::{LockKind, Model, Outcome, Pages, Params};
+use stats::Summary;
+
+use crate::cli::{SimArgs, TableFormat};
+
+/// Centres and spreads over a cell's runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SimSummary {
+    /// Throughput (ops per virtual second).
+    pub ops_per_s: Summary,
+    /// Share of CPU time spinning.
+    pub spinning: Summary,
+    /// Share of CPU time idle.
+    pub idle: Summary,
+    /// Lock-holder preemptions per second.
+    pub lhp_per_s: Summary,
+    /// p99 hold time, ns.
+    pub hold_p99_ns: Summary,
+    /// p99 acquire latency, ns.
+    pub acquire_p99_ns: Summary,
+    /// Stalled holds per million operations.
+    pub stalled_per_mop: Summary,
+}
+
+/// One cell.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SimCell {
+    /// Preemption model.
+    pub model: String,
+    /// Lock.
+    pub lock: String,
+    /// Page size.
+    pub pages: String,
+    /// CPUs.
+    pub cpus: u32,
+    /// Workers.
+    pub workers: u32,
+    /// The swept parameter's value, when sweeping.
+    pub sweep: Option<String>,
+    /// Ran or failed.
+    pub status: Status,
+    /// Why it failed.
+    pub reason: Option<String>,
+    /// Every run.
+    pub reps: Vec<Outcome>,
+    /// Summary.
+    pub summary: Option<SimSummary>,
+}
+
+/// The spec.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SimSpec {
+    /// The parameters every cell starts from (then its own CPUs, workers, model, lock, pages, seed).
+    pub params: Params,
+    /// `--set` overrides as given.
+    pub set: Vec<String>,
+    /// The swept parameter and its values.
+    pub sweep: Option<(String, Vec<String>)>,
+    /// Runs per cell.
+    pub repeat: u32,
+}
+
+/// A `sim` result file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SimResult {
+    /// Tool, command line, time, host.
+    #[serde(flatten)]
+    pub envelope: lab::result::Envelope,
+    /// The experiment.
+    pub spec: SimSpec,
+    /// The cells.
+    pub cells: Vec<SimCell>,
+}
+
+fn list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(|x| x.trim().to_string())
+        .filter(|x| !x.is_empty())
+        .collect()
+}
+
+/// Applies `name=value` to the parameters through their JSON form (the value as JSON, else as a string).
+fn set_param(p: &Params, kv: &str) -> Result<Params> {
+    let Some((k, v)) = kv.split_once('=') else {
+        bail!("--set {kv}: expected name=value, e.g. --set fault_4k_ns=2500");
+    };
+    let mut j = serde_json::to_value(p).expect("params serialize");
+    let obj = j.as_object_mut().expect("an object");
+    if !obj.contains_key(k) {
+        let names: Vec<&String> = obj.keys().collect();
+        bail!(
+            "--set {kv}: no parameter {k:?} (known: {})",
+            names
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let value: serde_json::Value =
+        serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+    obj.insert(k.to_string(), value);
+    serde_json::from_value(j).map_err(|e| anyhow!("--set {kv}: {e}"))
+}
+
+fn summarize(reps: &[Outcome]) -> SimSummary {
+    let f = |g: &dyn Fn(&Outcome) -> f64| stats::summarize(&reps.iter().map(g).collect::<Vec<_>>());
+    SimSummary {
+        ops_per_s: f(&|o| o.ops_per_s),
+        spinning: f(&|o| o.cpu.spinning),
+        idle: f(&|o| o.cpu.idle),
+        lhp_per_s: f(&|o| o.lhp_per_s),
+        hold_p99_ns: f(&|o| o.hold_ns.p99 as f64),
+        acquire_p99_ns: f(&|o| o.acquire_ns.p99 as f64),
+        stalled_per_mop: f(&|o| o.stalled_per_mop),
+    }
+}
+
+pub fn run(a: SimArgs) -> Result<i32> {
+    let dur = lockrun::parse_duration(&a.duration).map_err(|e| anyhow!("--duration: {e}"))?;
+    let warm = lockrun::parse_duration(&a.warmup).map_err(|e| anyhow!("--warmup: {e}"))?;
+    if a.repeat == 0 || a.repeat > 1000 {
+        bail!("--repeat {}: 1..1000", a.repeat);
+    }
+    let mut base = Params {
+        hz: a.hz,
+        duration_ns: dur.as_nanos() as u64,
+        warmup_ns: warm.as_nanos() as u64,
+        seed: a.seed,
+        ..Params::default()
+    };
+    for kv in &a.set {
+        base = set_param(&base, kv)?;
+    }
+    let models: Vec<Model> = list(&a.models)
+        .iter()
+        .map(|m| Model::parse(m).map_err(|e| anyhow!("--models {e}")))
+        .collect::<Result<_>>()?;
+    let locks: Vec<LockKind> = list(&a.locks)
+        .iter()
+        .map(|m| LockKind::parse(m).map_err(|e| anyhow!("--locks {e}")))
+        .collect::<Result<_>>()?;
+    let pages: Vec<Pages> = list(&a.pages)
+        .iter()
+        .map(|m| Pages::parse(m).map_err(|e| anyhow!("--pages {e}")))
+        .collect::<Result<_>>()?;
+    let mut cpus = Vec::new();
+    for c in list(&a.cpus) {
+        let n: u32 = c
+            .parse()
+            .map_err(|_| anyhow!("--cpus {c}: expected a number"))?;
+        cpus.push(n);
+    }
+    if models.is_empty() || locks.is_empty() || pages.is_empty() || cpus.is_empty() {
+        bail!("--cpus, --models, --locks and --pages need at least one entry each");
+    }
+    let sweep = match &a.sweep {
+        None => None,
+        Some(s) => {
+            let Some((k, vs)) = s.split_once('=') else {
+                bail!("--sweep {s}: expected name=v1,v2,...");
+            };
+            let vals = list(vs);
+            if vals.is_empty() {
+                bail!("--sweep {s}: no values");
+            }
+            for v in &vals {
+                set_param(&base, &format!("{k}={v}"))?;
+            }
+            Some((k.to_string(), vals))
+        }
+    };
+    let mut cells = Vec::new();
+    for &c in &cpus {
+        let (_, workers) = lockrun::parse_counts("--workers", "workers", &a.workers, c, 100_000)
+            .map_err(|e| anyhow!(e))?;
+        for &w in &workers {
+            for &pg in &pages {
+                for &l in &locks {
+                    let sweep_vals: Vec<Option<String>> = match &sweep {
+                        None => vec![None],
+                        Some((_, vs)) => vs.iter().cloned().map(Some).collect(),
+                    };
+                    for sv in sweep_vals {
+                        for &m in &models {
+                            let mut p = Params {
+                                cpus: c,
+                                workers: w,
+                                model: m,
+                                lock: l,
+                                pages: pg,
+                                ..base.clone()
+                            };
+                            if let (Some((k, _)), Some(v)) = (&sweep, &sv) {
+                                p = set_param(&p, &format!("{k}={v}"))?;
+                            }
+                            sim::validate(&p).map_err(|e| anyhow!(e))?;
+                            cells.push((p, sv.clone()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| lab::result::default_path("sim", lab::result::unix_now()));
+    let mut res = SimResult {
+        envelope: lab::result::Envelope::new("sim"),
+        spec: SimSpec {
+            params: base.clone(),
+            set: a.set.clone(),
+            sweep: sweep.clone(),
+            repeat: a.repeat,
+        },
+        cells: Vec::new(),
+    };
+    lab::guard::install_signal_flag().map_err(|e| anyhow!(e))?;
+    for (p, sv) in cells {
+        if lab::guard::interrupted() {
+            res.envelope.interrupted = true;
+            break;
+        }
+        let mut reps = Vec::new();
+        for r in 0..a.repeat {
+            let q = Params {
+                seed: p.seed + r as u64,
+                ..p.clone()
+            };
+            reps.push(sim::simulate(&q).map_err(|e| anyhow!(e))?);
+        }
+        let cell = SimCell {
+            model: p.model.name().into(),
+            lock: p.lock.name().into(),
+            pages: p.pages.name().into(),
+            cpus: p.cpus,
+            workers: p.workers,
+            sweep: sv,
+            status: Status::Ok,
+            reason: None,
+            summary: Some(summarize(&reps)),
+            reps,
+        };
+        if !a.quiet {
+            eprintln!("{}", cell_line(&cell));
+        }
+        res.cells.push(cell);
+        lab::result::write(&out, &res).map_err(|e| anyhow!(e))?;
+    }
+    match a.format {
+        TableFormat::Json => print!("{}", report::json(&res)),
+        TableFormat::Table => print!("{}", table(&res, false)),
+        TableFormat::Markdown => print!("{}", table(&res, true)),
+    }
+    if !a.quiet {
+        eprintln!("preemptlab: result written to {}", out.display());
+    }
+    Ok(if res.envelope.interrupted { 130 } else { 0 })
+}
+
+fn cell_line(c: &SimCell) -> String {
+    let s = c.summary.as_ref().expect("ran");
+    format!(
+        "{:>9} {:>5} {:>3} {:>4} CPUs {:>6}w{}: {:>7} ops/s  spin {:>3.0}%  idle {:>3.0}%  LHP/s {:>7.0}",
+        c.model,
+        c.lock,
+        c.pages,
+        c.cpus,
+        c.workers,
+        c.sweep.as_deref().map(|v| format!(" {v}")).unwrap_or_default(),
+        report::lock_table::rate(s.ops_per_s.median),
+        s.spinning.median * 100.0,
+        s.idle.median * 100.0,
+        s.lhp_per_s.median
+    )
+}
+
+/// The table: one row per cell, with the ratio to the first model of the same configuration.
+fn table(r: &SimResult, md: bool) -> String {
+    let mut rows = Vec::new();
+    for c in &r.cells {
+        let s = c.summary.as_ref().expect("ran");
+        let base = r
+            .cells
+            .iter()
+            .find(|b| {
+                b.lock == c.lock
+                    && b.pages == c.pages
+                    && b.cpus == c.cpus
+                    && b.workers == c.workers
+                    && b.sweep == c.sweep
+            })
+            .and_then(|b| b.summary.as_ref())
+            .map(|b| s.ops_per_s.median / b.ops_per_s.median)
+            .unwrap_or(f64::NAN);
+        rows.push(vec![
+            c.model.clone(),
+            c.lock.clone(),
+            c.pages.clone(),
+            c.cpus.to_string(),
+            c.workers.to_string(),
+            c.sweep.clone().unwrap_or_default(),
+            report::lock_table::rate(s.ops_per_s.median),
+            format!(
+                "{}..{}",
+                report::lock_table::rate(s.ops_per_s.min),
+                report::lock_table::rate(s.ops_per_s.max)
+            ),
+            format!("{base:.2}"),
+            format!("{:.0}%", s.spinning.median * 100.0),
+            format!("{:.0}%", s.idle.median * 100.0),
+            format!("{:.0}", s.lhp_per_s.median),
+            report::lock_table::ns(s.hold_p99_ns.median),
+            report::lock_table::ns(s.acquire_p99_ns.median),
+        ]);
+    }
+    let sweep_name = r.spec.sweep.as_ref().map(|(k, _)| k.as_str()).unwrap_or("");
+    let header = [
+        "model", "lock", "pages", "CPUs", "workers", sweep_name, "ops/s", "min..max", "vs first",
+        "spinning", "idle", "LHP/s", "hold p99", "acq p99",
+    ];
+    let keep: Vec<usize> = (0..header.len())
+        .filter(|&i| i != 5 || !sweep_name.is_empty())
+        .collect();
+    if md {
+        let mut o = format!(
+            "| {} |\n|{}|\n",
+            keep.iter()
+                .map(|&i| header[i])
+                .collect::<Vec<_>>()
+                .join(" | "),
+            keep.iter()
+                .map(|&i| if i < 6 { "---" } else { "---:" })
+                .collect::<Vec<_>>()
+                .join("|")
+        );
+        for row in &rows {
+            o.push_str(&format!(
+                "| {} |\n",
+                keep.iter()
+                    .map(|&i| row[i].as_str())
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            ));
+        }
+        return o;
+    }
+    use report::markup::{columns, Align};
+    let hdr: Vec<&str> = keep.iter().map(|&i| header[i]).collect();
+    let align: Vec<Align> = keep
+        .iter()
+        .map(|&i| if i < 3 { Align::Left } else { Align::Right })
+        .collect();
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| keep.iter().map(|&i| r[i].clone()).collect())
+        .collect();
+    format!(
+        "sim: {} runs per cell of {} s virtual time (+{} s warm-up), HZ {}; model, not measurement (GUIDE.md \"sim\")\n\n{}",
+        r.spec.repeat,
+        r.spec.params.duration_ns as f64 / 1e9,
+        r.spec.params.warmup_ns as f64 / 1e9,
+        r.spec.params.hz,
+        columns(&hdr, &align, &rows, 0, 160)
+    )
+}

@@ -1,0 +1,1376 @@
+//! A discrete-event model of `bench lock` on a machine of any size: C CPUs with per-CPU run queues, a tick,
+//! fair-class slices and wakeup preemption, the four preemption models of REFERENCE.md §2, page faults
+//! taken inside the critical section, and the locks `pg` (s_lock's spin-then-sleep with adaptive
+//! spins_per_delay), `futex` (three-state mutex), `rseq` (`pg` whose holder asks for a time-slice
+//! extension).
+//!
+//! Pure and deterministic: integer-nanosecond clock, one event heap ordered by (time, sequence), one seeded
+//! RNG; the same parameters give the same result, byte for byte. GUIDE.md ("sim") explains the model, its
+//! assumptions and where it is known to be wrong.
+//!
+//! Where the models differ (REFERENCE.md §2), and nowhere else:
+//! - in kernel mode (a page fault, a syscall): `full` switches as soon as a reschedule is requested; `lazy`
+//!   when the request is upgraded at the tick; `none` and `voluntary` only on the way back to user mode;
+//! - a wakeup aimed at a busy CPU: `none`/`voluntary`/`full` set NEED_RESCHED and send an IPI, so the
+//!   target reschedules within `ipi_ns` (at once in user mode; in kernel mode as above); `lazy` sets only
+//!   the lazy flag and sends nothing: the target notices at its next tick or its next return to user.
+//! - Every model reschedules on return to user mode when either flag is set.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Preemption model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Model {
+    /// No preemption in the kernel.
+    None,
+    /// Also at cond_resched() points (the modelled fault path has none).
+    Voluntary,
+    /// Preemption anywhere preemption is enabled.
+    Full,
+    /// Lazy requests, upgraded at the tick; no IPI for fair-class wakeups.
+    Lazy,
+}
+
+impl Model {
+    /// Parses `none|voluntary|full|lazy`.
+    pub fn parse(s: &str) -> Result<Model, String> {
+        match s {
+            "none" => Ok(Model::None),
+            "voluntary" => Ok(Model::Voluntary),
+            "full" => Ok(Model::Full),
+            "lazy" => Ok(Model::Lazy),
+            _ => Err(format!("{s}: expected none, voluntary, full or lazy")),
+        }
+    }
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::None => "none",
+            Model::Voluntary => "voluntary",
+            Model::Full => "full",
+            Model::Lazy => "lazy",
+        }
+    }
+}
+
+/// The lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LockKind {
+    /// PostgreSQL's s_lock.
+    Pg,
+    /// Three-state futex mutex.
+    Futex,
+    /// `pg` with the rseq time-slice extension for the holder.
+    Rseq,
+}
+
+impl LockKind {
+    /// Parses `pg|futex|rseq`.
+    pub fn parse(s: &str) -> Result<LockKind, String> {
+        match s {
+            "pg" => Ok(LockKind::Pg),
+            "futex" => Ok(LockKind::Futex),
+            "rseq" => Ok(LockKind::Rseq),
+            _ => Err(format!("{s}: expected pg, futex or rseq")),
+        }
+    }
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockKind::Pg => "pg",
+            LockKind::Futex => "futex",
+            LockKind::Rseq => "rseq",
+        }
+    }
+}
+
+/// Page size of the shared descriptor array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Pages {
+    /// 4 KB pages (faults map a fault-around group).
+    #[serde(rename = "4k")]
+    P4k,
+    /// 2 MB pages.
+    #[serde(rename = "2m")]
+    P2m,
+}
+
+impl Pages {
+    /// Parses `4k|2m` (also `hugetlb-2m`).
+    pub fn parse(s: &str) -> Result<Pages, String> {
+        match s {
+            "4k" => Ok(Pages::P4k),
+            "2m" | "hugetlb-2m" => Ok(Pages::P2m),
+            _ => Err(format!("{s}: expected 4k or 2m")),
+        }
+    }
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pages::P4k => "4k",
+            Pages::P2m => "2m",
+        }
+    }
+}
+
+/// Everything the model takes. Costs default to this project's measurements (REFERENCE.md §6, GUIDE.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    /// CPUs.
+    pub cpus: u32,
+    /// Worker processes.
+    pub workers: u32,
+    /// Preemption model.
+    pub model: Model,
+    /// Lock.
+    pub lock: LockKind,
+    /// Page size.
+    pub pages: Pages,
+    /// Timer ticks per second.
+    pub hz: u32,
+    /// Measured virtual time, ns.
+    pub duration_ns: u64,
+    /// Virtual time before measuring, ns.
+    pub warmup_ns: u64,
+    /// RNG seed.
+    pub seed: u64,
+    /// 64-byte buffer descriptors in the shared array.
+    pub descriptors: u64,
+    /// User work outside the lock per operation, ns.
+    pub work_ns: u64,
+    /// Other user time per operation outside the lock (the loop, the RNG, timers), ns.
+    pub op_ns: u64,
+    /// User time inside the lock (pop the head, read its descriptor), ns.
+    pub cs_ns: u64,
+    /// Extra time per operation on 4 KB pages (TLB misses and page walks over the array), ns.
+    pub access_4k_ns: u64,
+    /// A minor fault on 4 KB pages (maps a fault-around group), ns.
+    pub fault_4k_ns: u64,
+    /// 4 KB pages one fault maps (fault-around: 64 KB).
+    pub fault_around_pages: u64,
+    /// Mapping an existing 2 MB page in a new process, ns.
+    pub fault_2m_map_ns: u64,
+    /// The first touch of a 2 MB page by anyone (zeroing), ns.
+    pub fault_2m_zero_ns: u64,
+    /// Replace a worker after this many operations (fresh page tables); 0: never.
+    pub reconnect_every: u64,
+    /// Replacing a worker (exit, fork), ns of kernel time.
+    pub respawn_ns: u64,
+    /// One spin-loop iteration (`pause` plus the test), ns.
+    pub spin_ns: u64,
+    /// Cache-line transfer from the releaser to the next holder, ns.
+    pub lock_transfer_ns: u64,
+    /// A context switch, ns.
+    pub ctx_switch_ns: u64,
+    /// Entering and leaving a syscall, ns.
+    pub syscall_ns: u64,
+    /// futex_wake with a waiter, ns.
+    pub futex_wake_ns: u64,
+    /// IPI delivery to a remote CPU, ns.
+    pub ipi_ns: u64,
+    /// Leaving idle on a wakeup, ns.
+    pub idle_exit_ns: u64,
+    /// Timer slack added to pg_usleep, ns.
+    pub sleep_slack_ns: u64,
+    /// Hypothesis knob (GUIDE.md): the probability that a 4 KB fault blocks on a sleeping lock in the fault
+    /// path (woken by another CPU). 0 in the defaults.
+    pub fault_block_p: f64,
+    /// How long such a block lasts before the wakeup, ns.
+    pub fault_block_ns: u64,
+    /// rseq slice extension granted to the holder, ns.
+    pub rseq_grant_ns: u64,
+    /// A woken task preempts the running one only after that one has run this long since it was switched
+    /// in (EEVDF's RUN_TO_PARITY protects the current task's slice); None: the base slice.
+    pub wakeup_preempt_after_ns: Option<u64>,
+}
+
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            cpus: 2,
+            workers: 16,
+            model: Model::None,
+            lock: LockKind::Pg,
+            pages: Pages::P4k,
+            hz: 250,
+            duration_ns: 1_000_000_000,
+            warmup_ns: 100_000_000,
+            seed: 1,
+            descriptors: 16 << 20,
+            work_ns: 1000,
+            op_ns: 460,
+            cs_ns: 200,
+            access_4k_ns: 450,
+            fault_4k_ns: 4000,
+            fault_around_pages: 16,
+            fault_2m_map_ns: 1000,
+            fault_2m_zero_ns: 500_000,
+            reconnect_every: 81_920,
+            respawn_ns: 150_000,
+            spin_ns: 30,
+            lock_transfer_ns: 100,
+            ctx_switch_ns: 1500,
+            syscall_ns: 300,
+            futex_wake_ns: 300,
+            ipi_ns: 2000,
+            idle_exit_ns: 5000,
+            sleep_slack_ns: 50_000,
+            fault_block_p: 0.0,
+            fault_block_ns: 5000,
+            rseq_grant_ns: 5000,
+            wakeup_preempt_after_ns: None,
+        }
+    }
+}
+
+/// Percentiles of a distribution, ns.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Pcts {
+    /// Median.
+    pub p50: u64,
+    /// 90th.
+    pub p90: u64,
+    /// 99th.
+    pub p99: u64,
+    /// 99.9th.
+    pub p999: u64,
+    /// Maximum.
+    pub max: u64,
+}
+
+fn pcts(h: &Histogram<u64>) -> Pcts {
+    Pcts {
+        p50: h.value_at_quantile(0.50),
+        p90: h.value_at_quantile(0.90),
+        p99: h.value_at_quantile(0.99),
+        p999: h.value_at_quantile(0.999),
+        max: h.max(),
+    }
+}
+
+/// Where the CPUs' time went, as fractions of CPU time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuSplit {
+    /// Work, per-operation overhead and critical sections.
+    pub useful: f64,
+    /// Spinning on the lock.
+    pub spinning: f64,
+    /// Page faults.
+    pub faults: f64,
+    /// Syscalls (sleep, futex), worker replacement.
+    pub kernel: f64,
+    /// Context switches.
+    pub scheduler: f64,
+    /// Idle.
+    pub idle: f64,
+}
+
+/// The outcome of one simulated run (a `bench lock` repetition's fields where they exist).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Operations per second of virtual time.
+    pub ops_per_s: f64,
+    /// Operations in the measured window.
+    pub ops: u64,
+    /// Acquire latency, ns.
+    pub acquire_ns: Pcts,
+    /// Hold time, ns.
+    pub hold_ns: Pcts,
+    /// Holds longer than 100 us per million operations.
+    pub stalled_per_mop: f64,
+    /// Lock-holder preemptions (the holder descheduled while holding) per second.
+    pub lhp_per_s: f64,
+    /// Faults per operation.
+    pub minflt_per_op: f64,
+    /// CPU time per operation, ns (busy time / operations).
+    pub cpu_ns_per_op: f64,
+    /// Sleeps (pg_usleep or futex waits) per operation.
+    pub sleeps_per_op: f64,
+    /// Context switches per operation.
+    pub switches_per_op: f64,
+    /// Jain's fairness index over per-worker operations.
+    pub jain: f64,
+    /// CPU split.
+    pub cpu: CpuSplit,
+    /// Events processed.
+    pub events: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    /// User work outside the lock.
+    Work,
+    /// Spinning for the lock (pg, rseq).
+    Spin,
+    /// The fault inside the critical section (kernel).
+    Fault,
+    /// The critical section proper (user).
+    Cs,
+    /// Entering pg_usleep (kernel), then sleeping.
+    SleepEnter,
+    /// Entering futex_wait (kernel), then sleeping.
+    FutexWaitEnter,
+    /// futex_wake after release (kernel).
+    FutexWake,
+    /// rseq_slice_yield after a granted extension (kernel).
+    SliceYield,
+    /// Replacing the worker process (kernel).
+    Respawn,
+    /// Switching to this task (kernel, scheduler).
+    Switch,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    Running,
+    Runnable,
+    Sleeping,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Acct {
+    Useful,
+    Spin,
+    Fault,
+    Kernel,
+    Sched,
+}
+
+impl Phase {
+    fn kernel(self) -> bool {
+        matches!(
+            self,
+            Phase::Fault
+                | Phase::SleepEnter
+                | Phase::FutexWaitEnter
+                | Phase::FutexWake
+                | Phase::SliceYield
+                | Phase::Respawn
+                | Phase::Switch
+        )
+    }
+    fn acct(self) -> Acct {
+        match self {
+            Phase::Work | Phase::Cs => Acct::Useful,
+            Phase::Spin => Acct::Spin,
+            Phase::Fault => Acct::Fault,
+            Phase::Switch => Acct::Sched,
+            _ => Acct::Kernel,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Task {
+    state: State,
+    phase: Phase,
+    /// What to resume after a Switch segment.
+    resume: Phase,
+    remaining: u64,
+    cpu: u32,
+    vruntime: u64,
+    /// Pages (fault groups) this process has mapped.
+    touched: u64,
+    ops_since_spawn: u64,
+    spins_per_delay: u32,
+    cur_delay_ns: u64,
+    slept_this_acquire: bool,
+    acquire_start: u64,
+    hold_start: u64,
+    holding: bool,
+    /// A fault is pending at the start of the critical section.
+    fault_pending: bool,
+    /// The pending fault blocks halfway (hypothesis knob).
+    fault_blocks: bool,
+    /// rseq: extension granted and not yet yielded.
+    granted: bool,
+    ops: u64,
+    /// Woken from a futex wait: retry the lock.
+    retry: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Cpu {
+    cur: Option<u32>,
+    rq: Vec<u32>,
+    need: bool,
+    lazy: bool,
+    gen: u64,
+    seg_start: u64,
+    seg_end: u64,
+    switched_in: u64,
+    idle_since: Option<u64>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Ev {
+    /// The running segment on a CPU ends (generation).
+    SegEnd(u32, u64),
+    /// Timer tick on a CPU.
+    Tick(u32),
+    /// A sleeping task wakes (timer or remote waker).
+    Wake(u32),
+    /// An IPI reaches a CPU.
+    Ipi(u32),
+    /// A granted rseq extension runs out (CPU, generation).
+    ExtEnd(u32, u64),
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // splitmix64
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// The EEVDF base slice of REFERENCE.md §2 (since 6.15): 0.70 ms x (1 + log2(min(cpus, 8))).
+pub fn base_slice_ns(cpus: u32) -> u64 {
+    let n = cpus.clamp(1, 8);
+    700_000 * (1 + (31 - n.leading_zeros()) as u64)
+}
+
+struct Sim {
+    p: Params,
+    now: u64,
+    seq: u64,
+    heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    rng: Rng,
+    cpus: Vec<Cpu>,
+    tasks: Vec<Task>,
+    holder: Option<u32>,
+    /// Running tasks currently spinning on the lock.
+    spinners: Vec<u32>,
+    /// Tasks asleep in futex_wait.
+    futex_waiters: Vec<u32>,
+    slice: u64,
+    groups: u64,
+    zeroed_2m: u64,
+    // measurement
+    measuring: bool,
+    ops: u64,
+    faults: u64,
+    sleeps: u64,
+    switches: u64,
+    lhp: u64,
+    stalled: u64,
+    acct: [u64; 5],
+    acquire: Histogram<u64>,
+    hold: Histogram<u64>,
+    events: u64,
+}
+
+impl Sim {
+    fn push(&mut self, at: u64, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Reverse((at, self.seq, ev)));
+    }
+
+    fn fault_groups(p: &Params) -> u64 {
+        let bytes = p.descriptors * 64;
+        match p.pages {
+            Pages::P4k => (bytes / (4096 * p.fault_around_pages.max(1))).max(1),
+            Pages::P2m => (bytes / (2 << 20)).max(1),
+        }
+    }
+
+    fn new(p: Params) -> Sim {
+        let mut rng = Rng(p.seed ^ 0x005E_ED0F_5EED);
+        let slice = base_slice_ns(p.cpus);
+        let mut cpus = vec![
+            Cpu {
+                cur: None,
+                rq: Vec::new(),
+                need: false,
+                lazy: false,
+                gen: 0,
+                seg_start: 0,
+                seg_end: 0,
+                switched_in: 0,
+                idle_since: Some(0),
+            };
+            p.cpus as usize
+        ];
+        let mut tasks = Vec::with_capacity(p.workers as usize);
+        for i in 0..p.workers {
+            let cpu = i % p.cpus;
+            tasks.push(Task {
+                state: State::Runnable,
+                phase: Phase::Work,
+                resume: Phase::Work,
+                remaining: rng.below(p.work_ns.max(1)),
+                cpu,
+                vruntime: 0,
+                touched: 0,
+                // Workers start at staggered ages, as after a while of replacements.
+                ops_since_spawn: if p.reconnect_every > 0 {
+                    rng.below(p.reconnect_every)
+                } else {
+                    0
+                },
+                spins_per_delay: 100,
+                cur_delay_ns: 0,
+                slept_this_acquire: false,
+                acquire_start: 0,
+                hold_start: 0,
+                holding: false,
+                fault_pending: false,
+                fault_blocks: false,
+                granted: false,
+                ops: 0,
+                retry: false,
+            });
+            cpus[cpu as usize].rq.push(i);
+        }
+        // A worker that has done k operations has mapped about groups x (1 - (1 - 1/groups)^k) groups.
+        let groups = Sim::fault_groups(&p);
+        for t in &mut tasks {
+            let k = t.ops_since_spawn as f64;
+            t.touched = (groups as f64 * (1.0 - (-k / groups as f64).exp())) as u64;
+        }
+        let hist = || Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("bounds");
+        let mut s = Sim {
+            now: 0,
+            seq: 0,
+            heap: BinaryHeap::new(),
+            rng,
+            cpus,
+            tasks,
+            holder: None,
+            spinners: Vec::new(),
+            futex_waiters: Vec::new(),
+            slice,
+            groups,
+            zeroed_2m: if p.pages == Pages::P2m { groups } else { 0 },
+            measuring: false,
+            ops: 0,
+            faults: 0,
+            sleeps: 0,
+            switches: 0,
+            lhp: 0,
+            stalled: 0,
+            acct: [0; 5],
+            acquire: hist(),
+            hold: hist(),
+            events: 0,
+            p,
+        };
+        let tick = 1_000_000_000 / s.p.hz.max(1) as u64;
+        for c in 0..s.p.cpus {
+            // Ticks are staggered across CPUs.
+            let first = tick * c as u64 / s.p.cpus as u64 + 1;
+            s.push(first, Ev::Tick(c));
+            s.schedule(c);
+        }
+        s
+    }
+
+    fn account(&mut self, acct: Acct, from: u64, to: u64) {
+        if !self.measuring || to <= from {
+            return;
+        }
+        let start = from.max(self.p.warmup_ns);
+        if to > start {
+            self.acct[acct as usize] += to - start;
+        }
+    }
+
+    /// Starts (or resumes) the current task's phase on `c` for `dur` ns.
+    fn run_segment(&mut self, c: u32, dur: u64) {
+        let cpu = &mut self.cpus[c as usize];
+        cpu.gen += 1;
+        cpu.seg_start = self.now;
+        cpu.seg_end = self.now + dur.max(1);
+        let (end, gen) = (cpu.seg_end, cpu.gen);
+        self.push(end, Ev::SegEnd(c, gen));
+    }
+
+    /// Picks the next task on `c` (the lowest vruntime) or goes idle; pulls from the busiest CPU when its own
+    /// queue is empty.
+    fn schedule(&mut self, c: u32) {
+        let ci = c as usize;
+        if self.cpus[ci].rq.is_empty() {
+            // Idle balance: take a waiting task from the longest queue.
+            let (mut best, mut len) = (usize::MAX, 0);
+            for (i, o) in self.cpus.iter().enumerate() {
+                if o.rq.len() > len {
+                    best = i;
+                    len = o.rq.len();
+                }
+            }
+            if best != usize::MAX {
+                let t = self.cpus[best].rq.pop().expect("non-empty");
+                self.cpus[ci].rq.push(t);
+            }
+        }
+        if self.cpus[ci].rq.is_empty() {
+            self.cpus[ci].cur = None;
+            self.cpus[ci].idle_since = Some(self.now);
+            self.cpus[ci].need = false;
+            self.cpus[ci].lazy = false;
+            self.cpus[ci].gen += 1;
+            return;
+        }
+        let (mut bi, mut bv) = (0, u64::MAX);
+        for (i, &t) in self.cpus[ci].rq.iter().enumerate() {
+            if self.tasks[t as usize].vruntime < bv {
+                bv = self.tasks[t as usize].vruntime;
+                bi = i;
+            }
+        }
+        let t = self.cpus[ci].rq.swap_remove(bi);
+        // Idle time is not tracked here (it is what is left of the CPU time); leaving idle costs idle_exit_ns.
+        let was_idle = self.cpus[ci].idle_since.take().is_some();
+        let cpu = &mut self.cpus[ci];
+        cpu.cur = Some(t);
+        cpu.need = false;
+        cpu.lazy = false;
+        cpu.switched_in = self.now;
+        let task = &mut self.tasks[t as usize];
+        task.state = State::Running;
+        task.cpu = c;
+        task.resume = task.phase;
+        task.phase = Phase::Switch;
+        if self.measuring {
+            self.switches += 1;
+        }
+        let d = self.p.ctx_switch_ns + if was_idle { self.p.idle_exit_ns } else { 0 };
+        self.run_segment(c, d);
+    }
+
+    /// Takes the current task off `c` (it stays runnable) and schedules.
+    fn preempt(&mut self, c: u32) {
+        let ci = c as usize;
+        let Some(t) = self.cpus[ci].cur else { return };
+        self.stop_segment(c, t);
+        let task = &mut self.tasks[t as usize];
+        task.state = State::Runnable;
+        if task.holding && self.measuring {
+            self.lhp += 1;
+        }
+        self.spinners.retain(|&x| x != t);
+        self.cpus[ci].rq.push(t);
+        self.schedule(c);
+    }
+
+    /// Stops the running segment early: accounts the time run and keeps the rest.
+    fn stop_segment(&mut self, c: u32, t: u32) {
+        let (start, end) = (
+            self.cpus[c as usize].seg_start,
+            self.cpus[c as usize].seg_end,
+        );
+        let ran = self.now.saturating_sub(start);
+        let phase = self.tasks[t as usize].phase;
+        self.account(phase.acct(), start, self.now);
+        let task = &mut self.tasks[t as usize];
+        task.vruntime += ran;
+        if phase == Phase::Switch {
+            // An interrupted switch is redone in full next time.
+            task.phase = task.resume;
+        } else if phase == Phase::Spin {
+            // Spin budget left.
+            task.remaining = end.saturating_sub(self.now);
+        } else {
+            task.remaining = end.saturating_sub(self.now);
+        }
+        self.cpus[c as usize].gen += 1;
+    }
+
+    /// The current task on `c` blocks (sleeps); `wake_at` schedules its wakeup, None waits for a waker.
+    fn block(&mut self, c: u32, t: u32, wake_at: Option<u64>) {
+        let task = &mut self.tasks[t as usize];
+        task.state = State::Sleeping;
+        if task.holding && self.measuring {
+            self.lhp += 1;
+        }
+        self.spinners.retain(|&x| x != t);
+        if let Some(at) = wake_at {
+            self.push(at, Ev::Wake(t));
+        }
+        self.schedule(c);
+    }
+
+    /// Is a reschedule due on `c` for a task in kernel mode right now?
+    fn kernel_preemptible(&self, c: u32) -> bool {
+        let cpu = &self.cpus[c as usize];
+        match self.p.model {
+            Model::Full => cpu.need || cpu.lazy,
+            Model::Lazy => cpu.need,
+            Model::None | Model::Voluntary => false,
+        }
+    }
+
+    /// On the way back to user mode: reschedule when either flag is set (every model). Returns true when
+    /// the task was switched out. rseq: a holder that asked gets one extension instead.
+    fn return_to_user(&mut self, c: u32, from_irq_or_fault: bool) -> bool {
+        let ci = c as usize;
+        if !(self.cpus[ci].need || self.cpus[ci].lazy) {
+            return false;
+        }
+        let Some(t) = self.cpus[ci].cur else {
+            return false;
+        };
+        if self.p.lock == LockKind::Rseq
+            && from_irq_or_fault
+            && self.tasks[t as usize].holding
+            && !self.tasks[t as usize].granted
+        {
+            self.tasks[t as usize].granted = true;
+            let gen = self.cpus[ci].gen;
+            self.push(self.now + self.p.rseq_grant_ns, Ev::ExtEnd(c, gen));
+            return false;
+        }
+        if self.tasks[t as usize].granted {
+            return false; // still inside its extension
+        }
+        self.preempt(c);
+        true
+    }
+
+    /// Makes a sleeping task runnable (`remote`: woken by another CPU) with wakeup preemption.
+    fn wake(&mut self, t: u32, remote: bool) {
+        if self.tasks[t as usize].state != State::Sleeping {
+            return;
+        }
+        // Placement: its last CPU, or an idle one if it is busy.
+        let mut c = self.tasks[t as usize].cpu;
+        if self.cpus[c as usize].cur.is_some() {
+            if let Some(i) = self.cpus.iter().position(|x| x.cur.is_none()) {
+                c = i as u32;
+            }
+        }
+        let ci = c as usize;
+        let minv = self.cpus[ci]
+            .cur
+            .map(|x| self.tasks[x as usize].vruntime)
+            .unwrap_or(0);
+        let task = &mut self.tasks[t as usize];
+        task.state = State::Runnable;
+        task.vruntime = task.vruntime.max(minv.saturating_sub(self.slice / 2));
+        self.cpus[ci].rq.push(t);
+        match self.cpus[ci].cur {
+            None => {
+                // Idle CPU: it leaves idle and picks the task.
+                self.schedule(c);
+            }
+            Some(_) => {
+                // Wakeup preemption once the current task has used its protected slice.
+                let ran = self.now.saturating_sub(self.cpus[ci].switched_in);
+                if ran < self.p.wakeup_preempt_after_ns.unwrap_or(self.slice) {
+                    return;
+                }
+                match self.p.model {
+                    Model::Lazy => self.cpus[ci].lazy = true,
+                    _ => {
+                        self.cpus[ci].need = true;
+                        if remote {
+                            self.push(self.now + self.p.ipi_ns, Ev::Ipi(c));
+                        }
+                    }
+                }
+                if !remote {
+                    // A local wakeup comes from an interrupt on that CPU (the timer): its return path
+                    // checks the flags now, in every model.
+                    self.ipi(c);
+                }
+            }
+        }
+    }
+
+    /// A running task on `c` tries the lock now.
+    fn try_lock(&mut self, c: u32, t: u32) {
+        if self.holder.is_none() {
+            self.take_lock(c, t, 0);
+            return;
+        }
+        match self.p.lock {
+            LockKind::Pg | LockKind::Rseq => {
+                let budget = self.tasks[t as usize].spins_per_delay as u64 * self.p.spin_ns;
+                self.tasks[t as usize].phase = Phase::Spin;
+                self.spinners.push(t);
+                self.run_segment(c, budget);
+            }
+            LockKind::Futex => {
+                self.tasks[t as usize].phase = Phase::FutexWaitEnter;
+                self.run_segment(c, self.p.syscall_ns);
+            }
+        }
+    }
+
+    /// `t` (running on `c`) becomes the holder after `delay` ns of transfer.
+    fn take_lock(&mut self, c: u32, t: u32, delay: u64) {
+        self.holder = Some(t);
+        self.spinners.retain(|&x| x != t);
+        let now = self.now;
+        let measuring = self.measuring;
+        let p = &self.p;
+        let fault_p;
+        {
+            let task = &self.tasks[t as usize];
+            fault_p = 1.0 - task.touched as f64 / self.groups as f64;
+        }
+        let faults = self.rng.unit() < fault_p;
+        let blocks = faults && p.pages == Pages::P4k && self.rng.unit() < p.fault_block_p;
+        let task = &mut self.tasks[t as usize];
+        if measuring && now >= p.warmup_ns {
+            let _ = self.acquire.record((now - task.acquire_start).max(1));
+        }
+        // spins_per_delay adapts as in s_lock.c.
+        if task.slept_this_acquire {
+            task.spins_per_delay = (task.spins_per_delay.saturating_sub(1)).max(10);
+        } else {
+            task.spins_per_delay = (task.spins_per_delay + 100).min(1000);
+        }
+        task.slept_this_acquire = false;
+        task.cur_delay_ns = 0;
+        task.holding = true;
+        task.hold_start = now;
+        task.fault_pending = faults;
+        task.fault_blocks = blocks;
+        task.granted = false;
+        if faults {
+            task.touched += 1;
+            if self.measuring {
+                self.faults += 1;
+            }
+            let mut d = match p.pages {
+                Pages::P4k => p.fault_4k_ns,
+                Pages::P2m => p.fault_2m_map_ns,
+            };
+            if p.pages == Pages::P2m && self.zeroed_2m < self.groups {
+                self.zeroed_2m += 1;
+                d += p.fault_2m_zero_ns;
+            }
+            task.phase = Phase::Fault;
+            task.remaining = d;
+            self.run_segment(c, delay + d);
+        } else {
+            task.phase = Phase::Cs;
+            let d = p.cs_ns
+                + match p.pages {
+                    Pages::P4k => p.access_4k_ns / 2,
+                    Pages::P2m => 0,
+                };
+            self.run_segment(c, delay + d);
+        }
+    }
+
+    /// The holder on `c` releases the lock.
+    fn release(&mut self, c: u32, t: u32) {
+        let now = self.now;
+        let task = &mut self.tasks[t as usize];
+        task.holding = false;
+        let held = now - task.hold_start;
+        task.ops += 1;
+        task.ops_since_spawn += 1;
+        let granted = std::mem::replace(&mut task.granted, false);
+        self.holder = None;
+        if self.measuring && now >= self.p.warmup_ns {
+            self.ops += 1;
+            let _ = self.hold.record(held.max(1));
+            if held > 100_000 {
+                self.stalled += 1;
+            }
+        }
+        // A running spinner notices and takes it.
+        if !self.spinners.is_empty() {
+            let i = self.rng.below(self.spinners.len() as u64) as usize;
+            let w = self.spinners.swap_remove(i);
+            let wc = self.tasks[w as usize].cpu;
+            // Stop its spin segment and hand over.
+            self.stop_segment(wc, w);
+            let d = self.p.lock_transfer_ns;
+            self.take_lock(wc, w, d);
+        }
+        let next = if self.p.lock == LockKind::Futex && !self.futex_waiters.is_empty() {
+            Phase::FutexWake
+        } else if granted {
+            Phase::SliceYield
+        } else if self.p.reconnect_every > 0
+            && self.tasks[t as usize].ops_since_spawn >= self.p.reconnect_every
+        {
+            Phase::Respawn
+        } else {
+            Phase::Work
+        };
+        self.start_phase(c, t, next);
+    }
+
+    fn start_phase(&mut self, c: u32, t: u32, ph: Phase) {
+        let p = &self.p;
+        let d = match ph {
+            Phase::Work => {
+                p.work_ns
+                    + p.op_ns
+                    + match p.pages {
+                        Pages::P4k => p.access_4k_ns / 2,
+                        Pages::P2m => 0,
+                    }
+            }
+            Phase::FutexWake => p.futex_wake_ns,
+            Phase::SliceYield => p.syscall_ns,
+            Phase::Respawn => p.respawn_ns,
+            _ => unreachable!("start_phase {ph:?}"),
+        };
+        let task = &mut self.tasks[t as usize];
+        task.phase = ph;
+        if ph == Phase::Work {
+            task.acquire_start = 0;
+        }
+        self.run_segment(c, d);
+    }
+
+    /// The segment on `c` ran to its end.
+    fn seg_end(&mut self, c: u32) {
+        let Some(t) = self.cpus[c as usize].cur else {
+            return;
+        };
+        let (start, end) = (
+            self.cpus[c as usize].seg_start,
+            self.cpus[c as usize].seg_end,
+        );
+        let phase = self.tasks[t as usize].phase;
+        self.account(phase.acct(), start, end);
+        self.tasks[t as usize].vruntime += end - start;
+        // The segment is consumed: a preemption from here on accounts nothing twice.
+        self.cpus[c as usize].seg_start = self.now;
+        self.cpus[c as usize].seg_end = self.now;
+        match phase {
+            Phase::Switch => {
+                let task = &mut self.tasks[t as usize];
+                task.phase = task.resume;
+                let resume = task.phase;
+                let rem = task.remaining;
+                if resume.kernel() || !self.return_to_user(c, false) {
+                    self.resume(c, t, resume, rem);
+                }
+            }
+            Phase::Work => {
+                self.tasks[t as usize].acquire_start = self.now;
+                self.try_lock(c, t);
+            }
+            Phase::Spin => {
+                // Budget used up: pg_usleep.
+                self.spinners.retain(|&x| x != t);
+                self.tasks[t as usize].phase = Phase::SleepEnter;
+                self.run_segment(c, self.p.syscall_ns);
+            }
+            Phase::SleepEnter => {
+                let task = &mut self.tasks[t as usize];
+                task.slept_this_acquire = true;
+                task.cur_delay_ns = if task.cur_delay_ns == 0 {
+                    1_000_000
+                } else {
+                    let r = self.rng.unit();
+                    let d = task.cur_delay_ns as f64 * (1.0 + r) + 500.0;
+                    if d > 1e9 {
+                        1_000_000
+                    } else {
+                        d as u64
+                    }
+                };
+                let at = self.now + task.cur_delay_ns + self.p.sleep_slack_ns;
+                task.phase = Phase::Spin; // retry after waking
+                task.remaining = 0;
+                if self.measuring {
+                    self.sleeps += 1;
+                }
+                self.block(c, t, Some(at));
+            }
+            Phase::FutexWaitEnter => {
+                if self.holder.is_none() {
+                    // Released meanwhile: take it.
+                    self.take_lock(c, t, 0);
+                } else {
+                    self.tasks[t as usize].retry = true;
+                    self.futex_waiters.push(t);
+                    if self.measuring {
+                        self.sleeps += 1;
+                    }
+                    self.block(c, t, None);
+                }
+            }
+            Phase::Fault => {
+                let task = &mut self.tasks[t as usize];
+                if task.fault_blocks {
+                    // The fault path sleeps on a lock; another CPU wakes it.
+                    task.fault_blocks = false;
+                    task.remaining = 0;
+                    let at = self.now + self.p.fault_block_ns;
+                    self.block(c, t, None);
+                    self.push(at, Ev::Wake(t | 1 << 31));
+                    return;
+                }
+                task.fault_pending = false;
+                task.phase = Phase::Cs;
+                if !self.return_to_user(c, true) {
+                    let d = self.p.cs_ns
+                        + match self.p.pages {
+                            Pages::P4k => self.p.access_4k_ns / 2,
+                            Pages::P2m => 0,
+                        };
+                    self.run_segment(c, d);
+                } else {
+                    let d = self.p.cs_ns;
+                    self.tasks[t as usize].remaining = d;
+                }
+            }
+            Phase::Cs => self.release(c, t),
+            Phase::FutexWake => {
+                if !self.futex_waiters.is_empty() {
+                    let w = self.futex_waiters.remove(0);
+                    let remote = self.tasks[w as usize].cpu != c;
+                    self.wake(w, remote);
+                }
+                self.after_release_syscall(c, t);
+            }
+            Phase::SliceYield => {
+                // rseq_slice_yield: the deferred reschedule happens now.
+                self.cpus[c as usize].need = true;
+                let task = &mut self.tasks[t as usize];
+                task.phase = Phase::Work;
+                task.remaining = 0;
+                if !self.return_to_user(c, false) {
+                    self.start_phase(c, t, Phase::Work);
+                }
+            }
+            Phase::Respawn => {
+                let task = &mut self.tasks[t as usize];
+                task.touched = 0;
+                task.ops_since_spawn = 0;
+                task.spins_per_delay = 100;
+                task.phase = Phase::Work;
+                task.remaining = 0;
+                if !self.return_to_user(c, false) {
+                    self.start_phase(c, t, Phase::Work);
+                }
+            }
+        }
+    }
+
+    fn after_release_syscall(&mut self, c: u32, t: u32) {
+        let next = if self.p.reconnect_every > 0
+            && self.tasks[t as usize].ops_since_spawn >= self.p.reconnect_every
+        {
+            Phase::Respawn
+        } else {
+            Phase::Work
+        };
+        if !self.return_to_user(c, false) {
+            self.start_phase(c, t, next);
+        } else {
+            let task = &mut self.tasks[t as usize];
+            task.phase = next;
+            task.remaining = 0;
+        }
+    }
+
+    /// Continues a task's phase after it was switched in.
+    fn resume(&mut self, c: u32, t: u32, phase: Phase, rem: u64) {
+        match phase {
+            Phase::Spin => {
+                if self.holder.is_none() {
+                    self.take_lock(c, t, 0);
+                } else {
+                    let budget = if rem == 0 {
+                        self.tasks[t as usize].spins_per_delay as u64 * self.p.spin_ns
+                    } else {
+                        rem
+                    };
+                    self.spinners.push(t);
+                    self.run_segment(c, budget);
+                }
+            }
+            Phase::FutexWaitEnter if self.tasks[t as usize].retry => {
+                self.tasks[t as usize].retry = false;
+                if self.holder.is_none() {
+                    self.take_lock(c, t, 0);
+                } else {
+                    self.run_segment(c, self.p.syscall_ns);
+                }
+            }
+            Phase::Work | Phase::FutexWake | Phase::SliceYield | Phase::Respawn if rem == 0 => {
+                self.start_phase(c, t, phase)
+            }
+            _ => {
+                let d = if rem == 0 { 1 } else { rem };
+                self.run_segment(c, d);
+            }
+        }
+    }
+
+    fn tick(&mut self, c: u32) {
+        let tick = 1_000_000_000 / self.p.hz.max(1) as u64;
+        self.push(self.now + tick, Ev::Tick(c));
+        let ci = c as usize;
+        let Some(t) = self.cpus[ci].cur else { return };
+        let ran = self.now.saturating_sub(self.cpus[ci].switched_in);
+        if self.p.model == Model::Lazy && self.cpus[ci].lazy {
+            self.cpus[ci].need = true; // the tick upgrades a lazy request
+        }
+        if ran >= self.slice && !self.cpus[ci].rq.is_empty() {
+            match self.p.model {
+                Model::Lazy => {
+                    if !self.cpus[ci].need {
+                        self.cpus[ci].lazy = true;
+                    }
+                }
+                _ => self.cpus[ci].need = true,
+            }
+        }
+        if !(self.cpus[ci].need || self.cpus[ci].lazy) {
+            return;
+        }
+        if self.tasks[t as usize].phase.kernel() {
+            if self.kernel_preemptible(c) && self.tasks[t as usize].phase != Phase::Switch {
+                self.preempt(c);
+            }
+        } else {
+            // The tick interrupt returns to user mode.
+            self.interrupt_return_to_user(c);
+        }
+    }
+
+    fn interrupt_return_to_user(&mut self, c: u32) {
+        let ci = c as usize;
+        let Some(t) = self.cpus[ci].cur else { return };
+        // rseq grant check needs the segment stopped first only if it preempts.
+        let holding = self.tasks[t as usize].holding;
+        if self.p.lock == LockKind::Rseq && holding && !self.tasks[t as usize].granted {
+            self.tasks[t as usize].granted = true;
+            let gen = self.cpus[ci].gen;
+            self.push(self.now + self.p.rseq_grant_ns, Ev::ExtEnd(c, gen));
+            return;
+        }
+        if self.tasks[t as usize].granted {
+            return;
+        }
+        self.preempt(c);
+    }
+
+    fn ipi(&mut self, c: u32) {
+        let ci = c as usize;
+        let Some(t) = self.cpus[ci].cur else { return };
+        if !(self.cpus[ci].need || self.cpus[ci].lazy) {
+            return;
+        }
+        if self.tasks[t as usize].phase.kernel() {
+            if self.kernel_preemptible(c) && self.tasks[t as usize].phase != Phase::Switch {
+                self.preempt(c);
+            }
+        } else {
+            self.interrupt_return_to_user(c);
+        }
+    }
+
+    fn ext_end(&mut self, c: u32, gen: u64) {
+        // The generation names the segment that was running when the grant was made; the grant belongs to
+        // the task, so it expires whatever the task is doing now.
+        let _ = gen;
+        let ci = c as usize;
+        let Some(t) = self.cpus[ci].cur else { return };
+        if self.tasks[t as usize].granted {
+            self.tasks[t as usize].granted = false;
+            if self.cpus[ci].need || self.cpus[ci].lazy {
+                self.preempt(c);
+            }
+        }
+    }
+
+    fn run(mut self) -> Outcome {
+        let end = self.p.warmup_ns + self.p.duration_ns;
+        self.measuring = true;
+        while let Some(Reverse((at, _, ev))) = self.heap.pop() {
+            if at > end {
+                break;
+            }
+            self.now = at;
+            self.events += 1;
+            match ev {
+                Ev::SegEnd(c, gen) => {
+                    if self.cpus[c as usize].gen == gen && self.cpus[c as usize].cur.is_some() {
+                        self.seg_end(c);
+                    }
+                }
+                Ev::Tick(c) => self.tick(c),
+                Ev::Wake(t) => {
+                    let remote = t & (1 << 31) != 0;
+                    self.wake(t & !(1 << 31), remote);
+                }
+                Ev::Ipi(c) => self.ipi(c),
+                Ev::ExtEnd(c, gen) => self.ext_end(c, gen),
+            }
+        }
+        // Close the running segments at the end.
+        self.now = end;
+        for c in 0..self.p.cpus {
+            if let Some(t) = self.cpus[c as usize].cur {
+                let start = self.cpus[c as usize].seg_start;
+                let ph = self.tasks[t as usize].phase;
+                self.account(ph.acct(), start, end);
+            }
+        }
+        let total = self.p.duration_ns as f64 * self.p.cpus as f64;
+        let busy: u64 = self.acct.iter().sum();
+        let f = |x: u64| x as f64 / total;
+        let per_task: Vec<f64> = self.tasks.iter().map(|t| t.ops as f64).collect();
+        let secs = self.p.duration_ns as f64 / 1e9;
+        let ops = self.ops.max(1) as f64;
+        Outcome {
+            ops_per_s: self.ops as f64 / secs,
+            ops: self.ops,
+            acquire_ns: pcts(&self.acquire),
+            hold_ns: pcts(&self.hold),
+            stalled_per_mop: self.stalled as f64 / ops * 1e6,
+            lhp_per_s: self.lhp as f64 / secs,
+            minflt_per_op: self.faults as f64 / ops,
+            cpu_ns_per_op: busy as f64 / ops,
+            sleeps_per_op: self.sleeps as f64 / ops,
+            switches_per_op: self.switches as f64 / ops,
+            jain: jain(&per_task),
+            cpu: CpuSplit {
+                useful: f(self.acct[Acct::Useful as usize]),
+                spinning: f(self.acct[Acct::Spin as usize]),
+                faults: f(self.acct[Acct::Fault as usize]),
+                kernel: f(self.acct[Acct::Kernel as usize]),
+                scheduler: f(self.acct[Acct::Sched as usize]),
+                idle: (1.0 - busy as f64 / total).max(0.0),
+            },
+            events: self.events,
+        }
+    }
+}
+
+fn jain(xs: &[f64]) -> f64 {
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if s2 == 0.0 {
+        return 1.0;
+    }
+    s * s / (xs.len() as f64 * s2)
+}
+
+/// Checks the parameters a run cannot work with.
+pub fn validate(p: &Params) -> Result<(), String> {
+    if p.cpus == 0 || p.cpus > 4096 {
+        return Err(format!("--cpus {}: 1..4096", p.cpus));
+    }
+    if p.workers == 0 || p.workers > 100_000 {
+        return Err(format!("--workers {}: 1..100000", p.workers));
+    }
+    if p.hz == 0 || p.hz > 10_000 {
+        return Err(format!("--hz {}: 1..10000", p.hz));
+    }
+    if p.duration_ns == 0 {
+        return Err("--duration: more than 0".into());
+    }
+    if !(0.0..=1.0).contains(&p.fault_block_p) {
+        return Err(format!("--fault-block-p {}: 0..1", p.fault_block_p));
+    }
+    if p.descriptors < 1024 {
+        return Err(format!("--descriptors {}: at least 1024", p.descriptors));
+    }
+    Ok(())
+}
+
+/// Runs the model.
+pub fn simulate(p: &Params) -> Result<Outcome, String> {
+    validate(p)?;
+    Ok(Sim::new(p.clone()).run())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quick(model: Model, pages: Pages, cpus: u32, workers: u32) -> Outcome {
+        simulate(&Params {
+            model,
+            pages,
+            cpus,
+            workers,
+            duration_ns: 200_000_000,
+            warmup_ns: 20_000_000,
+            ..Params::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn base_slice_follows_the_formula() {
+        assert_eq!(base_slice_ns(1), 700_000);
+        assert_eq!(base_slice_ns(2), 1_400_000);
+        assert_eq!(base_slice_ns(8), 2_800_000);
+        assert_eq!(base_slice_ns(96), 2_800_000);
+    }
+
+    #[test]
+    fn same_seed_same_outcome_other_seed_other_outcome() {
+        let a = quick(Model::Lazy, Pages::P4k, 4, 32);
+        let b = quick(Model::Lazy, Pages::P4k, 4, 32);
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            serde_json::to_string(&b).unwrap()
+        );
+        let c = simulate(&Params {
+            seed: 2,
+            model: Model::Lazy,
+            cpus: 4,
+            workers: 32,
+            duration_ns: 200_000_000,
+            warmup_ns: 20_000_000,
+            ..Params::default()
+        })
+        .unwrap();
+        assert_ne!(a.ops, c.ops);
+    }
+
+    #[test]
+    fn cpu_time_adds_up_and_one_worker_never_waits() {
+        let o = quick(Model::None, Pages::P2m, 2, 1);
+        let s = &o.cpu;
+        let sum = s.useful + s.spinning + s.faults + s.kernel + s.scheduler + s.idle;
+        assert!((sum - 1.0).abs() < 1e-6, "{s:?}");
+        assert!(s.idle > 0.45, "one worker on two CPUs: {s:?}");
+        assert_eq!(o.acquire_ns.p99, 1, "no contention with one worker");
+        assert_eq!(o.lhp_per_s, 0.0);
+        // One worker: ops/s = 1e9 / per-op time.
+        let per_op = 1000.0 + 460.0 + 200.0;
+        assert!(
+            (o.ops_per_s - 1e9 / per_op).abs() / (1e9 / per_op) < 0.05,
+            "{}",
+            o.ops_per_s
+        );
+    }
+
+    #[test]
+    fn faults_show_on_4k_only_and_cost_throughput() {
+        let a = quick(Model::None, Pages::P4k, 2, 8);
+        let b = quick(Model::None, Pages::P2m, 2, 8);
+        assert!(
+            a.minflt_per_op > 0.05 && b.minflt_per_op < 0.01,
+            "{} {}",
+            a.minflt_per_op,
+            b.minflt_per_op
+        );
+        assert!(a.ops_per_s < b.ops_per_s);
+        assert!(a.cpu.faults > 0.0 && b.cpu.faults < a.cpu.faults);
+    }
+}
