@@ -1,6 +1,7 @@
 //! Experiments and the host-state guards they run under.
 //!
 //! - `guard`: SIGINT/SIGTERM flag, hugetlb pool guard with crash records.
+//! - `latency`: `bench latency`, cyclictest-style wakeup latency under a background load.
 //! - `lockbench`: `bench lock`, the StrategyGetBuffer-like workload.
 //! - `pgbench`: parsing pgbench's summary and progress output (PostgreSQL 13 to 17).
 //! - `pgcluster`: throwaway PostgreSQL clusters (initdb in a private temp dir, run as an unprivileged
@@ -11,6 +12,7 @@
 //! - `sysbench`: parsing sysbench 1.0's OLTP output.
 
 pub mod guard;
+pub mod latency;
 pub mod lockbench;
 pub mod lockrun;
 pub mod pgbench;

@@ -133,6 +133,54 @@ pub enum BenchCommand {
     /// Real PostgreSQL + pgbench (or sysbench, optionally via pgbouncer) in a throwaway cluster:
     /// huge_pages x shared_buffers x clients, page tables sampled every second.
     Pg(BenchPgArgs),
+    /// Wakeup latency (cyclictest's method): threads sleep to absolute deadlines under SCHED_OTHER and
+    /// SCHED_FIFO, idle or under a load (this tool's lock bench, hackbench, a command).
+    Latency(BenchLatencyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchLatencyArgs {
+    /// Scheduling policies: other (SCHED_OTHER), fifo (SCHED_FIFO; root). Default: both where allowed.
+    #[arg(long, default_value = "other,fifo")]
+    pub policy: String,
+    /// SCHED_FIFO priority (1..99).
+    #[arg(long, default_value_t = 90)]
+    pub priority: i32,
+    /// Background loads, measured one after the other: none, lock (bench lock, pg on 4 KB pages, 4x CPUs
+    /// workers), hackbench, or a shell command.
+    #[arg(long, default_value = "none,lock")]
+    pub load: String,
+    /// Measuring threads (default: one per CPU, each pinned to its CPU).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Do not pin the measuring threads.
+    #[arg(long)]
+    pub no_pin: bool,
+    /// Wakeup interval (1ms, 200us).
+    #[arg(long, default_value = "1ms")]
+    pub interval: String,
+    /// Measured time per repetition.
+    #[arg(long, default_value = "10s")]
+    pub duration: String,
+    /// Repetitions per cell.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// Time the load runs before measuring.
+    #[arg(long, default_value = "2s")]
+    pub load_warmup: String,
+    /// Let idle CPUs enter deep idle states (by default /dev/cpu_dma_latency is held at 0 while measuring,
+    /// as cyclictest does; the request ends when the tool exits).
+    #[arg(long)]
+    pub allow_deep_idle: bool,
+    /// The result file (default: results/bench-latency-<time>.json).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
+    pub format: TableFormat,
+    /// No per-cell lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 //! This file parses the command line and dispatches; the work lives in the library crates.
 
 mod audit_cmd;
+mod bench_latency_cmd;
 mod bench_lock_cmd;
 mod bench_pg_cmd;
 mod check_cmd;
@@ -28,6 +29,7 @@ fn main() {
         cli::Command::Hugepages(h) => hugepages_cmd::run(h),
         cli::Command::Bench(cli::BenchCommand::Lock(b)) => bench_lock_cmd::run(b),
         cli::Command::Bench(cli::BenchCommand::Pg(b)) => bench_pg_cmd::run(b),
+        cli::Command::Bench(cli::BenchCommand::Latency(b)) => bench_latency_cmd::run(b),
         cli::Command::Compare(c) => compare_cmd::run(c),
         cli::Command::Results(r) => compare_cmd::list(r),
         cli::Command::Report(r) => compare_cmd::report(r),

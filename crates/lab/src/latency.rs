@@ -1,0 +1,625 @@
+//! `bench latency`: wakeup latency, cyclictest's method. Threads sleep to an absolute deadline on
+//! CLOCK_MONOTONIC (`clock_nanosleep(TIMER_ABSTIME)`) every `interval` and record how late they woke, under
+//! SCHED_OTHER (where the preemption model decides how soon a woken task runs) and SCHED_FIFO (real-time
+//! wakeups are never lazy), idle or under a background load (`lock`: this tool's own `bench lock`,
+//! oversubscribed; `hackbench`; any command). Memory is locked (`mlockall`) as cyclictest -m does.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use stats::Summary;
+
+use crate::guard;
+use crate::lockrun::Status;
+use crate::result::{self, Envelope};
+
+/// The experiment.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Spec {
+    /// Scheduling policies: other, fifo.
+    pub policies: Vec<String>,
+    /// SCHED_FIFO priority.
+    pub priority: i32,
+    /// Loads: none, lock, hackbench, or a shell command.
+    pub loads: Vec<String>,
+    /// Measuring threads.
+    pub threads: u32,
+    /// Pin thread i to CPU i mod CPUs.
+    pub pin: bool,
+    /// Wakeup interval, us.
+    pub interval_us: u64,
+    /// Measured seconds per repetition.
+    pub duration_s: f64,
+    /// Seconds the load runs before measuring.
+    pub load_warmup_s: f64,
+    /// Repetitions per cell.
+    pub repeat: u32,
+    /// Hold /dev/cpu_dma_latency at 0 while measuring (keeps CPUs out of deep idle states, as cyclictest
+    /// does by default); the kernel drops the request when the file is closed, on every exit path.
+    pub no_deep_idle: bool,
+}
+
+/// Latency percentiles, microseconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Lat {
+    /// Minimum.
+    pub min: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th.
+    pub p90: f64,
+    /// 99th.
+    pub p99: f64,
+    /// 99.9th.
+    pub p999: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Wakeups.
+    pub samples: u64,
+}
+
+fn lat_of(h: &Histogram<u64>) -> Lat {
+    if h.is_empty() {
+        return Lat::default();
+    }
+    let us = |ns: u64| ns as f64 / 1000.0;
+    Lat {
+        min: us(h.min()),
+        p50: us(h.value_at_quantile(0.50)),
+        p90: us(h.value_at_quantile(0.90)),
+        p99: us(h.value_at_quantile(0.99)),
+        p999: us(h.value_at_quantile(0.999)),
+        max: us(h.max()),
+        mean: h.mean() / 1000.0,
+        samples: h.len(),
+    }
+}
+
+/// One repetition.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Rep {
+    /// All threads merged.
+    pub latency_us: Lat,
+    /// Per thread.
+    pub per_thread: Vec<Lat>,
+    /// Wakeups later than one interval.
+    pub overruns: u64,
+    /// Histogram of the merged latencies: (upper bound us, count), log-spaced buckets.
+    pub histogram: Vec<(f64, u64)>,
+    /// Involuntary context switches of the measuring threads.
+    pub nivcsw: u64,
+}
+
+/// Centres and spreads over the repetitions.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CellSummary {
+    /// p50, us.
+    pub p50_us: Summary,
+    /// p99, us.
+    pub p99_us: Summary,
+    /// p99.9, us.
+    pub p999_us: Summary,
+    /// Maximum, us.
+    pub max_us: Summary,
+}
+
+/// One policy x load cell.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Cell {
+    /// other or fifo.
+    pub policy: String,
+    /// The load.
+    pub load: String,
+    /// Threads.
+    pub threads: u32,
+    /// Ran, skipped, failed, interrupted.
+    pub status: Status,
+    /// Why not.
+    pub reason: Option<String>,
+    /// Repetitions.
+    pub reps: Vec<Rep>,
+    /// Summary.
+    pub summary: Option<CellSummary>,
+}
+
+/// A `bench latency` result file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LatencyResult {
+    /// Tool, command line, time, host.
+    #[serde(flatten)]
+    pub envelope: Envelope,
+    /// The experiment.
+    pub spec: Spec,
+    /// Cells.
+    pub cells: Vec<Cell>,
+}
+
+/// Validates the spec; errors name the flag.
+pub fn validate(s: &Spec) -> Result<(), String> {
+    for p in &s.policies {
+        if p != "other" && p != "fifo" {
+            return Err(format!("--policy {p}: expected other or fifo"));
+        }
+    }
+    if s.policies.is_empty() || s.loads.is_empty() {
+        return Err("--policy and --load need at least one entry each".into());
+    }
+    if !(1..=99).contains(&s.priority) {
+        return Err(format!("--priority {}: 1..99", s.priority));
+    }
+    if !(50..=1_000_000).contains(&s.interval_us) {
+        return Err(format!("--interval {} us: 50 us..1 s", s.interval_us));
+    }
+    if s.duration_s < 0.1 || s.duration_s > 86_400.0 {
+        return Err(format!("--duration {} s: 100ms..24h", s.duration_s));
+    }
+    if s.threads == 0 || s.threads > 4096 {
+        return Err(format!("--threads {}: 1..4096", s.threads));
+    }
+    if s.repeat == 0 || s.repeat > 1000 {
+        return Err(format!("--repeat {}: 1..1000", s.repeat));
+    }
+    for l in &s.loads {
+        if l.trim().is_empty() {
+            return Err("--load: an empty command".into());
+        }
+    }
+    Ok(())
+}
+
+fn set_policy(policy: &str, prio: i32) -> Result<(), String> {
+    let (pol, p) = match policy {
+        "fifo" => (libc::SCHED_FIFO, prio),
+        _ => (libc::SCHED_OTHER, 0),
+    };
+    let param = libc::sched_param { sched_priority: p };
+    // SAFETY: setting this thread's own policy with a valid param.
+    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), pol, &param) };
+    if rc != 0 {
+        return Err(format!(
+            "SCHED_FIFO priority {prio}: {} (needs root or CAP_SYS_NICE)",
+            std::io::Error::from_raw_os_error(rc)
+        ));
+    }
+    Ok(())
+}
+
+fn pin(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET within its size; affinity of this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu % (libc::CPU_SETSIZE as usize), &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn thread_nivcsw() -> u64 {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD on this thread with a valid out pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    ru.ru_nivcsw as u64
+}
+
+struct ThreadOut {
+    hist: Histogram<u64>,
+    overruns: u64,
+    nivcsw: u64,
+}
+
+/// Measures one repetition: `threads` threads under `policy` for `duration`.
+fn measure(spec: &Spec, policy: &str, cpus: usize) -> Result<(Vec<ThreadOut>, bool), String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let interval = spec.interval_us * 1000;
+    let deadline = Duration::from_secs_f64(spec.duration_s);
+    let mut handles = Vec::new();
+    let (tx, rx) = std::sync::mpsc::channel::<Result<(), String>>();
+    for i in 0..spec.threads as usize {
+        let stop = Arc::clone(&stop);
+        let policy = policy.to_string();
+        let prio = spec.priority;
+        let pin_it = spec.pin;
+        let tx = tx.clone();
+        // Threads start their first deadline staggered by `distance` like cyclictest (-d default 500 us).
+        let offset = (i as u64 * 500_000) % interval.max(1);
+        handles.push(std::thread::spawn(move || -> ThreadOut {
+            if pin_it {
+                pin(i % cpus.max(1));
+            }
+            // Timer slack (50 us by default for SCHED_OTHER) would be measured as latency: 1 ns.
+            // SAFETY: prctl on this thread with plain integer arguments.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+            let ready = set_policy(&policy, prio);
+            let failed = ready.is_err();
+            let _ = tx.send(ready);
+            drop(tx);
+            let mut hist =
+                Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("bounds");
+            let mut overruns = 0;
+            if failed {
+                return ThreadOut {
+                    hist,
+                    overruns,
+                    nivcsw: 0,
+                };
+            }
+            let cs0 = thread_nivcsw();
+            let mut next = now_ns() + interval + offset;
+            while !stop.load(Ordering::Relaxed) {
+                let ts = libc::timespec {
+                    tv_sec: (next / 1_000_000_000) as libc::time_t,
+                    tv_nsec: (next % 1_000_000_000) as libc::c_long,
+                };
+                // SAFETY: absolute sleep on CLOCK_MONOTONIC with a valid timespec.
+                unsafe {
+                    libc::clock_nanosleep(
+                        libc::CLOCK_MONOTONIC,
+                        libc::TIMER_ABSTIME,
+                        &ts,
+                        std::ptr::null_mut(),
+                    )
+                };
+                let now = now_ns();
+                let late = now.saturating_sub(next);
+                let _ = hist.record(late.max(1));
+                next += interval;
+                if now > next {
+                    // Woke after the next deadline already passed: count it and skip ahead.
+                    overruns += 1;
+                    while next < now {
+                        next += interval;
+                    }
+                }
+            }
+            ThreadOut {
+                hist,
+                overruns,
+                nivcsw: thread_nivcsw() - cs0,
+            }
+        }));
+    }
+    drop(tx);
+    let mut err = None;
+    for _ in 0..spec.threads {
+        if let Ok(Err(e)) = rx.recv() {
+            err = Some(e);
+        }
+    }
+    if err.is_some() {
+        stop.store(true, Ordering::Relaxed);
+    } else {
+        let t = Instant::now();
+        while t.elapsed() < deadline && !guard::interrupted() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stop.store(true, Ordering::Relaxed);
+    }
+    let outs: Vec<ThreadOut> = handles
+        .into_iter()
+        .map(|h| h.join().expect("a measuring thread panicked"))
+        .collect();
+    if let Some(e) = err {
+        return Err(e);
+    }
+    Ok((outs, guard::interrupted()))
+}
+
+fn histogram(h: &Histogram<u64>) -> Vec<(f64, u64)> {
+    // Log-spaced buckets from 1 us: 1, 2, 5, 10, 20, 50, ... us.
+    let mut bounds = Vec::new();
+    let mut b = 1.0;
+    while b <= 1e7 {
+        for m in [1.0, 2.0, 5.0] {
+            bounds.push(b * m);
+        }
+        b *= 10.0;
+    }
+    let mut out = Vec::new();
+    let mut lo = 0u64;
+    for ub in bounds {
+        let hi = (ub * 1000.0) as u64;
+        let n = h.count_between(lo, hi.saturating_sub(1));
+        out.push((ub, n));
+        lo = hi;
+        if lo > h.max() {
+            break;
+        }
+    }
+    out
+}
+
+/// A background load, stopped (its whole process group) on drop.
+pub struct Load {
+    child: Option<Child>,
+    tmp: Option<PathBuf>,
+}
+
+impl Load {
+    /// Starts `what`: none, lock, hackbench, or a shell command.
+    pub fn start(what: &str, cpus: u32, seconds: f64) -> Result<Load, String> {
+        use std::os::unix::process::CommandExt;
+        let mut tmp = None;
+        let mut cmd = match what {
+            "none" => {
+                return Ok(Load {
+                    child: None,
+                    tmp: None,
+                })
+            }
+            "lock" => {
+                // This tool's own bench lock: pg on 4 KB pages, 4x the CPUs in worker processes.
+                let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+                let out = std::env::temp_dir().join(format!(
+                    "preemptlab-latency-load-{}.json",
+                    std::process::id()
+                ));
+                tmp = Some(out.clone());
+                let mut c = Command::new(exe);
+                c.args([
+                    "bench",
+                    "lock",
+                    "--locks",
+                    "pg",
+                    "--pages",
+                    "4k",
+                    "--workers",
+                ])
+                .arg(format!("{}", cpus * 4))
+                .args([
+                    "--repeat",
+                    "1",
+                    "--warmup",
+                    "0",
+                    "--descriptors",
+                    "1048576",
+                    "--quiet",
+                ])
+                .arg("--duration")
+                .arg(format!("{}s", seconds.ceil() as u64 + 60))
+                .arg("--out")
+                .arg(&out);
+                c
+            }
+            "hackbench" => {
+                let mut c = Command::new("hackbench");
+                c.args(["-l", "100000000", "-g", "4"]);
+                c
+            }
+            other => {
+                let mut c = Command::new("sh");
+                c.arg("-c").arg(other);
+                c
+            }
+        };
+        cmd.stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .stdin(Stdio::null())
+            .process_group(0);
+        let child = cmd.spawn().map_err(|e| {
+            if what == "hackbench" {
+                format!("--load hackbench: {e} (apt-get install rt-tests)")
+            } else {
+                format!("--load {what}: {e}")
+            }
+        })?;
+        Ok(Load {
+            child: Some(child),
+            tmp,
+        })
+    }
+
+    /// True while the load still runs (a load that died early is an error).
+    pub fn alive(&mut self) -> bool {
+        match &mut self.child {
+            None => true,
+            Some(c) => matches!(c.try_wait(), Ok(None)),
+        }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let pg = c.id() as i32;
+            // SAFETY: signalling the process group we created. SIGINT lets bench lock clean up; then KILL.
+            unsafe { libc::kill(-pg, libc::SIGINT) };
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_secs(10) {
+                if let Ok(Some(_)) = c.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            // SAFETY: as above; harmless when the group is gone.
+            unsafe { libc::kill(-pg, libc::SIGKILL) };
+            let _ = c.wait();
+        }
+        if let Some(p) = self.tmp.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Runs the matrix (policies x loads x repetitions), writing the result after each cell.
+pub fn run(
+    spec: Spec,
+    out: &std::path::Path,
+    cpus: u32,
+    mut on_cell: impl FnMut(&Cell),
+) -> Result<LatencyResult, String> {
+    guard::install_signal_flag()?;
+    validate(&spec)?;
+    // SAFETY: mlockall with valid flags; failure only costs page-fault noise, so it is not fatal.
+    let locked = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } == 0;
+    let _ = locked;
+    // PM QoS: a 0 us CPU latency request, held by this open file; closing it (any exit) withdraws it.
+    let _qos = if spec.no_deep_idle {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/cpu_dma_latency")
+            .and_then(|mut f| f.write_all(&0i32.to_ne_bytes()).map(|_| f))
+            .ok()
+    } else {
+        None
+    };
+    let mut res = LatencyResult {
+        envelope: Envelope::new("bench-latency"),
+        spec: spec.clone(),
+        cells: Vec::new(),
+    };
+    'outer: for load in &spec.loads {
+        let seconds =
+            spec.load_warmup_s + spec.duration_s * spec.repeat as f64 * spec.policies.len() as f64;
+        let mut l = Load::start(load, cpus, seconds)?;
+        if load != "none" {
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_secs_f64(spec.load_warmup_s) && !guard::interrupted()
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        for policy in &spec.policies {
+            let mut cell = Cell {
+                policy: policy.clone(),
+                load: load.clone(),
+                threads: spec.threads,
+                status: Status::Ok,
+                reason: None,
+                reps: Vec::new(),
+                summary: None,
+            };
+            for _ in 0..spec.repeat {
+                if guard::interrupted() {
+                    break;
+                }
+                if !l.alive() {
+                    return Err(format!("--load {load}: the load exited early"));
+                }
+                match measure(&spec, policy, cpus as usize) {
+                    Err(e) => {
+                        cell.status = Status::Skipped;
+                        cell.reason = Some(e);
+                        break;
+                    }
+                    // A repetition cut short by SIGINT is not a data point.
+                    Ok((_, true)) => break,
+                    Ok((outs, false)) => {
+                        let mut all = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)
+                            .expect("bounds");
+                        for o in &outs {
+                            all.add(&o.hist).expect("same bounds");
+                        }
+                        cell.reps.push(Rep {
+                            latency_us: lat_of(&all),
+                            per_thread: outs.iter().map(|o| lat_of(&o.hist)).collect(),
+                            overruns: outs.iter().map(|o| o.overruns).sum(),
+                            histogram: histogram(&all),
+                            nivcsw: outs.iter().map(|o| o.nivcsw).sum(),
+                        });
+                    }
+                }
+            }
+            if guard::interrupted() && cell.reps.len() < spec.repeat as usize {
+                cell.status = Status::Interrupted;
+                cell.reason = Some(format!(
+                    "interrupted after {} of {} repetitions",
+                    cell.reps.len(),
+                    spec.repeat
+                ));
+            }
+            if !cell.reps.is_empty() {
+                let f = |g: &dyn Fn(&Rep) -> f64| {
+                    stats::summarize(&cell.reps.iter().map(g).collect::<Vec<_>>())
+                };
+                cell.summary = Some(CellSummary {
+                    p50_us: f(&|r| r.latency_us.p50),
+                    p99_us: f(&|r| r.latency_us.p99),
+                    p999_us: f(&|r| r.latency_us.p999),
+                    max_us: f(&|r| r.latency_us.max),
+                });
+            }
+            on_cell(&cell);
+            res.cells.push(cell);
+            result::write(out, &res)?;
+            if guard::interrupted() {
+                break 'outer;
+            }
+        }
+        drop(l);
+    }
+    res.envelope.interrupted = guard::interrupted();
+    result::write(out, &res)?;
+    Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> Spec {
+        Spec {
+            policies: vec!["other".into()],
+            priority: 90,
+            loads: vec!["none".into()],
+            threads: 2,
+            pin: true,
+            interval_us: 1000,
+            duration_s: 0.3,
+            load_warmup_s: 0.0,
+            repeat: 1,
+            no_deep_idle: false,
+        }
+    }
+
+    #[test]
+    fn validation_names_the_flag() {
+        assert!(validate(&spec()).is_ok());
+        for (f, want) in [
+            (
+                Box::new(|s: &mut Spec| s.policies = vec!["rr".into()]) as Box<dyn Fn(&mut Spec)>,
+                "--policy rr",
+            ),
+            (Box::new(|s: &mut Spec| s.priority = 100), "--priority 100"),
+            (Box::new(|s: &mut Spec| s.interval_us = 10), "--interval 10"),
+            (Box::new(|s: &mut Spec| s.duration_s = 0.0), "--duration"),
+            (Box::new(|s: &mut Spec| s.threads = 0), "--threads 0"),
+        ] {
+            let mut s = spec();
+            f(&mut s);
+            let e = validate(&s).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
+    }
+
+    #[test]
+    fn wakeups_are_measured_and_late_by_a_plausible_amount() {
+        let (outs, _) = measure(&spec(), "other", 2).unwrap();
+        assert_eq!(outs.len(), 2);
+        for o in &outs {
+            let l = lat_of(&o.hist);
+            // 0.3 s at 1 ms: about 300 wakeups, each late by at least the timer slack's fraction of a us
+            // and (on an idle machine) well under an interval.
+            assert!((250..=310).contains(&l.samples), "{}", l.samples);
+            assert!(l.min > 0.0 && l.p50 < 1000.0, "{l:?}");
+        }
+        let h = histogram(&outs[0].hist);
+        assert_eq!(h.iter().map(|b| b.1).sum::<u64>(), outs[0].hist.len());
+    }
+}

@@ -1,0 +1,181 @@
+//! `preemptlab bench latency`.
+
+use anyhow::{anyhow, bail, Result};
+use lab::latency::{self, LatencyResult, Spec};
+use lab::lockrun::{self, Status};
+
+use crate::cli::{BenchLatencyArgs, TableFormat};
+
+fn list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(|x| x.trim().to_string())
+        .filter(|x| !x.is_empty())
+        .collect()
+}
+
+pub fn run(a: BenchLatencyArgs) -> Result<i32> {
+    let host = hostfacts::Host::live();
+    let cpus = hostfacts::audit::kernel_facts(&host)
+        .cpus
+        .value
+        .unwrap_or(1);
+    let interval = lockrun::parse_duration(&a.interval).map_err(|e| anyhow!("--interval: {e}"))?;
+    let duration = lockrun::parse_duration(&a.duration).map_err(|e| anyhow!("--duration: {e}"))?;
+    let warm =
+        lockrun::parse_duration(&a.load_warmup).map_err(|e| anyhow!("--load-warmup: {e}"))?;
+    // A command given as a load may contain commas: only split the list when every entry is a keyword.
+    let loads = {
+        let parts = list(&a.load);
+        if parts
+            .iter()
+            .all(|p| ["none", "lock", "hackbench"].contains(&p.as_str()))
+        {
+            parts
+        } else {
+            vec![a.load.trim().to_string()]
+        }
+    };
+    let spec = Spec {
+        policies: list(&a.policy),
+        priority: a.priority,
+        loads,
+        threads: a.threads.unwrap_or(cpus),
+        pin: !a.no_pin,
+        interval_us: interval.as_micros() as u64,
+        duration_s: duration.as_secs_f64(),
+        load_warmup_s: warm.as_secs_f64(),
+        repeat: a.repeat,
+        no_deep_idle: !a.allow_deep_idle,
+    };
+    latency::validate(&spec).map_err(|e| anyhow!(e))?;
+    if spec.loads.iter().any(|l| l == "hackbench") && which("hackbench").is_none() {
+        bail!("--load hackbench: no hackbench binary; apt-get install rt-tests");
+    }
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| lab::result::default_path("bench-latency", lab::result::unix_now()));
+    let quiet = a.quiet;
+    let res = latency::run(spec, &out, cpus, |c| {
+        if !quiet {
+            eprintln!("{}", cell_line(c));
+        }
+    })
+    .map_err(|e| anyhow!(e))?;
+    match a.format {
+        TableFormat::Json => print!("{}", report::json(&res)),
+        TableFormat::Table => print!("{}", table(&res, false)),
+        TableFormat::Markdown => print!("{}", table(&res, true)),
+    }
+    if !a.quiet {
+        eprintln!("preemptlab: result written to {}", out.display());
+    }
+    Ok(if res.envelope.interrupted { 130 } else { 0 })
+}
+
+fn which(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn cell_line(c: &latency::Cell) -> String {
+    match &c.summary {
+        Some(s) if c.status == Status::Ok => format!(
+            "{:>5} load {:<9} p50 {:>7.1} us  p99 {:>8.1} us  p99.9 {:>8.1} us  max {:>8.1} us",
+            c.policy, c.load, s.p50_us.median, s.p99_us.median, s.p999_us.median, s.max_us.median
+        ),
+        _ => format!(
+            "{:>5} load {:<9} {:?}: {}",
+            c.policy,
+            c.load,
+            c.status,
+            c.reason.as_deref().unwrap_or("")
+        ),
+    }
+}
+
+fn table(r: &LatencyResult, md: bool) -> String {
+    let h = &r.envelope.host;
+    let mut rows = Vec::new();
+    for c in &r.cells {
+        let load = if c.load.chars().count() > 24 {
+            format!("{}…", c.load.chars().take(23).collect::<String>())
+        } else {
+            c.load.clone()
+        };
+        match &c.summary {
+            Some(s) if c.status == Status::Ok => {
+                let min = c
+                    .reps
+                    .iter()
+                    .map(|x| x.latency_us.min)
+                    .fold(f64::INFINITY, f64::min);
+                let over: u64 = c.reps.iter().map(|x| x.overruns).sum();
+                rows.push(vec![
+                    c.policy.clone(),
+                    load,
+                    c.threads.to_string(),
+                    format!("{min:.1}"),
+                    format!("{:.1}", s.p50_us.median),
+                    format!("{:.1}", s.p99_us.median),
+                    format!("{:.1}..{:.1}", s.p99_us.min, s.p99_us.max),
+                    format!("{:.1}", s.p999_us.median),
+                    format!("{:.1}", s.max_us.max),
+                    over.to_string(),
+                ])
+            }
+            _ => rows.push(vec![
+                c.policy.clone(),
+                load,
+                c.threads.to_string(),
+                format!("{:?}", c.status).to_lowercase(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                c.reason.clone().unwrap_or_default(),
+            ]),
+        }
+    }
+    let header = [
+        "policy",
+        "load",
+        "threads",
+        "min us",
+        "p50 us",
+        "p99 us",
+        "p99 range",
+        "p99.9 us",
+        "max us",
+        "overruns",
+    ];
+    if md {
+        let mut o = format!(
+            "| {} |\n|---|---|{}\n",
+            header.join(" | "),
+            "---:|".repeat(header.len() - 2)
+        );
+        for r in rows {
+            o.push_str(&format!("| {} |\n", r.join(" | ")));
+        }
+        return o;
+    }
+    use report::markup::{columns, Align};
+    let mut align = vec![Align::Left, Align::Left];
+    align.extend((2..header.len()).map(|_| Align::Right));
+    format!(
+        "bench latency on {} (kernel {}, preemption {}, HZ {}, {} CPUs); interval {} us, {} x {} s per cell; medians over the repetitions (max: the largest)\n\n{}",
+        h.hostname.value.as_deref().unwrap_or("?"),
+        h.kernel.release.value.as_deref().unwrap_or("?"),
+        h.kernel.preemption.model,
+        h.kernel.hz.value.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
+        h.kernel.cpus.value.unwrap_or(0),
+        r.spec.interval_us,
+        r.spec.repeat,
+        r.spec.duration_s,
+        columns(&header, &align, &rows, 0, 140)
+    )
+}
