@@ -3,6 +3,7 @@
 //! - `guard`: SIGINT/SIGTERM flag, hugetlb pool guard with crash records.
 //! - `latency`: `bench latency`, cyclictest-style wakeup latency under a background load.
 //! - `lockbench`: `bench lock`, the StrategyGetBuffer-like workload.
+//! - `net`: `bench net`, TCP/UDP stream and ping-pong over loopback or a veth pair between namespaces.
 //! - `pgbench`: parsing pgbench's summary and progress output (PostgreSQL 13 to 17).
 //! - `pgcluster`: throwaway PostgreSQL clusters (initdb in a private temp dir, run as an unprivileged
 //!   user, unix socket only, removed on drop).
@@ -15,6 +16,7 @@ pub mod guard;
 pub mod latency;
 pub mod lockbench;
 pub mod lockrun;
+pub mod net;
 pub mod pgbench;
 pub mod pgbouncer;
 pub mod pgcluster;

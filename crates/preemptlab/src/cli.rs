@@ -136,6 +136,40 @@ pub enum BenchCommand {
     /// Wakeup latency (cyclictest's method): threads sleep to absolute deadlines under SCHED_OTHER and
     /// SCHED_FIFO, idle or under a load (this tool's lock bench, hackbench, a command).
     Latency(BenchLatencyArgs),
+    /// TCP/UDP stream and ping-pong over loopback or a veth pair between two network namespaces, with the
+    /// kernel's TCP counters around each cell.
+    Net(BenchNetArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchNetArgs {
+    /// Tests: tcp-stream, udp-stream, tcp-pingpong, udp-pingpong.
+    #[arg(long, default_value = "tcp-stream,udp-stream,tcp-pingpong")]
+    pub tests: String,
+    /// Message sizes (64, 1K, 16K, 64K).
+    #[arg(long, default_value = "64,1K,16K,64K")]
+    pub msg_sizes: String,
+    /// Connections (stream) or concurrent ping-pong pairs.
+    #[arg(long, default_value_t = 1)]
+    pub streams: u32,
+    /// Measured time per repetition.
+    #[arg(long, default_value = "5s")]
+    pub duration: String,
+    /// Repetitions per cell.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// Between two network namespaces over a veth pair the tool creates and removes (root).
+    #[arg(long)]
+    pub netns: bool,
+    /// The result file (default: results/bench-net-<time>.json).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
+    pub format: TableFormat,
+    /// No per-cell lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

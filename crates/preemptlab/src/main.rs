@@ -5,6 +5,7 @@
 mod audit_cmd;
 mod bench_latency_cmd;
 mod bench_lock_cmd;
+mod bench_net_cmd;
 mod bench_pg_cmd;
 mod check_cmd;
 mod cli;
@@ -30,6 +31,7 @@ fn main() {
         cli::Command::Bench(cli::BenchCommand::Lock(b)) => bench_lock_cmd::run(b),
         cli::Command::Bench(cli::BenchCommand::Pg(b)) => bench_pg_cmd::run(b),
         cli::Command::Bench(cli::BenchCommand::Latency(b)) => bench_latency_cmd::run(b),
+        cli::Command::Bench(cli::BenchCommand::Net(b)) => bench_net_cmd::run(b),
         cli::Command::Compare(c) => compare_cmd::run(c),
         cli::Command::Results(r) => compare_cmd::list(r),
         cli::Command::Report(r) => compare_cmd::report(r),
