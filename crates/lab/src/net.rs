@@ -380,6 +380,9 @@ impl Drop for NetnsGuard {
     }
 }
 
+/// What a server thread returns: its resource use and its namespace's counters before and after.
+type ServerEnd = (EndUse, BTreeMap<String, i64>, BTreeMap<String, i64>);
+
 struct Shared {
     stop: AtomicBool,
     go: AtomicBool,
@@ -426,95 +429,93 @@ fn run_once(test: &str, size: usize, spec: &Spec, ns: Option<&NetnsGuard>) -> Re
         let port_tx = port_tx.clone();
         let ns_name = ns_name.clone();
         let bind = format!("{server_ip}:0");
-        servers.push(std::thread::spawn(
-            move || -> Result<(EndUse, BTreeMap<String, i64>, BTreeMap<String, i64>), String> {
-                if let Some(name) = &ns_name {
-                    let g = NetnsGuard { name: name.clone() };
-                    let r = g.enter();
-                    std::mem::forget(g); // not ours to delete
-                    if let Err(e) = r {
-                        let _ = port_tx.send(Err(e.clone()));
-                        return Err(e);
-                    }
+        servers.push(std::thread::spawn(move || -> Result<ServerEnd, String> {
+            if let Some(name) = &ns_name {
+                let g = NetnsGuard { name: name.clone() };
+                let r = g.enter();
+                std::mem::forget(g); // not ours to delete
+                if let Err(e) = r {
+                    let _ = port_tx.send(Err(e.clone()));
+                    return Err(e);
                 }
-                let mut buf = vec![0u8; size.max(65_536)];
-                if tcp {
-                    let l = TcpListener::bind(&bind).map_err(|e| format!("bind {bind}: {e}"))?;
-                    let _ = port_tx.send(Ok(l.local_addr().map_err(|e| e.to_string())?.port()));
-                    let (mut s, _) = l.accept().map_err(|e| format!("accept: {e}"))?;
-                    s.set_nodelay(true).ok();
-                    s.set_read_timeout(Some(Duration::from_millis(200))).ok();
-                    let c0 = read_counters();
-                    if !gate(&sh) {
-                        return Err("stopped before the start".into());
-                    }
-                    let u0 = thread_use();
-                    loop {
-                        if stream {
-                            match s.read(&mut buf) {
-                                Ok(0) => break,
-                                Ok(k) => {
-                                    sh.recv_bytes.fetch_add(k as u64, Ordering::Relaxed);
-                                }
-                                Err(e)
-                                    if e.kind() == std::io::ErrorKind::WouldBlock
-                                        || e.kind() == std::io::ErrorKind::TimedOut =>
-                                {
-                                    if sh.stop.load(Ordering::Relaxed) {
-                                        break;
-                                    }
-                                }
-                                Err(_) => break,
+            }
+            let mut buf = vec![0u8; size.max(65_536)];
+            if tcp {
+                let l = TcpListener::bind(&bind).map_err(|e| format!("bind {bind}: {e}"))?;
+                let _ = port_tx.send(Ok(l.local_addr().map_err(|e| e.to_string())?.port()));
+                let (mut s, _) = l.accept().map_err(|e| format!("accept: {e}"))?;
+                s.set_nodelay(true).ok();
+                s.set_read_timeout(Some(Duration::from_millis(200))).ok();
+                let c0 = read_counters();
+                if !gate(&sh) {
+                    return Err("stopped before the start".into());
+                }
+                let u0 = thread_use();
+                loop {
+                    if stream {
+                        match s.read(&mut buf) {
+                            Ok(0) => break,
+                            Ok(k) => {
+                                sh.recv_bytes.fetch_add(k as u64, Ordering::Relaxed);
                             }
-                        } else {
-                            // Echo exactly one message.
-                            match s.read_exact(&mut buf[..size]) {
-                                Ok(()) => {
-                                    if s.write_all(&buf[..size]).is_err() {
-                                        break;
-                                    }
+                            Err(e)
+                                if e.kind() == std::io::ErrorKind::WouldBlock
+                                    || e.kind() == std::io::ErrorKind::TimedOut =>
+                            {
+                                if sh.stop.load(Ordering::Relaxed) {
+                                    break;
                                 }
-                                Err(e)
-                                    if e.kind() == std::io::ErrorKind::WouldBlock
-                                        || e.kind() == std::io::ErrorKind::TimedOut =>
-                                {
-                                    if sh.stop.load(Ordering::Relaxed) {
-                                        break;
-                                    }
-                                }
-                                Err(_) => break,
                             }
+                            Err(_) => break,
+                        }
+                    } else {
+                        // Echo exactly one message.
+                        match s.read_exact(&mut buf[..size]) {
+                            Ok(()) => {
+                                if s.write_all(&buf[..size]).is_err() {
+                                    break;
+                                }
+                            }
+                            Err(e)
+                                if e.kind() == std::io::ErrorKind::WouldBlock
+                                    || e.kind() == std::io::ErrorKind::TimedOut =>
+                            {
+                                if sh.stop.load(Ordering::Relaxed) {
+                                    break;
+                                }
+                            }
+                            Err(_) => break,
                         }
                     }
-                    let u1 = thread_use();
-                    Ok((use_delta(&u0, &u1), c0, read_counters()))
-                } else {
-                    let sock = UdpSocket::bind(&bind).map_err(|e| format!("bind {bind}: {e}"))?;
-                    let _ = port_tx.send(Ok(sock.local_addr().map_err(|e| e.to_string())?.port()));
-                    sock.set_read_timeout(Some(Duration::from_millis(100))).ok();
-                    let c0 = read_counters();
-                    if !gate(&sh) {
-                        return Err("stopped before the start".into());
-                    }
-                    let u0 = thread_use();
-                    while !sh.stop.load(Ordering::Relaxed) {
-                        match sock.recv_from(&mut buf) {
-                            Ok((k, from)) => {
-                                if stream {
-                                    sh.recv_bytes.fetch_add(k as u64, Ordering::Relaxed);
-                                    sh.recv_msgs.fetch_add(1, Ordering::Relaxed);
-                                } else {
-                                    let _ = sock.send_to(&buf[..k], from);
-                                }
-                            }
-                            Err(_) => continue,
-                        }
-                    }
-                    let u1 = thread_use();
-                    Ok((use_delta(&u0, &u1), c0, read_counters()))
                 }
-            },
-        ));
+                let u1 = thread_use();
+                Ok((use_delta(&u0, &u1), c0, read_counters()))
+            } else {
+                let sock = UdpSocket::bind(&bind).map_err(|e| format!("bind {bind}: {e}"))?;
+                let _ = port_tx.send(Ok(sock.local_addr().map_err(|e| e.to_string())?.port()));
+                sock.set_read_timeout(Some(Duration::from_millis(100))).ok();
+                let c0 = read_counters();
+                if !gate(&sh) {
+                    return Err("stopped before the start".into());
+                }
+                let u0 = thread_use();
+                while !sh.stop.load(Ordering::Relaxed) {
+                    match sock.recv_from(&mut buf) {
+                        Ok((k, from)) => {
+                            if stream {
+                                sh.recv_bytes.fetch_add(k as u64, Ordering::Relaxed);
+                                sh.recv_msgs.fetch_add(1, Ordering::Relaxed);
+                            } else {
+                                let _ = sock.send_to(&buf[..k], from);
+                            }
+                        }
+                        Err(_) => continue,
+                    }
+                }
+                let u1 = thread_use();
+                Ok((use_delta(&u0, &u1), c0, read_counters()))
+            }
+        }));
     }
     drop(port_tx);
     let mut ports = Vec::new();
