@@ -549,21 +549,27 @@ fn run_once(test: &str, size: usize, spec: &Spec, ns: Option<&NetnsGuard>) -> Re
                     }
                     let u0 = thread_use();
                     let t = Instant::now();
+                    // Counted locally: shared counters written per message would bounce a cache line
+                    // between the sender's and the receiver's CPUs.
+                    let mut sent = 0u64;
                     while t.elapsed() < dur && !guard::interrupted() {
                         if stream {
                             if s.write_all(&msg).is_err() {
                                 break;
                             }
-                            sh.sent_bytes.fetch_add(size as u64, Ordering::Relaxed);
-                            sh.sent_msgs.fetch_add(1, Ordering::Relaxed);
                         } else {
                             let t0 = Instant::now();
                             if s.write_all(&msg).is_err() || s.read_exact(&mut back).is_err() {
                                 break;
                             }
                             let _ = hist.record(t0.elapsed().as_nanos().max(1) as u64);
-                            sh.sent_msgs.fetch_add(1, Ordering::Relaxed);
                         }
+                        sent += 1;
+                    }
+                    sh.sent_msgs.fetch_add(sent, Ordering::Relaxed);
+                    if stream {
+                        sh.sent_bytes
+                            .fetch_add(sent * size as u64, Ordering::Relaxed);
                     }
                     let u1 = thread_use();
                     let _ = s.shutdown(std::net::Shutdown::Write);
@@ -583,19 +589,24 @@ fn run_once(test: &str, size: usize, spec: &Spec, ns: Option<&NetnsGuard>) -> Re
                     }
                     let u0 = thread_use();
                     let t = Instant::now();
+                    let mut sent = 0u64;
                     while t.elapsed() < dur && !guard::interrupted() {
                         if stream {
                             if sock.send(&msg).is_ok() {
-                                sh.sent_bytes.fetch_add(size as u64, Ordering::Relaxed);
-                                sh.sent_msgs.fetch_add(1, Ordering::Relaxed);
+                                sent += 1;
                             }
                         } else {
                             let t0 = Instant::now();
                             if sock.send(&msg).is_ok() && sock.recv(&mut back).is_ok() {
                                 let _ = hist.record(t0.elapsed().as_nanos().max(1) as u64);
-                                sh.sent_msgs.fetch_add(1, Ordering::Relaxed);
+                                sent += 1;
                             }
                         }
+                    }
+                    sh.sent_msgs.fetch_add(sent, Ordering::Relaxed);
+                    if stream {
+                        sh.sent_bytes
+                            .fetch_add(sent * size as u64, Ordering::Relaxed);
                     }
                     let u1 = thread_use();
                     Ok((use_delta(&u0, &u1), (!stream).then_some(hist)))
