@@ -211,3 +211,27 @@ fn bench_pg_results_get_their_plots() {
         );
     }
 }
+
+#[test]
+fn latency_and_net_results_get_their_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("ln.html");
+    let o = Command::new(cargo_bin("preemptlab"))
+        .arg("report")
+        .arg(repo().join("docs/results/bench-latency-default.json"))
+        .arg(repo().join("docs/results/bench-net-loopback.json"))
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("<h2>bench latency: ") && text.contains("<h2>bench net: "));
+    assert_eq!(
+        text.matches("<svg").count(),
+        5,
+        "latency p50/p99/p99.9, stream throughput, round-trip p99"
+    );
+    assert!(text.contains("other load lock") && text.contains("tcp-stream 16384 B"));
+    tidy_ok(&html);
+}

@@ -43,7 +43,7 @@ pub struct Metric {
 }
 
 /// Every metric the benches write (a cell shows the ones its repetitions have).
-pub const METRICS: [Metric; 11] = [
+pub const METRICS: [Metric; 16] = [
     Metric {
         name: "ops/s",
         path: "ops_per_s",
@@ -117,6 +117,41 @@ pub const METRICS: [Metric; 11] = [
     Metric {
         name: "faults/tx",
         path: "minflt_per_tx",
+        better: Better::Lower,
+        centre: Centre::Arithmetic,
+        unit: "",
+    },
+    Metric {
+        name: "wakeup p50 us",
+        path: "latency_us.p50",
+        better: Better::Lower,
+        centre: Centre::Arithmetic,
+        unit: "",
+    },
+    Metric {
+        name: "wakeup p99 us",
+        path: "latency_us.p99",
+        better: Better::Lower,
+        centre: Centre::Arithmetic,
+        unit: "",
+    },
+    Metric {
+        name: "sender B/s",
+        path: "sender_bytes_per_s",
+        better: Better::Higher,
+        centre: Centre::Harmonic,
+        unit: "rate",
+    },
+    Metric {
+        name: "msgs/s",
+        path: "msgs_per_s",
+        better: Better::Higher,
+        centre: Centre::Harmonic,
+        unit: "rate",
+    },
+    Metric {
+        name: "RTT p99 us",
+        path: "rtt_us.p99",
         better: Better::Lower,
         centre: Centre::Arithmetic,
         unit: "",

@@ -424,6 +424,157 @@ fn pg_section(label: &str, r: &Value) -> String {
     o
 }
 
+fn latency_section(label: &str, r: &Value) -> String {
+    let mut o = String::new();
+    let sp = &r["spec"];
+    let _ = write!(
+        o,
+        "<h2>bench latency: {}</h2><p>{} threads, interval {} us, {} repetitions of {} s{}</p>",
+        esc(label),
+        s(&sp["threads"]),
+        s(&sp["interval_us"]),
+        s(&sp["repeat"]),
+        s(&sp["duration_s"]),
+        if r["interrupted"] == true {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    );
+    let cells: Vec<&Value> = r["cells"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["summary"].is_object())
+        .collect();
+    let label_of = |c: &Value| format!("{} load {}", s(&c["policy"]), s(&c["load"]));
+    for (key, title) in [("p50_us", "p50"), ("p99_us", "p99"), ("p999_us", "p99.9")] {
+        let bars: Vec<(String, f64, f64, f64)> = cells
+            .iter()
+            .map(|c| {
+                let m = &c["summary"][key];
+                let g = |k: &str| m[k].as_f64().unwrap_or(0.0);
+                (label_of(c), g("median"), g("min"), g("max"))
+            })
+            .collect();
+        if !bars.is_empty() {
+            let _ = write!(o, "<figure>{}<figcaption>Wakeup latency {title} per policy and load: median over the repetitions, whisker min..max.</figcaption></figure>", ranged_bar_chart(&format!("Wakeup latency {title}"), "us", &bars, |v| format!("{v:.1}")));
+        }
+    }
+    o.push_str("<table><tr><th>policy</th><th>load</th><th>p50 us</th><th>p99 us</th><th>p99.9 us</th><th>max us</th></tr>");
+    for c in r["cells"].as_array().into_iter().flatten() {
+        let m = &c["summary"];
+        if m.is_object() {
+            let f = |k: &str| m[k]["median"].as_f64().unwrap_or(f64::NAN);
+            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>", esc(&s(&c["policy"])), esc(&s(&c["load"])), f("p50_us"), f("p99_us"), f("p999_us"), m["max_us"]["max"].as_f64().unwrap_or(f64::NAN));
+        } else {
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td colspan=\"4\">{}: {}</td></tr>",
+                esc(&s(&c["policy"])),
+                esc(&s(&c["load"])),
+                esc(&s(&c["status"])),
+                esc(&s(&c["reason"]))
+            );
+        }
+    }
+    o.push_str("</table>");
+    o
+}
+
+fn net_section(label: &str, r: &Value) -> String {
+    let mut o = String::new();
+    let sp = &r["spec"];
+    let _ = write!(
+        o,
+        "<h2>bench net: {}</h2><p>{} streams over {}, {} repetitions of {} s{}</p>",
+        esc(label),
+        s(&sp["streams"]),
+        if sp["netns"] == true {
+            "a veth pair between namespaces"
+        } else {
+            "loopback"
+        },
+        s(&sp["repeat"]),
+        s(&sp["duration_s"]),
+        if r["interrupted"] == true {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    );
+    let cells: Vec<&Value> = r["cells"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["summary"].is_object())
+        .collect();
+    let label_of = |c: &Value| format!("{} {} B", s(&c["test"]), s(&c["msg_size"]));
+    let tput: Vec<(String, f64, f64, f64)> = cells
+        .iter()
+        .filter(|c| s(&c["test"]).ends_with("stream"))
+        .map(|c| {
+            let m = &c["summary"]["sender_bytes_per_s"];
+            let g = |k: &str| m[k].as_f64().unwrap_or(0.0) * 8.0 / 1e6;
+            (label_of(c), g("median"), g("min"), g("max"))
+        })
+        .collect();
+    if !tput.is_empty() {
+        let _ = write!(o, "<figure>{}<figcaption>Stream throughput at the sender: median over the repetitions, whisker min..max.</figcaption></figure>", ranged_bar_chart("Stream throughput", "Mb/s", &tput, |v| format!("{v:.0}")));
+    }
+    let rtt: Vec<(String, f64, f64, f64)> = cells
+        .iter()
+        .filter(|c| c["summary"]["rtt_p99_us"].is_object())
+        .map(|c| {
+            let m = &c["summary"]["rtt_p99_us"];
+            let g = |k: &str| m[k].as_f64().unwrap_or(0.0);
+            (label_of(c), g("median"), g("min"), g("max"))
+        })
+        .collect();
+    if !rtt.is_empty() {
+        let _ = write!(
+            o,
+            "<figure>{}<figcaption>Ping-pong round trip p99.</figcaption></figure>",
+            ranged_bar_chart("Round trip p99", "us", &rtt, |v| format!("{v:.0}"))
+        );
+    }
+    o.push_str("<table><tr><th>test</th><th>size</th><th>sender Mb/s</th><th>msgs/s</th><th>retransmits</th><th>D-SACKs</th></tr>");
+    for c in r["cells"].as_array().into_iter().flatten() {
+        let m = &c["summary"];
+        if m.is_object() {
+            let total = |k: &str| -> i64 {
+                c["reps"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|r| r["client_counters"][k].as_i64().unwrap_or(0))
+                    .sum()
+            };
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td></tr>",
+                esc(&s(&c["test"])),
+                s(&c["msg_size"]),
+                m["sender_bytes_per_s"]["median"].as_f64().unwrap_or(0.0) * 8.0 / 1e6,
+                m["msgs_per_s"]["median"].as_f64().unwrap_or(0.0),
+                total("RetransSegs"),
+                total("TCPDSACKRecv")
+            );
+        } else {
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td colspan=\"4\">{}: {}</td></tr>",
+                esc(&s(&c["test"])),
+                s(&c["msg_size"]),
+                esc(&s(&c["status"])),
+                esc(&s(&c["reason"]))
+            );
+        }
+    }
+    o.push_str("</table>");
+    o
+}
+
 /// Renders the page.
 pub fn render(docs: &[Doc], generated_utc: &str) -> String {
     let mut o = String::new();
@@ -515,6 +666,12 @@ pub fn render(docs: &[Doc], generated_utc: &str) -> String {
     }
     for d in docs.iter().filter(|d| d.value["kind"] == "bench-pg") {
         o.push_str(&pg_section(&d.label, &d.value));
+    }
+    for d in docs.iter().filter(|d| d.value["kind"] == "bench-latency") {
+        o.push_str(&latency_section(&d.label, &d.value));
+    }
+    for d in docs.iter().filter(|d| d.value["kind"] == "bench-net") {
+        o.push_str(&net_section(&d.label, &d.value));
     }
     o.push_str("</body></html>\n");
     o
