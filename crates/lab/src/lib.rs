@@ -24,3 +24,12 @@ pub mod pgrun;
 pub mod procsample;
 pub mod result;
 pub mod sysbench;
+
+/// The first `name` on PATH, then in the `extra` directories (e.g. `/usr/sbin` for daemons).
+pub fn which(name: &str, extra: &[&str]) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(extra.iter().map(std::path::PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}

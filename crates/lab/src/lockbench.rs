@@ -654,12 +654,7 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
         return Err(failed(format!("a worker failed: {e}")));
     }
     let mut rep = summarize_rep(&sh, &perm, &outs, measured, input.workers, respawns)?;
-    rep.steal_pct = match (stat0, cpu_times()) {
-        (Some((t0, s0)), Some((t1, s1))) if t1 > t0 => {
-            Some((s1 - s0) as f64 / (t1 - t0) as f64 * 100.0)
-        }
-        _ => None,
-    };
+    rep.steal_pct = steal_pct_since(stat0);
     if !rep.check.ok {
         return Err(failed(format!(
             "CORRECTNESS VIOLATION with lock {} on {}: counter {} vs {} operations counted; free list {} + popped {} vs {} descriptors ({} marked not in list)",
@@ -851,6 +846,16 @@ fn reap_all(
     match err {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// The hypervisor's CPU steal since `stat0` (a [`cpu_times`] reading), % of all CPU time.
+pub fn steal_pct_since(stat0: Option<(u64, u64)>) -> Option<f64> {
+    match (stat0, cpu_times()) {
+        (Some((t0, s0)), Some((t1, s1))) if t1 > t0 => {
+            Some((s1 - s0) as f64 / (t1 - t0) as f64 * 100.0)
+        }
+        _ => None,
     }
 }
 

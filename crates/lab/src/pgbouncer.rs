@@ -11,14 +11,9 @@ use crate::pgcluster::Cluster;
 
 /// Finds the pgbouncer binary (PATH, then Debian's /usr/sbin).
 pub fn find() -> Result<PathBuf, String> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin")])
-        .map(|d| d.join("pgbouncer"))
-        .find(|p| p.is_file())
-        .ok_or_else(|| {
-            "--pooler pgbouncer: no pgbouncer binary; apt-get install pgbouncer".to_string()
-        })
+    crate::which("pgbouncer", &["/usr/sbin"]).ok_or_else(|| {
+        "--pooler pgbouncer: no pgbouncer binary; apt-get install pgbouncer".to_string()
+    })
 }
 
 /// A running pgbouncer.

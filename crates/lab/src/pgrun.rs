@@ -390,7 +390,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, String> {
     }
     let sysbench = if spec.driver == "sysbench" {
         Some(
-            find_in_path("sysbench")
+            crate::which("sysbench", &[])
                 .ok_or("--driver sysbench: no sysbench binary; apt-get install sysbench")?,
         )
     } else {
@@ -528,13 +528,6 @@ enum Fail {
     Run(String),
 }
 
-fn find_in_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
 fn pg_version(cluster: &Cluster) -> Option<String> {
     let out = cluster.command("postgres").arg("--version").output().ok()?;
     let t = String::from_utf8_lossy(&out.stdout);
@@ -653,7 +646,7 @@ fn load(cluster: &mut Cluster, spec: &Spec, sysbench: Option<&Path>) -> Result<S
             }
             Some(sb) => {
                 let mut cmd = Command::new(sb);
-                cmd.arg(sysbench_test(spec));
+                cmd.arg(&spec.script);
                 sysbench_conn(
                     &mut cmd,
                     cluster.socket_dir().as_path(),
@@ -728,10 +721,6 @@ fn conn_args(cmd: &mut Command, sock: &Path, port: u16, user: &str) {
         .arg(port.to_string())
         .arg("-U")
         .arg(user);
-}
-
-fn sysbench_test(spec: &Spec) -> String {
-    spec.script.clone()
 }
 
 fn sysbench_conn(cmd: &mut Command, sock: &Path, port: u16, cluster: &Cluster, spec: &Spec) {
@@ -848,12 +837,7 @@ fn run_config(
             &mut |tps| progress(d, t, &label, "measure", tps),
         );
         let sampled = sampler.stop();
-        let steal_pct = match (stat0, crate::lockbench::cpu_times()) {
-            (Some((t0, s0)), Some((t1, s1))) if t1 > t0 => {
-                Some((s1 - s0) as f64 / (t1 - t0) as f64 * 100.0)
-            }
-            _ => None,
-        };
+        let steal_pct = crate::lockbench::steal_pct_since(stat0);
         let text = match ran {
             Ok(Driven::Interrupted) => return Ok(()),
             Ok(Driven::Done(text)) => text,
@@ -932,7 +916,7 @@ impl Target<'_> {
             }
             Some(sb) => {
                 let mut cmd = Command::new(sb);
-                cmd.arg(sysbench_test(spec));
+                cmd.arg(&spec.script);
                 sysbench_conn(&mut cmd, self.sock, self.port, self.cluster, spec);
                 cmd.arg(format!("--threads={clients}"))
                     .arg(format!("--time={seconds}"))

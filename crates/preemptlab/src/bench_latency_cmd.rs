@@ -6,12 +6,7 @@ use lab::lockrun::{self, Status};
 
 use crate::cli::{BenchLatencyArgs, TableFormat};
 
-fn list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(|x| x.trim().to_string())
-        .filter(|x| !x.is_empty())
-        .collect()
-}
+use crate::cli::split_list as list;
 
 pub fn run(a: BenchLatencyArgs) -> Result<i32> {
     let host = hostfacts::Host::live();
@@ -48,7 +43,7 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
         no_deep_idle: !a.allow_deep_idle,
     };
     latency::validate(&spec).map_err(|e| anyhow!(e))?;
-    if spec.loads.iter().any(|l| l == "hackbench") && which("hackbench").is_none() {
+    if spec.loads.iter().any(|l| l == "hackbench") && lab::which("hackbench", &[]).is_none() {
         bail!("--load hackbench: no hackbench binary; apt-get install rt-tests");
     }
     let out = a
@@ -71,13 +66,6 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
         eprintln!("preemptlab: result written to {}", out.display());
     }
     Ok(if res.envelope.interrupted { 130 } else { 0 })
-}
-
-fn which(name: &str) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 fn cell_line(c: &latency::Cell) -> String {
@@ -153,15 +141,7 @@ fn table(r: &LatencyResult, md: bool) -> String {
         "overruns",
     ];
     if md {
-        let mut o = format!(
-            "| {} |\n|---|---|{}\n",
-            header.join(" | "),
-            "---:|".repeat(header.len() - 2)
-        );
-        for r in rows {
-            o.push_str(&format!("| {} |\n", r.join(" | ")));
-        }
-        return o;
+        return report::markup::markdown_table(&header, &rows, 2);
     }
     use report::markup::{columns, Align};
     let mut align = vec![Align::Left, Align::Left];

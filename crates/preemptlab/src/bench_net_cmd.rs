@@ -6,12 +6,7 @@ use lab::net::{self, NetResult, Spec};
 
 use crate::cli::{BenchNetArgs, TableFormat};
 
-fn list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(|x| x.trim().to_string())
-        .filter(|x| !x.is_empty())
-        .collect()
-}
+use crate::cli::split_list as list;
 
 pub fn run(a: BenchNetArgs) -> Result<i32> {
     let duration = lockrun::parse_duration(&a.duration).map_err(|e| anyhow!("--duration: {e}"))?;
@@ -126,15 +121,7 @@ fn table(r: &NetResult, md: bool) -> String {
     ];
     let rows: Vec<Vec<String>> = r.cells.iter().map(row).collect();
     if md {
-        let mut o = format!(
-            "| {} |\n|---|---|{}\n",
-            header.join(" | "),
-            "---:|".repeat(header.len() - 2)
-        );
-        for x in rows {
-            o.push_str(&format!("| {} |\n", x.join(" | ")));
-        }
-        return o;
+        return report::markup::markdown_table(&header, &rows, 2);
     }
     use report::markup::{columns, Align};
     let mut align = vec![Align::Left, Align::Left];

@@ -27,12 +27,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
         .cpus
         .value
         .unwrap_or(1);
-    let list = |s: &str| -> Vec<String> {
-        s.split(',')
-            .map(|x| x.trim().to_string())
-            .filter(|x| !x.is_empty())
-            .collect()
-    };
+    let list = crate::cli::split_list;
     let (clients_given, clients) =
         lockrun::parse_counts("--clients", "clients", &a.clients, cpus, 5000)
             .map_err(|e| anyhow!(e))?;

@@ -4,6 +4,14 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// Splits a comma-separated flag value into its non-empty, trimmed entries.
+pub fn split_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(|x| x.trim().to_string())
+        .filter(|x| !x.is_empty())
+        .collect()
+}
+
 /// Find, reproduce, measure and fix lock-holder preemption (Linux 7.0 + PostgreSQL on 4 KB pages).
 #[derive(Debug, Parser)]
 #[command(name = "preemptlab", version, about, long_about = None)]

@@ -79,12 +79,7 @@ pub struct SimResult {
     pub cells: Vec<SimCell>,
 }
 
-fn list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(|x| x.trim().to_string())
-        .filter(|x| !x.is_empty())
-        .collect()
-}
+use crate::cli::split_list as list;
 
 /// Applies `name=value` to the parameters through their JSON form (the value as JSON, else as a string).
 fn set_param(p: &Params, kv: &str) -> Result<Params> {
@@ -330,38 +325,20 @@ fn table(r: &SimResult, md: bool) -> String {
     let keep: Vec<usize> = (0..header.len())
         .filter(|&i| i != 5 || !sweep_name.is_empty())
         .collect();
-    if md {
-        let mut o = format!(
-            "| {} |\n|{}|\n",
-            keep.iter()
-                .map(|&i| header[i])
-                .collect::<Vec<_>>()
-                .join(" | "),
-            keep.iter()
-                .map(|&i| if i < 6 { "---" } else { "---:" })
-                .collect::<Vec<_>>()
-                .join("|")
-        );
-        for row in &rows {
-            o.push_str(&format!(
-                "| {} |\n",
-                keep.iter()
-                    .map(|&i| row[i].as_str())
-                    .collect::<Vec<_>>()
-                    .join(" | ")
-            ));
-        }
-        return o;
-    }
-    use report::markup::{columns, Align};
     let hdr: Vec<&str> = keep.iter().map(|&i| header[i]).collect();
-    let align: Vec<Align> = keep
-        .iter()
-        .map(|&i| if i < 3 { Align::Left } else { Align::Right })
-        .collect();
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| keep.iter().map(|&i| r[i].clone()).collect())
+        .collect();
+    if md {
+        // Text columns (model..pages, and the swept parameter when there is one) are left-aligned.
+        let left = keep.iter().filter(|&&i| i < 6).count();
+        return report::markup::markdown_table(&hdr, &rows, left);
+    }
+    use report::markup::{columns, Align};
+    let align: Vec<Align> = keep
+        .iter()
+        .map(|&i| if i < 3 { Align::Left } else { Align::Right })
         .collect();
     format!(
         "sim: {} runs per cell of {} s virtual time (+{} s warm-up), HZ {}; model, not measurement (GUIDE.md \"sim\")\n\n{}",

@@ -125,6 +125,27 @@ pub fn columns(
     out
 }
 
+/// Rows as a Markdown table: the first `left` columns left-aligned, the rest right-aligned.
+pub fn markdown_table<S: AsRef<str>>(header: &[S], rows: &[Vec<String>], left: usize) -> String {
+    let cells = |r: &[String]| r.join(" | ");
+    let mut o = format!(
+        "| {} |\n|{}|\n",
+        header
+            .iter()
+            .map(|h| h.as_ref())
+            .collect::<Vec<_>>()
+            .join(" | "),
+        (0..header.len())
+            .map(|i| if i < left { "---" } else { "---:" })
+            .collect::<Vec<_>>()
+            .join("|")
+    );
+    for r in rows {
+        o.push_str(&format!("| {} |\n", cells(r)));
+    }
+    o
+}
+
 /// Three significant figures.
 pub fn sig3(x: f64) -> String {
     if x == 0.0 || !x.is_finite() {

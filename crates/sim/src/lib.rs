@@ -384,8 +384,6 @@ struct Task {
     acquire_start: u64,
     hold_start: u64,
     holding: bool,
-    /// A fault is pending at the start of the critical section.
-    fault_pending: bool,
     /// The pending fault blocks halfway (hypothesis knob).
     fault_blocks: bool,
     /// rseq: extension granted and not yet yielded.
@@ -531,7 +529,6 @@ impl Sim {
                 acquire_start: 0,
                 hold_start: 0,
                 holding: false,
-                fault_pending: false,
                 fault_blocks: false,
                 granted: false,
                 ops: 0,
@@ -684,10 +681,8 @@ impl Sim {
         if phase == Phase::Switch {
             // An interrupted switch is redone in full next time.
             task.phase = task.resume;
-        } else if phase == Phase::Spin {
-            // Spin budget left.
-            task.remaining = end.saturating_sub(self.now);
         } else {
+            // What is left of the segment (for a spin: its budget).
             task.remaining = end.saturating_sub(self.now);
         }
         self.cpus[c as usize].gen += 1;
@@ -842,7 +837,6 @@ impl Sim {
         task.cur_delay_ns = 0;
         task.holding = true;
         task.hold_start = now;
-        task.fault_pending = faults;
         task.fault_blocks = blocks;
         task.granted = false;
         if faults {
@@ -1018,7 +1012,6 @@ impl Sim {
                     self.push(at, Ev::Wake(t | 1 << 31));
                     return;
                 }
-                task.fault_pending = false;
                 task.phase = Phase::Cs;
                 if !self.return_to_user(c, true) {
                     let d = self.p.cs_ns
