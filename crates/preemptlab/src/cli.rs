@@ -61,6 +61,10 @@ pub struct SimArgs {
     /// Timer ticks per second.
     #[arg(long, default_value_t = 250)]
     pub hz: u32,
+    /// What the workers run: lock (bench lock's operation) or txn (pgbench-like transactions with client
+    /// round trips; throughput in transactions per second).
+    #[arg(long, default_value = "lock")]
+    pub workload: String,
     /// Virtual time measured per run (1s, 200ms).
     #[arg(long, default_value = "1s")]
     pub duration: String,

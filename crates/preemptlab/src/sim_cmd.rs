@@ -5,7 +5,7 @@
 use anyhow::{anyhow, bail, Result};
 use lab::lockrun::{self, Status};
 use serde::{Deserialize, Serialize};
-use sim::{LockKind, Model, Outcome, Pages, Params};
+use sim::{LockKind, Model, Outcome, Pages, Params, Workload};
 use stats::Summary;
 
 use crate::cli::{SimArgs, TableFormat};
@@ -15,6 +15,9 @@ use crate::cli::{SimArgs, TableFormat};
 pub struct SimSummary {
     /// Throughput (ops per virtual second).
     pub ops_per_s: Summary,
+    /// `--workload txn`: transactions per virtual second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub txn_per_s: Option<Summary>,
     /// Share of CPU time spinning.
     pub spinning: Summary,
     /// Share of CPU time idle.
@@ -105,10 +108,11 @@ fn set_param(p: &Params, kv: &str) -> Result<Params> {
     serde_json::from_value(j).map_err(|e| anyhow!("--set {kv}: {e}"))
 }
 
-fn summarize(reps: &[Outcome]) -> SimSummary {
+fn summarize(reps: &[Outcome], txn: bool) -> SimSummary {
     let f = |g: &dyn Fn(&Outcome) -> f64| stats::summarize(&reps.iter().map(g).collect::<Vec<_>>());
     SimSummary {
         ops_per_s: f(&|o| o.ops_per_s),
+        txn_per_s: txn.then(|| f(&|o| o.txn_per_s.unwrap_or(0.0))),
         spinning: f(&|o| o.cpu.spinning),
         idle: f(&|o| o.cpu.idle),
         lhp_per_s: f(&|o| o.lhp_per_s),
@@ -129,6 +133,7 @@ pub fn run(a: SimArgs) -> Result<i32> {
         duration_ns: dur.as_nanos() as u64,
         warmup_ns: warm.as_nanos() as u64,
         seed: a.seed,
+        workload: Workload::parse(&a.workload).map_err(|e| anyhow!("--workload {e}"))?,
         ..Params::default()
     };
     for kv in &a.set {
@@ -241,7 +246,7 @@ pub fn run(a: SimArgs) -> Result<i32> {
             sweep: sv,
             status: Status::Ok,
             reason: None,
-            summary: Some(summarize(&reps)),
+            summary: Some(summarize(&reps, p.workload == Workload::Txn)),
             reps,
         };
         if !a.quiet {
@@ -261,17 +266,23 @@ pub fn run(a: SimArgs) -> Result<i32> {
     Ok(if res.envelope.interrupted { 130 } else { 0 })
 }
 
+/// The cell's throughput: transactions per second for `--workload txn`, else operations per second.
+fn throughput(s: &SimSummary) -> &Summary {
+    s.txn_per_s.as_ref().unwrap_or(&s.ops_per_s)
+}
+
 fn cell_line(c: &SimCell) -> String {
     let s = c.summary.as_ref().expect("ran");
     format!(
-        "{:>9} {:>5} {:>3} {:>4} CPUs {:>6}w{}: {:>7} ops/s  spin {:>3.0}%  idle {:>3.0}%  LHP/s {:>7.0}",
+        "{:>9} {:>5} {:>3} {:>4} CPUs {:>6}w{}: {:>7} {}  spin {:>3.0}%  idle {:>3.0}%  LHP/s {:>7.0}",
         c.model,
         c.lock,
         c.pages,
         c.cpus,
         c.workers,
         c.sweep.as_deref().map(|v| format!(" {v}")).unwrap_or_default(),
-        report::lock_table::rate(s.ops_per_s.median),
+        report::lock_table::rate(throughput(s).median),
+        if s.txn_per_s.is_some() { "tx/s" } else { "ops/s" },
         s.spinning.median * 100.0,
         s.idle.median * 100.0,
         s.lhp_per_s.median
@@ -294,7 +305,7 @@ fn table(r: &SimResult, md: bool) -> String {
                     && b.sweep == c.sweep
             })
             .and_then(|b| b.summary.as_ref())
-            .map(|b| s.ops_per_s.median / b.ops_per_s.median)
+            .map(|b| throughput(s).median / throughput(b).median)
             .unwrap_or(f64::NAN);
         rows.push(vec![
             c.model.clone(),
@@ -303,11 +314,11 @@ fn table(r: &SimResult, md: bool) -> String {
             c.cpus.to_string(),
             c.workers.to_string(),
             c.sweep.clone().unwrap_or_default(),
-            report::lock_table::rate(s.ops_per_s.median),
+            report::lock_table::rate(throughput(s).median),
             format!(
                 "{}..{}",
-                report::lock_table::rate(s.ops_per_s.min),
-                report::lock_table::rate(s.ops_per_s.max)
+                report::lock_table::rate(throughput(s).min),
+                report::lock_table::rate(throughput(s).max)
             ),
             format!("{base:.2}"),
             format!("{:.0}%", s.spinning.median * 100.0),
@@ -318,8 +329,13 @@ fn table(r: &SimResult, md: bool) -> String {
         ]);
     }
     let sweep_name = r.spec.sweep.as_ref().map(|(k, _)| k.as_str()).unwrap_or("");
+    let unit = if r.spec.params.workload == Workload::Txn {
+        "tx/s"
+    } else {
+        "ops/s"
+    };
     let header = [
-        "model", "lock", "pages", "CPUs", "workers", sweep_name, "ops/s", "min..max", "vs first",
+        "model", "lock", "pages", "CPUs", "workers", sweep_name, unit, "min..max", "vs first",
         "spinning", "idle", "LHP/s", "hold p99", "acq p99",
     ];
     let keep: Vec<usize> = (0..header.len())

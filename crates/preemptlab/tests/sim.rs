@@ -121,6 +121,10 @@ fn bad_input_is_one_line_and_exit_2() {
         (vec!["--cpus", "0"], "--cpus 0"),
         (vec!["--sweep", "hz"], "name=v1,v2"),
         (vec!["--set", "fault_block_p=2"], "--fault-block-p 2"),
+        (
+            vec!["--workload", "oltp"],
+            "--workload oltp: expected lock or txn",
+        ),
     ] {
         let o = sim(&args, &dir.path().join("x.json"));
         let err = String::from_utf8_lossy(&o.stderr);
@@ -128,4 +132,56 @@ fn bad_input_is_one_line_and_exit_2() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(err.contains(want), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn txn_workload_reports_transactions_that_compare_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--workload",
+        "txn",
+        "--cpus",
+        "4",
+        "--workers",
+        "16x",
+        "--models",
+        "none,lazy",
+        "--pages",
+        "4k",
+        "--duration",
+        "100ms",
+        "--repeat",
+        "2",
+    ];
+    let o = sim(&args, &dir.path().join("t.json"));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let d: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(d["spec"]["params"]["workload"], "txn");
+    for c in d["cells"].as_array().unwrap() {
+        let tps = c["summary"]["txn_per_s"]["median"].as_f64().unwrap();
+        let ops = c["summary"]["ops_per_s"]["median"].as_f64().unwrap();
+        assert!(tps > 1000.0 && ops > tps, "{tps} {ops}");
+        for r in c["reps"].as_array().unwrap() {
+            assert!(r["tps"].as_f64().unwrap() > 0.0, "{r}");
+        }
+    }
+    // The table names the unit.
+    let t = Command::new(cargo_bin("preemptlab"))
+        .args(["sim", "--quiet", "--out"])
+        .arg(dir.path().join("u.json"))
+        .args(args)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&t.stdout);
+    assert!(table.contains("tx/s"), "{table}");
+    // compare pairs the transactions like bench pg's.
+    let c = Command::new(cargo_bin("preemptlab"))
+        .args(["compare", "--format", "json"])
+        .arg(dir.path().join("t.json"))
+        .arg(dir.path().join("u.json"))
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let j: Value = serde_json::from_slice(&c.stdout).unwrap();
+    assert!(j.to_string().contains("\"tps\""), "{j}");
 }

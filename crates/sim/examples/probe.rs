@@ -19,8 +19,8 @@ fn main() {
     let t = std::time::Instant::now();
     let o = sim::simulate(&p).unwrap();
     println!(
-        "{:>9.0} ops/s  spin {:.2} useful {:.2} fault {:.2} kern {:.2} sched {:.2} idle {:.2}  lhp/s {:.0} hold p99 {} acq p99 {} flt/op {:.3} cpu/op {:.0} sleeps/op {:.4} ev {} wall {:.2}s",
-        o.ops_per_s, o.cpu.spinning, o.cpu.useful, o.cpu.faults, o.cpu.kernel, o.cpu.scheduler, o.cpu.idle,
+        "{:>9.0} ops/s {:>7.0} tps  spin {:.2} useful {:.2} fault {:.2} kern {:.2} sched {:.2} idle {:.2}  lhp/s {:.0} hold p99 {} acq p99 {} flt/op {:.3} cpu/op {:.0} sleeps/op {:.4} ev {} wall {:.2}s",
+        o.ops_per_s, o.txn_per_s.unwrap_or(0.0), o.cpu.spinning, o.cpu.useful, o.cpu.faults, o.cpu.kernel, o.cpu.scheduler, o.cpu.idle,
         o.lhp_per_s, o.hold_ns.p99, o.acquire_ns.p99, o.minflt_per_op, o.cpu_ns_per_op, o.sleeps_per_op, o.events,
         t.elapsed().as_secs_f64()
     );

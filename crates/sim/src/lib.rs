@@ -2,7 +2,8 @@
 //! fair-class slices and wakeup preemption, the four preemption models of REFERENCE.md §2, page faults
 //! taken inside the critical section, and the locks `pg` (s_lock's spin-then-sleep with adaptive
 //! spins_per_delay), `futex` (three-state mutex), `rseq` (`pg` whose holder asks for a time-slice
-//! extension).
+//! extension). `Workload::Txn` runs pgbench-like transactions instead: statements that each wait for a
+//! client on another CPU, with buffer allocations (the pop, then a pread and a first touch outside the lock).
 //!
 //! Pure and deterministic: integer-nanosecond clock, one event heap ordered by (time, sequence), one seeded
 //! RNG; the same parameters give the same result, byte for byte. GUIDE.md ("sim") explains the model, its
@@ -119,8 +120,41 @@ impl Pages {
     }
 }
 
+/// What the workers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// `bench lock`'s operation in a loop: work, then the free-list pop under the lock (random order).
+    #[default]
+    Lock,
+    /// pgbench-like transactions: statements, each a client round trip (the backend sleeps and a remote
+    /// CPU wakes it), recv, user work with buffer allocations (the free-list pop under the lock, then the
+    /// block's pread and its first-touch fault outside the lock), send. The free list pops buffers in
+    /// order, as PostgreSQL's initial free list does.
+    Txn,
+}
+
+impl Workload {
+    /// Parses `lock|txn`.
+    pub fn parse(s: &str) -> Result<Workload, String> {
+        match s {
+            "lock" => Ok(Workload::Lock),
+            "txn" => Ok(Workload::Txn),
+            _ => Err(format!("{s}: expected lock or txn")),
+        }
+    }
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Lock => "lock",
+            Workload::Txn => "txn",
+        }
+    }
+}
+
 /// Everything the model takes. Costs default to this project's measurements (REFERENCE.md §6, GUIDE.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Params {
     /// CPUs.
     pub cpus: u32,
@@ -188,6 +222,18 @@ pub struct Params {
     /// A woken task preempts the running one only after that one has run this long since it was switched
     /// in (EEVDF's RUN_TO_PARITY protects the current task's slice); None: the base slice.
     pub wakeup_preempt_after_ns: Option<u64>,
+    /// What the workers run.
+    pub workload: Workload,
+    /// `txn`: statements per transaction (pgbench simple-update: BEGIN, UPDATE, SELECT, INSERT, END).
+    pub txn_stmts: u32,
+    /// `txn`: buffer allocations (free-list pops) per transaction, spread over its statements.
+    pub txn_allocs: f64,
+    /// `txn`: backend user time per statement (parse, plan, execute), ns.
+    pub stmt_ns: u64,
+    /// `txn`: the client's part of a statement's round trip (network, pgbench), ns; the backend sleeps.
+    pub client_ns: u64,
+    /// `txn`: reading the allocated buffer's block from the page cache (pread of 8 KB), ns of kernel time.
+    pub read_ns: u64,
 }
 
 impl Default for Params {
@@ -225,6 +271,12 @@ impl Default for Params {
             fault_block_ns: 5000,
             rseq_grant_ns: 5000,
             wakeup_preempt_after_ns: None,
+            workload: Workload::Lock,
+            txn_stmts: 5,
+            txn_allocs: 2.0,
+            stmt_ns: 185_000,
+            client_ns: 100_000,
+            read_ns: 3000,
         }
     }
 }
@@ -278,6 +330,10 @@ pub struct Outcome {
     pub ops_per_s: f64,
     /// Operations in the measured window.
     pub ops: u64,
+    /// `txn`: transactions per second of virtual time (named `tps` as in `bench pg`, so `compare` pairs
+    /// them); absent for `lock`.
+    #[serde(rename = "tps", default, skip_serializing_if = "Option::is_none")]
+    pub txn_per_s: Option<f64>,
     /// Acquire latency, ns.
     pub acquire_ns: Pcts,
     /// Hold time, ns.
@@ -324,6 +380,12 @@ enum Phase {
     Respawn,
     /// Switching to this task (kernel, scheduler).
     Switch,
+    /// `txn`: recv of the client's statement (kernel).
+    Recv,
+    /// `txn`: pread of the allocated buffer's block and its first-touch fault (kernel).
+    Read,
+    /// `txn`: send of the result (kernel); then the backend sleeps until the client's next statement.
+    Send,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -353,6 +415,9 @@ impl Phase {
                 | Phase::SliceYield
                 | Phase::Respawn
                 | Phase::Switch
+                | Phase::Recv
+                | Phase::Read
+                | Phase::Send
         )
     }
     fn acct(self) -> Acct {
@@ -391,6 +456,15 @@ struct Task {
     ops: u64,
     /// Woken from a futex wait: retry the lock.
     retry: bool,
+    /// `txn`: statements left in the transaction, allocations left in the statement, its work chunk.
+    stmts_left: u32,
+    allocs_left: u32,
+    chunk_ns: u64,
+    /// `txn`: the descriptor and block groups this process mapped last (the pops go in order).
+    desc_group: u64,
+    block_group: u64,
+    /// `txn`: the buffer this process popped last.
+    buf: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -461,7 +535,12 @@ struct Sim {
     slice: u64,
     groups: u64,
     zeroed_2m: u64,
+    /// `txn`: the next buffer the free list hands out.
+    next_buf: u64,
+    /// `txn`: block groups (64 KB on 4 KB pages, 2 MB pages) somebody has touched (they go in order).
+    blocks_zeroed: u64,
     // measurement
+    txns: u64,
     measuring: bool,
     ops: u64,
     faults: u64,
@@ -533,6 +612,12 @@ impl Sim {
                 granted: false,
                 ops: 0,
                 retry: false,
+                stmts_left: p.txn_stmts.max(1),
+                allocs_left: 0,
+                chunk_ns: p.work_ns,
+                desc_group: u64::MAX,
+                block_group: u64::MAX,
+                buf: 0,
             });
             cpus[cpu as usize].rq.push(i);
         }
@@ -556,6 +641,9 @@ impl Sim {
             slice,
             groups,
             zeroed_2m: if p.pages == Pages::P2m { groups } else { 0 },
+            next_buf: 0,
+            blocks_zeroed: 0,
+            txns: 0,
             measuring: false,
             ops: 0,
             faults: 0,
@@ -816,12 +904,26 @@ impl Sim {
         let now = self.now;
         let measuring = self.measuring;
         let p = &self.p;
-        let fault_p;
-        {
-            let task = &self.tasks[t as usize];
-            fault_p = 1.0 - task.touched as f64 / self.groups as f64;
-        }
-        let faults = self.rng.unit() < fault_p;
+        let faults = match p.workload {
+            Workload::Lock => {
+                let task = &self.tasks[t as usize];
+                let fault_p = 1.0 - task.touched as f64 / self.groups as f64;
+                self.rng.unit() < fault_p
+            }
+            Workload::Txn => {
+                // The free list hands out buffers in order; the holder reads the head's descriptor.
+                let buf = self.next_buf;
+                self.next_buf = (buf + 1) % p.descriptors;
+                let per = match p.pages {
+                    Pages::P4k => p.fault_around_pages.max(1) * 4096 / 64,
+                    Pages::P2m => (2 << 20) / 64,
+                };
+                let task = &mut self.tasks[t as usize];
+                task.buf = buf;
+                let g = buf / per;
+                std::mem::replace(&mut task.desc_group, g) != g
+            }
+        };
         let blocks = faults && p.pages == Pages::P4k && self.rng.unit() < p.fault_block_p;
         let task = &mut self.tasks[t as usize];
         if measuring && now >= p.warmup_ns {
@@ -897,12 +999,8 @@ impl Sim {
             Phase::FutexWake
         } else if granted {
             Phase::SliceYield
-        } else if self.p.reconnect_every > 0
-            && self.tasks[t as usize].ops_since_spawn >= self.p.reconnect_every
-        {
-            Phase::Respawn
         } else {
-            Phase::Work
+            self.after_op(t)
         };
         self.start_phase(c, t, next);
     }
@@ -910,6 +1008,7 @@ impl Sim {
     fn start_phase(&mut self, c: u32, t: u32, ph: Phase) {
         let p = &self.p;
         let d = match ph {
+            Phase::Work if p.workload == Workload::Txn => self.tasks[t as usize].chunk_ns,
             Phase::Work => {
                 p.work_ns
                     + p.op_ns
@@ -918,6 +1017,34 @@ impl Sim {
                         Pages::P2m => 0,
                     }
             }
+            Phase::Read => {
+                // The block of the buffer just popped: a first touch in this process faults (outside the
+                // lock); the first touch by anyone also zeroes the memory.
+                let (per, bytes) = match p.pages {
+                    Pages::P4k => (
+                        (p.fault_around_pages.max(1) * 4096 / 8192).max(1),
+                        p.fault_around_pages.max(1) * 4096,
+                    ),
+                    Pages::P2m => ((2 << 20) / 8192, 2 << 20),
+                };
+                let g = self.tasks[t as usize].buf / per;
+                let mut d = p.read_ns;
+                if std::mem::replace(&mut self.tasks[t as usize].block_group, g) != g {
+                    d += match p.pages {
+                        Pages::P4k => p.fault_4k_ns,
+                        Pages::P2m => p.fault_2m_map_ns,
+                    };
+                    if g >= self.blocks_zeroed {
+                        self.blocks_zeroed = g + 1;
+                        d += p.fault_2m_zero_ns * bytes / (2 << 20);
+                    }
+                    if self.measuring && self.now >= p.warmup_ns {
+                        self.faults += 1;
+                    }
+                }
+                d
+            }
+            Phase::Send => p.syscall_ns,
             Phase::FutexWake => p.futex_wake_ns,
             Phase::SliceYield => p.syscall_ns,
             Phase::Respawn => p.respawn_ns,
@@ -956,9 +1083,54 @@ impl Sim {
                     self.resume(c, t, resume, rem);
                 }
             }
+            Phase::Work if self.p.workload == Workload::Txn => {
+                let task = &mut self.tasks[t as usize];
+                if task.allocs_left > 0 {
+                    task.allocs_left -= 1;
+                    task.acquire_start = self.now;
+                    self.try_lock(c, t);
+                } else {
+                    self.start_phase(c, t, Phase::Send);
+                }
+            }
             Phase::Work => {
                 self.tasks[t as usize].acquire_start = self.now;
                 self.try_lock(c, t);
+            }
+            Phase::Read | Phase::Recv => {
+                if phase == Phase::Recv {
+                    // A statement starts: its allocations and its work between them.
+                    let m = self.p.txn_allocs.max(0.0) / self.p.txn_stmts.max(1) as f64;
+                    let extra = u32::from(self.rng.unit() < m.fract());
+                    let a = m.trunc() as u32 + extra;
+                    let task = &mut self.tasks[t as usize];
+                    task.allocs_left = a;
+                    task.chunk_ns = self.p.stmt_ns / (a as u64 + 1);
+                }
+                let task = &mut self.tasks[t as usize];
+                task.phase = Phase::Work;
+                task.remaining = 0;
+                if !self.return_to_user(c, true) {
+                    self.start_phase(c, t, Phase::Work);
+                }
+            }
+            Phase::Send => {
+                let measured = self.measuring && self.now >= self.p.warmup_ns;
+                let stmts = self.p.txn_stmts.max(1);
+                let task = &mut self.tasks[t as usize];
+                task.stmts_left = task.stmts_left.saturating_sub(1);
+                if task.stmts_left == 0 {
+                    task.stmts_left = stmts;
+                    if measured {
+                        self.txns += 1;
+                    }
+                }
+                // Wait for the client's next statement; a pgbench thread on another CPU wakes this backend.
+                task.phase = Phase::Recv;
+                task.remaining = self.p.syscall_ns;
+                let at = self.now + self.p.client_ns;
+                self.block(c, t, None);
+                self.push(at, Ev::Wake(t | 1 << 31));
             }
             Phase::Spin => {
                 // Budget used up: pg_usleep.
@@ -1037,11 +1209,12 @@ impl Sim {
             Phase::SliceYield => {
                 // rseq_slice_yield: the deferred reschedule happens now.
                 self.cpus[c as usize].need = true;
+                let next = self.after_op(t);
                 let task = &mut self.tasks[t as usize];
-                task.phase = Phase::Work;
+                task.phase = next;
                 task.remaining = 0;
                 if !self.return_to_user(c, false) {
-                    self.start_phase(c, t, Phase::Work);
+                    self.start_phase(c, t, next);
                 }
             }
             Phase::Respawn => {
@@ -1058,14 +1231,22 @@ impl Sim {
         }
     }
 
+    /// What follows an operation once the lock is released (and any futex wake or slice yield is done).
+    fn after_op(&self, t: u32) -> Phase {
+        match self.p.workload {
+            Workload::Txn => Phase::Read,
+            Workload::Lock
+                if self.p.reconnect_every > 0
+                    && self.tasks[t as usize].ops_since_spawn >= self.p.reconnect_every =>
+            {
+                Phase::Respawn
+            }
+            Workload::Lock => Phase::Work,
+        }
+    }
+
     fn after_release_syscall(&mut self, c: u32, t: u32) {
-        let next = if self.p.reconnect_every > 0
-            && self.tasks[t as usize].ops_since_spawn >= self.p.reconnect_every
-        {
-            Phase::Respawn
-        } else {
-            Phase::Work
-        };
+        let next = self.after_op(t);
         if !self.return_to_user(c, false) {
             self.start_phase(c, t, next);
         } else {
@@ -1099,7 +1280,14 @@ impl Sim {
                     self.run_segment(c, self.p.syscall_ns);
                 }
             }
-            Phase::Work | Phase::FutexWake | Phase::SliceYield | Phase::Respawn if rem == 0 => {
+            Phase::Work
+            | Phase::FutexWake
+            | Phase::SliceYield
+            | Phase::Respawn
+            | Phase::Read
+            | Phase::Send
+                if rem == 0 =>
+            {
                 self.start_phase(c, t, phase)
             }
             _ => {
@@ -1229,6 +1417,7 @@ impl Sim {
         Outcome {
             ops_per_s: self.ops as f64 / secs,
             ops: self.ops,
+            txn_per_s: (self.p.workload == Workload::Txn).then(|| self.txns as f64 / secs),
             acquire_ns: pcts(&self.acquire),
             hold_ns: pcts(&self.hold),
             stalled_per_mop: self.stalled as f64 / ops * 1e6,
@@ -1350,6 +1539,51 @@ mod tests {
             (o.ops_per_s - 1e9 / per_op).abs() / (1e9 / per_op) < 0.05,
             "{}",
             o.ops_per_s
+        );
+    }
+
+    #[test]
+    fn txn_workload_counts_transactions_and_client_round_trips() {
+        let run = |pages, model| {
+            simulate(&Params {
+                workload: Workload::Txn,
+                model,
+                pages,
+                cpus: 4,
+                workers: 64,
+                duration_ns: 200_000_000,
+                warmup_ns: 20_000_000,
+                ..Params::default()
+            })
+            .unwrap()
+        };
+        let a = run(Pages::P4k, Model::None);
+        let tps = a.txn_per_s.expect("txn reports transactions");
+        // Two allocations (lock operations) per transaction on average.
+        let per_tx = a.ops_per_s / tps;
+        assert!((per_tx - 2.0).abs() < 0.2, "{per_tx}");
+        // 64 backends on 4 CPUs, ~0.93 ms of CPU per transaction: CPU-bound near 4 / 0.93 ms.
+        assert!(tps > 2500.0 && tps < 4500.0, "{tps}");
+        // In order pops by 64 backends: every block (8 per 64 KB fault-around group) is a first touch for
+        // its backend on 4 KB pages, and one descriptor read in 16 (1,024 per group); on 2 MB pages a
+        // backend maps each 2 MB page of blocks once per 256 buffers handed out.
+        let b = run(Pages::P2m, Model::None);
+        assert!(
+            a.minflt_per_op > 1.0 && a.minflt_per_op < 1.2,
+            "{}",
+            a.minflt_per_op
+        );
+        assert!(b.minflt_per_op < a.minflt_per_op, "{}", b.minflt_per_op);
+        assert!(
+            a.hold_ns.p50 > b.hold_ns.p50,
+            "faults under the lock on 4 KB pages"
+        );
+        // The lock workload has no transactions.
+        assert!(quick(Model::None, Pages::P2m, 2, 4).txn_per_s.is_none());
+        // Deterministic like the rest.
+        assert_eq!(
+            serde_json::to_string(&run(Pages::P4k, Model::Lazy)).unwrap(),
+            serde_json::to_string(&run(Pages::P4k, Model::Lazy)).unwrap()
         );
     }
 
