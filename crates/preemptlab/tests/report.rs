@@ -87,7 +87,7 @@ fn report_is_valid_html_and_renders_every_plot() {
     let html = dir.path().join("report.html");
     let o = Command::new(cargo_bin("preemptlab"))
         .arg("report")
-        .arg(repo().join("docs/results/bench-lock-bars.json"))
+        .arg(repo().join("docs/results/bench-lock-bars-v2.json"))
         .arg(&audit)
         .arg("-o")
         .arg(&html)

@@ -5,9 +5,11 @@
 //! 1. **Spin briefly, and never more spinners than CPUs.** Spinning beats sleeping when the holder is
 //!    running and about to release (a futex wake + switch costs 2-7 µs here, REFERENCE.md §6). But a spinner
 //!    beyond the CPU count only spins on a run queue, and every spinner takes a CPU a preempted holder may
-//!    need: at most one spinner per CPU, the rest park at once. (A cap of CPUs/2 was worse: a spinner
-//!    preempted mid-spin keeps its slot, and new arrivals parked behind a spinner that was not running: 559k
-//!    vs 598k ops/s at 16 workers on 4 KB pages, p99 acquire 14.2 µs vs 4.4 µs.)
+//!    need: at most one spinner per CPU (up to 8), the rest park. A spinner holds a *slot* stamped with the
+//!    time it started; a running spinner gives it back within `SPIN_BUDGET`, so a slot older than
+//!    `STALE_SLOT` belongs to a spinner that was preempted mid-spin, and a newcomer takes it over. (With a
+//!    plain counter, a preempted spinner kept its place: on 2 CPUs with 32 workers 13% of acquisitions
+//!    parked behind spinners that were not running, p99 acquire 3 ms. A cap of CPUs/2 was worse still.)
 //! 2. **Spin only while the holder is likely running.** The spin is bounded in time (`SPIN_BUDGET`, 6 µs:
 //!    more than a critical section plus one 4 KB first-touch fault, 2.4-2.7 µs here). A hold longer than
 //!    that means the holder is descheduled or in a long fault: waiting for it on a CPU only delays it.
@@ -15,8 +17,8 @@
 //!    through ~10^4 critical sections).
 //! 4. **No handoff, and no needless wakes.** Unlock releases the word first and then wakes one sleeper,
 //!    which must compete again: handing the lock to a sleeper would make every release wait for a wakeup
-//!    and a context switch (a convoy). Unlock does not wake at all while a spinner is active (it will take
-//!    the lock; `PARKED` stays set, so a later unlock reconsiders), and at most one wake is in flight
+//!    and a context switch (a convoy). Unlock does not wake at all while a fresh spinner is active (it will
+//!    take the lock; `PARKED` stays set, so a later unlock reconsiders), and at most one wake is in flight
 //!    (`WAKING`): a futex wake is a syscall in the holder's path, and waking a second sleeper before the
 //!    first has run only costs CPU.
 //! 5. **Bounded sleeps.** A parked waiter sleeps at most `PARK_TIMEOUT_MIN`, doubling up to
@@ -34,7 +36,7 @@
 //! `PARKED` is cleared only when a wake finds nobody queued; a parker that raced with that sees the word
 //! change (its futex wait fails with EAGAIN) and sets it again: no lost wakeups.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -47,6 +49,12 @@ const WAKING: u32 = 4;
 
 /// How long a waiter spins before parking.
 pub const SPIN_BUDGET: Duration = Duration::from_micros(6);
+/// A spinner slot older than this belongs to a spinner that was descheduled mid-spin.
+pub const STALE_SLOT: Duration = Duration::from_micros(12);
+/// Spinner slots in the lock (the cap is the smaller of this and the CPU count).
+pub const SLOTS: usize = 8;
+/// How many times a waiter gives its CPU away (sched_yield) in one acquisition before it parks.
+pub const YIELDS_BEFORE_PARK: u32 = 1;
 /// The first bounded sleep of a parked waiter.
 pub const PARK_TIMEOUT_MIN: Duration = Duration::from_micros(100);
 /// The longest bounded sleep.
@@ -57,8 +65,8 @@ pub const PARK_TIMEOUT_MAX: Duration = Duration::from_micros(1600);
 pub struct AdaptiveLock {
     state: AtomicU32,
     _pad0: [u8; 60],
-    spinners: AtomicU32,
-    _pad1: [u8; 60],
+    /// Spinner slots: CLOCK_MONOTONIC ns when their spinner started, 0 when free.
+    slots: [AtomicU64; SLOTS],
 }
 
 const _: () = assert!(std::mem::size_of::<AdaptiveLock>() == 128);
@@ -85,6 +93,17 @@ fn spin_iterations() -> u32 {
     })
 }
 
+/// CLOCK_MONOTONIC in ns: one clock for every process on the host (vDSO, ~27 ns here).
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to write to.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 fn online_cpus() -> u32 {
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
@@ -106,21 +125,51 @@ impl AdaptiveLock {
                 .is_ok()
     }
 
+    /// Claims a free or stale spinner slot: returns its index and stamp.
+    fn claim_slot(&self, w: &AdaptiveWaiter) -> Option<(usize, u64)> {
+        let now = now_ns();
+        let stale = STALE_SLOT.as_nanos() as u64;
+        for (i, slot) in self.slots[..w.max_spinners as usize].iter().enumerate() {
+            let t = slot.load(Ordering::Relaxed);
+            if (t == 0 || now.saturating_sub(t) > stale)
+                && slot
+                    .compare_exchange(t, now, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return Some((i, now));
+            }
+        }
+        None
+    }
+
+    /// Is a spinner running now (a slot stamped less than `STALE_SLOT` ago)?
+    fn fresh_spinner(&self) -> bool {
+        let stale = STALE_SLOT.as_nanos() as u64;
+        let mut now = 0;
+        for slot in &self.slots {
+            let t = slot.load(Ordering::Relaxed);
+            if t != 0 {
+                if now == 0 {
+                    now = now_ns();
+                }
+                if now.saturating_sub(t) <= stale {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     #[cold]
     #[inline(never)]
     fn lock_slow(&self, w: &AdaptiveWaiter) -> Acquired {
         let mut spins = 0u64;
         let mut sleeps = 0u32;
         let mut timeout = PARK_TIMEOUT_MIN;
+        let mut yields = 0u32;
         loop {
-            // 1-2: a bounded spin, if a spinner slot is free.
-            let n = self.spinners.load(Ordering::Relaxed);
-            if n < w.max_spinners
-                && self
-                    .spinners
-                    .compare_exchange(n, n + 1, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-            {
+            // 1-2: a bounded spin, if a spinner slot is free (or stale).
+            if let Some((slot, stamp)) = self.claim_slot(w) {
                 let mut i = 0;
                 let mut got = false;
                 while i < w.spin_iterations {
@@ -132,13 +181,27 @@ impl AdaptiveLock {
                     cpu_relax();
                     i += 1;
                 }
-                self.spinners.fetch_sub(1, Ordering::Relaxed);
+                // Give the slot back unless a newcomer took it over while this spinner was descheduled.
+                let _ = self.slots[slot].compare_exchange(
+                    stamp,
+                    0,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
                 spins += i as u64;
                 if got {
                     return Acquired { spins, sleeps };
                 }
             }
-            // 3: park. Announce ourselves with PARKED, then sleep while the word still says so.
+            // 3: the holder outlasted the spin (or every slot is busy): it is probably descheduled, maybe
+            // queued behind this very waiter on this CPU. Give the CPU away, then try again.
+            if yields < YIELDS_BEFORE_PARK {
+                yields += 1;
+                // SAFETY: sched_yield has no preconditions.
+                unsafe { libc::sched_yield() };
+                continue;
+            }
+            // 4: park. Announce ourselves with PARKED, then sleep while the word still says so.
             let s = self.state.load(Ordering::Relaxed);
             if s & LOCKED == 0 {
                 if self.try_take(s) {
@@ -202,7 +265,7 @@ impl RawLock for AdaptiveLock {
     fn waiter(&self, _id: u32) -> AdaptiveWaiter {
         AdaptiveWaiter {
             spin_iterations: spin_iterations(),
-            max_spinners: online_cpus().max(1),
+            max_spinners: online_cpus().clamp(1, SLOTS as u32),
             slice: rseq::SliceExtension::enable().ok(),
         }
     }
@@ -228,7 +291,7 @@ impl RawLock for AdaptiveLock {
     fn unlock(&self, w: &mut AdaptiveWaiter) {
         // 4: release first (Release: publishes the critical section), then maybe wake one sleeper.
         let prev = self.state.fetch_and(!LOCKED, Ordering::Release);
-        if prev & PARKED != 0 && prev & WAKING == 0 && self.spinners.load(Ordering::Relaxed) == 0 {
+        if prev & PARKED != 0 && prev & WAKING == 0 && !self.fresh_spinner() {
             self.wake_one();
         }
         if let Some(s) = &w.slice {
