@@ -223,6 +223,19 @@ struct ThreadOut {
     nivcsw: u64,
 }
 
+/// Blocks SIGINT and SIGTERM in the calling thread.
+fn block_stop_signals() {
+    // SAFETY: a zeroed sigset_t is filled by sigemptyset before use; pthread_sigmask changes only this
+    // thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 /// Measures one repetition: `threads` threads under `policy` for `duration`.
 fn measure(spec: &Spec, policy: &str, cpus: usize) -> Result<(Vec<ThreadOut>, bool), String> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -242,6 +255,9 @@ fn measure(spec: &Spec, policy: &str, cpus: usize) -> Result<(Vec<ThreadOut>, bo
             if pin_it {
                 pin(i % cpus.max(1));
             }
+            // SIGINT and SIGTERM go to the main thread (its one long sleep ends early); here they would cut
+            // a measured sleep short.
+            block_stop_signals();
             // Timer slack (50 us by default for SCHED_OTHER) would be measured as latency: 1 ns.
             // SAFETY: prctl on this thread with plain integer arguments.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
@@ -304,9 +320,21 @@ fn measure(spec: &Spec, policy: &str, cpus: usize) -> Result<(Vec<ThreadOut>, bo
     if err.is_some() {
         stop.store(true, Ordering::Relaxed);
     } else {
+        // One sleep to the end, not a polling loop: a periodic wakeup of this thread shares timer
+        // interrupts with the measured ones (its timer slack lets the kernel fire it with theirs). A signal
+        // ends the sleep early (nanosleep is never restarted after a handler).
         let t = Instant::now();
-        while t.elapsed() < deadline && !guard::interrupted() {
-            std::thread::sleep(Duration::from_millis(20));
+        while !guard::interrupted() {
+            let left = deadline.saturating_sub(t.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            let ts = libc::timespec {
+                tv_sec: left.as_secs() as libc::time_t,
+                tv_nsec: left.subsec_nanos() as libc::c_long,
+            };
+            // SAFETY: a relative sleep with a valid timespec; the remainder is not needed.
+            unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
         }
         stop.store(true, Ordering::Relaxed);
     }
