@@ -4,7 +4,7 @@ use anyhow::{anyhow, bail, Result};
 use lab::latency::{self, LatencyResult, Spec};
 use lab::lockrun::{self, Status};
 
-use crate::cli::{BenchLatencyArgs, TableFormat};
+use crate::cli::BenchLatencyArgs;
 
 use crate::cli::split_list as list;
 
@@ -57,14 +57,7 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
         }
     })
     .map_err(|e| anyhow!(e))?;
-    match a.format {
-        TableFormat::Json => print!("{}", report::json(&res)),
-        TableFormat::Table => print!("{}", table(&res, false)),
-        TableFormat::Markdown => print!("{}", table(&res, true)),
-    }
-    if !a.quiet {
-        eprintln!("preemptlab: result written to {}", out.display());
-    }
+    crate::term::print_result(a.format, &res, |md| table(&res, md), &out, a.quiet);
     Ok(if res.envelope.interrupted { 130 } else { 0 })
 }
 

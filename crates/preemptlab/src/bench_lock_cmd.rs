@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Result};
 use lab::lockbench::Spec;
 use lab::lockrun::{self, RunOptions};
 
-use crate::cli::{BenchLockArgs, TableFormat};
+use crate::cli::BenchLockArgs;
 
 pub fn run(a: BenchLockArgs) -> Result<i32> {
     let host = hostfacts::Host::live();
@@ -125,14 +125,14 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
         }),
     };
     let res = lockrun::run(spec, opts).map_err(|e| anyhow!(e))?;
-    match a.format {
-        TableFormat::Json => print!("{}", report::json(&res)),
-        TableFormat::Table => print!("{}", report::lock_table::render(&res)),
-        TableFormat::Markdown => print!("{}", report::lock_table::markdown(&res)),
-    }
-    if !a.quiet {
-        eprintln!("preemptlab: result written to {}", out.display());
-    }
+    let table = |md| {
+        if md {
+            report::lock_table::markdown(&res)
+        } else {
+            report::lock_table::render(&res)
+        }
+    };
+    crate::term::print_result(a.format, &res, table, &out, a.quiet);
     if res.envelope.interrupted {
         eprintln!(
             "preemptlab: interrupted; the cells measured so far are in {}",

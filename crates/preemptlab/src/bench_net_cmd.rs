@@ -4,7 +4,7 @@ use anyhow::{anyhow, Result};
 use lab::lockrun::{self, Status};
 use lab::net::{self, NetResult, Spec};
 
-use crate::cli::{BenchNetArgs, TableFormat};
+use crate::cli::BenchNetArgs;
 
 use crate::cli::split_list as list;
 
@@ -40,14 +40,7 @@ pub fn run(a: BenchNetArgs) -> Result<i32> {
         }
     })
     .map_err(|e| anyhow!(e))?;
-    match a.format {
-        TableFormat::Json => print!("{}", report::json(&res)),
-        TableFormat::Table => print!("{}", table(&res, false)),
-        TableFormat::Markdown => print!("{}", table(&res, true)),
-    }
-    if !a.quiet {
-        eprintln!("preemptlab: result written to {}", out.display());
-    }
+    crate::term::print_result(a.format, &res, |md| table(&res, md), &out, a.quiet);
     Ok(if res.envelope.interrupted { 130 } else { 0 })
 }
 

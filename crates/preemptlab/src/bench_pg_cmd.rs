@@ -6,7 +6,7 @@ use anyhow::{anyhow, bail, Result};
 use lab::lockrun::{self, Status};
 use lab::pgrun::{self, RunOptions, Spec};
 
-use crate::cli::{BenchPgArgs, Driver, Pooler, Protocol, PssWhen, TableFormat};
+use crate::cli::{BenchPgArgs, Driver, Pooler, Protocol, PssWhen};
 
 fn whole_seconds(flag: &str, s: &str, min: u64) -> Result<u64> {
     let d = lockrun::parse_duration(s).map_err(|e| anyhow!("{flag}: {e}"))?;
@@ -153,14 +153,14 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
         }),
     };
     let res = pgrun::run(spec, opts).map_err(|e| anyhow!(e))?;
-    match a.format {
-        TableFormat::Json => print!("{}", report::json(&res)),
-        TableFormat::Table => print!("{}", report::pg_table::render(&res)),
-        TableFormat::Markdown => print!("{}", report::pg_table::markdown(&res)),
-    }
-    if !a.quiet {
-        eprintln!("preemptlab: result written to {}", out.display());
-    }
+    let table = |md| {
+        if md {
+            report::pg_table::markdown(&res)
+        } else {
+            report::pg_table::render(&res)
+        }
+    };
+    crate::term::print_result(a.format, &res, table, &out, a.quiet);
     if res.envelope.interrupted {
         eprintln!(
             "preemptlab: interrupted; the runs measured so far are in {} (the cluster is removed)",

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use sim::{LockKind, Model, Outcome, Pages, Params, Workload};
 use stats::Summary;
 
-use crate::cli::{SimArgs, TableFormat};
+use crate::cli::SimArgs;
 
 /// Centres and spreads over a cell's runs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -255,14 +255,7 @@ pub fn run(a: SimArgs) -> Result<i32> {
         res.cells.push(cell);
         lab::result::write(&out, &res).map_err(|e| anyhow!(e))?;
     }
-    match a.format {
-        TableFormat::Json => print!("{}", report::json(&res)),
-        TableFormat::Table => print!("{}", table(&res, false)),
-        TableFormat::Markdown => print!("{}", table(&res, true)),
-    }
-    if !a.quiet {
-        eprintln!("preemptlab: result written to {}", out.display());
-    }
+    crate::term::print_result(a.format, &res, |md| table(&res, md), &out, a.quiet);
     Ok(if res.envelope.interrupted { 130 } else { 0 })
 }
 

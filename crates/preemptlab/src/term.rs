@@ -1,8 +1,28 @@
-//! Terminal facts: colour and width.
+//! Terminal facts (colour, width) and writing results out.
 
 use std::io::IsTerminal;
 
 use crate::cli::Color;
+
+/// Prints a result on stdout in `format` (`table(markdown)` renders the two text forms) and, unless quiet,
+/// says on stderr where its file is.
+pub fn print_result<T: serde::Serialize>(
+    format: crate::cli::TableFormat,
+    res: &T,
+    table: impl Fn(bool) -> String,
+    out: &std::path::Path,
+    quiet: bool,
+) {
+    use crate::cli::TableFormat;
+    match format {
+        TableFormat::Json => print!("{}", report::json(res)),
+        TableFormat::Table => print!("{}", table(false)),
+        TableFormat::Markdown => print!("{}", table(true)),
+    }
+    if !quiet {
+        eprintln!("preemptlab: result written to {}", out.display());
+    }
+}
 
 /// Whether to colour stdout.
 pub fn style(color: Color) -> report::Style {

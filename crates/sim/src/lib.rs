@@ -871,7 +871,7 @@ impl Sim {
                 if !remote {
                     // A local wakeup comes from an interrupt on that CPU (the timer): its return path
                     // checks the flags now, in every model.
-                    self.ipi(c);
+                    self.interrupt_exit(c);
                 }
             }
         }
@@ -1301,7 +1301,9 @@ impl Sim {
         let tick = 1_000_000_000 / self.p.hz.max(1) as u64;
         self.push(self.now + tick, Ev::Tick(c));
         let ci = c as usize;
-        let Some(t) = self.cpus[ci].cur else { return };
+        if self.cpus[ci].cur.is_none() {
+            return;
+        }
         let ran = self.now.saturating_sub(self.cpus[ci].switched_in);
         if self.p.model == Model::Lazy && self.cpus[ci].lazy {
             self.cpus[ci].need = true; // the tick upgrades a lazy request
@@ -1316,37 +1318,12 @@ impl Sim {
                 _ => self.cpus[ci].need = true,
             }
         }
-        if !(self.cpus[ci].need || self.cpus[ci].lazy) {
-            return;
-        }
-        if self.tasks[t as usize].phase.kernel() {
-            if self.kernel_preemptible(c) && self.tasks[t as usize].phase != Phase::Switch {
-                self.preempt(c);
-            }
-        } else {
-            // The tick interrupt returns to user mode.
-            self.interrupt_return_to_user(c);
-        }
+        self.interrupt_exit(c);
     }
 
-    fn interrupt_return_to_user(&mut self, c: u32) {
-        let ci = c as usize;
-        let Some(t) = self.cpus[ci].cur else { return };
-        // rseq grant check needs the segment stopped first only if it preempts.
-        let holding = self.tasks[t as usize].holding;
-        if self.p.lock == LockKind::Rseq && holding && !self.tasks[t as usize].granted {
-            self.tasks[t as usize].granted = true;
-            let gen = self.cpus[ci].gen;
-            self.push(self.now + self.p.rseq_grant_ns, Ev::ExtEnd(c, gen));
-            return;
-        }
-        if self.tasks[t as usize].granted {
-            return;
-        }
-        self.preempt(c);
-    }
-
-    fn ipi(&mut self, c: u32) {
+    /// Leaving an interrupt (the tick, an IPI, the timer of a local wakeup) on `c`: in kernel mode the
+    /// model decides whether to preempt; to user mode every model reschedules when a flag is set.
+    fn interrupt_exit(&mut self, c: u32) {
         let ci = c as usize;
         let Some(t) = self.cpus[ci].cur else { return };
         if !(self.cpus[ci].need || self.cpus[ci].lazy) {
@@ -1357,7 +1334,7 @@ impl Sim {
                 self.preempt(c);
             }
         } else {
-            self.interrupt_return_to_user(c);
+            self.return_to_user(c, true);
         }
     }
 
@@ -1395,7 +1372,7 @@ impl Sim {
                     let remote = t & (1 << 31) != 0;
                     self.wake(t & !(1 << 31), remote);
                 }
-                Ev::Ipi(c) => self.ipi(c),
+                Ev::Ipi(c) => self.interrupt_exit(c),
                 Ev::ExtEnd(c, gen) => self.ext_end(c, gen),
             }
         }
