@@ -20,7 +20,7 @@
 //!    (one wasted budget per stalled hold, not one per waiter). No `sched_yield`: under EEVDF a yield
 //!    pushes the yielder's deadline back a slice, and the third version's one yield after a spent budget
 //!    cost fairness (Jain 0.56-0.76 at 32 workers on 2 CPUs; 0.70-0.83 at 16 when combined with the
-//!    same-CPU rule, against 0.94-0.99 without it).
+//!    same-CPU rule, against 0.98-0.99 for this version in the same interleaved runs).
 //! 3. **Park in the kernel** on a shared futex (no 1 ms..1 s guessing as in `pg`, whose waiters sleep
 //!    through ~10^4 critical sections).
 //! 4. **No handoff, and no needless wakes.** Unlock releases the word first and then wakes one sleeper,
