@@ -358,18 +358,23 @@ fn histogram(h: &Histogram<u64>) -> Vec<(f64, u64)> {
         }
         b *= 10.0;
     }
-    let mut out = Vec::new();
-    let mut lo = 0u64;
-    for ub in bounds {
-        let hi = (ub * 1000.0) as u64;
-        let n = h.count_between(lo, hi.saturating_sub(1));
-        out.push((ub, n));
-        lo = hi;
-        if lo > h.max() {
-            break;
-        }
+    // Each recorded value goes to exactly one bucket. (count_between over adjacent ranges counted a value
+    // twice when both ends fell in the same HDR bucket, as they do for wide buckets at high values.)
+    let mut counts = vec![0u64; bounds.len()];
+    for v in h.iter_recorded() {
+        let x = h.lowest_equivalent(v.value_iterated_to()) as f64 / 1000.0;
+        let i = bounds
+            .iter()
+            .position(|&ub| x < ub)
+            .unwrap_or(bounds.len() - 1);
+        counts[i] += v.count_at_value();
     }
-    out
+    let max_us = h.max() as f64 / 1000.0;
+    let last = bounds
+        .iter()
+        .position(|&ub| ub > max_us)
+        .unwrap_or(bounds.len() - 1);
+    bounds[..=last].iter().copied().zip(counts).collect()
 }
 
 /// A background load, stopped (its whole process group) on drop.
@@ -634,6 +639,27 @@ mod tests {
             let e = validate(&s).unwrap_err();
             assert!(e.contains(want), "{e}");
         }
+    }
+
+    #[test]
+    fn histogram_counts_every_sample_once() {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        // Values on and next to every bucket bound, where HDR's buckets are wider than 1 ns.
+        for ub_us in [
+            1u64, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000,
+        ] {
+            for v in [ub_us * 1000 - 1, ub_us * 1000, ub_us * 1000 + 1] {
+                h.record(v).unwrap();
+            }
+        }
+        h.record(1500).unwrap();
+        let b = histogram(&h);
+        assert_eq!(b.iter().map(|x| x.1).sum::<u64>(), h.len());
+        // The 1-2 us bucket holds 1.000, 1.001, 1.5 and 1.999 us (upper bounds are exclusive).
+        assert_eq!(b[0], (1.0, 1), "{b:?}");
+        assert_eq!(b[1], (2.0, 4), "{b:?}");
+        // The last bucket holds the largest value.
+        assert!(b.last().unwrap().0 * 1000.0 > h.max() as f64, "{b:?}");
     }
 
     #[test]
