@@ -107,18 +107,12 @@ fn table(r: &LatencyResult, md: bool) -> String {
                     over.to_string(),
                 ])
             }
-            _ => rows.push(vec![
-                c.policy.clone(),
-                load,
-                c.threads.to_string(),
-                format!("{:?}", c.status).to_lowercase(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                c.reason.clone().unwrap_or_default(),
-            ]),
+            _ => rows.push(report::markup::not_run_row(
+                vec![c.policy.clone(), load, c.threads.to_string()],
+                &c.status,
+                5,
+                c.reason.as_deref(),
+            )),
         }
     }
     let header = [

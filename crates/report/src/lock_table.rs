@@ -3,7 +3,7 @@
 
 use lab::lockrun::{Cell, LockResult, Status};
 
-use crate::markup::{columns, sig3, Align};
+use crate::markup::{columns, not_run_row, sig3, Align};
 
 /// A rate with a unit: 1.23M, 456k.
 pub fn rate(x: f64) -> String {
@@ -95,21 +95,12 @@ pub fn render(r: &LockResult) -> String {
                 format!("{:.2}", s.jain.median),
                 format!("{:.3}", s.sleeps_per_op.median),
             ]),
-            _ => rows.push(vec![
-                c.lock.clone(),
-                c.pages.clone(),
-                c.workers.to_string(),
-                format!("{:?}", c.status).to_lowercase(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                c.reason.clone().unwrap_or_default(),
-            ]),
+            _ => rows.push(not_run_row(
+                vec![c.lock.clone(), c.pages.clone(), c.workers.to_string()],
+                &c.status,
+                8,
+                c.reason.as_deref(),
+            )),
         }
     }
     o.push_str(&columns(

@@ -146,6 +146,20 @@ pub fn markdown_table<S: AsRef<str>>(header: &[S], rows: &[Vec<String>], left: u
     o
 }
 
+/// A table row for a cell that did not run: its key columns, its status, `blanks` empty figure columns and
+/// the reason.
+pub fn not_run_row(
+    mut keys: Vec<String>,
+    status: &impl std::fmt::Debug,
+    blanks: usize,
+    reason: Option<&str>,
+) -> Vec<String> {
+    keys.push(format!("{status:?}").to_lowercase());
+    keys.extend(std::iter::repeat_n(String::new(), blanks));
+    keys.push(reason.unwrap_or_default().to_string());
+    keys
+}
+
 /// Three significant figures.
 pub fn sig3(x: f64) -> String {
     if x == 0.0 || !x.is_finite() {

@@ -6,7 +6,7 @@ use lab::lockrun::Status;
 use lab::pgrun::{Cell, PgResult};
 
 use crate::lock_table::rate;
-use crate::markup::{columns, sig3, Align};
+use crate::markup::{columns, not_run_row, sig3, Align};
 
 /// kB as a size with a unit.
 pub fn kib(x: f64) -> String {
@@ -117,19 +117,16 @@ pub fn render(r: &PgResult) -> String {
                 sig3(m.minflt_per_tx.median),
                 if m.on_huge_pages { "yes" } else { "no" }.into(),
             ]),
-            _ => rows.push(vec![
-                c.shared_buffers.clone(),
-                c.huge_pages.clone(),
-                c.clients.to_string(),
-                format!("{:?}", c.status).to_lowercase(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                c.reason.clone().unwrap_or_default(),
-            ]),
+            _ => rows.push(not_run_row(
+                vec![
+                    c.shared_buffers.clone(),
+                    c.huge_pages.clone(),
+                    c.clients.to_string(),
+                ],
+                &c.status,
+                6,
+                c.reason.as_deref(),
+            )),
         }
     }
     o.push_str(&columns(
