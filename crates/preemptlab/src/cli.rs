@@ -52,7 +52,7 @@ pub struct SimArgs {
     /// Preemption models: none, voluntary, full, lazy. The first is the baseline of the ratios.
     #[arg(long, default_value = "none,lazy")]
     pub models: String,
-    /// Locks: pg, futex, rseq.
+    /// Locks: pg, futex, rseq, adaptive.
     #[arg(long, default_value = "pg")]
     pub locks: String,
     /// Page sizes: 4k, 2m.

@@ -358,3 +358,22 @@ fn table(r: &SimResult, md: bool) -> String {
         columns(&hdr, &align, &rows, 0, 160)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use shmlock::adaptive::{PARK_TIMEOUT_MAX, PARK_TIMEOUT_MIN, SPIN_BUDGET};
+
+    /// The model's `adaptive` runs with the real lock's constants unless told otherwise.
+    #[test]
+    fn model_adaptive_uses_the_real_locks_constants() {
+        let p = sim::Params::default();
+        assert_eq!(p.adaptive_spin_ns, SPIN_BUDGET.as_nanos() as u64);
+        assert_eq!(p.adaptive_park_min_ns, PARK_TIMEOUT_MIN.as_nanos() as u64);
+        assert_eq!(p.adaptive_park_max_ns, PARK_TIMEOUT_MAX.as_nanos() as u64);
+        assert_eq!(
+            shmlock::adaptive::SLOTS,
+            8,
+            "the model caps spinners at min(CPUs, 8)"
+        );
+    }
+}

@@ -69,16 +69,22 @@ pub enum LockKind {
     Futex,
     /// `pg` with the rseq time-slice extension for the holder.
     Rseq,
+    /// The shmlock crate's `adaptive` lock (without its rseq request): at most min(CPUs, 8) waiters spin,
+    /// each for a bounded time; a waiter on the CPU the holder took the lock on, or one arriving after a
+    /// spinner spent a whole budget on this hold (`STALLED`), parks on a futex with a bounded sleep;
+    /// unlock wakes one sleeper when no spinner is around and no wake is in flight.
+    Adaptive,
 }
 
 impl LockKind {
-    /// Parses `pg|futex|rseq`.
+    /// Parses `pg|futex|rseq|adaptive`.
     pub fn parse(s: &str) -> Result<LockKind, String> {
         match s {
             "pg" => Ok(LockKind::Pg),
             "futex" => Ok(LockKind::Futex),
             "rseq" => Ok(LockKind::Rseq),
-            _ => Err(format!("{s}: expected pg, futex or rseq")),
+            "adaptive" => Ok(LockKind::Adaptive),
+            _ => Err(format!("{s}: expected pg, futex, rseq or adaptive")),
         }
     }
     /// The name.
@@ -87,6 +93,7 @@ impl LockKind {
             LockKind::Pg => "pg",
             LockKind::Futex => "futex",
             LockKind::Rseq => "rseq",
+            LockKind::Adaptive => "adaptive",
         }
     }
 }
@@ -219,6 +226,13 @@ pub struct Params {
     pub fault_block_ns: u64,
     /// rseq slice extension granted to the holder, ns.
     pub rseq_grant_ns: u64,
+    /// `adaptive`: how long a waiter spins before it parks, ns (shmlock's `SPIN_BUDGET`).
+    pub adaptive_spin_ns: u64,
+    /// `adaptive`: a parked waiter's first bounded sleep, ns (shmlock's `PARK_TIMEOUT_MIN`); it doubles
+    /// with every further sleep of the same acquisition up to `adaptive_park_max_ns`.
+    pub adaptive_park_min_ns: u64,
+    /// `adaptive`: the longest bounded sleep, ns (shmlock's `PARK_TIMEOUT_MAX`).
+    pub adaptive_park_max_ns: u64,
     /// A woken task preempts the running one only after that one has run this long since it was switched
     /// in (EEVDF's RUN_TO_PARITY protects the current task's slice); None: the base slice.
     pub wakeup_preempt_after_ns: Option<u64>,
@@ -270,6 +284,9 @@ impl Default for Params {
             fault_block_p: 0.0,
             fault_block_ns: 5000,
             rseq_grant_ns: 5000,
+            adaptive_spin_ns: 50_000,
+            adaptive_park_min_ns: 100_000,
+            adaptive_park_max_ns: 1_600_000,
             wakeup_preempt_after_ns: None,
             workload: Workload::Lock,
             txn_stmts: 5,
@@ -456,6 +473,11 @@ struct Task {
     ops: u64,
     /// Woken from a futex wait: retry the lock.
     retry: bool,
+    /// `adaptive`: the current bounded sleep (0: none yet in this acquisition), the park it belongs to,
+    /// and the hold this task's spin waits for.
+    park_timeout_ns: u64,
+    park_gen: u64,
+    spin_hold: u64,
     /// `txn`: statements left in the transaction, allocations left in the statement, its work chunk.
     stmts_left: u32,
     allocs_left: u32,
@@ -492,6 +514,8 @@ enum Ev {
     Ipi(u32),
     /// A granted rseq extension runs out (CPU, generation).
     ExtEnd(u32, u64),
+    /// `adaptive`: a parked waiter's bounded sleep ends (task, park).
+    ParkTimeout(u32, u64),
 }
 
 struct Rng(u64);
@@ -532,6 +556,12 @@ struct Sim {
     spinners: Vec<u32>,
     /// Tasks asleep in futex_wait.
     futex_waiters: Vec<u32>,
+    /// `adaptive`: the CPU the current hold was taken on, the holds so far, the `STALLED` mark, and
+    /// whether a wake is in flight (`WAKING`).
+    holder_cpu: u32,
+    hold_seq: u64,
+    ad_stalled: bool,
+    ad_waking: bool,
     slice: u64,
     groups: u64,
     zeroed_2m: u64,
@@ -612,6 +642,9 @@ impl Sim {
                 granted: false,
                 ops: 0,
                 retry: false,
+                park_timeout_ns: 0,
+                park_gen: 0,
+                spin_hold: 0,
                 stmts_left: p.txn_stmts.max(1),
                 allocs_left: 0,
                 chunk_ns: p.work_ns,
@@ -638,6 +671,10 @@ impl Sim {
             holder: None,
             spinners: Vec::new(),
             futex_waiters: Vec::new(),
+            holder_cpu: u32::MAX,
+            hold_seq: 0,
+            ad_stalled: false,
+            ad_waking: false,
             slice,
             groups,
             zeroed_2m: if p.pages == Pages::P2m { groups } else { 0 },
@@ -894,12 +931,30 @@ impl Sim {
                 self.tasks[t as usize].phase = Phase::FutexWaitEnter;
                 self.run_segment(c, self.p.syscall_ns);
             }
+            LockKind::Adaptive => {
+                // Spin only while the holder may be running (not queued on this very CPU), no spinner
+                // has spent a whole budget on this hold, and a spinner slot is free; else park.
+                let cap = self.p.cpus.min(8) as usize;
+                if !self.ad_stalled && self.holder_cpu != c && self.spinners.len() < cap {
+                    let task = &mut self.tasks[t as usize];
+                    task.phase = Phase::Spin;
+                    task.spin_hold = self.hold_seq;
+                    self.spinners.push(t);
+                    self.run_segment(c, self.p.adaptive_spin_ns);
+                } else {
+                    self.tasks[t as usize].phase = Phase::FutexWaitEnter;
+                    self.run_segment(c, self.p.syscall_ns);
+                }
+            }
         }
     }
 
     /// `t` (running on `c`) becomes the holder after `delay` ns of transfer.
     fn take_lock(&mut self, c: u32, t: u32, delay: u64) {
         self.holder = Some(t);
+        self.holder_cpu = c;
+        self.hold_seq += 1;
+        self.tasks[t as usize].park_timeout_ns = 0;
         self.spinners.retain(|&x| x != t);
         let now = self.now;
         let measuring = self.measuring;
@@ -978,6 +1033,13 @@ impl Sim {
         task.ops_since_spawn += 1;
         let granted = std::mem::replace(&mut task.granted, false);
         self.holder = None;
+        self.ad_stalled = false;
+        // adaptive: unlock wakes a sleeper only when no spinner is around to take the lock and no wake
+        // is in flight.
+        let adaptive_wake = self.p.lock == LockKind::Adaptive
+            && !self.futex_waiters.is_empty()
+            && !self.ad_waking
+            && self.spinners.is_empty();
         if self.measuring && now >= self.p.warmup_ns {
             self.ops += 1;
             let _ = self.hold.record(held.max(1));
@@ -996,6 +1058,9 @@ impl Sim {
             self.take_lock(wc, w, d);
         }
         let next = if self.p.lock == LockKind::Futex && !self.futex_waiters.is_empty() {
+            Phase::FutexWake
+        } else if adaptive_wake {
+            self.ad_waking = true;
             Phase::FutexWake
         } else if granted {
             Phase::SliceYield
@@ -1132,6 +1197,15 @@ impl Sim {
                 self.block(c, t, None);
                 self.push(at, Ev::Wake(t | 1 << 31));
             }
+            Phase::Spin if self.p.lock == LockKind::Adaptive => {
+                // Budget used up. If it was all one hold, mark it STALLED; then try again (which parks
+                // unless the lock changed hands meanwhile).
+                self.spinners.retain(|&x| x != t);
+                if self.holder.is_some() && self.hold_seq == self.tasks[t as usize].spin_hold {
+                    self.ad_stalled = true;
+                }
+                self.try_lock(c, t);
+            }
             Phase::Spin => {
                 // Budget used up: pg_usleep.
                 self.spinners.retain(|&x| x != t);
@@ -1170,6 +1244,20 @@ impl Sim {
                     if self.measuring {
                         self.sleeps += 1;
                     }
+                    if self.p.lock == LockKind::Adaptive {
+                        // A bounded sleep: 100 us doubling to 1.6 ms, plus the timer slack.
+                        let p = &self.p;
+                        let task = &mut self.tasks[t as usize];
+                        task.park_timeout_ns = if task.park_timeout_ns == 0 {
+                            p.adaptive_park_min_ns
+                        } else {
+                            (task.park_timeout_ns * 2).min(p.adaptive_park_max_ns)
+                        };
+                        task.park_gen += 1;
+                        let at = self.now + task.park_timeout_ns + p.sleep_slack_ns;
+                        let gen = task.park_gen;
+                        self.push(at, Ev::ParkTimeout(t, gen));
+                    }
                     self.block(c, t, None);
                 }
             }
@@ -1203,6 +1291,9 @@ impl Sim {
                     let w = self.futex_waiters.remove(0);
                     let remote = self.tasks[w as usize].cpu != c;
                     self.wake(w, remote);
+                } else {
+                    // Nobody left to wake (their sleeps timed out): no wake in flight.
+                    self.ad_waking = false;
                 }
                 self.after_release_syscall(c, t);
             }
@@ -1263,14 +1354,25 @@ impl Sim {
                 if self.holder.is_none() {
                     self.take_lock(c, t, 0);
                 } else {
-                    let budget = if rem == 0 {
-                        self.tasks[t as usize].spins_per_delay as u64 * self.p.spin_ns
-                    } else {
+                    let budget = if rem > 0 {
                         rem
+                    } else if self.p.lock == LockKind::Adaptive {
+                        self.p.adaptive_spin_ns
+                    } else {
+                        self.tasks[t as usize].spins_per_delay as u64 * self.p.spin_ns
                     };
                     self.spinners.push(t);
                     self.run_segment(c, budget);
                 }
+            }
+            Phase::FutexWaitEnter
+                if self.tasks[t as usize].retry && self.p.lock == LockKind::Adaptive =>
+            {
+                // Back from a wake or a timeout: let the next unlock wake another sleeper, then go
+                // through the rules again.
+                self.tasks[t as usize].retry = false;
+                self.ad_waking = false;
+                self.try_lock(c, t);
             }
             Phase::FutexWaitEnter if self.tasks[t as usize].retry => {
                 self.tasks[t as usize].retry = false;
@@ -1338,6 +1440,18 @@ impl Sim {
         }
     }
 
+    /// `adaptive`: a bounded sleep ends; the waiter leaves the futex queue and retries.
+    fn park_timeout(&mut self, t: u32, gen: u64) {
+        if self.tasks[t as usize].park_gen != gen || self.tasks[t as usize].state != State::Sleeping
+        {
+            return;
+        }
+        if let Some(i) = self.futex_waiters.iter().position(|&x| x == t) {
+            self.futex_waiters.remove(i);
+            self.wake(t, false);
+        }
+    }
+
     fn ext_end(&mut self, c: u32, gen: u64) {
         // The generation names the segment that was running when the grant was made; the grant belongs to
         // the task, so it expires whatever the task is doing now.
@@ -1374,6 +1488,7 @@ impl Sim {
                 }
                 Ev::Ipi(c) => self.interrupt_exit(c),
                 Ev::ExtEnd(c, gen) => self.ext_end(c, gen),
+                Ev::ParkTimeout(t, gen) => self.park_timeout(t, gen),
             }
         }
         // Close the running segments at the end.
@@ -1442,6 +1557,12 @@ pub fn validate(p: &Params) -> Result<(), String> {
     }
     if !(0.0..=1.0).contains(&p.fault_block_p) {
         return Err(format!("--fault-block-p {}: 0..1", p.fault_block_p));
+    }
+    if p.adaptive_park_min_ns == 0 || p.adaptive_park_max_ns < p.adaptive_park_min_ns {
+        return Err(format!(
+            "adaptive_park_min_ns {} / adaptive_park_max_ns {}: min more than 0, max at least min",
+            p.adaptive_park_min_ns, p.adaptive_park_max_ns
+        ));
     }
     if p.descriptors < 1024 {
         return Err(format!("--descriptors {}: at least 1024", p.descriptors));
@@ -1576,5 +1697,69 @@ mod tests {
         );
         assert!(a.ops_per_s < b.ops_per_s);
         assert!(a.cpu.faults > 0.0 && b.cpu.faults < a.cpu.faults);
+    }
+
+    /// Every 4 KB fault under the lock sleeps 2 ms in the fault path: the holder is off every CPU.
+    fn holder_asleep(lock: LockKind) -> Outcome {
+        simulate(&Params {
+            lock,
+            cpus: 2,
+            workers: 8,
+            fault_block_p: 1.0,
+            fault_block_ns: 2_000_000,
+            duration_ns: 300_000_000,
+            warmup_ns: 30_000_000,
+            ..Params::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn adaptive_spends_at_most_a_budget_per_spinner_on_a_stalled_hold() {
+        let p = Params::default();
+        let a = holder_asleep(LockKind::Adaptive);
+        let stalled = a.stalled_per_mop * a.ops as f64 / 1e6;
+        assert!(stalled > 10.0, "the holds must stall: {a:?}");
+        let spun_ns = a.cpu.spinning * p.duration_ns as f64 * 0.3 * 2.0;
+        // At most one spinner per CPU (2 here), each for one budget, then STALLED parks the rest.
+        let per_hold = spun_ns / stalled;
+        assert!(
+            per_hold > 0.0 && per_hold <= 2.0 * p.adaptive_spin_ns as f64,
+            "{per_hold} ns of spinning per stalled hold"
+        );
+        assert!(
+            a.sleeps_per_op > 0.5,
+            "the waiters park: {}",
+            a.sleeps_per_op
+        );
+        // It still gets work done, and deterministically.
+        assert!(a.ops > 100);
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            serde_json::to_string(&holder_asleep(LockKind::Adaptive)).unwrap()
+        );
+    }
+
+    #[test]
+    fn adaptive_without_faults_spins_and_hardly_parks() {
+        let run = |lock| {
+            simulate(&Params {
+                lock,
+                pages: Pages::P2m,
+                cpus: 2,
+                workers: 2,
+                duration_ns: 200_000_000,
+                warmup_ns: 20_000_000,
+                ..Params::default()
+            })
+            .unwrap()
+        };
+        // Two workers on two CPUs: nobody is ever descheduled while holding, so a waiter spins and wins.
+        let a = run(LockKind::Adaptive);
+        assert!(a.sleeps_per_op < 0.001, "{}", a.sleeps_per_op);
+        assert!(a.cpu.spinning > 0.0);
+        // The futex mutex sleeps at once instead and pays for it in switches.
+        let f = run(LockKind::Futex);
+        assert!(f.sleeps_per_op > 10.0 * a.sleeps_per_op.max(1e-4));
     }
 }
