@@ -19,7 +19,7 @@
 //!    a page table, fault-around of 16 pages, an interrupt), while a descheduled holder is gone for a
 //!    slice (milliseconds). With the fourth version's 6 µs budget, spinners gave up on 1-8% of operations at
 //!    8-32 workers and everyone behind them parked (parks 0.03-0.25 per operation, most ending in a
-//!    timeout); with 50 µs, 0.1-0.3% (parks 0.003-0.02), while a stalled hold (> 100 µs: 0.03-0.07% of
+//!    timeout); with 50 µs, 0.06-0.26% (parks 0.003-0.02), while a stalled hold (> 100 µs: 0.03-0.07% of
 //!    operations) costs one spinner at most 50 µs, about 25 ns per operation. A hold that outlasts a whole
 //!    budget means its holder is descheduled: the spinner marks the hold `STALLED`, and every later
 //!    arrival parks without spinning until the release clears the mark (one wasted budget per stalled
