@@ -1699,7 +1699,10 @@ mod tests {
         assert!(a.cpu.faults > 0.0 && b.cpu.faults < a.cpu.faults);
     }
 
-    /// Every 4 KB fault under the lock sleeps 2 ms in the fault path: the holder is off every CPU.
+    /// Measured virtual time of `holder_asleep`, ns.
+    const ASLEEP_NS: u64 = 300_000_000;
+
+    /// Every 4 KB fault under the lock sleeps 2 ms in the fault path: the holder is off both CPUs.
     fn holder_asleep(lock: LockKind) -> Outcome {
         simulate(&Params {
             lock,
@@ -1707,7 +1710,7 @@ mod tests {
             workers: 8,
             fault_block_p: 1.0,
             fault_block_ns: 2_000_000,
-            duration_ns: 300_000_000,
+            duration_ns: ASLEEP_NS,
             warmup_ns: 30_000_000,
             ..Params::default()
         })
@@ -1720,7 +1723,7 @@ mod tests {
         let a = holder_asleep(LockKind::Adaptive);
         let stalled = a.stalled_per_mop * a.ops as f64 / 1e6;
         assert!(stalled > 10.0, "the holds must stall: {a:?}");
-        let spun_ns = a.cpu.spinning * p.duration_ns as f64 * 0.3 * 2.0;
+        let spun_ns = a.cpu.spinning * ASLEEP_NS as f64 * 2.0;
         // At most one spinner per CPU (2 here), each for one budget, then STALLED parks the rest.
         let per_hold = spun_ns / stalled;
         assert!(
