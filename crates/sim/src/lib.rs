@@ -233,6 +233,9 @@ pub struct Params {
     pub adaptive_park_min_ns: u64,
     /// `adaptive`: the longest bounded sleep, ns (shmlock's `PARK_TIMEOUT_MAX`).
     pub adaptive_park_max_ns: u64,
+    /// `adaptive`: the holder requests the rseq slice extension (`rseq_grant_ns`), as the real lock does on
+    /// kernels that have it (7.0+); off by default because this machine's kernel has none.
+    pub adaptive_rseq: bool,
     /// A woken task preempts the running one only after that one has run this long since it was switched
     /// in (EEVDF's RUN_TO_PARITY protects the current task's slice); None: the base slice.
     pub wakeup_preempt_after_ns: Option<u64>,
@@ -287,6 +290,7 @@ impl Default for Params {
             adaptive_spin_ns: 50_000,
             adaptive_park_min_ns: 100_000,
             adaptive_park_max_ns: 1_600_000,
+            adaptive_rseq: false,
             wakeup_preempt_after_ns: None,
             workload: Workload::Lock,
             txn_stmts: 5,
@@ -847,7 +851,8 @@ impl Sim {
         let Some(t) = self.cpus[ci].cur else {
             return false;
         };
-        if self.p.lock == LockKind::Rseq
+        if (self.p.lock == LockKind::Rseq
+            || (self.p.lock == LockKind::Adaptive && self.p.adaptive_rseq))
             && from_irq_or_fault
             && self.tasks[t as usize].holding
             && !self.tasks[t as usize].granted
@@ -1740,6 +1745,35 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&a).unwrap(),
             serde_json::to_string(&holder_asleep(LockKind::Adaptive)).unwrap()
+        );
+    }
+
+    #[test]
+    fn adaptive_with_the_slice_extension_is_not_preempted_while_holding() {
+        let run = |adaptive_rseq| {
+            simulate(&Params {
+                workload: Workload::Txn,
+                lock: LockKind::Adaptive,
+                model: Model::Lazy,
+                cpus: 8,
+                workers: 128,
+                spin_ns: 300,
+                wakeup_preempt_after_ns: Some(0),
+                adaptive_rseq,
+                duration_ns: 200_000_000,
+                warmup_ns: 20_000_000,
+                ..Params::default()
+            })
+            .unwrap()
+        };
+        let without = run(false);
+        let with = run(true);
+        assert!(without.lhp_per_s > 100.0, "{}", without.lhp_per_s);
+        assert!(
+            with.lhp_per_s < without.lhp_per_s / 10.0,
+            "{} vs {}",
+            with.lhp_per_s,
+            without.lhp_per_s
         );
     }
 
