@@ -69,8 +69,8 @@ pub enum LockKind {
     Futex,
     /// `pg` with the rseq time-slice extension for the holder.
     Rseq,
-    /// The shmlock crate's `adaptive` lock (without its rseq request): at most min(CPUs, 8) waiters spin,
-    /// each for a bounded time; a waiter on the CPU the holder took the lock on, or one arriving after a
+    /// The shmlock crate's `adaptive` lock (its rseq request with `adaptive_rseq`): at most
+    /// min(CPUs, `ADAPTIVE_SLOTS`) waiters spin, each for a bounded time; a waiter on the CPU the holder took the lock on, or one arriving after a
     /// spinner spent a whole budget on this hold (`STALLED`), parks on a futex with a bounded sleep;
     /// unlock wakes one sleeper when no spinner is around and no wake is in flight.
     Adaptive,
@@ -97,6 +97,9 @@ impl LockKind {
         }
     }
 }
+
+/// `adaptive`: spinner slots in the lock (shmlock's `SLOTS`); the cap is the smaller of this and the CPUs.
+pub const ADAPTIVE_SLOTS: u32 = 8;
 
 /// Page size of the shared descriptor array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -927,10 +930,9 @@ impl Sim {
         }
         match self.p.lock {
             LockKind::Pg | LockKind::Rseq => {
-                let budget = self.tasks[t as usize].spins_per_delay as u64 * self.p.spin_ns;
                 self.tasks[t as usize].phase = Phase::Spin;
                 self.spinners.push(t);
-                self.run_segment(c, budget);
+                self.run_segment(c, self.spin_budget(t));
             }
             LockKind::Futex => {
                 self.tasks[t as usize].phase = Phase::FutexWaitEnter;
@@ -939,18 +941,26 @@ impl Sim {
             LockKind::Adaptive => {
                 // Spin only while the holder may be running (not queued on this very CPU), no spinner
                 // has spent a whole budget on this hold, and a spinner slot is free; else park.
-                let cap = self.p.cpus.min(8) as usize;
+                let cap = self.p.cpus.min(ADAPTIVE_SLOTS) as usize;
                 if !self.ad_stalled && self.holder_cpu != c && self.spinners.len() < cap {
                     let task = &mut self.tasks[t as usize];
                     task.phase = Phase::Spin;
                     task.spin_hold = self.hold_seq;
                     self.spinners.push(t);
-                    self.run_segment(c, self.p.adaptive_spin_ns);
+                    self.run_segment(c, self.spin_budget(t));
                 } else {
                     self.tasks[t as usize].phase = Phase::FutexWaitEnter;
                     self.run_segment(c, self.p.syscall_ns);
                 }
             }
+        }
+    }
+
+    /// A whole spin of `t`, ns: `pg`'s spins_per_delay iterations, or `adaptive`'s time budget.
+    fn spin_budget(&self, t: u32) -> u64 {
+        match self.p.lock {
+            LockKind::Adaptive => self.p.adaptive_spin_ns,
+            _ => self.tasks[t as usize].spins_per_delay as u64 * self.p.spin_ns,
         }
     }
 
@@ -1359,13 +1369,7 @@ impl Sim {
                 if self.holder.is_none() {
                     self.take_lock(c, t, 0);
                 } else {
-                    let budget = if rem > 0 {
-                        rem
-                    } else if self.p.lock == LockKind::Adaptive {
-                        self.p.adaptive_spin_ns
-                    } else {
-                        self.tasks[t as usize].spins_per_delay as u64 * self.p.spin_ns
-                    };
+                    let budget = if rem > 0 { rem } else { self.spin_budget(t) };
                     self.spinners.push(t);
                     self.run_segment(c, budget);
                 }
