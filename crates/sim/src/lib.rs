@@ -210,6 +210,11 @@ pub struct Params {
     pub spin_ns: u64,
     /// Cache-line transfer from the releaser to the next holder, ns.
     pub lock_transfer_ns: u64,
+    /// What every other running spinner adds to a hold, ns: the lock word and the free-list head share one
+    /// cache line, which the spinners keep reading, so the new holder's fetch of it and its writes to it
+    /// wait behind their re-reads, served one at a time (a TTAS handoff's cost grows linearly with the
+    /// spinners). 0 by default; it cannot show on 2 CPUs, where no other spinner runs at a handoff.
+    pub line_ns: u64,
     /// A context switch, ns.
     pub ctx_switch_ns: u64,
     /// Entering and leaving a syscall, ns.
@@ -281,6 +286,7 @@ impl Default for Params {
             respawn_ns: 150_000,
             spin_ns: 30,
             lock_transfer_ns: 100,
+            line_ns: 0,
             ctx_switch_ns: 1500,
             syscall_ns: 300,
             futex_wake_ns: 300,
@@ -995,6 +1001,8 @@ impl Sim {
             }
         };
         let blocks = faults && p.pages == Pages::P4k && self.rng.unit() < p.fault_block_p;
+        // Every spinner still polling the line slows this hold.
+        let delay = delay + p.line_ns * self.spinners.len() as u64;
         let task = &mut self.tasks[t as usize];
         if measuring && now >= p.warmup_ns {
             let _ = self.acquire.record((now - task.acquire_start).max(1));
@@ -1629,6 +1637,42 @@ mod tests {
         })
         .unwrap();
         assert_ne!(a.ops, c.ops);
+    }
+
+    #[test]
+    fn line_contention_slows_holds_only_where_other_spinners_run() {
+        let run = |cpus: u32, line_ns: u64| {
+            simulate(&Params {
+                cpus,
+                workers: 8 * cpus,
+                pages: Pages::P2m,
+                line_ns,
+                duration_ns: 100_000_000,
+                warmup_ns: 10_000_000,
+                ..Params::default()
+            })
+            .unwrap()
+        };
+        // Two CPUs: at a handoff one runs the releaser, the other the new holder; nobody else spins.
+        let (a, b) = (run(2, 0), run(2, 500));
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            serde_json::to_string(&b).unwrap()
+        );
+        // Eight CPUs: up to six other spinners poll the line at every handoff.
+        let (c, d) = (run(8, 0), run(8, 500));
+        assert!(
+            d.hold_ns.p50 >= c.hold_ns.p50 + 500,
+            "hold p50 {} -> {}",
+            c.hold_ns.p50,
+            d.hold_ns.p50
+        );
+        assert!(
+            d.ops_per_s < 0.8 * c.ops_per_s,
+            "{} -> {}",
+            c.ops_per_s,
+            d.ops_per_s
+        );
     }
 
     #[test]
