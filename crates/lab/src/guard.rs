@@ -6,6 +6,9 @@
 //! - [`PoolGuard`]: grows a hugetlb pool and shrinks it back on drop. Before changing anything it writes a
 //!   record under `/run/preemptlab/`; a run that died without restoring (SIGKILL, power loss) leaves the
 //!   record, and the next run restores the pool from it ([`recover_stale_pools`]).
+//! - [`PreemptGuard`]: switches the kernel's preemption model through `/sys/kernel/debug/sched/preempt`
+//!   (PREEMPT_DYNAMIC kernels, root, debugfs mounted, not locked down) and switches it back on drop, with
+//!   the same kind of record ([`recover_stale_preempt`]).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -176,4 +179,410 @@ pub fn recover_stale_pools() -> Vec<String> {
         }
     }
     done
+}
+
+/// The kernel's switch of the preemption model: `/sys/kernel/debug/sched/preempt`. Reading it prints the
+/// offered modes with the active one in parentheses (`none voluntary (full) lazy`; Linux 7.0 on x86 and
+/// arm64 offers `full lazy` only); writing a mode's name switches to it, and an unknown or unsupported
+/// name fails with EINVAL.
+pub trait PreemptControl {
+    /// Where it lives, for messages and the crash record.
+    fn path(&self) -> String;
+    /// Its text.
+    fn read(&self) -> std::io::Result<String>;
+    /// Asks for `mode`.
+    fn write(&self, mode: &str) -> std::io::Result<()>;
+}
+
+/// The real file, under a root directory (`/` on the host).
+#[derive(Debug, Clone)]
+pub struct DebugfsPreempt {
+    file: PathBuf,
+}
+
+impl DebugfsPreempt {
+    /// `<root>/sys/kernel/debug/sched/preempt`.
+    pub fn under(root: &std::path::Path) -> DebugfsPreempt {
+        DebugfsPreempt {
+            file: root.join("sys/kernel/debug/sched/preempt"),
+        }
+    }
+}
+
+impl PreemptControl for DebugfsPreempt {
+    fn path(&self) -> String {
+        self.file.display().to_string()
+    }
+    fn read(&self) -> std::io::Result<String> {
+        std::fs::read_to_string(&self.file)
+    }
+    fn write(&self, mode: &str) -> std::io::Result<()> {
+        std::fs::write(&self.file, mode)
+    }
+}
+
+/// The preemption modes a PREEMPT_DYNAMIC kernel can offer.
+pub const PREEMPT_MODES: [&str; 4] = ["none", "voluntary", "full", "lazy"];
+
+fn preempt_state(ctl: &dyn PreemptControl) -> Result<(String, Vec<String>), String> {
+    let path = ctl.path();
+    let text = ctl.read().map_err(|e| {
+        let why = hostfacts::host::explain_io_error(&e);
+        let fix = if e.kind() == std::io::ErrorKind::NotFound {
+            "; mount debugfs (mount -t debugfs none /sys/kernel/debug) on a PREEMPT_DYNAMIC kernel"
+        } else {
+            "; this host cannot switch its preemption model: `preemptlab sim --models` models it"
+        };
+        format!("switching the preemption model: reading {path}: {why}{fix}")
+    })?;
+    hostfacts::parse::debugfs_preempt(&text)
+        .map_err(|e| format!("switching the preemption model: {path}: {e}"))
+}
+
+/// The preemption model temporarily switched; switched back on drop.
+pub struct PreemptGuard {
+    ctl: Box<dyn PreemptControl>,
+    before: String,
+    record: PathBuf,
+    active: bool,
+}
+
+impl std::fmt::Debug for PreemptGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreemptGuard")
+            .field("path", &self.ctl.path())
+            .field("before", &self.before)
+            .field("active", &self.active)
+            .finish()
+    }
+}
+
+impl PreemptGuard {
+    /// Switches to `mode` and checks the kernel took it. A mode already active gives a guard that changes
+    /// nothing. Before anything it restores a switch a dead run left behind (so "before" is the host's own
+    /// mode), and writes its own record until the drop restores the mode.
+    pub fn switch(ctl: Box<dyn PreemptControl>, mode: &str) -> Result<PreemptGuard, String> {
+        PreemptGuard::switch_recorded_in(ctl, mode, &record_dir())
+    }
+
+    /// [`PreemptGuard::switch`] with its record in `dir`.
+    pub fn switch_recorded_in(
+        ctl: Box<dyn PreemptControl>,
+        mode: &str,
+        dir: &std::path::Path,
+    ) -> Result<PreemptGuard, String> {
+        if !PREEMPT_MODES.contains(&mode) {
+            return Err(format!(
+                "--switch-preempt {mode}: one of {}",
+                PREEMPT_MODES.join(", ")
+            ));
+        }
+        for line in recover_stale_preempt_in(ctl.as_ref(), dir) {
+            eprintln!("preemptlab: {line}");
+        }
+        let (before, offered) = preempt_state(ctl.as_ref())?;
+        let path = ctl.path();
+        if !offered.iter().any(|m| m == mode) {
+            return Err(format!(
+                "--switch-preempt {mode}: this kernel offers {} ({path}); Linux 7.0 dropped none and voluntary on most architectures",
+                offered.join(", ")
+            ));
+        }
+        let mut guard = PreemptGuard {
+            ctl,
+            before: before.clone(),
+            record: dir.join("preempt.json"),
+            active: false,
+        };
+        if before == mode {
+            return Ok(guard);
+        }
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let record = serde_json::json!({
+            "preempt_file": path,
+            "restore_to": before,
+            "pid": std::process::id(),
+        });
+        std::fs::write(&guard.record, format!("{record}\n"))
+            .map_err(|e| format!("writing {}: {e}", guard.record.display()))?;
+        guard.active = true;
+        if let Err(e) = guard.ctl.write(mode) {
+            guard.active = false;
+            let _ = std::fs::remove_file(&guard.record);
+            return Err(format!(
+                "switching the preemption model: writing {mode} to {path}: {}",
+                hostfacts::host::explain_io_error(&e)
+            ));
+        }
+        match preempt_state(guard.ctl.as_ref()) {
+            Ok((now, _)) if now == mode => Ok(guard),
+            Ok((now, _)) => Err(format!(
+                "switching the preemption model: asked {path} for {mode}, the kernel reports {now}"
+            )),
+            Err(e) => Err(e),
+        }
+        // On either error the guard drops here and switches back.
+    }
+
+    /// The mode before the switch.
+    pub fn before(&self) -> &str {
+        &self.before
+    }
+
+    /// Whether this guard changed the mode (and will switch it back).
+    pub fn switched(&self) -> bool {
+        self.active
+    }
+
+    fn restore(&mut self) {
+        if !self.active {
+            return;
+        }
+        let back = self
+            .ctl
+            .write(&self.before)
+            .map_err(|e| hostfacts::host::explain_io_error(&e))
+            .and_then(|()| preempt_state(self.ctl.as_ref()).map(|(now, _)| now))
+            .and_then(|now| {
+                if now == self.before {
+                    Ok(())
+                } else {
+                    Err(format!("the kernel reports {now}"))
+                }
+            });
+        match back {
+            Ok(()) => {
+                let _ = std::fs::remove_file(&self.record);
+                self.active = false;
+            }
+            // Keep the record: the next run retries.
+            Err(e) => eprintln!(
+                "preemptlab: switching the preemption model back to {} ({}): {e}",
+                self.before,
+                self.ctl.path()
+            ),
+        }
+    }
+}
+
+impl Drop for PreemptGuard {
+    fn drop(&mut self) {
+        self.restore();
+    }
+}
+
+/// Switches back a preemption model that a dead run left switched (its record names the file and the mode
+/// to restore); returns what it did. `ctl` is the switch this run uses: a record for another file is left
+/// alone.
+pub fn recover_stale_preempt(ctl: &dyn PreemptControl) -> Vec<String> {
+    recover_stale_preempt_in(ctl, &record_dir())
+}
+
+/// [`recover_stale_preempt`] with the records in `dir`.
+pub fn recover_stale_preempt_in(ctl: &dyn PreemptControl, dir: &std::path::Path) -> Vec<String> {
+    let path = dir.join("preempt.json");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Vec::new();
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return vec![format!(
+            "{}: not a preemptlab record, left alone",
+            path.display()
+        )];
+    };
+    let (Some(file), Some(to), Some(pid)) = (
+        v["preempt_file"].as_str(),
+        v["restore_to"].as_str(),
+        v["pid"].as_u64(),
+    ) else {
+        return Vec::new();
+    };
+    if file != ctl.path() || std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        return Vec::new(); // another host root, or the run is still alive
+    }
+    if !PREEMPT_MODES.contains(&to) {
+        return vec![format!(
+            "{}: unknown mode {to:?}, left alone",
+            path.display()
+        )];
+    }
+    match ctl.write(to) {
+        Ok(()) => {
+            let _ = std::fs::remove_file(&path);
+            vec![format!(
+                "switched the preemption model back to {to}, left switched by run {pid}"
+            )]
+        }
+        Err(e) => vec![format!(
+            "could not switch the preemption model back to {to} (left by run {pid}): {}",
+            hostfacts::host::explain_io_error(&e)
+        )],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+
+    /// Stands in for the kernel's file, which this machine refuses to read or write even as root: reads
+    /// give the offered modes with the active one in parentheses, a write of an offered mode moves the
+    /// parentheses, any other write fails with EINVAL, as `kernel/sched/debug.c` does.
+    #[derive(Clone)]
+    struct Kernel {
+        text: Rc<RefCell<String>>,
+        writes: Rc<Cell<u32>>,
+        refuse_reads: bool,
+        ignore_writes: bool,
+    }
+
+    impl Kernel {
+        fn from_fixture(host: &str) -> Kernel {
+            let p = format!(
+                "{}/../../tests/fixtures/{host}/sys/kernel/debug/sched/preempt",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            Kernel {
+                text: Rc::new(RefCell::new(std::fs::read_to_string(&p).expect(&p))),
+                writes: Rc::new(Cell::new(0)),
+                refuse_reads: false,
+                ignore_writes: false,
+            }
+        }
+        fn active(&self) -> String {
+            hostfacts::parse::debugfs_preempt(&self.text.borrow())
+                .unwrap()
+                .0
+        }
+    }
+
+    impl PreemptControl for Kernel {
+        fn path(&self) -> String {
+            "/sys/kernel/debug/sched/preempt".into()
+        }
+        fn read(&self) -> std::io::Result<String> {
+            if self.refuse_reads {
+                return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+            }
+            Ok(self.text.borrow().clone())
+        }
+        fn write(&self, mode: &str) -> std::io::Result<()> {
+            self.writes.set(self.writes.get() + 1);
+            let offered = hostfacts::parse::choices(&self.text.borrow());
+            if !offered.iter().any(|m| m == mode) {
+                return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            if !self.ignore_writes {
+                let text: Vec<String> = offered
+                    .iter()
+                    .map(|m| {
+                        if m == mode {
+                            format!("({m})")
+                        } else {
+                            m.clone()
+                        }
+                    })
+                    .collect();
+                *self.text.borrow_mut() = text.join(" ") + "\n";
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn switches_and_switches_back_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = Kernel::from_fixture("hugepages-1g-thp-always");
+        assert_eq!(k.active(), "full");
+        let g = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path()).unwrap();
+        assert!(g.switched());
+        assert_eq!(g.before(), "full");
+        assert_eq!(k.active(), "lazy");
+        assert!(
+            dir.path().join("preempt.json").exists(),
+            "record while switched"
+        );
+        drop(g);
+        assert_eq!(k.active(), "full");
+        assert!(!dir.path().join("preempt.json").exists(), "record removed");
+    }
+
+    #[test]
+    fn the_active_mode_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = Kernel::from_fixture("linux-7.0-lazy-debugfs");
+        let g = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path()).unwrap();
+        assert!(!g.switched());
+        drop(g);
+        assert_eq!(k.writes.get(), 0);
+    }
+
+    #[test]
+    fn a_mode_the_kernel_does_not_offer_is_refused_before_any_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = Kernel::from_fixture("linux-7.0-lazy-debugfs");
+        let e =
+            PreemptGuard::switch_recorded_in(Box::new(k.clone()), "none", dir.path()).unwrap_err();
+        assert!(e.contains("offers full, lazy"), "{e}");
+        let e =
+            PreemptGuard::switch_recorded_in(Box::new(k.clone()), "rt", dir.path()).unwrap_err();
+        assert!(e.contains("one of none, voluntary, full, lazy"), "{e}");
+        assert_eq!(k.writes.get(), 0);
+        assert_eq!(k.active(), "lazy");
+        assert!(!dir.path().join("preempt.json").exists());
+    }
+
+    #[test]
+    fn a_refused_read_says_this_host_cannot_switch() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut k = Kernel::from_fixture("hugepages-1g-thp-always");
+        k.refuse_reads = true;
+        let e =
+            PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path()).unwrap_err();
+        assert!(e.contains("cannot switch") && e.contains("sim"), "{e}");
+        assert_eq!(k.writes.get(), 0);
+        // And the real file on a root without debugfs names the mount.
+        let e = PreemptGuard::switch_recorded_in(
+            Box::new(DebugfsPreempt::under(dir.path())),
+            "lazy",
+            dir.path(),
+        )
+        .unwrap_err();
+        assert!(e.contains("mount -t debugfs"), "{e}");
+    }
+
+    #[test]
+    fn a_switch_the_kernel_did_not_take_is_an_error_and_undone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut k = Kernel::from_fixture("hugepages-1g-thp-always");
+        k.ignore_writes = true;
+        let e =
+            PreemptGuard::switch_recorded_in(Box::new(k.clone()), "none", dir.path()).unwrap_err();
+        assert!(e.contains("kernel reports full"), "{e}");
+        // The switch and the way back were both written; no record stays.
+        assert_eq!(k.writes.get(), 2);
+        assert!(!dir.path().join("preempt.json").exists());
+    }
+
+    #[test]
+    fn a_switch_left_by_a_dead_run_is_undone_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = Kernel::from_fixture("hugepages-1g-thp-always");
+        // A run (pid beyond any pid_max) switched full -> none and died.
+        k.write("none").unwrap();
+        let record = serde_json::json!({
+            "preempt_file": k.path(), "restore_to": "full", "pid": 1u64 << 40,
+        });
+        std::fs::write(dir.path().join("preempt.json"), record.to_string()).unwrap();
+        let g = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path()).unwrap();
+        assert_eq!(
+            g.before(),
+            "full",
+            "the host's own mode, not the dead run's"
+        );
+        drop(g);
+        assert_eq!(k.active(), "full");
+        assert!(!dir.path().join("preempt.json").exists());
+    }
 }

@@ -152,6 +152,8 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
             }
         }),
     };
+    // Switched back when this function returns, by any path.
+    let _preempt = crate::switch::preempt(a.switch_preempt.as_deref())?;
     let res = pgrun::run(spec, opts).map_err(|e| anyhow!(e))?;
     let table = |md| {
         if md {

@@ -173,6 +173,10 @@ pub struct BenchNetArgs {
     /// Between two network namespaces over a veth pair the tool creates and removes (root).
     #[arg(long)]
     pub netns: bool,
+    /// Switch the kernel's preemption model to MODE (none, voluntary, full, lazy) for the run and back
+    /// afterwards, Ctrl-C included (root, debugfs mounted, a PREEMPT_DYNAMIC kernel that allows it).
+    #[arg(long, value_name = "MODE")]
+    pub switch_preempt: Option<String>,
     /// The result file (default: results/bench-net-<time>.json).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -218,6 +222,10 @@ pub struct BenchLatencyArgs {
     /// as cyclictest does; the request ends when the tool exits).
     #[arg(long)]
     pub allow_deep_idle: bool,
+    /// Switch the kernel's preemption model to MODE (none, voluntary, full, lazy) for the run and back
+    /// afterwards, Ctrl-C included (root, debugfs mounted, a PREEMPT_DYNAMIC kernel that allows it).
+    #[arg(long, value_name = "MODE")]
+    pub switch_preempt: Option<String>,
     /// The result file (default: results/bench-latency-<time>.json).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -295,6 +303,10 @@ pub struct BenchPgArgs {
     /// shared_memory_size_in_huge_pages plus 2%) (root); restored after each, also on Ctrl-C.
     #[arg(long)]
     pub reserve_hugepages: bool,
+    /// Switch the kernel's preemption model to MODE (none, voluntary, full, lazy) for the run and back
+    /// afterwards, Ctrl-C included (root, debugfs mounted, a PREEMPT_DYNAMIC kernel that allows it).
+    #[arg(long, value_name = "MODE")]
+    pub switch_preempt: Option<String>,
     /// The result file (default: results/bench-pg-<time>.json).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -377,6 +389,10 @@ pub struct BenchLockArgs {
     /// Seed for the free-list permutation and the workers.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Switch the kernel's preemption model to MODE (none, voluntary, full, lazy) for the run and back
+    /// afterwards, Ctrl-C included (root, debugfs mounted, a PREEMPT_DYNAMIC kernel that allows it).
+    #[arg(long, value_name = "MODE")]
+    pub switch_preempt: Option<String>,
     /// The result file (default: results/bench-lock-<time>.json).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,

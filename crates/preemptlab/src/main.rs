@@ -12,6 +12,7 @@ mod cli;
 mod compare_cmd;
 mod hugepages_cmd;
 mod sim_cmd;
+mod switch;
 mod term;
 
 use clap::Parser;

@@ -310,6 +310,76 @@ fn bad_input_is_exit_2() {
     }
 }
 
+/// `--switch-preempt`: where the kernel lets it, the run happens under the asked mode (the result's host
+/// facts say so) and the host's mode is back afterwards; where it does not (this development machine:
+/// debugfs unmounted, or reading `sched/preempt` refused even for root), the bench refuses with exit 2 in
+/// one line, before it runs anything.
+#[test]
+fn switch_preempt_switches_for_the_run_or_refuses_cleanly() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let file = "/sys/kernel/debug/sched/preempt";
+    let before = std::fs::read_to_string(file).ok();
+    let target = match &before {
+        // Any offered mode other than the active one.
+        Some(t) => t
+            .split_whitespace()
+            .find(|w| !w.starts_with('('))
+            .unwrap_or("full")
+            .to_string(),
+        None => "lazy".to_string(),
+    };
+    let (o, v) = run(
+        &[
+            "--switch-preempt",
+            &target,
+            "--locks",
+            "pg",
+            "--pages",
+            "4k",
+            "--workers",
+            "2",
+            "--duration",
+            "200ms",
+            "--warmup",
+            "0s",
+            "--repeat",
+            "1",
+        ],
+        &out,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    match before {
+        Some(before) => {
+            assert_eq!(o.status.code(), Some(0), "{err}");
+            assert_eq!(
+                v["host"]["kernel"]["preemption"]["model"], target,
+                "the run's host facts"
+            );
+            assert_eq!(
+                std::fs::read_to_string(file).unwrap(),
+                before,
+                "switched back"
+            );
+        }
+        None => {
+            eprintln!("this host cannot read {file}: checking the refusal only");
+            assert_eq!(o.status.code(), Some(2), "{err}");
+            assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+            assert!(err.contains("preemption model"), "{err}");
+            assert!(!out.exists(), "nothing ran");
+        }
+    }
+    for mode in ["rt", "NONE", ""] {
+        let (o, _) = run(&["--switch-preempt", mode], &out);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{mode}: {err}");
+        assert!(err.contains("one of none, voluntary, full, lazy"), "{err}");
+    }
+}
+
 fn workers_alive() -> Vec<String> {
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
