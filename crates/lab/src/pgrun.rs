@@ -234,8 +234,8 @@ pub struct PgResult {
     pub cells: Vec<Cell>,
 }
 
-/// Live progress: (runs done, runs in all, cell label, phase, live TPS).
-pub type ProgressFn = Box<dyn FnMut(usize, usize, &str, &str, f64)>;
+/// Live progress: (runs done, runs in all, cell label, phase, fraction of the current run done, live TPS).
+pub type ProgressFn = Box<dyn FnMut(usize, usize, &str, &str, f64, f64)>;
 
 /// Called after each measured run with its cell and the run.
 pub type RepFn = Box<dyn FnMut(&Cell, &Rep)>;
@@ -428,7 +428,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, String> {
         Cluster::create(bin, opts.parent_dir.as_deref()).map_err(|e| e.to_string())?;
     spec.pg_version = pg_version(&cluster);
     res.spec.pg_version = spec.pg_version.clone();
-    (opts.progress)(0, 1, "loading", "init", 0.0);
+    (opts.progress)(0, 1, "loading", "init", 0.0, 0.0);
     res.setup = load(&mut cluster, &spec, sysbench.as_deref())?;
     result::write(&opts.out, &res)?;
 
@@ -804,13 +804,15 @@ fn run_config(
             sysbench,
         };
         if spec.warmup_s > 0 {
-            (opts.progress)(*done, total, &label, "warm-up", 0.0);
+            (opts.progress)(*done, total, &label, "warm-up", 0.0, 0.0);
             let cmd = target.command(clients, spec.warmup_s, None);
+            let (d, t) = (*done, total);
+            let progress = &mut opts.progress;
             let ran = drive(
                 cmd,
                 &cluster.root().join("warmup"),
                 spec.warmup_s,
-                &mut |_| {},
+                &mut |_, tps| progress(d, t, &label, "warm-up", 0.0, tps),
             );
             match ran {
                 Ok(Driven::Interrupted) => return Ok(()),
@@ -834,7 +836,7 @@ fn run_config(
             cmd,
             &cluster.root().join("run"),
             spec.duration_s,
-            &mut |tps| progress(d, t, &label, "measure", tps),
+            &mut |frac, tps| progress(d, t, &label, "measure", frac, tps),
         );
         let sampled = sampler.stop();
         let steal_pct = crate::lockbench::steal_pct_since(stat0);
@@ -950,7 +952,7 @@ fn drive(
     mut cmd: Command,
     stem: &Path,
     seconds: u64,
-    live: &mut dyn FnMut(f64),
+    live: &mut dyn FnMut(f64, f64),
 ) -> Result<Driven, String> {
     let out_path = stem.with_extension("out");
     let err_path = stem.with_extension("err");
@@ -991,9 +993,10 @@ fn drive(
         }
         if last_live.elapsed() > Duration::from_millis(500) {
             last_live = Instant::now();
-            if let Some(tps) = latest_tps(&err_path).or_else(|| latest_tps(&out_path)) {
-                live(tps);
-            }
+            // The fraction of the run's time gone, and the driver's last progress line's TPS (0 before it).
+            let frac = (t.elapsed().as_secs_f64() / seconds.max(1) as f64).min(1.0);
+            let tps = latest_tps(&err_path).or_else(|| latest_tps(&out_path));
+            live(frac, tps.unwrap_or(0.0));
         }
         std::thread::sleep(Duration::from_millis(50));
     };

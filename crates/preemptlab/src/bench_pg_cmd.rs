@@ -131,10 +131,12 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
         reserve_hugepages: a.reserve_hugepages,
         out: out.clone(),
         parent_dir: None,
-        progress: Box::new(move |done, total, label, phase, tps| {
+        progress: Box::new(move |done, total, label, phase, frac, tps| {
             if let Some(pb) = &pb {
                 pb.set_prefix(format!("{done}/{total}"));
-                pb.set_position((done as f64 / total.max(1) as f64 * 1000.0) as u64);
+                // The bar moves through each measured run too, not only between runs.
+                let pos = (done as f64 + frac) / total.max(1) as f64;
+                pb.set_position((pos.min(1.0) * 1000.0) as u64);
                 let live = if tps > 0.0 {
                     format!(" {} tps", report::lock_table::rate(tps))
                 } else {
