@@ -461,6 +461,38 @@ fn latency_section(label: &str, r: &Value) -> String {
             let _ = write!(o, "<figure>{}<figcaption>Wakeup latency {title} per policy and load: median over the repetitions, whisker min..max.</figcaption></figure>", ranged_bar_chart(&format!("Wakeup latency {title}"), "us", &bars, |v| format!("{v:.1}")));
         }
     }
+    // The whole distribution: how many wakeups were later than x, from every repetition's histogram.
+    let tails: Vec<Series> = cells
+        .iter()
+        .filter_map(|c| {
+            let points = latency_tail(c["reps"].as_array()?);
+            (!points.is_empty()).then(|| Series {
+                name: label_of(c),
+                points,
+            })
+        })
+        .collect();
+    if !tails.is_empty() {
+        let x = Axis {
+            label: "wakeup latency, us (log)".into(),
+            log: true,
+            fmt: |v| format!("{v:.0}"),
+        };
+        let y = Axis {
+            label: "% of wakeups later (log)".into(),
+            log: true,
+            fmt: |v| {
+                // 100, 10, 1, 0.1, 0.01: one significant digit below 1.
+                let decimals = if v >= 1.0 {
+                    0
+                } else {
+                    (-v.log10()).ceil() as usize
+                };
+                format!("{v:.decimals$}")
+            },
+        };
+        let _ = write!(o, "<figure>{}<figcaption>Wakeup latency distribution per policy and load: the share of wakeups later than x, all repetitions merged (log-spaced buckets of 1, 2, 5 x 10^k us); the further right a curve reaches, the longer the worst wakeups.</figcaption></figure>", line_chart("Wakeup latency tail", &x, &y, &tails));
+    }
     o.push_str("<table><tr><th>policy</th><th>load</th><th>p50 us</th><th>p99 us</th><th>p99.9 us</th><th>max us</th></tr>");
     for c in r["cells"].as_array().into_iter().flatten() {
         let m = &c["summary"];
@@ -480,6 +512,39 @@ fn latency_section(label: &str, r: &Value) -> String {
     }
     o.push_str("</table>");
     o
+}
+
+/// The complementary CDF of a latency cell's merged histograms: (bucket bound us, % of wakeups later
+/// than it), down to the last bucket anyone reached (a log axis has no 0).
+fn latency_tail(reps: &[Value]) -> Vec<(f64, f64, f64, f64)> {
+    let mut buckets: Vec<(f64, u64)> = Vec::new();
+    for rep in reps {
+        for b in rep["histogram"].as_array().into_iter().flatten() {
+            let (Some(ub), Some(n)) = (b[0].as_f64(), b[1].as_u64()) else {
+                continue;
+            };
+            match buckets.iter_mut().find(|x| x.0 == ub) {
+                Some(x) => x.1 += n,
+                None => buckets.push((ub, n)),
+            }
+        }
+    }
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: u64 = buckets.iter().map(|b| b.1).sum();
+    if total == 0 {
+        return Vec::new();
+    }
+    let mut at_or_below = 0u64;
+    let mut pts = Vec::new();
+    for (ub, n) in buckets {
+        at_or_below += n;
+        let later = 100.0 * (total - at_or_below) as f64 / total as f64;
+        if later <= 0.0 {
+            break;
+        }
+        pts.push((ub, later, later, later));
+    }
+    pts
 }
 
 fn net_section(label: &str, r: &Value) -> String {
@@ -675,4 +740,25 @@ pub fn render(docs: &[Doc], generated_utc: &str) -> String {
     }
     o.push_str("</body></html>\n");
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_tail_merges_repetitions_and_stops_at_the_last_wakeup() {
+        let reps = serde_json::json!([
+            {"histogram": [[1.0, 0], [2.0, 50], [5.0, 40], [10.0, 10], [20.0, 0]]},
+            {"histogram": [[1.0, 0], [2.0, 50], [5.0, 40], [10.0, 0], [20.0, 10]]},
+        ]);
+        let pts = latency_tail(reps.as_array().unwrap());
+        let got: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
+        // 200 wakeups: none <= 1 us, 100 <= 2 us, 180 <= 5 us, 190 <= 10 us, all <= 20 us.
+        assert_eq!(
+            got,
+            vec![(1.0, 100.0), (2.0, 50.0), (5.0, 10.0), (10.0, 5.0)]
+        );
+        assert!(latency_tail(&[]).is_empty());
+    }
 }
