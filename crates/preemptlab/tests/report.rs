@@ -232,7 +232,10 @@ fn latency_and_net_results_get_their_plots() {
         6,
         "latency p50/p99/p99.9 and tail, stream throughput, round-trip p99"
     );
-    assert!(text.contains("Wakeup latency tail"), "the distribution plot");
+    assert!(
+        text.contains("Wakeup latency tail"),
+        "the distribution plot"
+    );
     assert!(text.contains("other load lock") && text.contains("tcp-stream 16384 B"));
     tidy_ok(&html);
 }
