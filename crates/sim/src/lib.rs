@@ -221,6 +221,9 @@ pub struct Params {
     pub syscall_ns: u64,
     /// futex_wake with a waiter, ns.
     pub futex_wake_ns: u64,
+    /// What futex_wake costs the waker on top when the woken task goes to an idle CPU (the IPI that wakes
+    /// it), ns. 0 keeps the model as first calibrated.
+    pub futex_wake_idle_ns: u64,
     /// IPI delivery to a remote CPU, ns.
     pub ipi_ns: u64,
     /// Leaving idle on a wakeup, ns.
@@ -296,6 +299,7 @@ impl Default for Params {
             ctx_switch_ns: 1500,
             syscall_ns: 300,
             futex_wake_ns: 300,
+            futex_wake_idle_ns: 0,
             ipi_ns: 2000,
             idle_exit_ns: 5000,
             sleep_slack_ns: 50_000,
@@ -1155,7 +1159,13 @@ impl Sim {
                 d
             }
             Phase::Send => p.syscall_ns,
-            Phase::FutexWake => p.futex_wake_ns,
+            Phase::FutexWake => {
+                // The first waiter goes to an idle CPU when there is one (see `wake`): that costs the
+                // waker an IPI to a halted CPU.
+                let to_idle =
+                    !self.futex_waiters.is_empty() && self.cpus.iter().any(|x| x.cur.is_none());
+                p.futex_wake_ns + if to_idle { p.futex_wake_idle_ns } else { 0 }
+            }
             Phase::SliceYield => p.syscall_ns,
             Phase::Respawn => p.respawn_ns,
             _ => unreachable!("start_phase {ph:?}"),
@@ -1753,6 +1763,33 @@ mod tests {
         let (tn, tl) = (n.txn_per_s.unwrap(), l.txn_per_s.unwrap());
         assert!(tl < 0.9 * tn, "tx/s none {tn} lazy {tl}");
         assert!(l.cpu.spinning > n.cpu.spinning);
+    }
+
+    #[test]
+    fn a_wake_sent_to_an_idle_cpu_costs_the_futex_releaser() {
+        let run = |lock: LockKind, futex_wake_idle_ns: u64| {
+            simulate(&Params {
+                lock,
+                workers: 2,
+                futex_wake_idle_ns,
+                duration_ns: 100_000_000,
+                warmup_ns: 10_000_000,
+                ..Params::default()
+            })
+            .unwrap()
+        };
+        // Two futex workers on two CPUs: the waiter sleeps on an otherwise idle CPU, so most releases
+        // pay for the IPI.
+        let (a, b) = (run(LockKind::Futex, 0), run(LockKind::Futex, 10_000));
+        assert!(
+            b.ops_per_s < 0.9 * a.ops_per_s,
+            "{} -> {}",
+            a.ops_per_s,
+            b.ops_per_s
+        );
+        // pg never calls futex_wake.
+        let (c, d) = (run(LockKind::Pg, 0), run(LockKind::Pg, 10_000));
+        assert_eq!(c.ops, d.ops);
     }
 
     #[test]
