@@ -253,8 +253,8 @@ pub struct Params {
     /// EEVDF's delayed dequeue (Linux 6.12+): a task that goes to sleep owing time stays queued until it
     /// owes none, and a wakeup before then keeps its deadline, so a slice is used up across short sleeps;
     /// the expiry is noticed at the tick and whenever a task is enqueued on the CPU (`update_curr`), and the
-    /// reschedule it asks for follows the model (an IPI to a remote CPU, or only the lazy flag). false: a
-    /// slice counts from the switch-in and only the tick notices it.
+    /// reschedule it asks for follows the model (an IPI to a remote CPU, or only the lazy flag); the
+    /// default. false: a slice counts from the switch-in and only the tick notices it (the model before).
     pub delayed_dequeue: bool,
     /// `delayed_dequeue`: a sleep shorter than this keeps the task's deadline, ns. None: EEVDF's arithmetic
     /// with equal weights: a task that ran `burst` with n - 1 others queued is owed nothing again after
@@ -315,7 +315,7 @@ impl Default for Params {
             adaptive_park_max_ns: 1_600_000,
             adaptive_rseq: false,
             wakeup_preempt_after_ns: None,
-            delayed_dequeue: false,
+            delayed_dequeue: true,
             delayed_dequeue_window_ns: None,
             workload: Workload::Lock,
             txn_stmts: 5,
