@@ -280,6 +280,12 @@ impl PreemptGuard {
         for line in recover_stale_preempt_in(ctl.as_ref(), dir) {
             eprintln!("preemptlab: {line}");
         }
+        // One switch at a time: a second run would take the first one's mode for the host's and restore it.
+        if let Some(pid) = live_switcher(&dir.join("preempt.json")) {
+            return Err(format!(
+                "--switch-preempt: preemptlab run {pid} has the preemption model switched; wait for it to end"
+            ));
+        }
         let (before, offered) = preempt_state(ctl.as_ref())?;
         let path = ctl.path();
         if !offered.iter().any(|m| m == mode) {
@@ -369,6 +375,16 @@ impl Drop for PreemptGuard {
     fn drop(&mut self) {
         self.restore();
     }
+}
+
+/// The pid of a live run whose switch record is `record`, if any.
+fn live_switcher(record: &std::path::Path) -> Option<u64> {
+    let text = std::fs::read_to_string(record).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let pid = v["pid"].as_u64()?;
+    std::path::Path::new(&format!("/proc/{pid}"))
+        .exists()
+        .then_some(pid)
 }
 
 /// Switches back a preemption model that a dead run left switched (its record names the file and the mode
@@ -563,6 +579,21 @@ mod tests {
         // The switch and the way back were both written; no record stays.
         assert_eq!(k.writes.get(), 2);
         assert!(!dir.path().join("preempt.json").exists());
+    }
+
+    #[test]
+    fn a_switch_held_by_a_live_run_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = Kernel::from_fixture("hugepages-1g-thp-always");
+        k.write("none").unwrap();
+        // Run 1 (init, always alive) holds a switch from full.
+        let record = serde_json::json!({"preempt_file": k.path(), "restore_to": "full", "pid": 1});
+        std::fs::write(dir.path().join("preempt.json"), record.to_string()).unwrap();
+        let e =
+            PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path()).unwrap_err();
+        assert!(e.contains("run 1 has the preemption model switched"), "{e}");
+        assert_eq!(k.active(), "none", "nothing written");
+        assert!(dir.path().join("preempt.json").exists(), "its record kept");
     }
 
     #[test]
