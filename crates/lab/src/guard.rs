@@ -8,7 +8,7 @@
 //!   record, and the next run restores the pool from it ([`recover_stale_pools`]).
 //! - [`PreemptGuard`]: switches the kernel's preemption model through `/sys/kernel/debug/sched/preempt`
 //!   (PREEMPT_DYNAMIC kernels, root, debugfs mounted, not locked down) and switches it back on drop, with
-//!   the same kind of record ([`recover_stale_preempt`]).
+//!   the same kind of record, which the next switch undoes when its run died.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -224,6 +224,18 @@ impl PreemptControl for DebugfsPreempt {
 /// The preemption modes a PREEMPT_DYNAMIC kernel can offer.
 pub const PREEMPT_MODES: [&str; 4] = ["none", "voluntary", "full", "lazy"];
 
+/// Is `mode` one of [`PREEMPT_MODES`]? The error names them.
+pub fn check_preempt_mode(mode: &str) -> Result<(), String> {
+    if PREEMPT_MODES.contains(&mode) {
+        Ok(())
+    } else {
+        Err(format!(
+            "--switch-preempt {mode}: one of {}",
+            PREEMPT_MODES.join(", ")
+        ))
+    }
+}
+
 fn preempt_state(ctl: &dyn PreemptControl) -> Result<(String, Vec<String>), String> {
     let path = ctl.path();
     let text = ctl.read().map_err(|e| {
@@ -271,20 +283,9 @@ impl PreemptGuard {
         mode: &str,
         dir: &std::path::Path,
     ) -> Result<PreemptGuard, String> {
-        if !PREEMPT_MODES.contains(&mode) {
-            return Err(format!(
-                "--switch-preempt {mode}: one of {}",
-                PREEMPT_MODES.join(", ")
-            ));
-        }
-        for line in recover_stale_preempt_in(ctl.as_ref(), dir) {
+        check_preempt_mode(mode)?;
+        for line in settle_record(ctl.as_ref(), &dir.join("preempt.json"))? {
             eprintln!("preemptlab: {line}");
-        }
-        // One switch at a time: a second run would take the first one's mode for the host's and restore it.
-        if let Some(pid) = live_switcher(&dir.join("preempt.json")) {
-            return Err(format!(
-                "--switch-preempt: preemptlab run {pid} has the preemption model switched; wait for it to end"
-            ));
         }
         let (before, offered) = preempt_state(ctl.as_ref())?;
         let path = ctl.path();
@@ -377,54 +378,43 @@ impl Drop for PreemptGuard {
     }
 }
 
-/// The pid of a live run whose switch record is `record`, if any.
-fn live_switcher(record: &std::path::Path) -> Option<u64> {
-    let text = std::fs::read_to_string(record).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let pid = v["pid"].as_u64()?;
-    std::path::Path::new(&format!("/proc/{pid}"))
-        .exists()
-        .then_some(pid)
-}
-
-/// Switches back a preemption model that a dead run left switched (its record names the file and the mode
-/// to restore); returns what it did. `ctl` is the switch this run uses: a record for another file is left
-/// alone.
-pub fn recover_stale_preempt(ctl: &dyn PreemptControl) -> Vec<String> {
-    recover_stale_preempt_in(ctl, &record_dir())
-}
-
-/// [`recover_stale_preempt`] with the records in `dir`.
-pub fn recover_stale_preempt_in(ctl: &dyn PreemptControl, dir: &std::path::Path) -> Vec<String> {
-    let path = dir.join("preempt.json");
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Vec::new();
+/// Deals with an earlier run's switch record before a new switch: one whose run died is undone (its mode
+/// written back to the file it names, when that is this switch's file), so that "before" is the host's own
+/// mode; one whose run is alive refuses the new switch (it would take that run's mode for the host's and
+/// restore it). Returns what it did, one line each.
+fn settle_record(ctl: &dyn PreemptControl, path: &std::path::Path) -> Result<Vec<String>, String> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(Vec::new());
     };
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return vec![format!(
+        return Ok(vec![format!(
             "{}: not a preemptlab record, left alone",
             path.display()
-        )];
+        )]);
     };
-    let (Some(file), Some(to), Some(pid)) = (
-        v["preempt_file"].as_str(),
-        v["restore_to"].as_str(),
-        v["pid"].as_u64(),
-    ) else {
-        return Vec::new();
+    let Some(pid) = v["pid"].as_u64() else {
+        return Ok(Vec::new());
     };
-    if file != ctl.path() || std::path::Path::new(&format!("/proc/{pid}")).exists() {
-        return Vec::new(); // another host root, or the run is still alive
+    if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        return Err(format!(
+            "--switch-preempt: preemptlab run {pid} has the preemption model switched; wait for it to end"
+        ));
+    }
+    let (Some(file), Some(to)) = (v["preempt_file"].as_str(), v["restore_to"].as_str()) else {
+        return Ok(Vec::new());
+    };
+    if file != ctl.path() {
+        return Ok(Vec::new()); // another host root
     }
     if !PREEMPT_MODES.contains(&to) {
-        return vec![format!(
+        return Ok(vec![format!(
             "{}: unknown mode {to:?}, left alone",
             path.display()
-        )];
+        )]);
     }
-    match ctl.write(to) {
+    Ok(match ctl.write(to) {
         Ok(()) => {
-            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(path);
             vec![format!(
                 "switched the preemption model back to {to}, left switched by run {pid}"
             )]
@@ -433,7 +423,7 @@ pub fn recover_stale_preempt_in(ctl: &dyn PreemptControl, dir: &std::path::Path)
             "could not switch the preemption model back to {to} (left by run {pid}): {}",
             hostfacts::host::explain_io_error(&e)
         )],
-    }
+    })
 }
 
 #[cfg(test)]

@@ -52,7 +52,7 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
         .unwrap_or_else(|| lab::result::default_path("bench-latency", lab::result::unix_now()));
     let quiet = a.quiet;
     // Switched back when this function returns, by any path.
-    let _preempt = crate::switch::preempt(a.switch_preempt.as_deref())?;
+    let _preempt = crate::switch::preempt(&a.preempt)?;
     let res = latency::run(spec, &out, cpus, |c| {
         if !quiet {
             eprintln!("{}", cell_line(c));

@@ -35,7 +35,7 @@ pub fn run(a: BenchNetArgs) -> Result<i32> {
         .unwrap_or_else(|| lab::result::default_path("bench-net", lab::result::unix_now()));
     let quiet = a.quiet;
     // Switched back when this function returns, by any path.
-    let _preempt = crate::switch::preempt(a.switch_preempt.as_deref())?;
+    let _preempt = crate::switch::preempt(&a.preempt)?;
     let res = net::run(spec, &out, |c| {
         if !quiet {
             eprintln!("{}", row(c).join("  "));

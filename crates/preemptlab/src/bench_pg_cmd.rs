@@ -155,7 +155,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
         }),
     };
     // Switched back when this function returns, by any path.
-    let _preempt = crate::switch::preempt(a.switch_preempt.as_deref())?;
+    let _preempt = crate::switch::preempt(&a.preempt)?;
     let res = pgrun::run(spec, opts).map_err(|e| anyhow!(e))?;
     let table = |md| {
         if md {

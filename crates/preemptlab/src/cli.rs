@@ -153,6 +153,15 @@ pub enum BenchCommand {
     Net(BenchNetArgs),
 }
 
+/// Every bench's `--switch-preempt`.
+#[derive(Debug, Args)]
+pub struct SwitchPreemptArgs {
+    /// Switch the kernel's preemption model to MODE (none, voluntary, full, lazy) for the run and back
+    /// afterwards, Ctrl-C included (root, debugfs mounted, a PREEMPT_DYNAMIC kernel that allows it).
+    #[arg(long, value_name = "MODE")]
+    pub switch_preempt: Option<String>,
+}
+
 #[derive(Debug, Args)]
 pub struct BenchNetArgs {
     /// Tests: tcp-stream, udp-stream, tcp-pingpong, udp-pingpong.
@@ -173,10 +182,8 @@ pub struct BenchNetArgs {
     /// Between two network namespaces over a veth pair the tool creates and removes (root).
     #[arg(long)]
     pub netns: bool,
-    /// Switch the kernel's preemption model to MODE (none, voluntary, full, lazy) for the run and back
-    /// afterwards, Ctrl-C included (root, debugfs mounted, a PREEMPT_DYNAMIC kernel that allows it).
-    #[arg(long, value_name = "MODE")]
-    pub switch_preempt: Option<String>,
+    #[command(flatten)]
+    pub preempt: SwitchPreemptArgs,
     /// The result file (default: results/bench-net-<time>.json).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -222,10 +229,8 @@ pub struct BenchLatencyArgs {
     /// as cyclictest does; the request ends when the tool exits).
     #[arg(long)]
     pub allow_deep_idle: bool,
-    /// Switch the kernel's preemption model to MODE (none, voluntary, full, lazy) for the run and back
-    /// afterwards, Ctrl-C included (root, debugfs mounted, a PREEMPT_DYNAMIC kernel that allows it).
-    #[arg(long, value_name = "MODE")]
-    pub switch_preempt: Option<String>,
+    #[command(flatten)]
+    pub preempt: SwitchPreemptArgs,
     /// The result file (default: results/bench-latency-<time>.json).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -303,10 +308,8 @@ pub struct BenchPgArgs {
     /// shared_memory_size_in_huge_pages plus 2%) (root); restored after each, also on Ctrl-C.
     #[arg(long)]
     pub reserve_hugepages: bool,
-    /// Switch the kernel's preemption model to MODE (none, voluntary, full, lazy) for the run and back
-    /// afterwards, Ctrl-C included (root, debugfs mounted, a PREEMPT_DYNAMIC kernel that allows it).
-    #[arg(long, value_name = "MODE")]
-    pub switch_preempt: Option<String>,
+    #[command(flatten)]
+    pub preempt: SwitchPreemptArgs,
     /// The result file (default: results/bench-pg-<time>.json).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -389,10 +392,8 @@ pub struct BenchLockArgs {
     /// Seed for the free-list permutation and the workers.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Switch the kernel's preemption model to MODE (none, voluntary, full, lazy) for the run and back
-    /// afterwards, Ctrl-C included (root, debugfs mounted, a PREEMPT_DYNAMIC kernel that allows it).
-    #[arg(long, value_name = "MODE")]
-    pub switch_preempt: Option<String>,
+    #[command(flatten)]
+    pub preempt: SwitchPreemptArgs,
     /// The result file (default: results/bench-lock-<time>.json).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,

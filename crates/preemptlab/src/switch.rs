@@ -3,20 +3,18 @@
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
-use lab::guard::{DebugfsPreempt, PreemptGuard, PREEMPT_MODES};
+use lab::guard::{check_preempt_mode, DebugfsPreempt, PreemptGuard};
 
-/// Switches the host's preemption model to `mode` (when given) until the returned guard drops, which
-/// switches it back; SIGINT and SIGTERM only set the benches' stop flag from here on.
-pub fn preempt(mode: Option<&str>) -> Result<Option<PreemptGuard>> {
-    let Some(mode) = mode else {
+use crate::cli::SwitchPreemptArgs;
+
+/// Switches the host's preemption model to the mode `--switch-preempt` names (when given) until the
+/// returned guard drops, which switches it back; SIGINT and SIGTERM only set the benches' stop flag from
+/// here on.
+pub fn preempt(args: &SwitchPreemptArgs) -> Result<Option<PreemptGuard>> {
+    let Some(mode) = args.switch_preempt.as_deref() else {
         return Ok(None);
     };
-    if !PREEMPT_MODES.contains(&mode) {
-        bail!(
-            "--switch-preempt {mode}: one of {}",
-            PREEMPT_MODES.join(", ")
-        );
-    }
+    check_preempt_mode(mode).map_err(|e| anyhow!(e))?;
     if !hostfacts::host::is_root() {
         bail!("--switch-preempt needs root (it writes /sys/kernel/debug/sched/preempt)");
     }

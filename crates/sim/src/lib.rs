@@ -908,6 +908,11 @@ impl Sim {
         true
     }
 
+    /// The first idle CPU, where a woken task goes when its own CPU is busy.
+    fn idle_cpu(&self) -> Option<usize> {
+        self.cpus.iter().position(|x| x.cur.is_none())
+    }
+
     /// Makes a sleeping task runnable (`remote`: woken by another CPU) with wakeup preemption.
     fn wake(&mut self, t: u32, remote: bool) {
         if self.tasks[t as usize].state != State::Sleeping {
@@ -916,7 +921,7 @@ impl Sim {
         // Placement: its last CPU, or an idle one if it is busy.
         let mut c = self.tasks[t as usize].cpu;
         if self.cpus[c as usize].cur.is_some() {
-            if let Some(i) = self.cpus.iter().position(|x| x.cur.is_none()) {
+            if let Some(i) = self.idle_cpu() {
                 c = i as u32;
             }
         }
@@ -1176,8 +1181,9 @@ impl Sim {
             Phase::FutexWake => {
                 // The first waiter goes to an idle CPU when there is one (see `wake`): that costs the
                 // waker an IPI to a halted CPU.
-                let to_idle =
-                    !self.futex_waiters.is_empty() && self.cpus.iter().any(|x| x.cur.is_none());
+                let to_idle = p.futex_wake_idle_ns > 0
+                    && !self.futex_waiters.is_empty()
+                    && self.idle_cpu().is_some();
                 p.futex_wake_ns + if to_idle { p.futex_wake_idle_ns } else { 0 }
             }
             Phase::SliceYield => p.syscall_ns,
