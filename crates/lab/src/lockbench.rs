@@ -219,6 +219,12 @@ pub struct Rep {
     /// CPU time the hypervisor stole from this machine during the repetition, % of all CPU time (from
     /// /proc/stat; null when unreadable). A noisy neighbour shows here.
     pub steal_pct: Option<f64>,
+    /// CPU time the whole machine spent idle (idle + iowait in /proc/stat) during the measured window, % of
+    /// all CPU time (null when unreadable, and in results written before it was recorded). A lock whose
+    /// waiters sleep leaves CPUs idle that a spinning lock keeps busy: at equal throughput that alone sets
+    /// their CPU per operation apart.
+    #[serde(default)]
+    pub idle_pct: Option<f64>,
     /// Correctness.
     pub check: Check,
 }
@@ -558,29 +564,28 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
     let stat0 = cpu_times();
     let measured;
     if spec.threads {
-        let result =
-            std::thread::scope(|scope| -> Result<(Vec<WorkerOut>, Duration), BenchError> {
-                let mut handles = Vec::new();
-                for slot in 0..input.workers {
-                    let cfg = mk_cfg(slot, 0);
-                    let sh = &sh;
-                    handles.push(scope.spawn(move || worker(sh, &cfg)));
-                }
-                let r = drive(&sh, input.workers, warmup, duration, progress, &mut |_| {
-                    Ok(())
-                });
-                sh.control().phase.store(PHASE_STOP, Ordering::Release);
-                let outs: Vec<WorkerOut> = handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| WorkerOut {
-                            error: Some("worker thread panicked".into()),
-                            ..Default::default()
-                        })
-                    })
-                    .collect();
-                Ok((outs, r?))
+        let result = std::thread::scope(|scope| -> Result<(Vec<WorkerOut>, Window), BenchError> {
+            let mut handles = Vec::new();
+            for slot in 0..input.workers {
+                let cfg = mk_cfg(slot, 0);
+                let sh = &sh;
+                handles.push(scope.spawn(move || worker(sh, &cfg)));
+            }
+            let r = drive(&sh, input.workers, warmup, duration, progress, &mut |_| {
+                Ok(())
             });
+            sh.control().phase.store(PHASE_STOP, Ordering::Release);
+            let outs: Vec<WorkerOut> = handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| WorkerOut {
+                        error: Some("worker thread panicked".into()),
+                        ..Default::default()
+                    })
+                })
+                .collect();
+            Ok((outs, r?))
+        });
         let (o, m) = result?;
         outs = o;
         measured = m;
@@ -653,8 +658,9 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
     if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
         return Err(failed(format!("a worker failed: {e}")));
     }
-    let mut rep = summarize_rep(&sh, &perm, &outs, measured, input.workers, respawns)?;
+    let mut rep = summarize_rep(&sh, &perm, &outs, measured.length, input.workers, respawns)?;
     rep.steal_pct = steal_pct_since(stat0);
+    rep.idle_pct = measured.idle_pct;
     if !rep.check.ok {
         return Err(failed(format!(
             "CORRECTNESS VIOLATION with lock {} on {}: counter {} vs {} operations counted; free list {} + popped {} vs {} descriptors ({} marked not in list)",
@@ -665,6 +671,12 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
 }
 
 /// Sets the phases: wait for readiness, warm up, measure. Returns the measured wall time.
+/// The measured window: how long it lasted, and the share of the machine's CPU time left idle in it.
+struct Window {
+    length: Duration,
+    idle_pct: Option<f64>,
+}
+
 fn drive<L>(
     sh: &Shared<L>,
     workers: u32,
@@ -672,7 +684,7 @@ fn drive<L>(
     duration: Duration,
     progress: &mut dyn FnMut(&str, f64, f64),
     tick: &mut dyn FnMut(u32) -> Result<(), BenchError>,
-) -> Result<Duration, BenchError> {
+) -> Result<Window, BenchError> {
     let c = sh.control();
     let t = Instant::now();
     while c.ready.load(Ordering::Acquire) < workers {
@@ -725,10 +737,12 @@ fn drive<L>(
     wait(PHASE_WARMUP, "warm-up", warmup, progress)?;
     c.phase.store(PHASE_MEASURE, Ordering::Release);
     let m0 = Instant::now();
+    let idle0 = idle_times();
     wait(PHASE_MEASURE, "measure", duration, progress)?;
-    let measured = m0.elapsed();
+    let idle_pct = share_pct(idle0, idle_times());
+    let length = m0.elapsed();
     c.phase.store(PHASE_STOP, Ordering::Release);
-    Ok(measured)
+    Ok(Window { length, idle_pct })
 }
 
 fn fork_worker<L: RawLock>(
@@ -851,16 +865,12 @@ fn reap_all(
 
 /// The hypervisor's CPU steal since `stat0` (a [`cpu_times`] reading), % of all CPU time.
 pub fn steal_pct_since(stat0: Option<(u64, u64)>) -> Option<f64> {
-    match (stat0, cpu_times()) {
-        (Some((t0, s0)), Some((t1, s1))) if t1 > t0 => {
-            Some((s1 - s0) as f64 / (t1 - t0) as f64 * 100.0)
-        }
-        _ => None,
-    }
+    share_pct(stat0, cpu_times())
 }
 
-/// (total, steal) jiffies of all CPUs from the first line of /proc/stat.
-pub fn cpu_times() -> Option<(u64, u64)> {
+/// The first line of /proc/stat: user nice system idle iowait irq softirq steal [guest guest_nice], jiffies
+/// of all CPUs.
+fn proc_stat_cpu() -> Option<Vec<u64>> {
     let text = std::fs::read_to_string("/proc/stat").ok()?;
     let fields: Vec<u64> = text
         .lines()
@@ -869,9 +879,30 @@ pub fn cpu_times() -> Option<(u64, u64)> {
         .skip(1)
         .filter_map(|f| f.parse().ok())
         .collect();
-    // user nice system idle iowait irq softirq steal (guest and guest_nice are already in user and nice).
-    let total: u64 = fields.iter().take(8).sum();
-    Some((total, *fields.get(7)?))
+    (fields.len() >= 8).then_some(fields)
+}
+
+/// (total, steal) jiffies of all CPUs from the first line of /proc/stat.
+pub fn cpu_times() -> Option<(u64, u64)> {
+    let f = proc_stat_cpu()?;
+    // guest and guest_nice are already in user and nice.
+    Some((f.iter().take(8).sum(), f[7]))
+}
+
+/// (total, idle + iowait) jiffies of all CPUs from the first line of /proc/stat.
+pub fn idle_times() -> Option<(u64, u64)> {
+    let f = proc_stat_cpu()?;
+    Some((f.iter().take(8).sum(), f[3] + f[4]))
+}
+
+/// The share of the second counter between two (total, part) readings, %.
+pub fn share_pct(a: Option<(u64, u64)>, b: Option<(u64, u64)>) -> Option<f64> {
+    match (a, b) {
+        (Some((t0, p0)), Some((t1, p1))) if t1 > t0 && p1 >= p0 => {
+            Some((p1 - p0) as f64 / (t1 - t0) as f64 * 100.0)
+        }
+        _ => None,
+    }
 }
 
 /// Links the descriptors into a free list in random order; returns the order (the permutation).
@@ -1029,6 +1060,7 @@ fn summarize_rep<L>(
         },
         respawns,
         steal_pct: None,
+        idle_pct: None,
         check,
     })
 }

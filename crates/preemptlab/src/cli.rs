@@ -114,9 +114,17 @@ pub enum CompareFormat {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Result files: the first is the baseline, each other one is compared with it.
-    #[arg(required = true, num_args = 2..)]
+    /// Result files: the first is the baseline, each other one is compared with it. With --by, one file or
+    /// several runs of one configuration (pooled).
+    #[arg(required = true, num_args = 1..)]
     pub files: Vec<PathBuf>,
+    /// Set the values of this cell field against each other instead of files against files (`--by lock`:
+    /// every lock against the first, each cell matched on its other fields); several files are pooled.
+    #[arg(long, value_name = "FIELD")]
+    pub by: Option<String>,
+    /// With --by: the value the others are compared with (default: the first that appears).
+    #[arg(long, value_name = "VALUE", requires = "by")]
+    pub base: Option<String>,
     /// A change counts only when the 95% interval of the ratio clears 1 by more than this (0.02 = 2%).
     #[arg(long, default_value_t = 0.02)]
     pub noise: f64,

@@ -31,6 +31,15 @@ pub fn run(a: CompareArgs) -> Result<i32> {
             })
         })
         .collect::<Result<_>>()?;
+    let inputs = match &a.by {
+        Some(field) => {
+            compare::split_by(&inputs, field, a.base.as_deref()).map_err(|e| anyhow!(e))?
+        }
+        None if inputs.len() < 2 => bail!(
+            "compare needs two result files, or one with --by FIELD (e.g. --by lock) to set its cells against each other"
+        ),
+        None => inputs,
+    };
     let filter: Option<Vec<String>> = a
         .metrics
         .as_ref()

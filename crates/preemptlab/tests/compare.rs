@@ -245,3 +245,70 @@ fn formats_host_facts_and_bad_input() {
         assert!(!err.contains("panicked"));
     }
 }
+
+#[test]
+fn by_lock_within_and_across_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, seed: u64, pg: &[f64], adaptive: &[f64]| {
+        let reps = |ops: &[f64]| -> Vec<Value> {
+            ops.iter()
+                .map(|x| serde_json::json!({"ops_per_s": x}))
+                .collect()
+        };
+        let doc = serde_json::json!({
+            "schema_version": 1, "kind": "bench-lock", "host": {},
+            "spec": {"repeat": pg.len(), "seed": seed},
+            "cells": [
+                {"lock": "pg", "pages": "4k", "workers": 8, "status": "ok", "reps": reps(pg)},
+                {"lock": "adaptive", "pages": "4k", "workers": 8, "status": "ok", "reps": reps(adaptive)}
+            ]
+        });
+        let p = dir.path().join(name);
+        std::fs::write(&p, doc.to_string()).unwrap();
+        p
+    };
+    let one = run("one.json", 1, &[100.0, 101.0, 99.0], &[80.0, 81.0, 79.0]);
+    let two = run("two.json", 1, &[100.5], &[80.5]);
+    let (o, v) = compare(&[&one], &["--by", "lock"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = &v["rows"][0];
+    assert_eq!(r["cell"], "pages=4k workers=8");
+    assert_eq!(r["regression"], true, "{r}");
+    assert_eq!(v["inputs"], serde_json::json!(["lock=pg", "lock=adaptive"]));
+    let (o, v) = compare(&[&one, &two], &["--by", "lock", "--base", "adaptive"]);
+    assert!(o.status.success());
+    assert_eq!(v["rows"][0]["significant"], true);
+    assert!(v["rows"][0]["change_pct"].as_f64().unwrap() > 20.0);
+    assert_eq!(v["rows"][0]["a_range"], serde_json::json!([79.0, 81.0]));
+    assert_eq!(v["rows"][0]["b_range"], serde_json::json!([99.0, 101.0]));
+
+    // Bad input: one line, exit 2.
+    let other_seed = run("seed2.json", 2, &[1.0], &[1.0]);
+    for args in [
+        vec![one.display().to_string()],
+        vec![one.display().to_string(), "--by".into(), "clients".into()],
+        vec![
+            one.display().to_string(),
+            "--by".into(),
+            "lock".into(),
+            "--base".into(),
+            "mcs".into(),
+        ],
+        vec![
+            one.display().to_string(),
+            other_seed.display().to_string(),
+            "--by".into(),
+            "lock".into(),
+        ],
+        vec![one.display().to_string(), "--base".into(), "pg".into()],
+    ] {
+        let o = Command::new(cargo_bin("preemptlab"))
+            .arg("compare")
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

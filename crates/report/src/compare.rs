@@ -297,6 +297,145 @@ fn samples(cell: &Value, path: &str) -> Vec<f64> {
         .unwrap_or_default()
 }
 
+/// Splits result files along one key field of their cells (`lock`, `pages`, `huge_pages`, ...): one
+/// input per value of `field`, holding that value's cells, so that `compare` sets the values against each
+/// other (each cell matched on its other key fields) instead of files against files. The values come in the
+/// order they first appear, `base` (when given) first. Several files are pooled: a cell's repetitions from
+/// every file are taken together, which needs the files to be runs of one configuration (same kind and the
+/// same scalar spec fields but `repeat`; the matrix lists may differ). Errors name the fix.
+pub fn split_by(inputs: &[Input], field: &str, base: Option<&str>) -> Result<Vec<Input>, String> {
+    let Some(first) = inputs.first() else {
+        return Err("compare --by needs at least one result file".into());
+    };
+    for i in inputs {
+        if i.doc.get("schema_version").is_none()
+            || i.doc.get("cells").and_then(|c| c.as_array()).is_none()
+        {
+            return Err(format!(
+                "{}: not a preemptlab result file (no schema_version or cells)",
+                i.label
+            ));
+        }
+    }
+    // Pooling runs of different configurations would mix what compare is meant to keep apart.
+    let scalar_spec = |d: &Value| -> BTreeMap<String, String> {
+        d.get("spec")
+            .and_then(|s| s.as_object())
+            .map(|o| {
+                o.iter()
+                    .filter(|(k, v)| k.as_str() != "repeat" && !v.is_array())
+                    .map(|(k, v)| (k.clone(), v.to_string()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (kind0, spec0) = (first.doc.get("kind"), scalar_spec(&first.doc));
+    for i in &inputs[1..] {
+        if i.doc.get("kind") != kind0 {
+            return Err(format!(
+                "{} is a {} result and {} a {} result: --by pools runs of one bench",
+                first.label,
+                kind0.and_then(scalar).unwrap_or_default(),
+                i.label,
+                i.doc.get("kind").and_then(scalar).unwrap_or_default()
+            ));
+        }
+        let spec = scalar_spec(&i.doc);
+        let keys: BTreeSet<&String> = spec0.keys().chain(spec.keys()).collect();
+        let differs = keys.into_iter().find(|k| spec0.get(*k) != spec.get(*k));
+        if let Some(k) = differs {
+            return Err(format!(
+                "{} and {} differ in spec.{k} ({} vs {}): --by pools runs of one configuration; compare \
+                 such files without --by",
+                first.label,
+                i.label,
+                spec0.get(k).map(String::as_str).unwrap_or("-"),
+                spec.get(k).map(String::as_str).unwrap_or("-")
+            ));
+        }
+    }
+    // value of `field` -> cell key (the other key fields) -> the pooled cell.
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
+    let mut seen_fields = BTreeSet::new();
+    for i in inputs {
+        for c in cells(&i.doc) {
+            let keys = key_fields(c);
+            seen_fields.extend(keys.keys().cloned());
+            let Some(v) = keys.get(field) else { continue };
+            if !order.contains(v) {
+                order.push(v.clone());
+            }
+            let key = keys
+                .iter()
+                .filter(|(k, _)| k.as_str() != field)
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let reps: Vec<Value> = c
+                .get("reps")
+                .and_then(|r| r.as_array())
+                .cloned()
+                .unwrap_or_default();
+            let cell = groups
+                .entry(v.clone())
+                .or_default()
+                .entry(key)
+                .or_insert_with(|| {
+                    let mut c = c.clone();
+                    c["reps"] = Value::Array(Vec::new());
+                    c
+                });
+            if let Some(a) = cell.get_mut("reps").and_then(|r| r.as_array_mut()) {
+                a.extend(reps);
+            }
+        }
+    }
+    if order.is_empty() {
+        return Err(format!(
+            "--by {field}: the cells have no such field (they have: {})",
+            seen_fields.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if let Some(b) = base {
+        let Some(pos) = order.iter().position(|v| v == b) else {
+            return Err(format!(
+                "--base {b}: no cell has {field}={b} (values: {})",
+                order.join(", ")
+            ));
+        };
+        let b = order.remove(pos);
+        order.insert(0, b);
+    }
+    if order.len() < 2 {
+        return Err(format!(
+            "--by {field}: every cell has {field}={}; nothing to set against it (pick a field that varies)",
+            order[0]
+        ));
+    }
+    let pooled = if inputs.len() > 1 {
+        format!(" ({} files pooled)", inputs.len())
+    } else {
+        String::new()
+    };
+    Ok(order
+        .into_iter()
+        .map(|v| {
+            let mut doc = first.doc.clone();
+            let cells: Vec<Value> = groups
+                .remove(&v)
+                .unwrap_or_default()
+                .into_values()
+                .collect();
+            doc["cells"] = Value::Array(cells);
+            Input {
+                label: format!("{field}={v}{pooled}"),
+                doc,
+            }
+        })
+        .collect())
+}
+
 /// Builds the comparison. Errors name the input that is not a result file.
 pub fn compare(
     inputs: &[Input],
@@ -731,6 +870,92 @@ mod tests {
             label: label.into(),
             doc: doc(tps),
         }
+    }
+
+    fn lock_run(label: &str, seed: u64, cells: &[(&str, u32, &[f64])]) -> Input {
+        let cells: Vec<Value> = cells
+            .iter()
+            .map(|(lock, workers, ops)| {
+                let reps: Vec<Value> = ops
+                    .iter()
+                    .map(|x| serde_json::json!({ "ops_per_s": x }))
+                    .collect();
+                serde_json::json!({"lock": lock, "pages": "4k", "workers": workers, "status": "ok",
+                    "reason": null, "reps": reps})
+            })
+            .collect();
+        Input {
+            label: label.into(),
+            doc: serde_json::json!({"schema_version": 1, "kind": "bench-lock", "host": {},
+                "spec": {"locks": ["pg", "adaptive"], "repeat": 3, "seed": seed, "duration_s": 3.0},
+                "cells": cells}),
+        }
+    }
+
+    #[test]
+    fn by_field_sets_values_against_the_base_and_pools_files() {
+        let run1 = lock_run(
+            "run1",
+            1,
+            &[
+                ("pg", 8, &[100.0, 102.0, 98.0]),
+                ("adaptive", 8, &[150.0, 152.0, 148.0]),
+                ("pg", 16, &[100.0, 101.0, 99.0]),
+                ("adaptive", 16, &[100.0, 99.0, 101.0]),
+            ],
+        );
+        let split = split_by(std::slice::from_ref(&run1), "lock", None).unwrap();
+        assert_eq!(
+            split.iter().map(|i| i.label.as_str()).collect::<Vec<_>>(),
+            ["lock=pg", "lock=adaptive"]
+        );
+        let c = compare(&split, 0.02, None).unwrap();
+        assert_eq!(c.rows.len(), 2, "{:?}", c.rows);
+        let at = |w: &str| c.rows.iter().find(|r| r.cell.contains(w)).unwrap();
+        assert!(at("workers=8").significant);
+        assert!((at("workers=8").ratio - 1.5).abs() < 0.01);
+        assert!(!at("workers=16").significant);
+        assert!(c.spec_diffs.iter().any(|d| d.fact == "cell lock"));
+        // --base puts that value first: adaptive is the baseline, pg 1/1.5 of it.
+        let split = split_by(std::slice::from_ref(&run1), "lock", Some("adaptive")).unwrap();
+        assert_eq!(split[0].label, "lock=adaptive");
+        let c = compare(&split, 0.02, None).unwrap();
+        let r = c
+            .rows
+            .iter()
+            .find(|r| r.cell.contains("workers=8"))
+            .unwrap();
+        assert!(r.regression && (r.ratio - 1.0 / 1.5).abs() < 0.01, "{r:?}");
+        // Two runs of one configuration pool their repetitions (repeat may differ).
+        let mut run2 = lock_run("run2", 1, &[("pg", 8, &[97.0]), ("adaptive", 8, &[151.0])]);
+        run2.doc["spec"]["repeat"] = 1.into();
+        let split = split_by(&[run1.clone(), run2], "lock", None).unwrap();
+        assert!(split[0].label.contains("2 files pooled"));
+        let c = compare(&split, 0.02, None).unwrap();
+        let r = c
+            .rows
+            .iter()
+            .find(|r| r.cell.contains("workers=8"))
+            .unwrap();
+        assert_eq!((r.a_range.0, r.b_range.1), (97.0, 152.0));
+    }
+
+    #[test]
+    fn by_field_refuses_what_it_cannot_pool_or_find() {
+        let run1 = lock_run("run1", 1, &[("pg", 8, &[1.0]), ("adaptive", 8, &[2.0])]);
+        let other_seed = lock_run("run2", 2, &[("pg", 8, &[1.0]), ("adaptive", 8, &[2.0])]);
+        let e = split_by(&[run1.clone(), other_seed], "lock", None).unwrap_err();
+        assert!(e.contains("spec.seed (1 vs 2)"), "{e}");
+        let e = split_by(std::slice::from_ref(&run1), "clients", None).unwrap_err();
+        assert!(e.contains("they have: lock, pages, workers"), "{e}");
+        let e = split_by(std::slice::from_ref(&run1), "lock", Some("mcs")).unwrap_err();
+        assert!(e.contains("values: pg, adaptive"), "{e}");
+        let e = split_by(std::slice::from_ref(&run1), "pages", None).unwrap_err();
+        assert!(e.contains("every cell has pages=4k"), "{e}");
+        let mut pg = run1.clone();
+        pg.doc["kind"] = "bench-pg".into();
+        let e = split_by(&[run1, pg], "lock", None).unwrap_err();
+        assert!(e.contains("pools runs of one bench"), "{e}");
     }
 
     #[test]

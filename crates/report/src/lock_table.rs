@@ -172,7 +172,7 @@ pub fn render(r: &LockResult) -> String {
         o.push('\n');
     }
     o.push_str("\nCeilings: everything done while holding is serialized, so throughput <= 1e9 / mean hold; the CPUs\n");
-    o.push_str("allow <= CPUs x 1e9 / CPU per op;\n");
+    o.push_str("allow <= CPUs x 1e9 / CPU per op (idle: the share of the machine's CPU time left idle while measuring);\n");
     match &r.fault_cost {
         Some(f) => o.push_str(&format!(
             "faults under the lock alone allow <= 1e9 / (faults/op x {} ns per first-touch fault, measured).\n",
@@ -191,8 +191,14 @@ pub fn render(r: &LockResult) -> String {
                 ),
                 None => String::new(),
             };
+            let idle: Vec<f64> = c.reps.iter().filter_map(|x| x.idle_pct).collect();
+            let idle = if idle.is_empty() {
+                String::new()
+            } else {
+                format!(", idle {:.1}%", stats::median(&idle))
+            };
             o.push_str(&format!(
-                "  {} {} {}w: reached {}; hold time {} ({:.0}%); CPU {} ({:.0}%){fault}\n",
+                "  {} {} {}w: reached {}; hold time {} ({:.0}%); CPU {} ({:.0}%{idle}){fault}\n",
                 c.lock,
                 c.pages,
                 c.workers,
