@@ -123,7 +123,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FIELD")]
     pub by: Option<String>,
     /// With --by: the value the others are compared with (default: the first that appears).
-    #[arg(long, value_name = "VALUE", requires = "by")]
+    #[arg(long, value_name = "VALUE")]
     pub base: Option<String>,
     /// A change counts only when the 95% interval of the ratio clears 1 by more than this (0.02 = 2%).
     #[arg(long, default_value_t = 0.02)]

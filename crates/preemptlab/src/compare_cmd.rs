@@ -31,6 +31,9 @@ pub fn run(a: CompareArgs) -> Result<i32> {
             })
         })
         .collect::<Result<_>>()?;
+    if a.base.is_some() && a.by.is_none() {
+        bail!("--base needs --by FIELD: the value of that field the others are set against (--by lock --base pg)");
+    }
     let inputs = match &a.by {
         Some(field) => {
             compare::split_by(&inputs, field, a.base.as_deref()).map_err(|e| anyhow!(e))?

@@ -77,6 +77,19 @@ fn compare(args: &[&Path], extra: &[&str]) -> (std::process::Output, Value) {
     (o, v)
 }
 
+/// Bad input: one line on stderr, exit 2, no panic.
+fn refused(args: &[String]) {
+    let o = Command::new(cargo_bin("preemptlab"))
+        .arg("compare")
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+}
+
 #[test]
 fn real_runs_page_backing_flagged_same_config_not() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -235,14 +248,7 @@ fn formats_host_facts_and_bad_input() {
             "speed".into(),
         ],
     ] {
-        let o = Command::new(cargo_bin("preemptlab"))
-            .arg("compare")
-            .args(&args)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(!err.contains("panicked"));
+        refused(&args);
     }
 }
 
@@ -302,13 +308,6 @@ fn by_lock_within_and_across_files() {
         ],
         vec![one.display().to_string(), "--base".into(), "pg".into()],
     ] {
-        let o = Command::new(cargo_bin("preemptlab"))
-            .arg("compare")
-            .args(&args)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(!err.contains("panicked"), "{err}");
+        refused(&args);
     }
 }

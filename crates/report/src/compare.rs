@@ -297,6 +297,20 @@ fn samples(cell: &Value, path: &str) -> Vec<f64> {
         .unwrap_or_default()
 }
 
+/// Every input must be a result file of some bench.
+fn result_files(inputs: &[Input]) -> Result<(), String> {
+    match inputs.iter().find(|i| {
+        i.doc.get("schema_version").is_none()
+            || i.doc.get("cells").and_then(|c| c.as_array()).is_none()
+    }) {
+        Some(i) => Err(format!(
+            "{}: not a preemptlab result file (no schema_version or cells)",
+            i.label
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Splits result files along one key field of their cells (`lock`, `pages`, `huge_pages`, ...): one
 /// input per value of `field`, holding that value's cells, so that `compare` sets the values against each
 /// other (each cell matched on its other key fields) instead of files against files. The values come in the
@@ -307,16 +321,7 @@ pub fn split_by(inputs: &[Input], field: &str, base: Option<&str>) -> Result<Vec
     let Some(first) = inputs.first() else {
         return Err("compare --by needs at least one result file".into());
     };
-    for i in inputs {
-        if i.doc.get("schema_version").is_none()
-            || i.doc.get("cells").and_then(|c| c.as_array()).is_none()
-        {
-            return Err(format!(
-                "{}: not a preemptlab result file (no schema_version or cells)",
-                i.label
-            ));
-        }
-    }
+    result_files(inputs)?;
     // Pooling runs of different configurations would mix what compare is meant to keep apart.
     let scalar_spec = |d: &Value| -> BTreeMap<String, String> {
         d.get("spec")
@@ -445,16 +450,7 @@ pub fn compare(
     if inputs.len() < 2 {
         return Err("compare needs at least two result files".into());
     }
-    for i in inputs {
-        if i.doc.get("schema_version").is_none()
-            || i.doc.get("cells").and_then(|c| c.as_array()).is_none()
-        {
-            return Err(format!(
-                "{}: not a preemptlab result file (no schema_version or cells)",
-                i.label
-            ));
-        }
-    }
+    result_files(inputs)?;
     // Host facts and spec fields that differ.
     let mut host_diffs = Vec::new();
     for (label, path) in HOST_FACTS {
@@ -892,6 +888,12 @@ mod tests {
         }
     }
 
+    /// The ops/s row of the cell whose key contains `key`, inputs compared as given.
+    fn row_at(inputs: &[Input], key: &str) -> Row {
+        let c = compare(inputs, 0.02, None).unwrap();
+        c.rows.into_iter().find(|r| r.cell.contains(key)).unwrap()
+    }
+
     #[test]
     fn by_field_sets_values_against_the_base_and_pools_files() {
         let run1 = lock_run(
@@ -919,24 +921,14 @@ mod tests {
         // --base puts that value first: adaptive is the baseline, pg 1/1.5 of it.
         let split = split_by(std::slice::from_ref(&run1), "lock", Some("adaptive")).unwrap();
         assert_eq!(split[0].label, "lock=adaptive");
-        let c = compare(&split, 0.02, None).unwrap();
-        let r = c
-            .rows
-            .iter()
-            .find(|r| r.cell.contains("workers=8"))
-            .unwrap();
+        let r = row_at(&split, "workers=8");
         assert!(r.regression && (r.ratio - 1.0 / 1.5).abs() < 0.01, "{r:?}");
         // Two runs of one configuration pool their repetitions (repeat may differ).
         let mut run2 = lock_run("run2", 1, &[("pg", 8, &[97.0]), ("adaptive", 8, &[151.0])]);
         run2.doc["spec"]["repeat"] = 1.into();
         let split = split_by(&[run1.clone(), run2], "lock", None).unwrap();
         assert!(split[0].label.contains("2 files pooled"));
-        let c = compare(&split, 0.02, None).unwrap();
-        let r = c
-            .rows
-            .iter()
-            .find(|r| r.cell.contains("workers=8"))
-            .unwrap();
+        let r = row_at(&split, "workers=8");
         assert_eq!((r.a_range.0, r.b_range.1), (97.0, 152.0));
     }
 
