@@ -345,6 +345,21 @@ pub fn split_by(inputs: &[Input], field: &str, base: Option<&str>) -> Result<Vec
                 i.doc.get("kind").and_then(scalar).unwrap_or_default()
             ));
         }
+        // Runs on different hosts (or kernels, preemption models, ...) are not one sample either.
+        let fact = |d: &Value, path: &str| get(d, &format!("host.{path}")).and_then(scalar);
+        if let Some((label, path)) = HOST_FACTS
+            .iter()
+            .find(|(_, path)| fact(&first.doc, path) != fact(&i.doc, path))
+        {
+            return Err(format!(
+                "{} and {} differ in the host's {label} ({} vs {}): --by pools runs of one host; compare \
+                 such files without --by",
+                first.label,
+                i.label,
+                fact(&first.doc, path).unwrap_or_else(|| "-".into()),
+                fact(&i.doc, path).unwrap_or_else(|| "-".into())
+            ));
+        }
         let spec = scalar_spec(&i.doc);
         let keys: BTreeSet<&String> = spec0.keys().chain(spec.keys()).collect();
         let differs = keys.into_iter().find(|k| spec0.get(*k) != spec.get(*k));
@@ -944,6 +959,10 @@ mod tests {
         assert!(e.contains("values: pg, adaptive"), "{e}");
         let e = split_by(std::slice::from_ref(&run1), "pages", None).unwrap_err();
         assert!(e.contains("every cell has pages=4k"), "{e}");
+        let mut other_host = run1.clone();
+        other_host.doc["host"] = serde_json::json!({"kernel": {"release": {"value": "7.0"}}});
+        let e = split_by(&[run1.clone(), other_host], "lock", None).unwrap_err();
+        assert!(e.contains("host's kernel (- vs 7.0)"), "{e}");
         let mut pg = run1.clone();
         pg.doc["kind"] = "bench-pg".into();
         let e = split_by(&[run1, pg], "lock", None).unwrap_err();
