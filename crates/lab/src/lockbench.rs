@@ -670,13 +670,13 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
     Ok(rep)
 }
 
-/// Sets the phases: wait for readiness, warm up, measure. Returns the measured wall time.
 /// The measured window: how long it lasted, and the share of the machine's CPU time left idle in it.
 struct Window {
     length: Duration,
     idle_pct: Option<f64>,
 }
 
+/// Sets the phases: wait for readiness, warm up, measure. Returns the measured window.
 fn drive<L>(
     sh: &Shared<L>,
     workers: u32,
