@@ -135,9 +135,12 @@ fn data_hash(xs: &[f64]) -> u64 {
     })
 }
 
-/// Whether an interval of a ratio shows a real difference: it clears 1 by more than `noise` (0.02 = 2%).
+/// Whether an interval of a ratio shows a real difference: it lies wholly above `1 + noise` or wholly below
+/// `1 / (1 + noise)` (0.02: above 1.02 or below 0.980). The two thresholds are reciprocal so that the verdict
+/// does not depend on which side is the base (with `1 - noise` below, an interval [1.0203, ..] was a change
+/// one way and the same data swapped, [.., 0.9801], was not).
 pub fn significant(ci: &RatioCi, noise: f64) -> bool {
-    ci.lo > 1.0 + noise || ci.hi < 1.0 - noise
+    ci.lo > 1.0 + noise || ci.hi < 1.0 / (1.0 + noise)
 }
 
 /// Holm-Bonferroni step-down over a family of tests: which null hypotheses are rejected at family-wise
@@ -480,6 +483,22 @@ mod tests {
             &bootstrap_ratio(&a, &c, Centre::Harmonic, 10_000, 0.95, 1),
             0.02
         ));
+    }
+
+    #[test]
+    fn significance_bounds_are_reciprocal() {
+        let ci = |lo: f64, hi: f64| RatioCi {
+            ratio: (lo * hi).sqrt(),
+            lo,
+            hi,
+            level: 0.95,
+        };
+        // Just past 1.02 one way is just past 1/1.02 the other way: the same verdict.
+        assert!(significant(&ci(1.0203, 1.2), 0.02));
+        assert!(significant(&ci(1.0 / 1.2, 1.0 / 1.0203), 0.02));
+        assert!(!significant(&ci(1.0197, 1.2), 0.02));
+        assert!(!significant(&ci(1.0 / 1.2, 1.0 / 1.0197), 0.02));
+        assert!(!significant(&ci(0.99, 1.01), 0.0));
     }
 
     fn samples() -> impl Strategy<Value = Vec<f64>> {
