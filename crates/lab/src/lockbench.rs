@@ -561,7 +561,7 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
     let progress = input.progress;
     let warmup = Duration::from_secs_f64(spec.warmup_s);
     let duration = Duration::from_secs_f64(spec.duration_s);
-    let stat0 = cpu_times();
+    let stat0 = CpuTimes::now();
     let measured;
     if spec.threads {
         let result = std::thread::scope(|scope| -> Result<(Vec<WorkerOut>, Window), BenchError> {
@@ -659,7 +659,7 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
         return Err(failed(format!("a worker failed: {e}")));
     }
     let mut rep = summarize_rep(&sh, &perm, &outs, measured.length, input.workers, respawns)?;
-    rep.steal_pct = steal_pct_since(stat0);
+    rep.steal_pct = CpuTimes::steal_pct_since(stat0);
     rep.idle_pct = measured.idle_pct;
     if !rep.check.ok {
         return Err(failed(format!(
@@ -737,9 +737,9 @@ fn drive<L>(
     wait(PHASE_WARMUP, "warm-up", warmup, progress)?;
     c.phase.store(PHASE_MEASURE, Ordering::Release);
     let m0 = Instant::now();
-    let idle0 = idle_times();
+    let idle0 = CpuTimes::now();
     wait(PHASE_MEASURE, "measure", duration, progress)?;
-    let idle_pct = share_pct(idle0, idle_times());
+    let idle_pct = CpuTimes::idle_pct_since(idle0);
     let length = m0.elapsed();
     c.phase.store(PHASE_STOP, Ordering::Release);
     Ok(Window { length, idle_pct })
@@ -863,45 +863,55 @@ fn reap_all(
     }
 }
 
-/// The hypervisor's CPU steal since `stat0` (a [`cpu_times`] reading), % of all CPU time.
-pub fn steal_pct_since(stat0: Option<(u64, u64)>) -> Option<f64> {
-    share_pct(stat0, cpu_times())
+/// One reading of the first line of /proc/stat (user nice system idle iowait irq softirq steal [guest
+/// guest_nice], jiffies of all CPUs): the total and the two parts the benches report.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuTimes {
+    total: u64,
+    idle: u64,
+    steal: u64,
 }
 
-/// The first line of /proc/stat: user nice system idle iowait irq softirq steal [guest guest_nice], jiffies
-/// of all CPUs.
-fn proc_stat_cpu() -> Option<Vec<u64>> {
-    let text = std::fs::read_to_string("/proc/stat").ok()?;
-    let fields: Vec<u64> = text
-        .lines()
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    (fields.len() >= 8).then_some(fields)
-}
+impl CpuTimes {
+    /// Reads /proc/stat; None where it cannot be read or has fewer than eight CPU fields.
+    pub fn now() -> Option<Self> {
+        Self::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
 
-/// (total, steal) jiffies of all CPUs from the first line of /proc/stat.
-pub fn cpu_times() -> Option<(u64, u64)> {
-    let f = proc_stat_cpu()?;
-    // guest and guest_nice are already in user and nice.
-    Some((f.iter().take(8).sum(), f[7]))
-}
+    fn parse(text: &str) -> Option<Self> {
+        let f: Vec<u64> = text
+            .lines()
+            .next()?
+            .split_whitespace()
+            .skip(1)
+            .map_while(|f| f.parse().ok())
+            .collect();
+        // guest and guest_nice are already in user and nice.
+        (f.len() >= 8).then(|| Self {
+            total: f[..8].iter().sum(),
+            idle: f[3] + f[4],
+            steal: f[7],
+        })
+    }
 
-/// (total, idle + iowait) jiffies of all CPUs from the first line of /proc/stat.
-pub fn idle_times() -> Option<(u64, u64)> {
-    let f = proc_stat_cpu()?;
-    Some((f.iter().take(8).sum(), f[3] + f[4]))
-}
+    /// The hypervisor's CPU steal since `start` (a reading taken earlier), % of all CPU time.
+    pub fn steal_pct_since(start: Option<Self>) -> Option<f64> {
+        start?.share(Self::now()?, |t| t.steal)
+    }
 
-/// The share of the second counter between two (total, part) readings, %.
-pub fn share_pct(a: Option<(u64, u64)>, b: Option<(u64, u64)>) -> Option<f64> {
-    match (a, b) {
-        (Some((t0, p0)), Some((t1, p1))) if t1 > t0 && p1 >= p0 => {
-            Some((p1 - p0) as f64 / (t1 - t0) as f64 * 100.0)
-        }
-        _ => None,
+    /// The share of all CPU time left idle (idle + iowait) since `start`, %.
+    pub fn idle_pct_since(start: Option<Self>) -> Option<f64> {
+        start?.share(Self::now()?, |t| t.idle)
+    }
+
+    /// The share of `part` in the CPU time between two readings, %; None when no time passed or a counter
+    /// went back.
+    fn share(self, later: Self, part: fn(&Self) -> u64) -> Option<f64> {
+        let (dt, dp) = (
+            later.total.checked_sub(self.total)?,
+            part(&later).checked_sub(part(&self))?,
+        );
+        (dt > 0).then(|| dp as f64 / dt as f64 * 100.0)
     }
 }
 
@@ -1084,4 +1094,26 @@ pub fn auto_reconnect_every(descriptors: u64) -> u64 {
 pub fn default_descriptors(mem_total_kib: Option<u64>) -> u64 {
     let ram = mem_total_kib.unwrap_or(4 << 20) * 1024;
     ((ram / 16) / 64).clamp(64 << 10, 16 << 20)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CpuTimes;
+
+    #[test]
+    fn cpu_times_parse_and_share() {
+        let a = CpuTimes::parse("cpu  100 0 50 800 40 5 5 10 7 0\ncpu0 1 2 3 4 5 6 7 8\n").unwrap();
+        assert_eq!((a.total, a.idle, a.steal), (1010, 840, 10));
+        let b = CpuTimes::parse("cpu  200 0 90 1000 50 5 5 60 9 0\n").unwrap();
+        // 400 jiffies passed: 210 idle + iowait, 50 steal.
+        assert_eq!(a.share(b, |t| t.idle), Some(52.5));
+        assert_eq!(a.share(b, |t| t.steal), Some(12.5));
+        assert_eq!(a.share(a, |t| t.steal), None, "no time passed");
+        assert_eq!(b.share(a, |t| t.steal), None, "counters went back");
+        assert!(CpuTimes::parse("cpu  1 2 3 4 5 6 7\n").is_none());
+        assert!(CpuTimes::parse("").is_none());
+        let now = CpuTimes::now();
+        assert!(now.is_some(), "/proc/stat readable");
+        assert!(CpuTimes::idle_pct_since(now).is_none_or(|p| (0.0..=100.0).contains(&p)));
+    }
 }
