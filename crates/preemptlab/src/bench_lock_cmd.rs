@@ -82,6 +82,7 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
         reconnect_every_given: a.reconnect_every.clone(),
         threads: a.threads,
         prefetch_next: a.prefetch_next,
+        start_age: a.start_age.clone(),
         seed: a.seed,
     };
     let out = a

@@ -166,6 +166,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         reconnect_every_given: "auto".into(),
         threads: false,
         prefetch_next: false,
+        start_age: "uniform".into(),
         seed: 1,
     };
     let out = a

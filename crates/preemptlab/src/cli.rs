@@ -388,6 +388,12 @@ pub struct BenchLockArgs {
     /// descriptor array, the fault density of seed 000's backends (GUIDE.md).
     #[arg(long, value_name = "K|auto|none", default_value = "auto")]
     pub reconnect_every: String,
+    /// With --reconnect-every: the first workers start at random ages spread over a life (`uniform`: each
+    /// first maps what a worker of its age would have), so the measured window sees the steady state at
+    /// any worker count; `young`: all start new together (as results without this field did).
+    #[arg(long, value_name = "uniform|young", default_value = "uniform",
+          value_parser = ["uniform", "young"])]
+    pub start_age: String,
     /// Threads instead of fork()ed processes (shared page tables: far fewer faults).
     #[arg(long)]
     pub threads: bool,

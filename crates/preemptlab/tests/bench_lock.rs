@@ -104,6 +104,7 @@ fn short_run_is_well_formed_and_plausible() {
         "host facts from the audit crate"
     );
     assert_eq!(v["spec"]["workers"], serde_json::json!([4]));
+    assert_eq!(v["spec"]["start_age"], "uniform", "the default");
     let cells = v["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 3);
     for c in cells {
@@ -303,6 +304,7 @@ fn bad_input_is_exit_2() {
         vec!["--threads", "--reconnect-every", "100"],
         vec!["--reconnect-every", "0"],
         vec!["--reconnect-every", "sometimes"],
+        vec!["--start-age", "old"],
     ] {
         let o = Command::new(cargo_bin("preemptlab"))
             .args(["bench", "lock"])
