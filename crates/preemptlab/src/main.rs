@@ -23,8 +23,43 @@ fn fail(err: anyhow::Error) -> ! {
     std::process::exit(2)
 }
 
+/// A command-line error as one line: clap's message without its `error:` prefix, usage block and help hint,
+/// the rest (possible values, tips) joined with `; ` (with a space after a colon).
+fn usage_line(e: &clap::Error) -> String {
+    e.render()
+        .to_string()
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+        })
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+        .fold(String::new(), |acc, l| match acc.chars().last() {
+            None => l.to_string(),
+            Some(':') => format!("{acc} {l}"),
+            Some(_) => format!("{acc}; {l}"),
+        })
+}
+
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version go to stdout with exit 0; a bare `preemptlab` prints help (exit 2) as clap does.
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp
+                    | clap::error::ErrorKind::DisplayVersion
+                    | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) =>
+        {
+            e.exit()
+        }
+        Err(e) => {
+            eprintln!("preemptlab: {}", usage_line(&e));
+            std::process::exit(2)
+        }
+    };
     let code = match cli.command {
         cli::Command::Check(c) => check_cmd::run(c),
         cli::Command::Audit(a) => audit_cmd::run(a),

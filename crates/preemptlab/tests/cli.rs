@@ -22,6 +22,40 @@ fn assert_usage_error(out: std::process::Output, needle: &str) {
     assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(stderr.contains(needle), "expected {needle:?} in {stderr:?}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+}
+
+/// What the argument parser refuses is one line too (clap's own message is a block with a usage line).
+#[test]
+fn command_line_errors_are_one_line() {
+    for (args, needle) in [
+        (&["frobnicate"][..], "unrecognized subcommand 'frobnicate'"),
+        (
+            &["compare"],
+            "required arguments were not provided: <FILES>",
+        ),
+        (
+            &["audit", "--formt", "json"],
+            "tip: a similar argument exists: '--format'",
+        ),
+        (
+            &["audit", "--format", "yaml"],
+            "[possible values: table, json, prometheus]",
+        ),
+        (
+            &["bench", "lock", "--repeat", "x"],
+            "invalid value 'x' for '--repeat",
+        ),
+        (
+            &["bench", "lock", "--start-age", "old"],
+            "possible values: uniform, young",
+        ),
+    ] {
+        assert_usage_error(cmd().args(args).output().unwrap(), needle);
+    }
+    // Help and version are not errors.
+    cmd().args(["bench", "lock", "--help"]).assert().success();
+    cmd().arg("--version").assert().success();
 }
 
 #[test]
