@@ -1095,10 +1095,10 @@ fn young() -> String {
 
 /// The age a first worker starts at, uniform in [0, life): with `--reconnect-every`, workers that all start
 /// new together are all young in the measured window whenever a life outlasts warm-up plus measurement
-/// (at 32 workers on 2 CPUs a worker does ~10k operations a second against a life of 81,920: 0.25-0.33
-/// faults per operation instead of the steady 0.20, more the slower the lock). A population whose ages are
-/// spread over a life is in its steady state from the start, like backends that connected at different
-/// times.
+/// (at 32 workers on 2 CPUs a worker does ~10k operations a second against a life of 81,920, and the
+/// slower locks measured up to 0.33 faults per operation instead of the steady 0.20). A population whose
+/// ages are spread over a life is in its steady state from the start, like backends that connected at
+/// different times (GUIDE "Start ages").
 pub fn start_age(life: u64, seed: u64, rep: u32, slot: u32) -> u64 {
     let mut rng = XorShift::new(
         seed ^ 0xA6E5_0000_0000_0000
