@@ -1,6 +1,8 @@
 //! `bench latency`: real wakeups, the lock load makes SCHED_OTHER's p99 visibly worse, the load is gone
 //! afterwards (also after SIGINT), and bad input is one line with exit 2.
 
+mod common;
+
 use std::process::{Command, Output};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -154,9 +156,6 @@ fn bad_input_is_one_line_and_exit_2() {
         (vec!["--threads", "0"], "--threads 0"),
     ] {
         let o = run(&args, &dir.path().join("x.json"));
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
-        assert!(err.contains(want), "{args:?}: {err}");
+        common::assert_refused(&o, &format!("{args:?}"), want);
     }
 }

@@ -1,6 +1,8 @@
 //! `bench net`: real sockets over loopback and over a veth pair between namespaces; the namespace and the
 //! veth pair are gone afterwards, SIGINT included; without root `--netns` says so; bad input is exit 2.
 
+mod common;
+
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -179,10 +181,7 @@ fn bad_input_and_no_root() {
         (vec!["--streams", "0"], "--streams 0"),
     ] {
         let o = net(&args, &dir.path().join("x.json"));
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
-        assert!(err.contains(want), "{args:?}: {err}");
+        common::assert_refused(&o, &format!("{args:?}"), want);
     }
     // A 64K UDP datagram cannot exist: that cell is skipped with the reason, the others run.
     let o = net(

@@ -3,6 +3,8 @@
 //! checks that nothing is left behind: no cluster directory, no process, no SysV segment, the pool at its
 //! prior size.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
@@ -395,11 +397,7 @@ fn sigint_mid_run_leaves_nothing_behind() {
 
 fn fails_cleanly(r: &Run, args: &[&str], want: &str) {
     let o = r.run(args);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
-    assert!(err.contains(want), "{args:?}: {err} should name {want}");
-    assert!(!err.contains("panicked"));
+    common::assert_refused(&o, &format!("{args:?}"), want);
     r.assert_clean();
 }
 

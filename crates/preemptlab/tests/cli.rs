@@ -1,5 +1,7 @@
 //! The binary as users run it: exit codes, formats, bad input (a one-line error, exit 2, never a panic).
 
+mod common;
+
 use std::path::PathBuf;
 
 use assert_cmd::Command;
@@ -18,11 +20,7 @@ fn cmd() -> Command {
 
 /// A clean failure: exit 2, one line on stderr naming the problem, no panic.
 fn assert_usage_error(out: std::process::Output, needle: &str) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(stderr.contains(needle), "expected {needle:?} in {stderr:?}");
-    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    common::assert_refused(&out, "stderr", needle);
 }
 
 /// What the argument parser refuses is one line too (clap's own message is a block with a usage line).

@@ -1,6 +1,8 @@
 //! `compare` on real `bench lock` runs: a difference in page backing is flagged with the host-facts block
 //! printed; two interleaved sets of runs of the same config flag nothing. Formats and exit codes.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -84,10 +86,7 @@ fn refused(args: &[String]) {
         .args(args)
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    common::assert_refused(&o, &format!("{args:?}"), "");
 }
 
 #[test]

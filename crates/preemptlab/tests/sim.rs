@@ -1,6 +1,8 @@
 //! `preemptlab sim`: deterministic for a seed (byte-identical cells), well-formed output in the bench
 //! result schema, and bad input as one line with exit 2.
 
+mod common;
+
 use std::process::{Command, Output};
 
 use assert_cmd::cargo::cargo_bin;
@@ -127,10 +129,7 @@ fn bad_input_is_one_line_and_exit_2() {
         ),
     ] {
         let o = sim(&args, &dir.path().join("x.json"));
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
-        assert!(err.contains(want), "{args:?}: {err}");
+        common::assert_refused(&o, &format!("{args:?}"), want);
     }
 }
 
