@@ -50,6 +50,7 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("bench-latency", lab::result::unix_now()));
+    crate::term::claim_output(&out)?;
     let quiet = a.quiet;
     // Switched back when this function returns, by any path.
     let _preempt = crate::switch::preempt(&a.preempt)?;

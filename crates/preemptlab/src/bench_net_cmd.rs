@@ -33,6 +33,7 @@ pub fn run(a: BenchNetArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("bench-net", lab::result::unix_now()));
+    crate::term::claim_output(&out)?;
     let quiet = a.quiet;
     // Switched back when this function returns, by any path.
     let _preempt = crate::switch::preempt(&a.preempt)?;

@@ -113,6 +113,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("bench-pg", lab::result::unix_now()));
+    crate::term::claim_output(&out)?;
     let tty = std::io::stderr().is_terminal() && !a.quiet;
     let bar = tty.then(|| {
         let pb = indicatif::ProgressBar::new(1000);

@@ -173,6 +173,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("check", lab::result::unix_now()));
+    crate::term::claim_output(&out)?;
     if !quiet {
         eprintln!(
             "preemptlab check: reproducing on this host ({} workers on {cpus} CPUs, pg vs adaptive, {}; {repeat} x {duration_s} s)...",

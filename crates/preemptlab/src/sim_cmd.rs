@@ -213,6 +213,7 @@ pub fn run(a: SimArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("sim", lab::result::unix_now()));
+    crate::term::claim_output(&out)?;
     let mut res = SimResult {
         envelope: lab::result::Envelope::new("sim"),
         spec: SimSpec {
