@@ -13,10 +13,12 @@
 use std::path::PathBuf;
 
 pub use crate::pool::{recover_stale_pools, PoolGuard};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+/// The last stop signal's number.
+static WHICH: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
 
 /// The signals that end a run cleanly: Ctrl-C, `kill`, a hang-up (the terminal or ssh session went away)
 /// and Ctrl-\\ (SIGQUIT).
@@ -31,8 +33,11 @@ pub const STOP_SIGNALS: [i32; 4] = [
 /// while the flag is set still only sets it: the bench always cleans up.
 pub fn install_signal_flag() -> Result<(), String> {
     let flag = FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)));
+    let which = WHICH.get_or_init(|| Arc::new(AtomicUsize::new(0)));
     for sig in STOP_SIGNALS {
         signal_hook::flag::register(sig, Arc::clone(flag))
+            .map_err(|e| format!("installing a signal handler: {e}"))?;
+        signal_hook::flag::register_usize(sig, Arc::clone(which), sig as usize)
             .map_err(|e| format!("installing a signal handler: {e}"))?;
     }
     Ok(())
@@ -41,6 +46,15 @@ pub fn install_signal_flag() -> Result<(), String> {
 /// True once one of [`STOP_SIGNALS`] arrived.
 pub fn interrupted() -> bool {
     FLAG.get().is_some_and(|f| f.load(Ordering::Relaxed))
+}
+
+/// The exit code of a run a stop signal ended: 128 + the signal's number, as a shell reports a process
+/// the signal killed (130 for Ctrl-C, 129 for a hang-up, 143 for SIGTERM).
+pub fn interrupted_exit_code() -> i32 {
+    match WHICH.get().map(|w| w.load(Ordering::Relaxed)) {
+        Some(sig) if sig > 0 => 128 + sig as i32,
+        _ => 130,
+    }
 }
 
 /// Where crash records live.

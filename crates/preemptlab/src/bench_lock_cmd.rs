@@ -148,7 +148,7 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
             "preemptlab: interrupted; the cells measured so far are in {}",
             out.display()
         );
-        return Ok(130);
+        return Ok(lab::guard::interrupted_exit_code());
     }
     let failed: Vec<String> = res
         .cells

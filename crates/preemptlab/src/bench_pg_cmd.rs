@@ -171,7 +171,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
             "preemptlab: interrupted; the runs measured so far are in {} (the cluster is removed)",
             out.display()
         );
-        return Ok(130);
+        return Ok(lab::guard::interrupted_exit_code());
     }
     let failed: Vec<String> = res
         .cells

@@ -194,7 +194,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     let reproduction = lockrun::run(spec, opts).map_err(|e| anyhow!(e))?;
     if reproduction.envelope.interrupted {
         eprintln!("preemptlab: interrupted");
-        return Ok(130);
+        return Ok(lab::guard::interrupted_exit_code());
     }
 
     let mut effects = Vec::new();
