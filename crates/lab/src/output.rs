@@ -83,7 +83,10 @@ mod tests {
         assert!(e.contains("is a directory"), "{e}");
         check_writable(&dir.path().join("sub/r.json")).unwrap();
         // The check leaves only the directory it created.
-        assert_eq!(std::fs::read_dir(dir.path().join("sub")).unwrap().count(), 0);
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("sub")).unwrap().count(),
+            0
+        );
     }
 
     #[test]

@@ -61,7 +61,11 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
     })
     .map_err(|e| anyhow!(e))?;
     crate::term::print_result(a.format, &res, |md| table(&res, md), &out, a.quiet);
-    Ok(if res.envelope.interrupted { lab::guard::interrupted_exit_code() } else { 0 })
+    Ok(if res.envelope.interrupted {
+        lab::guard::interrupted_exit_code()
+    } else {
+        0
+    })
 }
 
 fn cell_line(c: &latency::Cell) -> String {

@@ -44,7 +44,11 @@ pub fn run(a: BenchNetArgs) -> Result<i32> {
     })
     .map_err(|e| anyhow!(e))?;
     crate::term::print_result(a.format, &res, |md| table(&res, md), &out, a.quiet);
-    Ok(if res.envelope.interrupted { lab::guard::interrupted_exit_code() } else { 0 })
+    Ok(if res.envelope.interrupted {
+        lab::guard::interrupted_exit_code()
+    } else {
+        0
+    })
 }
 
 fn mbps(bytes_per_s: f64) -> String {

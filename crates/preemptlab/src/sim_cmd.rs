@@ -257,7 +257,11 @@ pub fn run(a: SimArgs) -> Result<i32> {
         lab::result::write(&out, &res).map_err(|e| anyhow!(e))?;
     }
     crate::term::print_result(a.format, &res, |md| table(&res, md), &out, a.quiet);
-    Ok(if res.envelope.interrupted { lab::guard::interrupted_exit_code() } else { 0 })
+    Ok(if res.envelope.interrupted {
+        lab::guard::interrupted_exit_code()
+    } else {
+        0
+    })
 }
 
 /// The cell's throughput: transactions per second for `--workload txn`, else operations per second.

@@ -477,7 +477,11 @@ fn stop_mid_cell_cleans_up(sig: i32, group: bool) {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert_eq!(status.code(), Some(128 + sig), "exit code after signal {sig}");
+    assert_eq!(
+        status.code(),
+        Some(128 + sig),
+        "exit code after signal {sig}"
+    );
     assert!(
         workers_alive().is_empty(),
         "workers left behind: {:?}",
@@ -507,12 +511,20 @@ fn overlapping_reservations_both_measure_and_give_the_pool_back() {
     let dir = tempfile::tempdir().unwrap();
     let bench = |dur: &str, pages: &str, out: &Path| {
         let mut c = Command::new(cargo_bin("preemptlab"));
-        c.args(["bench", "lock", "--quiet", "--locks", "pg", "--workers", "1x"])
-            .args(["--pages", pages, "--duration", dur, "--warmup", "0s"])
-            .args(["--repeat", "1", "--reserve-hugepages", "--out"])
-            .arg(out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+        c.args([
+            "bench",
+            "lock",
+            "--quiet",
+            "--locks",
+            "pg",
+            "--workers",
+            "1x",
+        ])
+        .args(["--pages", pages, "--duration", dur, "--warmup", "0s"])
+        .args(["--repeat", "1", "--reserve-hugepages", "--out"])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
         c
     };
     // (first run's duration, second run's pages and duration): the first ends first, then last.
