@@ -244,7 +244,8 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
                 let need = (bytes as u64).div_ceil(kib * 1024);
                 match pool_free(kib) {
                     Err(e) => Some(e),
-                    Ok(free) if free >= need => None,
+                    // Through the shared record even when the pool looks free enough: the free pages may be
+                    // another run's share.
                     Ok(free) if opts.reserve_hugepages => {
                         if !hostfacts::host::is_root() {
                             Some(format!("needs {need} free {kib} kB pages (has {free}); --reserve-hugepages needs root"))
@@ -258,6 +259,7 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
                             }
                         }
                     }
+                    Ok(free) if free >= need => None,
                     Ok(free) => Some(format!("needs {need} free {kib} kB huge pages, the pool has {free}: pass --reserve-hugepages (root) to grow it for the run")),
                 }
             }

@@ -91,17 +91,9 @@ pub fn write<T: Serialize>(path: &Path, value: &T) -> Result<(), String> {
     write_text(path, &(text + "\n"))
 }
 
-/// Writes `text` to `path` atomically (a temp file renamed into place), creating the directory.
+/// Writes `text` to `path` atomically (see [`crate::output::write_atomic`]).
 pub fn write_text(path: &Path, text: &str) -> Result<(), String> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp-preemptlab");
-    let tmp = std::path::PathBuf::from(tmp);
-    std::fs::write(&tmp, text).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), path.display()))
+    crate::output::write_atomic(path, text)
 }
 
 #[cfg(test)]

@@ -173,6 +173,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("check", lab::result::unix_now()));
+    crate::term::claim_output(&out)?;
     if !quiet {
         eprintln!(
             "preemptlab check: reproducing on this host ({} workers on {cpus} CPUs, pg vs adaptive, {}; {repeat} x {duration_s} s)...",
@@ -193,7 +194,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     let reproduction = lockrun::run(spec, opts).map_err(|e| anyhow!(e))?;
     if reproduction.envelope.interrupted {
         eprintln!("preemptlab: interrupted");
-        return Ok(130);
+        return Ok(lab::guard::interrupted_exit_code());
     }
 
     let mut effects = Vec::new();

@@ -144,6 +144,7 @@ pub fn report(a: ReportArgs) -> Result<i32> {
                 .join(", ")
         );
     }
+    crate::term::claim_output(&a.out)?;
     let docs: Vec<report::html::Doc> = files
         .iter()
         .map(|p| {

@@ -213,6 +213,7 @@ pub fn run(a: SimArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("sim", lab::result::unix_now()));
+    crate::term::claim_output(&out)?;
     let mut res = SimResult {
         envelope: lab::result::Envelope::new("sim"),
         spec: SimSpec {
@@ -256,7 +257,11 @@ pub fn run(a: SimArgs) -> Result<i32> {
         lab::result::write(&out, &res).map_err(|e| anyhow!(e))?;
     }
     crate::term::print_result(a.format, &res, |md| table(&res, md), &out, a.quiet);
-    Ok(if res.envelope.interrupted { 130 } else { 0 })
+    Ok(if res.envelope.interrupted {
+        lab::guard::interrupted_exit_code()
+    } else {
+        0
+    })
 }
 
 /// The cell's throughput: transactions per second for `--workload txn`, else operations per second.
