@@ -17,79 +17,9 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use crate::guard::record_dir;
 
-/// One run's part of a grown pool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Share {
-    /// The run's pid.
-    pub pid: u32,
-    /// The run's start time in clock ticks since boot (`/proc/PID/stat` field 22); 0 when unknown.
-    #[serde(default)]
-    pub start_ticks: u64,
-    /// Pages this run added to the pool.
-    pub pages: u64,
-}
-
-/// The shared record of one pool: its size before any run grew it, and each live run's share.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Registry {
-    /// Huge page size, kB.
-    pub page_kib: u64,
-    /// Pool size (pages) before the first of the current runs grew it.
-    pub base: u64,
-    /// Shares of the runs holding pages.
-    pub shares: Vec<Share>,
-}
-
-#[derive(Deserialize)]
-struct LegacyRecord {
-    page_kib: u64,
-    restore_to: u64,
-    pid: u32,
-}
-
-impl Registry {
-    /// Parses a record: the current format, or the single-run format of earlier versions.
-    pub fn parse(text: &str) -> Option<Registry> {
-        if let Ok(r) = serde_json::from_str::<Registry>(text) {
-            return Some(r);
-        }
-        let old: LegacyRecord = serde_json::from_str(text).ok()?;
-        Some(Registry {
-            page_kib: old.page_kib,
-            base: old.restore_to,
-            shares: vec![Share {
-                pid: old.pid,
-                start_ticks: 0,
-                pages: 0,
-            }],
-        })
-    }
-
-    /// The pool size the live shares call for.
-    pub fn target(&self) -> u64 {
-        self.base + self.shares.iter().map(|s| s.pages).sum::<u64>()
-    }
-
-    /// Pages held by shares of runs other than `pid`.
-    pub fn held_by_others(&self, pid: u32) -> u64 {
-        self.shares
-            .iter()
-            .filter(|s| s.pid != pid)
-            .map(|s| s.pages)
-            .sum()
-    }
-
-    /// Drops the shares for which `alive` is false; returns the dropped ones.
-    pub fn prune(&mut self, alive: impl Fn(&Share) -> bool) -> Vec<Share> {
-        let (keep, dead): (Vec<Share>, Vec<Share>) = self.shares.drain(..).partition(alive);
-        self.shares = keep;
-        dead
-    }
-}
+pub use hostfacts::pool_record::{Registry, Share};
 
 /// How many pages a run must add so that `need` pages are free for it, given the pool's free pages and the
 /// pages other live runs hold (counted as still free-but-promised: an overestimate that can only grow the pool
@@ -100,18 +30,15 @@ pub fn share_needed(need: u64, free: u64, held_by_others: u64) -> u64 {
 
 /// The start time of `pid` (clock ticks since boot), when it runs.
 pub fn start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name, which is in parentheses and may contain spaces.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    hostfacts::pool_record::stat_start_ticks(
+        &std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?,
+    )
 }
 
 /// Is the run that took `share` still running?
 fn alive(share: &Share) -> bool {
-    match start_ticks(share.pid) {
-        None => false,
-        Some(t) => share.start_ticks == 0 || t == share.start_ticks,
-    }
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", share.pid)).ok();
+    hostfacts::pool_record::share_alive(share, stat.as_deref())
 }
 
 fn pool_file(page_kib: u64, name: &str) -> String {
