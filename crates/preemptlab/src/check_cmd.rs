@@ -220,23 +220,15 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     // Fixes, ranked by measured effect.
     let pct = |e: &Effect| (e.ratio - 1.0) * 100.0;
     let mut fixes = Vec::new();
-    if let Some(e) = effects.iter().find(|e| e.what.starts_with("huge pages")) {
-        let mut commands = Vec::new();
-        for inst in &audit.instances {
-            commands.push(format!(
-                "preemptlab hugepages --pid {}   # the exact pool size and postgresql.conf lines",
-                inst.postmaster_pid
-            ));
-        }
-        if audit.instances.is_empty() {
-            commands.push("preemptlab hugepages --shared-memory <shared memory size>   # or --pg DSN / --data-dir DIR".into());
-        }
-        commands.push("sysctl -w vm.nr_hugepages=<pages>; persist it in /etc/sysctl.d/".into());
-        commands.push("postgresql.conf: huge_pages = on   (not try: fail at start rather than run on 4 KB pages)".into());
+    // The huge-page fix with the audit's exact pool sizes, measured when the reproduction could compare.
+    let huge_fix = huge_page_commands(&audit);
+    let huge_effect = effects.iter().find(|e| e.what.starts_with("huge pages"));
+    let huge_needed = audit.findings.iter().any(|f| f.pool.is_some());
+    if huge_effect.is_some() || huge_needed {
         fixes.push(Fix {
             title: "put PostgreSQL's shared memory on huge pages".into(),
-            measured_gain_pct: Some(pct(e)),
-            commands,
+            measured_gain_pct: huge_effect.map(pct),
+            commands: huge_fix,
         });
     }
     // A lock change is offered only when it measurably helps here.
@@ -256,6 +248,18 @@ pub fn run(a: CheckArgs) -> Result<i32> {
             measured_gain_pct: None,
             commands: vec!["preemptlab bench lock --locks pg,rseq,adaptive   # measure it here".into()],
         });
+    }
+    // Then every other fix the audit gives for a warning or worse, not measured here.
+    for f in audit.findings.iter().filter(|f| {
+        f.severity >= hostfacts::Severity::Warn && f.pool.is_none() && !f.fix.is_empty()
+    }) {
+        if !fixes.iter().any(|x| x.commands == f.fix) {
+            fixes.push(Fix {
+                title: format!("{} (audit: {})", f.title, f.id),
+                measured_gain_pct: None,
+                commands: f.fix.clone(),
+            });
+        }
     }
     fixes.sort_by(|x, y| {
         y.measured_gain_pct
@@ -318,6 +322,45 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         );
     }
     Ok(0)
+}
+
+/// The commands that put the instances on huge pages: the audit's exact pool sizes where it has them.
+fn huge_page_commands(audit: &hostfacts::Audit) -> Vec<String> {
+    let mut commands = Vec::new();
+    let mut seen = Vec::new();
+    for f in &audit.findings {
+        if let (Some(pool), Some(pid)) = (&f.pool, f.instance) {
+            if seen.contains(&pid) {
+                continue;
+            }
+            seen.push(pid);
+            commands.push(format!(
+                "instance {pid}: {} pages of {} ({})",
+                pool.pool_target,
+                hostfacts::parse::Bytes::from_kib(pool.page_size_kib),
+                pool.basis_detail
+            ));
+            commands.extend(pool.commands.iter().map(|c| format!("  {c}")));
+        }
+    }
+    if commands.is_empty() {
+        for inst in &audit.instances {
+            commands.push(format!(
+                "preemptlab hugepages --pid {}   # the exact pool size and postgresql.conf lines",
+                inst.postmaster_pid
+            ));
+        }
+        if audit.instances.is_empty() {
+            commands.push("preemptlab hugepages --shared-memory <shared memory size>   # or --pg DSN / --data-dir DIR: prints the exact vm.nr_hugepages".into());
+        }
+    }
+    commands.push(
+        "postgresql.conf: huge_pages = on   (not try: fail at start rather than run on 4 KB pages)"
+            .into(),
+    );
+    commands
+        .push("restart PostgreSQL, then: preemptlab audit   # expect 'on huge pages: yes'".into());
+    commands
 }
 
 /// The table's short label for an effect.
@@ -388,11 +431,14 @@ fn render(d: &CheckDoc, style: report::Style, width: usize) -> String {
         wrap(&d.verdict, width, 9, 2)
     ));
     o.push_str("\nFixes, most effective first:\n");
+    if d.fixes.is_empty() {
+        o.push_str("  none needed: nothing above info in the audit and no loss measured here\n");
+    }
     for (i, f) in d.fixes.iter().enumerate() {
         let gain = f
             .measured_gain_pct
             .map(|g| format!(" (measured: {g:+.0}% throughput)"))
-            .unwrap_or_default();
+            .unwrap_or_else(|| " (not measured here)".into());
         o.push_str(&format!(
             "  {}. {}\n",
             i + 1,
