@@ -8,8 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::memory::HugePool;
-use crate::parse::Bytes;
+use crate::memory::{HugePool, MemoryFacts};
+use crate::parse::{self, Bytes};
+use crate::postgres::PgInstance;
 
 /// Where the shared memory figure came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -234,6 +235,95 @@ pub fn plan(
         postgresql_conf_lines,
         default_page_size_kib,
     }
+}
+
+/// The sizing basis for a running instance at `page_kib`, and how many pages of that pool the instance
+/// already holds (its segment, when it is on huge pages of that size), so a plan does not count them twice.
+///
+/// In order of preference: the server's own `shared_memory_size_in_huge_pages` (with `--pg`, when its
+/// `huge_page_size` matches), its `shared_memory_size`, the main segment's size from smaps, the postmaster's
+/// VmPeak. `preemptlab hugepages --pid` and `preemptlab fleet` both size through here.
+pub fn basis_for_instance(inst: &PgInstance, page_kib: u64) -> Result<(Basis, u64), String> {
+    let own = inst
+        .segment
+        .get()
+        .filter(|s| s.on_huge_pages() && s.kernel_page_size_kib == page_kib)
+        .map(|s| s.size_kib / page_kib)
+        .unwrap_or(0);
+    if let Some(server) = &inst.server {
+        let pages = server
+            .settings
+            .get("shared_memory_size_in_huge_pages")
+            .and_then(|s| s.setting.parse::<i64>().ok());
+        let size = server
+            .settings
+            .get("shared_memory_size")
+            .and_then(|s| parse::pg_memory(&s.setting, s.unit.as_deref()).ok())
+            .map(|b| b.kib());
+        let hps = inst
+            .setting("huge_page_size")
+            .and_then(crate::findings::huge_page_size_kib);
+        let default_matches = hps.is_none_or(|v| v == page_kib);
+        if let (Some(p), true) = (pages, default_matches) {
+            if p > 0 && hps.unwrap_or(page_kib) == page_kib {
+                return Ok((
+                    Basis::Postgres {
+                        pages: p as u64,
+                        shared_memory_kib: size,
+                        how: format!("SHOW via {}", server.dsn),
+                    },
+                    own,
+                ));
+            }
+        }
+        if let Some(s) = size {
+            return Ok((
+                Basis::PostgresSize {
+                    shared_memory_kib: s,
+                    how: format!("SHOW via {}", server.dsn),
+                },
+                own,
+            ));
+        }
+    }
+    if let Some(seg) = inst.segment.get() {
+        return Ok((
+            Basis::Segment {
+                size_kib: seg.size_kib,
+                how: inst.segment.source.clone(),
+            },
+            own,
+        ));
+    }
+    if let Some(v) = inst.postmaster_vm_peak_kib.get() {
+        return Ok((
+            Basis::VmPeak {
+                vm_peak_kib: *v,
+                how: inst.postmaster_vm_peak_kib.source.clone(),
+            },
+            own,
+        ));
+    }
+    Err(format!(
+        "postmaster {}: neither its segment (smaps) nor VmPeak is readable ({}); run as root or pass --pg DSN",
+        inst.postmaster_pid,
+        inst.segment.unavailable.as_deref().unwrap_or("unknown")
+    ))
+}
+
+/// The plan for a running instance on a host with memory facts `mem`, at `page_kib` or else the page size
+/// the instance would use (its `huge_page_size`, else the host's default; 2 MB when even that is unknown).
+pub fn plan_for_instance(
+    inst: &PgInstance,
+    mem: &MemoryFacts,
+    page_kib: Option<u64>,
+) -> Result<Plan, String> {
+    let default_kib = mem.default_huge_page_kib.get().copied().unwrap_or(2048);
+    let page = page_kib
+        .or_else(|| crate::findings::instance_huge_page_kib(inst, mem))
+        .unwrap_or(default_kib);
+    let (basis, own) = basis_for_instance(inst, page)?;
+    Ok(plan(basis, page, default_kib, mem.pool(page).cloned(), own))
 }
 
 /// The margin for an exact figure.

@@ -48,74 +48,6 @@ fn default_page_kib(mem: &MemoryFacts) -> u64 {
     mem.default_huge_page_kib.get().copied().unwrap_or(2048)
 }
 
-fn basis_for_instance(inst: &PgInstance, page_kib: u64) -> Result<(Basis, u64)> {
-    let own = inst
-        .segment
-        .get()
-        .filter(|s| s.on_huge_pages() && s.kernel_page_size_kib == page_kib)
-        .map(|s| s.size_kib / page_kib)
-        .unwrap_or(0);
-    if let Some(server) = &inst.server {
-        let pages = server
-            .settings
-            .get("shared_memory_size_in_huge_pages")
-            .and_then(|s| s.setting.parse::<i64>().ok());
-        let size = server
-            .settings
-            .get("shared_memory_size")
-            .and_then(|s| parse::pg_memory(&s.setting, s.unit.as_deref()).ok())
-            .map(|b| b.kib());
-        let hps = inst
-            .setting("huge_page_size")
-            .and_then(hostfacts::findings::huge_page_size_kib);
-        let default_matches = hps.is_none_or(|v| v == page_kib);
-        if let (Some(p), true) = (pages, default_matches) {
-            if p > 0 && hps.unwrap_or(page_kib) == page_kib {
-                return Ok((
-                    Basis::Postgres {
-                        pages: p as u64,
-                        shared_memory_kib: size,
-                        how: format!("SHOW via {}", server.dsn),
-                    },
-                    own,
-                ));
-            }
-        }
-        if let Some(s) = size {
-            return Ok((
-                Basis::PostgresSize {
-                    shared_memory_kib: s,
-                    how: format!("SHOW via {}", server.dsn),
-                },
-                own,
-            ));
-        }
-    }
-    if let Some(seg) = inst.segment.get() {
-        return Ok((
-            Basis::Segment {
-                size_kib: seg.size_kib,
-                how: inst.segment.source.clone(),
-            },
-            own,
-        ));
-    }
-    if let Some(v) = inst.postmaster_vm_peak_kib.get() {
-        return Ok((
-            Basis::VmPeak {
-                vm_peak_kib: *v,
-                how: inst.postmaster_vm_peak_kib.source.clone(),
-            },
-            own,
-        ));
-    }
-    bail!(
-        "postmaster {}: neither its segment (smaps) nor VmPeak is readable ({}); run as root or pass --pg DSN",
-        inst.postmaster_pid,
-        inst.segment.unavailable.as_deref().unwrap_or("unknown")
-    )
-}
-
 /// Runs `postgres -D dir -C name` as the owner of `dir`, returning the value.
 fn postgres_c(bin: &Path, dir: &Path, name: &str) -> Result<String> {
     let meta = std::fs::metadata(dir).with_context(|| format!("--data-dir {}", dir.display()))?;
@@ -281,7 +213,7 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
             let page = explicit_page
                 .or_else(|| hostfacts::findings::instance_huge_page_kib(inst, &mem))
                 .unwrap_or(default_kib);
-            let (basis, own) = basis_for_instance(inst, page)?;
+            let (basis, own) = hugepages::basis_for_instance(inst, page).map_err(|e| anyhow!(e))?;
             let label = format!(
                 "instance {} ({})",
                 inst.postmaster_pid,
