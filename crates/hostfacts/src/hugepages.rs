@@ -189,23 +189,7 @@ pub fn plan(
         "pool target = {pool_target} pages of {}",
         human(page_size_kib)
     ));
-    let sysfs = format!("/sys/kernel/mm/hugepages/hugepages-{page_size_kib}kB/nr_hugepages");
-    let sysctl_lines = if page_size_kib == default_page_size_kib {
-        vec![
-            format!("sysctl -w vm.nr_hugepages={pool_target}"),
-            format!("echo 'vm.nr_hugepages = {pool_target}' > /etc/sysctl.d/60-preemptlab-hugepages.conf"),
-        ]
-    } else {
-        let g = if page_size_kib == 1 << 20 {
-            "1G".to_string()
-        } else {
-            format!("{page_size_kib}K")
-        };
-        vec![
-            format!("echo {pool_target} > {sysfs}"),
-            format!("persist (reliable for {}: reserve at boot): hugepagesz={g} hugepages={pool_target} on the kernel command line", human(page_size_kib)),
-        ]
-    };
+    let sysctl_lines = pool_lines(page_size_kib, default_page_size_kib, pool_target);
     let mut postgresql_conf_lines = vec!["huge_pages = on".to_string()];
     postgresql_conf_lines.push(if page_size_kib == default_page_size_kib {
         "huge_page_size = 0        # the default huge page size".to_string()
@@ -324,6 +308,28 @@ pub fn plan_for_instance(
         .unwrap_or(default_kib);
     let (basis, own) = basis_for_instance(inst, page)?;
     Ok(plan(basis, page, default_kib, mem.pool(page).cloned(), own))
+}
+
+/// The lines that set the pool of `page_size_kib` to `pool_target` pages: `vm.nr_hugepages` (now and in
+/// /etc/sysctl.d) for the default size, the size's sysfs file and the boot parameters otherwise.
+pub fn pool_lines(page_size_kib: u64, default_page_size_kib: u64, pool_target: u64) -> Vec<String> {
+    let sysfs = format!("/sys/kernel/mm/hugepages/hugepages-{page_size_kib}kB/nr_hugepages");
+    if page_size_kib == default_page_size_kib {
+        vec![
+            format!("sysctl -w vm.nr_hugepages={pool_target}"),
+            format!("echo 'vm.nr_hugepages = {pool_target}' > /etc/sysctl.d/60-preemptlab-hugepages.conf"),
+        ]
+    } else {
+        let g = if page_size_kib == 1 << 20 {
+            "1G".to_string()
+        } else {
+            format!("{page_size_kib}K")
+        };
+        vec![
+            format!("echo {pool_target} > {sysfs}"),
+            format!("persist (reliable for {}: reserve at boot): hugepagesz={g} hugepages={pool_target} on the kernel command line", human(page_size_kib)),
+        ]
+    }
 }
 
 /// The margin for an exact figure.
