@@ -324,36 +324,35 @@ pub fn assess(file: &str, a: &Audit, opts: &Options) -> Assessed {
         }
         let full_touch = inst.page_tables_full_touch_kib.get().copied();
         full_touch_kib += full_touch.unwrap_or(0);
-        let (sizing, unsized_reason, mut fix) = match hugepages::plan_for_instance(
-            inst, &a.memory, None,
-        ) {
-            Ok(p) => {
-                let mut fix = p.sysctl_lines.clone();
-                fix.extend(p.postgresql_conf_lines.iter().cloned());
-                let basis = serde_json::to_value(&p.basis)
-                    .ok()
-                    .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(String::from))
-                    .unwrap_or_default();
-                let sizing = Sizing {
-                    page_size_kib: p.page_size_kib,
-                    basis,
-                    pages_needed: p.pages_needed,
-                    pool_now: p.pool_now.as_ref().map(|q| q.total),
-                    pool_target: p.pool_target,
-                    host_pool_target: None,
-                    pinned_kib: p.pages_needed * p.page_size_kib,
-                };
-                (Some(sizing), None, fix)
-            }
-            Err(e) => (
-                None,
-                Some(e),
-                vec![format!(
+        let (sizing, unsized_reason, mut fix) =
+            match hugepages::plan_for_instance(inst, &a.memory, None) {
+                Ok(p) => {
+                    let mut fix = p.sysctl_lines.clone();
+                    fix.extend(p.postgresql_conf_lines.iter().cloned());
+                    let basis = serde_json::to_value(&p.basis)
+                        .ok()
+                        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(String::from))
+                        .unwrap_or_default();
+                    let sizing = Sizing {
+                        page_size_kib: p.page_size_kib,
+                        basis,
+                        pages_needed: p.pages_needed,
+                        pool_now: p.pool_now.as_ref().map(|q| q.total),
+                        pool_target: p.pool_target,
+                        host_pool_target: None,
+                        pinned_kib: p.pages_needed * p.page_size_kib,
+                    };
+                    (Some(sizing), None, fix)
+                }
+                Err(e) => (
+                    None,
+                    Some(e),
+                    vec![format!(
                     "on {host}: preemptlab hugepages --pid {}   # the audit lacks the segment size",
                     inst.postmaster_pid
                 )],
-            ),
-        };
+                ),
+            };
         fix.push(
             "restart PostgreSQL, then: preemptlab audit   # expect 'on huge pages: yes'".into(),
         );

@@ -136,14 +136,31 @@ pub fn render(f: &Fleet, style: Style, width: usize) -> String {
         o.push_str(&format!("  {}\n", wrap(&line, width, 2, 4)));
     }
     if !f.hosts.is_empty() {
-        o.push_str(&style.bold("\nHosts, at risk first\n"));
-        o.push_str(&columns(
-            &HOST_HEAD,
-            &[L, L, L, L, L, L],
-            &host_rows(f),
-            2,
-            width,
-        ));
+        o.push_str(&style.bold("\nHosts, at risk first, by kernel and preemption model\n"));
+        let rows: Vec<Vec<String>> = f
+            .hosts
+            .iter()
+            .map(|h| vec![host_label(h), findings(h), h.finding_ids.join(", ")])
+            .collect();
+        let table = columns(&["host", "findings", "ids"], &[L, L, L], &rows, 4, width);
+        let mut lines = table.lines();
+        let mut last: Option<String> = None;
+        o.push_str(lines.next().unwrap_or_default());
+        o.push('\n');
+        for (h, line) in f.hosts.iter().zip(lines) {
+            let group = format!(
+                "{}  kernel {}  {}",
+                h.verdict.as_str(),
+                h.kernel,
+                h.preempt_model.as_str()
+            );
+            if last.as_ref() != Some(&group) {
+                o.push_str(&format!("  {}\n", style.bold(&group)));
+                last = Some(group);
+            }
+            o.push_str(line);
+            o.push('\n');
+        }
         o.push_str(&style.bold("\nBy kernel and preemption model\n"));
         o.push_str(&columns(
             &GROUP_HEAD,
@@ -249,7 +266,7 @@ pub fn markdown(f: &Fleet) -> String {
                 r
             })
             .collect();
-        o.push_str(&markdown_table(&INSTANCE_HEAD, &escape_rows(rows), 3));
+        o.push_str(&markdown_table(&INSTANCE_HEAD, &escape_rows(rows), 7));
     }
     if !f.stale.is_empty() {
         o.push_str(&format!(
