@@ -24,7 +24,8 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         let ft = e
             .file_type()
             .with_context(|| format!("{}", path.display()))?;
-        if ft.is_dir() || (ft.is_symlink() && path.is_dir()) {
+        // Symlinked directories are not followed (no loops); symlinked files are read.
+        if ft.is_dir() {
             walk(&path, out)?;
         } else if path.extension().is_some_and(|x| x == "json") {
             out.push(path);
