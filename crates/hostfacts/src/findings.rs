@@ -165,16 +165,8 @@ pub fn instance_pages_needed(inst: &PgInstance, page_kib: u64) -> Option<(u64, S
 
 /// The exact pool an instance needs, by the sizing rule of `preemptlab hugepages` (best basis available).
 pub fn pool_fix(inst: &PgInstance, mem: &MemoryFacts) -> Option<PoolFix> {
-    let default_kib = mem.default_huge_page_kib.get().copied().unwrap_or(2048);
-    let page_kib = instance_huge_page_kib(inst, mem).unwrap_or(default_kib);
-    let (basis, own) = crate::hugepages::instance_basis(inst, page_kib).ok()?;
-    let plan = crate::hugepages::plan(
-        basis,
-        page_kib,
-        default_kib,
-        mem.pool(page_kib).cloned(),
-        own,
-    );
+    let plan = crate::hugepages::plan_for_instance(inst, mem, None).ok()?;
+    let page_kib = plan.page_size_kib;
     Some(PoolFix {
         page_size_kib: page_kib,
         pages_needed: plan.pages_needed,

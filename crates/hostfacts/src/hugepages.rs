@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::memory::HugePool;
+use crate::memory::{HugePool, MemoryFacts};
 use crate::parse::{self, Bytes};
 use crate::pgquery::ServerInfo;
 use crate::postgres::PgInstance;
@@ -347,23 +347,7 @@ pub fn plan(
         "pool target = {pool_target} pages of {}",
         human(page_size_kib)
     ));
-    let sysfs = format!("/sys/kernel/mm/hugepages/hugepages-{page_size_kib}kB/nr_hugepages");
-    let sysctl_lines = if page_size_kib == default_page_size_kib {
-        vec![
-            format!("sysctl -w vm.nr_hugepages={pool_target}"),
-            format!("echo 'vm.nr_hugepages = {pool_target}' > /etc/sysctl.d/60-preemptlab-hugepages.conf"),
-        ]
-    } else {
-        let g = if page_size_kib == 1 << 20 {
-            "1G".to_string()
-        } else {
-            format!("{page_size_kib}K")
-        };
-        vec![
-            format!("echo {pool_target} > {sysfs}"),
-            format!("persist (reliable for {}: reserve at boot): hugepagesz={g} hugepages={pool_target} on the kernel command line", human(page_size_kib)),
-        ]
-    };
+    let sysctl_lines = pool_lines(page_size_kib, default_page_size_kib, pool_target);
     let mut postgresql_conf_lines = vec!["huge_pages = on".to_string()];
     postgresql_conf_lines.push(if page_size_kib == default_page_size_kib {
         "huge_page_size = 0        # the default huge page size".to_string()
@@ -392,6 +376,43 @@ pub fn plan(
         sysctl_lines,
         postgresql_conf_lines,
         default_page_size_kib,
+    }
+}
+
+/// The plan for a running instance on a host with memory facts `mem`, at `page_kib` or else the page size
+/// the instance would use (its `huge_page_size`, else the host's default; 2 MB when even that is unknown).
+pub fn plan_for_instance(
+    inst: &PgInstance,
+    mem: &MemoryFacts,
+    page_kib: Option<u64>,
+) -> Result<Plan, SizingError> {
+    let default_kib = mem.default_huge_page_kib.get().copied().unwrap_or(2048);
+    let page = page_kib
+        .or_else(|| crate::findings::instance_huge_page_kib(inst, mem))
+        .unwrap_or(default_kib);
+    let (basis, own) = instance_basis(inst, page)?;
+    Ok(plan(basis, page, default_kib, mem.pool(page).cloned(), own))
+}
+
+/// The lines that set the pool of `page_size_kib` to `pool_target` pages: `vm.nr_hugepages` (now and in
+/// /etc/sysctl.d) for the default size, the size's sysfs file and the boot parameters otherwise.
+pub fn pool_lines(page_size_kib: u64, default_page_size_kib: u64, pool_target: u64) -> Vec<String> {
+    let sysfs = format!("/sys/kernel/mm/hugepages/hugepages-{page_size_kib}kB/nr_hugepages");
+    if page_size_kib == default_page_size_kib {
+        vec![
+            format!("sysctl -w vm.nr_hugepages={pool_target}"),
+            format!("echo 'vm.nr_hugepages = {pool_target}' > /etc/sysctl.d/60-preemptlab-hugepages.conf"),
+        ]
+    } else {
+        let g = if page_size_kib == 1 << 20 {
+            "1G".to_string()
+        } else {
+            format!("{page_size_kib}K")
+        };
+        vec![
+            format!("echo {pool_target} > {sysfs}"),
+            format!("persist (reliable for {}: reserve at boot): hugepagesz={g} hugepages={pool_target} on the kernel command line", human(page_size_kib)),
+        ]
     }
 }
 

@@ -3,6 +3,8 @@
 
 pub mod audit_table;
 pub mod compare;
+pub mod fleet;
+pub mod fleet_table;
 pub mod html;
 pub mod hugepages;
 pub mod lock_table;
