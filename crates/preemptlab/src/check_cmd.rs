@@ -242,11 +242,10 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         fixes,
     };
     if let Some(path) = &a.report {
-        let value = serde_json::to_value(&doc).context("serializing the check")?;
         let html = report::html::render(
             &[report::html::Doc {
                 label: "check".into(),
-                value,
+                doc: results::Document::Check(Box::new(doc.clone())),
             }],
             &lab::result::utc(lab::result::unix_now()),
         );
