@@ -11,81 +11,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use results::document::SpecField;
-use results::host::HostFacts;
 use results::metrics::{pools, HOST_FACTS};
 pub use results::metrics::{Better, Metric, Unit, METRICS};
-use results::{Document, Kind};
 use serde::Serialize;
 use stats::compare::{bootstrap_ratio, holm, mann_whitney, significant, welch};
 
+pub use crate::compare_input::{CellSamples, Input};
 use crate::markup::{columns, sig3, Align};
-
-/// One cell of an input: its key fields and, per metric of [`METRICS`] (same index), the repetitions'
-/// values.
-#[derive(Debug, Clone)]
-pub struct CellSamples {
-    /// Key field -> value (every field naming what the cell ran).
-    pub key: BTreeMap<String, String>,
-    /// Per metric, in [`METRICS`] order: one value per repetition that records it.
-    pub samples: Vec<Vec<f64>>,
-}
-
-/// One input: a result file (or a part of one, see [`split_by`]).
-#[derive(Debug, Clone)]
-pub struct Input {
-    /// A label (the file name).
-    pub label: String,
-    /// The bench.
-    pub kind: Kind,
-    /// The host it ran on.
-    pub host: Option<HostFacts>,
-    /// The spec's fields.
-    pub spec: Vec<SpecField>,
-    /// The cells.
-    pub cells: Vec<CellSamples>,
-}
-
-impl Input {
-    /// The input of a loaded document; errors when it is not a bench or sim result.
-    pub fn new(label: impl Into<String>, doc: &Document) -> Result<Input, String> {
-        let label = label.into();
-        let (Some(cells), Some(spec)) = (doc.cells(), doc.spec_fields()) else {
-            return Err(format!(
-                "{label}: a {} document, not a bench or sim result; compare reads result files",
-                doc.kind()
-            ));
-        };
-        let cells = cells
-            .into_iter()
-            .map(|c| CellSamples {
-                key: c.key.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-                samples: METRICS
-                    .iter()
-                    .map(|m| c.reps.iter().filter_map(|r| (m.get)(*r)).collect())
-                    .collect(),
-            })
-            .collect();
-        Ok(Input {
-            label,
-            kind: doc.kind(),
-            host: doc.host().cloned(),
-            spec,
-            cells,
-        })
-    }
-
-    fn host_fact(&self, get: fn(&HostFacts) -> String) -> Option<String> {
-        self.host.as_ref().map(get)
-    }
-
-    fn spec_json(&self, name: &str) -> Option<&str> {
-        self.spec
-            .iter()
-            .find(|f| f.name == name)
-            .map(|f| f.json.as_str())
-    }
-}
 
 /// A difference in host facts or spec.
 #[derive(Debug, Clone, Serialize)]
@@ -401,19 +333,19 @@ pub fn compare(
                 .enumerate()
                 .filter(|(_, m)| metrics_filter.is_none_or(|f| f.iter().any(|x| x == m.name)))
             {
-                let (sa, sb) = (&ca.samples[mi], &cb.samples[mi]);
+                let (sa, sb) = (ca.samples[mi].as_slice(), cb.samples[mi].as_slice());
                 if sa.is_empty() || sb.is_empty() {
                     continue;
                 }
-                let ci = bootstrap_ratio(&sa, &sb, m.centre, 10_000, 0.95, 0x5EED);
-                let (a, b) = (m.centre.of(&sa), m.centre.of(&sb));
+                let ci = bootstrap_ratio(sa, sb, m.centre, 10_000, 0.95, 0x5EED);
+                let (a, b) = (m.centre.of(sa), m.centre.of(sb));
                 let change_pct = match m.better {
                     Better::Higher => (ci.ratio - 1.0) * 100.0,
                     Better::Lower => (1.0 - ci.ratio) * 100.0,
                 };
                 // Percentile-bootstrap intervals are too narrow with the 3-5 repetitions a bench makes; with
                 // several metrics per cell that flags drift as change. Welch's test must agree.
-                let w = welch(&sa, &sb);
+                let w = welch(sa, sb);
                 // Provisional: the family's Holm correction below has the last word.
                 // One repetition on a side says nothing about its spread: never significant.
                 let sig = ci.ratio.is_finite()
@@ -431,14 +363,14 @@ pub fn compare(
                     metric: m.name.to_string(),
                     against: bi + 1,
                     a,
-                    a_range: range(&sa),
+                    a_range: range(sa),
                     b,
-                    b_range: range(&sb),
+                    b_range: range(sb),
                     change_pct,
                     ratio: ci.ratio,
                     ci_lo: ci.lo,
                     ci_hi: ci.hi,
-                    mann_whitney_p: mann_whitney(&sa, &sb).p,
+                    mann_whitney_p: mann_whitney(sa, sb).p,
                     welch_p: w.p,
                     significant: sig,
                     regression: sig && change_pct < 0.0,
@@ -660,6 +592,8 @@ pub fn csv(c: &Comparison) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use results::document::SpecField;
+    use results::Kind;
 
     fn cell(key: &[(&str, String)], metric: &str, xs: &[f64]) -> CellSamples {
         let mut samples = vec![Vec::new(); METRICS.len()];

@@ -3,6 +3,7 @@
 
 pub mod audit_table;
 pub mod compare;
+mod compare_input;
 pub mod html;
 pub mod hugepages;
 pub mod lock_table;
