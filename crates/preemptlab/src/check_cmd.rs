@@ -8,65 +8,11 @@ use anyhow::{anyhow, Context, Result};
 use hostfacts::Host;
 use lab::lockbench::Spec;
 use lab::lockrun::{self, Cell, LockResult, RunOptions, Status};
-use serde::Serialize;
+use results::check::{CheckDoc, Effect, Fix};
 use stats::compare::{bootstrap_ratio, significant, Centre};
 
 use crate::cli::{CheckArgs, PlainFormat};
 use crate::term;
-
-/// One measured effect: `b` relative to `a` on ops/s.
-#[derive(Debug, Clone, Serialize)]
-struct Effect {
-    /// What is compared, in words.
-    what: String,
-    /// Baseline cell (lock pages).
-    a: String,
-    /// Other cell.
-    b: String,
-    /// Median ops/s of each.
-    a_ops_per_s: f64,
-    b_ops_per_s: f64,
-    /// B/A with its 95% bootstrap interval.
-    ratio: f64,
-    ci_lo: f64,
-    ci_hi: f64,
-    /// The interval clears 1 by more than 2%.
-    significant: bool,
-}
-
-/// A fix, with the effect measured here and the exact commands.
-#[derive(Debug, Clone, Serialize)]
-struct Fix {
-    /// What to do.
-    title: String,
-    /// Measured throughput gain of the fix in the reproduction, % (None when not measurable here).
-    measured_gain_pct: Option<f64>,
-    /// The commands and settings.
-    commands: Vec<String>,
-}
-
-/// The `check` document.
-#[derive(Debug, Serialize)]
-struct CheckDoc {
-    /// Schema version of this document.
-    schema_version: u32,
-    /// Wall time the check took, s.
-    elapsed_s: f64,
-    /// The audit.
-    audit: hostfacts::Audit,
-    /// The reproduction (a `bench lock` result).
-    reproduction: Option<LockResult>,
-    /// Why there was no reproduction, if there was none.
-    reproduction_skipped: Option<String>,
-    /// Measured effects.
-    effects: Vec<Effect>,
-    /// One-line verdict.
-    verdict: String,
-    /// Exposure from the audit: ok, warn, at-risk.
-    exposure: String,
-    /// Fixes, most effective first.
-    fixes: Vec<Fix>,
-}
 
 fn ops(cell: &Cell) -> Vec<f64> {
     cell.reps.iter().map(|r| r.ops_per_s).collect()
@@ -289,7 +235,8 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         ),
     };
     let doc = CheckDoc {
-        schema_version: 1,
+        schema_version: results::SCHEMA_VERSION,
+        kind: results::Kind::Check.name().into(),
         elapsed_s: t0.elapsed().as_secs_f64(),
         audit,
         reproduction_skipped: huge.err(),
@@ -300,11 +247,10 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         fixes,
     };
     if let Some(path) = &a.report {
-        let value = serde_json::to_value(&doc).context("serializing the check")?;
         let html = report::html::render(
             &[report::html::Doc {
                 label: "check".into(),
-                value,
+                doc: results::Document::Check(Box::new(doc.clone())),
             }],
             &lab::result::utc(lab::result::unix_now()),
         );

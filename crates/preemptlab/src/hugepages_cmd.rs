@@ -6,34 +6,15 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{anyhow, bail, Context, Result};
-use hostfacts::hugepages::{self, Basis, Plan};
+use hostfacts::hugepages::{self, Basis};
 use hostfacts::memory::MemoryFacts;
 use hostfacts::parse;
 use hostfacts::postgres::PgInstance;
 use hostfacts::Host;
-use serde::Serialize;
+use results::hugepages::{HugepagesDoc, SizedPlan};
 
 use crate::cli::{HugepagesArgs, PlainFormat};
 use crate::term;
-
-/// The JSON document of `hugepages`.
-#[derive(Debug, Serialize)]
-struct Output {
-    /// Schema version of this document.
-    schema_version: u32,
-    /// One plan per instance sized.
-    plans: Vec<Sized>,
-}
-
-#[derive(Debug, Serialize)]
-struct Sized {
-    /// What was sized (an instance, a data directory, a size).
-    target: String,
-    /// The plan.
-    plan: Plan,
-    /// What --apply did, if asked.
-    applied: Option<hugepages::Applied>,
-}
 
 fn page_size_arg(s: &str) -> Result<u64> {
     let b = parse::size(s).map_err(|e| anyhow!("--page-size {s}: {e}"))?;
@@ -235,7 +216,7 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
         } else {
             None
         };
-        sized.push(Sized {
+        sized.push(SizedPlan {
             target: label,
             plan,
             applied,
@@ -248,8 +229,9 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
     match args.format {
         PlainFormat::Json => print!(
             "{}",
-            report::json(&Output {
-                schema_version: 1,
+            report::json(&HugepagesDoc {
+                schema_version: results::SCHEMA_VERSION,
+                kind: results::Kind::Hugepages.name().into(),
                 plans: sized
             })
         ),

@@ -1,9 +1,9 @@
 //! The audit as a table readable in 80 columns.
 
-use hostfacts::findings::Severity;
-use hostfacts::parse::Bytes;
-use hostfacts::postgres::Role;
-use hostfacts::{Audit, Fact};
+use results::hostfacts::findings::Severity;
+use results::hostfacts::parse::Bytes;
+use results::hostfacts::postgres::Role;
+use results::hostfacts::{Audit, Fact};
 
 use crate::markup::{columns, field, wrap, Align, Style};
 
@@ -363,9 +363,9 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
     let count = |s: Severity| a.findings.iter().filter(|f| f.severity == s).count();
     let v = a.verdict.as_str().to_uppercase();
     let v = match a.verdict {
-        hostfacts::Verdict::Ok => style.green(&v),
-        hostfacts::Verdict::Warn => style.yellow(&v),
-        hostfacts::Verdict::AtRisk => style.red(&v),
+        results::hostfacts::Verdict::Ok => style.green(&v),
+        results::hostfacts::Verdict::Warn => style.yellow(&v),
+        results::hostfacts::Verdict::AtRisk => style.red(&v),
     };
     o.push_str(&format!(
         "\n{} {v} ({} critical, {} warn, {} info)\n",

@@ -3,6 +3,7 @@
 
 pub mod audit_table;
 pub mod compare;
+mod compare_input;
 pub mod fleet;
 pub mod fleet_table;
 pub mod html;
