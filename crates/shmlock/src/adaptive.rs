@@ -53,7 +53,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::spin::cpu_relax;
 use crate::{futex, rseq, Acquired, RawLock};
@@ -63,16 +63,9 @@ const PARKED: u32 = 2;
 const WAKING: u32 = 4;
 const STALLED: u32 = 8;
 
-/// How long a waiter spins before parking.
-pub const SPIN_BUDGET: Duration = Duration::from_micros(50);
-/// A spinner slot older than this belongs to a spinner that was descheduled mid-spin.
-pub const STALE_SLOT: Duration = Duration::from_micros(100);
-/// Spinner slots in the lock (the cap is the smaller of this and the CPU count).
-pub const SLOTS: usize = 8;
-/// The first bounded sleep of a parked waiter.
-pub const PARK_TIMEOUT_MIN: Duration = Duration::from_micros(100);
-/// The longest bounded sleep.
-pub const PARK_TIMEOUT_MAX: Duration = Duration::from_micros(1600);
+pub use lockparams::adaptive::{
+    PARK_TIMEOUT_MAX, PARK_TIMEOUT_MIN, SLOTS, SPIN_BUDGET, STALE_SLOT,
+};
 
 /// The adaptive lock.
 #[repr(C, align(64))]

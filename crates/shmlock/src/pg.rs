@@ -18,22 +18,10 @@ use std::time::Duration;
 use crate::spin::{cpu_relax, XorShift};
 use crate::{Acquired, RawLock};
 
-/// `DEFAULT_SPINS_PER_DELAY` (s_lock.h).
-pub const DEFAULT_SPINS_PER_DELAY: u32 = 100;
-/// `MIN_SPINS_PER_DELAY`.
-pub const MIN_SPINS_PER_DELAY: u32 = 10;
-/// `MAX_SPINS_PER_DELAY`.
-pub const MAX_SPINS_PER_DELAY: u32 = 1000;
-/// What `finish_spin_delay` adds to `spins_per_delay` after an acquisition that never slept.
-pub const SPINS_PER_DELAY_GROWTH: u32 = 100;
-/// What `finish_spin_delay` takes from `spins_per_delay` after an acquisition that slept.
-pub const SPINS_PER_DELAY_SHRINK: u32 = 1;
-/// `NUM_DELAYS`: sleeps before "stuck spinlock".
-pub const NUM_DELAYS: u32 = 1000;
-/// `MIN_DELAY_USEC`.
-pub const MIN_DELAY_USEC: u64 = 1000;
-/// `MAX_DELAY_USEC`.
-pub const MAX_DELAY_USEC: u64 = 1_000_000;
+pub use lockparams::pg::{
+    DEFAULT_SPINS_PER_DELAY, MAX_DELAY_USEC, MAX_SPINS_PER_DELAY, MIN_DELAY_USEC,
+    MIN_SPINS_PER_DELAY, NUM_DELAYS, SPINS_PER_DELAY_GROWTH, SPINS_PER_DELAY_SHRINK,
+};
 
 /// `slock_t` on x86_64: one byte, padded to a cache line here.
 #[repr(C, align(64))]

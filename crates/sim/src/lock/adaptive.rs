@@ -5,7 +5,7 @@
 //! sleeper when no spinner is around and no wake is in flight (`WAKING`). The defaults are shmlock's
 //! constants.
 
-use shmlock::adaptive::{PARK_TIMEOUT_MAX, PARK_TIMEOUT_MIN, SLOTS, SPIN_BUDGET};
+use lockparams::adaptive::{PARK_TIMEOUT_MAX, PARK_TIMEOUT_MIN, SLOTS, SPIN_BUDGET};
 
 use crate::event::Ev;
 use crate::sim::Sim;

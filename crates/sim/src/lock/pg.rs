@@ -4,8 +4,8 @@
 //! 100 (never slept) or shrinks by 1 (slept), within 10..1000. The constants are shmlock's `pg` module's,
 //! which mirrors s_lock.c.
 
-pub(crate) use shmlock::pg::DEFAULT_SPINS_PER_DELAY;
-use shmlock::pg::{
+pub(crate) use lockparams::pg::DEFAULT_SPINS_PER_DELAY;
+use lockparams::pg::{
     MAX_DELAY_USEC, MAX_SPINS_PER_DELAY, MIN_DELAY_USEC, MIN_SPINS_PER_DELAY,
     SPINS_PER_DELAY_GROWTH, SPINS_PER_DELAY_SHRINK,
 };
