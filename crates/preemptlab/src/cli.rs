@@ -39,6 +39,25 @@ pub enum Command {
     Report(ReportArgs),
     /// Discrete-event model of bench lock on any machine: CPUs x workers x preemption model x lock x pages.
     Sim(SimArgs),
+    /// Writes the man pages or the shell completions into DIR (for packagers; hidden from help).
+    #[command(hide = true)]
+    Generate(GenerateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// What to write: `man` (one roff page per command) or `completions` (bash, zsh, fish).
+    #[arg(value_enum)]
+    pub what: GenerateWhat,
+    /// Directory to write into (created if missing).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GenerateWhat {
+    Man,
+    Completions,
 }
 
 #[derive(Debug, Args)]
@@ -492,7 +511,8 @@ pub struct AuditArgs {
     /// Exit with code 1 when a finding is at or above this severity.
     #[arg(long, value_enum)]
     pub fail_on: Option<FailOn>,
-    /// Also write the JSON document to FILE.
+    /// Also write the result to FILE, atomically (temp file + rename): in --format json or prometheus,
+    /// else JSON. For node_exporter's textfile collector: --format prometheus --out DIR/preemptlab.prom.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Colour in the table format.

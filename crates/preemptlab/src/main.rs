@@ -10,6 +10,7 @@ mod bench_pg_cmd;
 mod check_cmd;
 mod cli;
 mod compare_cmd;
+mod generate_cmd;
 mod hugepages_cmd;
 mod sim_cmd;
 mod switch;
@@ -72,6 +73,7 @@ fn main() {
         cli::Command::Results(r) => compare_cmd::list(r),
         cli::Command::Report(r) => compare_cmd::report(r),
         cli::Command::Sim(a) => sim_cmd::run(a),
+        cli::Command::Generate(g) => generate_cmd::run(g),
     };
     match code {
         Ok(code) => std::process::exit(code),
