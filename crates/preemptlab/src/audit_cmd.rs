@@ -22,7 +22,11 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         Err(e) => {
             // A timer writes the textfile unattended: leave a file that says the audit failed, so an alert
             // fires instead of the last good numbers being served for ever.
+            // Only where --out itself is usable: a bad --out is the error being reported already.
             if let (AuditFormat::Prometheus, Some(path)) = (args.format, &args.out) {
+                if check_out_dir(path).is_err() {
+                    return Err(e);
+                }
                 let text =
                     report::prometheus::render_failure(env!("CARGO_PKG_VERSION"), now_unix_s());
                 if let Err(w) = write_atomic(path, &text) {
