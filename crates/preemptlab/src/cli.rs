@@ -42,6 +42,9 @@ pub enum Command {
     /// Many hosts' audits in one answer: at-risk hosts first, exact huge page fixes, wasted page tables,
     /// stale or failed audits.
     Fleet(FleetArgs),
+    /// Writes the man pages or the shell completions into DIR (for packagers; hidden from help).
+    #[command(hide = true)]
+    Generate(GenerateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -64,6 +67,22 @@ pub struct FleetArgs {
     /// Colour in the table format.
     #[arg(long, value_enum, default_value_t = Color::Auto)]
     pub color: Color,
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// What to write: `man` (one roff page per command) or `completions` (bash, zsh, fish).
+    #[arg(value_enum)]
+    pub what: GenerateWhat,
+    /// Directory to write into (created if missing).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GenerateWhat {
+    Man,
+    Completions,
 }
 
 #[derive(Debug, Args)]
@@ -517,7 +536,8 @@ pub struct AuditArgs {
     /// Exit with code 1 when a finding is at or above this severity.
     #[arg(long, value_enum)]
     pub fail_on: Option<FailOn>,
-    /// Also write the JSON document to FILE.
+    /// Also write the result to FILE, atomically (temp file + rename): in --format json or prometheus,
+    /// else JSON. For node_exporter's textfile collector: --format prometheus --out DIR/preemptlab.prom.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Colour in the table format.

@@ -11,6 +11,7 @@ mod check_cmd;
 mod cli;
 mod compare_cmd;
 mod fleet_cmd;
+mod generate_cmd;
 mod hugepages_cmd;
 mod sim_cmd;
 mod switch;
@@ -74,6 +75,7 @@ fn main() {
         cli::Command::Report(r) => compare_cmd::report(r),
         cli::Command::Sim(a) => sim_cmd::run(a),
         cli::Command::Fleet(f) => fleet_cmd::run(f),
+        cli::Command::Generate(g) => generate_cmd::run(g),
     };
     match code {
         Ok(code) => std::process::exit(code),

@@ -98,7 +98,7 @@ fn live_audit_is_well_formed() {
         .args(["audit", "--format", "prometheus"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("preemptlab_preempt_model{"));
+        .stdout(predicate::str::contains("preemptlab_preempt_model_info{"));
 }
 
 #[test]

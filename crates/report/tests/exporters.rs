@@ -82,7 +82,8 @@ fn prometheus_parses_and_says_the_right_things() {
         let lines = text.lines().map(|l| Ok(l.to_string()));
         let scrape = prometheus_parse::Scrape::parse(lines)
             .unwrap_or_else(|e| panic!("{name}: unparseable exposition: {e}"));
-        // Every sample is named preemptlab_* and every family has HELP.
+        // Every sample is named preemptlab_*, every family has HELP, no label clashes with the labels the
+        // scrape adds, and nothing repeats node_exporter's meminfo collector.
         for s in &scrape.samples {
             assert!(s.metric.starts_with("preemptlab_"), "{}", s.metric);
             assert!(
@@ -90,11 +91,50 @@ fn prometheus_parses_and_says_the_right_things() {
                 "{name}: no HELP for {}",
                 s.metric
             );
+            for clash in ["instance", "job"] {
+                assert!(
+                    s.labels.get(clash).is_none(),
+                    "{name}: {} has {clash}",
+                    s.metric
+                );
+            }
+            for dup in ["memory_total", "page_tables_bytes", "hugepages_"] {
+                assert!(
+                    !s.metric.starts_with(&format!("preemptlab_{dup}")),
+                    "{name}: {} repeats node_memory_*",
+                    s.metric
+                );
+            }
         }
+        let scalar = |m: &str| {
+            scrape
+                .samples
+                .iter()
+                .find(|s| s.metric == m)
+                .map(|s| match s.value {
+                    prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
+                    _ => f64::NAN,
+                })
+        };
+        assert_eq!(scalar("preemptlab_audit_success"), Some(1.0), "{name}");
+        assert_eq!(
+            scalar("preemptlab_audit_timestamp_seconds"),
+            Some(0.0),
+            "{name}"
+        );
+        assert_eq!(
+            scalar("preemptlab_at_risk"),
+            Some(if a.verdict.as_str() == "at-risk" {
+                1.0
+            } else {
+                0.0
+            }),
+            "{name}"
+        );
         assert_eq!(
             value(
                 &scrape,
-                "preemptlab_preempt_model",
+                "preemptlab_preempt_model_info",
                 ("model", a.kernel.preemption.model.as_str())
             ),
             Some(1.0)
@@ -102,7 +142,7 @@ fn prometheus_parses_and_says_the_right_things() {
         assert_eq!(
             value(
                 &scrape,
-                "preemptlab_verdict",
+                "preemptlab_audit_verdict",
                 ("verdict", a.verdict.as_str())
             ),
             Some(1.0)
@@ -110,7 +150,7 @@ fn prometheus_parses_and_says_the_right_things() {
         let findings = scrape
             .samples
             .iter()
-            .filter(|s| s.metric == "preemptlab_finding")
+            .filter(|s| s.metric == "preemptlab_finding_info")
             .count();
         assert_eq!(findings, a.findings.len(), "one series per finding");
     }
@@ -126,10 +166,41 @@ fn prometheus_parses_and_says_the_right_things() {
         Some(0.0)
     );
     assert_eq!(
-        value(&scrape, "preemptlab_finding", ("id", "preempt-4k-shm")),
+        value(
+            &scrape,
+            "preemptlab_pg_instance_info",
+            ("huge_pages", "try")
+        ),
         Some(1.0)
     );
+    assert_eq!(
+        value(&scrape, "preemptlab_finding_info", ("id", "preempt-4k-shm")),
+        Some(1.0)
+    );
+    // The pool-too-small finding and the shortfall gauge agree.
+    let a = audit("linux-7.0-debugfs-refused");
+    let short = a
+        .findings
+        .iter()
+        .find(|f| f.id == "hugetlb-pool-too-small")
+        .and_then(|f| f.instance)
+        .expect("the fixture has a pool too small");
+    let scrape = prometheus_parse::Scrape::parse(
+        report::prometheus::render(&a)
+            .lines()
+            .map(|l| Ok(l.to_string())),
+    )
+    .unwrap();
+    let shortfall = value(
+        &scrape,
+        "preemptlab_pg_huge_pages_shortfall",
+        ("postmaster_pid", &short.to_string()),
+    )
+    .expect("a shortfall series for the instance");
+    assert!(shortfall > 0.0, "{shortfall}");
+    // The default-size pool is node_memory_HugePages_*; only the other sizes are here.
     let a = audit("hugepages-1g-thp-always");
+    assert_eq!(a.memory.default_huge_page_kib.get(), Some(&(1024 * 1024)));
     let scrape = prometheus_parse::Scrape::parse(
         report::prometheus::render(&a)
             .lines()
@@ -139,10 +210,38 @@ fn prometheus_parses_and_says_the_right_things() {
     assert_eq!(
         value(
             &scrape,
-            "preemptlab_hugepages_total",
+            "preemptlab_hugetlb_pool_pages",
+            ("page_size_bytes", "2097152")
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        value(
+            &scrape,
+            "preemptlab_hugetlb_pool_pages",
             ("page_size_bytes", "1073741824")
         ),
-        Some(8.0)
+        None
+    );
+}
+
+#[test]
+fn prometheus_failure_file_parses() {
+    let text = report::prometheus::render_failure("0.1.0", 1_700_000_000);
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    let names: Vec<&str> = scrape.samples.iter().map(|s| s.metric.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "preemptlab_audit_success",
+            "preemptlab_audit_timestamp_seconds",
+            "preemptlab_audit_info"
+        ]
+    );
+    assert!(text.contains("preemptlab_audit_success 0\n"), "{text}");
+    assert!(
+        text.contains("preemptlab_audit_timestamp_seconds 1700000000\n"),
+        "{text}"
     );
 }
 

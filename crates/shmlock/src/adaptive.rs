@@ -339,6 +339,7 @@ mod tests {
     use super::*;
     use std::sync::Barrier;
     use std::thread;
+    use std::time::Duration;
 
     fn pin(cpu: usize) {
         // SAFETY: a zeroed cpu_set_t is valid; CPU_SET and sched_setaffinity get valid pointers.
