@@ -10,7 +10,7 @@ use crate::memory::{self, MemoryFacts};
 use crate::pgquery::ServerInfo;
 use crate::postgres::{self, PgInstance};
 
-/// The version of the audit JSON schema (GUIDE.md "JSON schemas"). Bumped on any incompatible change.
+/// The version of the audit JSON schema (GUIDE.md "Audit JSON"). Bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Everything the audit found.

@@ -1,6 +1,6 @@
 //! Findings: what the facts mean for PostgreSQL on this host, each with evidence and the exact fix.
 //!
-//! The rules and their thresholds are listed in GUIDE.md ("Audit findings"). They are pure functions of the
+//! The rules and their thresholds are listed in GUIDE.md ("audit", "Findings"). They are pure functions of the
 //! facts, so fixtures drive them in tests.
 
 use serde::{Deserialize, Serialize};
@@ -99,7 +99,7 @@ pub struct PoolFix {
 pub const PT_SHARE_OF_SHM_WARN: f64 = 0.10;
 /// Page tables (full touch, at max_connections) above this share of RAM: warn.
 pub const PT_FULL_TOUCH_SHARE_OF_RAM_WARN: f64 = 0.25;
-/// Page tables of an instance above this share of RAM now: critical (seed 003's OOM risk).
+/// Page tables of an instance above this share of RAM now: critical (the OOM risk of docs/references.md#page-table-cost).
 pub const PT_SHARE_OF_RAM_CRITICAL: f64 = 0.10;
 
 /// The verdict for a set of findings.
@@ -375,7 +375,7 @@ pub fn findings(
             }
         }
 
-        // Page tables (seed 003).
+        // Page tables (docs/references.md#page-table-cost).
         let pt = inst.page_tables_kib;
         let mut pt_evidence = vec![format!(
             "sum of VmPTE over {} processes: {}",

@@ -1,7 +1,7 @@
 //! Huge page sizing for a PostgreSQL instance, and resizing a pool.
 //!
 //! Preferred source: PostgreSQL's own `shared_memory_size_in_huge_pages` (PG 15+: `SHOW` on a running
-//! server, `postgres -D DIR -C ...` on a stopped one). For older servers, seed 003's rule: the postmaster's
+//! server, `postgres -D DIR -C ...` on a stopped one). For older servers, the VmPeak rule (docs/references.md#vmpeak-sizing): the postmaster's
 //! `VmPeak` divided by the page size, which overestimates (it counts the binary, libraries and private
 //! memory) and so needs no margin. Pools are per size under `/sys/kernel/mm/hugepages/`; `vm.nr_hugepages`
 //! sizes only the default size (`Documentation/admin-guide/mm/hugetlbpage.rst`).
@@ -40,7 +40,7 @@ pub enum Basis {
         /// Path read.
         how: String,
     },
-    /// The postmaster's VmPeak (seed 003).
+    /// The postmaster's VmPeak (docs/references.md#vmpeak-sizing).
     VmPeak {
         /// kB.
         vm_peak_kib: u64,
@@ -502,7 +502,7 @@ mod tests {
 
     #[test]
     fn vm_peak_has_no_margin_and_matches_seed_003() {
-        // Seed 003: VmPeak 148392404 kB -> 72457 pages of 2 MB (their division truncates; we round up).
+        // The VmPeak rule's published example (docs/references.md#vmpeak-sizing): VmPeak 148392404 kB -> 72457 pages of 2 MB (their division truncates; we round up).
         let p = plan(
             Basis::VmPeak {
                 vm_peak_kib: 148392404,

@@ -1,6 +1,6 @@
 //! Kernel facts: release, architecture, CPUs, HZ, and the effective preemption model with its evidence.
 //!
-//! Where a switch can happen under each model is described in REFERENCE.md §2. The active mode of a
+//! Where a switch can happen under each model is described in docs/references.md#preempt-semantics (reading it: #detecting-the-model). The active mode of a
 //! PREEMPT_DYNAMIC kernel is printed by `/sys/kernel/debug/sched/preempt` (`kernel/sched/debug.c`), logged
 //! once at boot as `Dynamic Preempt: <mode>` (`kernel/sched/core.c`), chosen by `preempt=` on the command
 //! line, and defaults to the CONFIG_PREEMPT_* choice. Linux 7.0 (commit 7dadeaa6e851) leaves only `full` and

@@ -2,7 +2,7 @@
 //! running PostgreSQL instances and their page-table cost, findings and a verdict.
 //!
 //! Parsing (`parse`) is separate from reading (`host`): every parser takes text, and `Host::at(dir)` reads
-//! a fixture tree as if it were `/`. See REFERENCE.md §1, §2 and §5 for the facts the rules rely on.
+//! a fixture tree as if it were `/`. See docs/references.md (the regression, how the kernel preempts, PostgreSQL) for the facts the rules rely on.
 
 pub mod audit;
 pub mod fact;

@@ -92,7 +92,7 @@ pub struct PgInstance {
     pub segment: Fact<Segment>,
     /// Whether the main segment is on huge pages.
     pub on_huge_pages: Fact<bool>,
-    /// The postmaster's `VmPeak` in kB (seed 003's sizing basis).
+    /// The postmaster's `VmPeak` in kB (the VmPeak sizing basis, docs/references.md#vmpeak-sizing).
     pub postmaster_vm_peak_kib: Fact<u64>,
     /// Every process of the instance, sorted by Pss, largest first.
     pub processes: Vec<PgProcess>,
@@ -103,7 +103,7 @@ pub struct PgInstance {
     /// Page tables projected to `max_connections` backends at today's mean backend `VmPTE`, in kB.
     pub page_tables_projected_kib: Fact<u64>,
     /// Page tables if `max_connections` backends and the auxiliaries each touched the whole segment,
-    /// in kB: the ceiling seed 003's hosts approach after hours of running.
+    /// in kB: the ceiling long-running hosts approach (docs/references.md#page-table-cost) after hours of running.
     pub page_tables_full_touch_kib: Fact<u64>,
     /// Settings that matter here, each with its source (server, command line, config file, default).
     pub settings: BTreeMap<String, SettingFact>,
@@ -568,7 +568,7 @@ mod tests {
 
     #[test]
     fn pte_arithmetic() {
-        // 1 GiB on 4 kB pages: 262144 entries x 8 B = 2 MiB (REFERENCE.md §5: ~2 MB per GB).
+        // 1 GiB on 4 kB pages: 262144 entries x 8 B = 2 MiB (docs/references.md#page-table-cost: ~2 MB per GB).
         assert_eq!(pte_kib_for(1 << 20, 4), 2048);
         assert_eq!(pte_kib_for(1 << 20, 2048), 4);
     }

@@ -953,7 +953,7 @@ fn summarize_rep<L>(
 /// (at 32 workers on 2 CPUs a worker does ~10k operations a second against a life of 81,920, and the
 /// slower locks measured up to 0.33 faults per operation instead of the steady 0.20). A population whose
 /// ages are spread over a life is in its steady state from the start, like backends that connected at
-/// different times (GUIDE "Start ages").
+/// different times (docs/notes/2026-11-22-lock-bench-worker-lifetime-and-start-ages.md).
 pub fn start_age(life: u64, seed: u64, rep: u32, slot: u32) -> u64 {
     let mut rng = XorShift::new(
         seed ^ 0xA6E5_0000_0000_0000
@@ -982,7 +982,7 @@ pub fn region_bytes(descriptors: u64) -> usize {
 
 /// `--reconnect-every auto`: five pops per 64 KB fault-around group of the descriptor array (1024
 /// descriptors), so a worker touches ~99% of the groups in its life and averages ~0.2 faults per pop: the
-/// density of seed 000's backends (~73k pops each over ~15.7k groups in a 5-minute run of 50k TPS x ~5 buffer
+/// density of the backends in the April 2026 report (docs/references.md#lhp-halving) (~73k pops each over ~15.7k groups in a 5-minute run of 50k TPS x ~5 buffer
 /// allocations per transaction over 1,024 clients). Immortal workers map everything in about a second here
 /// and the faults the regression is about disappear from the measured window.
 pub fn auto_reconnect_every(descriptors: u64) -> u64 {

@@ -1,4 +1,4 @@
-//! A pgbouncer in front of a throwaway cluster, as in seed 003: session pooling with persistent server
+//! A pgbouncer in front of a throwaway cluster, as in the page-table OOM case (docs/references.md#page-table-cost): session pooling with persistent server
 //! connections (`min_pool_size`, a long `server_lifetime`), listening only on a unix socket in the cluster's
 //! private directory, run as the cluster's user, stopped on drop.
 

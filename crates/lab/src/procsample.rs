@@ -134,7 +134,7 @@ fn snapshot(
 
 /// When samples read Pss. Reading it walks every process's page tables: measured here, one pass over 38
 /// PostgreSQL processes with 2 GB of shared buffers on 4 KB pages cost 0.45-0.50 s of system CPU, enough
-/// to lower the TPS being measured when done every second (GUIDE.md, "bench pg").
+/// to lower the TPS being measured when done every second (docs/notes/2026-11-22-bench-pg-huge-pages.md).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Pss {

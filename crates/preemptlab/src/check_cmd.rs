@@ -185,7 +185,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         fixes.push(Fix {
             title: "(for PostgreSQL developers) a lock that parks instead of spinning behind a preempted holder".into(),
             measured_gain_pct: Some(pct(e)),
-            commands: vec!["preemptlab bench lock --locks pg,futex,adaptive   # the full comparison; seed 001's futex patch is one such lock".into()],
+            commands: vec!["preemptlab bench lock --locks pg,futex,adaptive   # the full comparison; the futex mutex proposed for PostgreSQL on aarch64 is one such lock".into()],
         });
     }
     if audit.kernel.rseq_slice_extension.value == Some(true) {

@@ -315,7 +315,7 @@ pub struct BenchPgArgs {
     /// The load driver.
     #[arg(long, value_enum, default_value_t = Driver::Pgbench)]
     pub driver: Driver,
-    /// Put a pooler between the clients and the server (persistent server connections, as in seed 003).
+    /// Put a pooler between the clients and the server (persistent server connections, as in docs/references.md#page-table-cost).
     #[arg(long, value_enum)]
     pub pooler: Option<Pooler>,
     /// Query protocol.
@@ -429,7 +429,7 @@ pub struct BenchLockArgs {
     pub work_ns: u64,
     /// Replace each worker process after K operations (fresh page tables, like new backends): a number,
     /// `none` (workers live for the whole run), or `auto` = 5 pops per 64 KB fault-around group of the
-    /// descriptor array, the fault density of seed 000's backends (GUIDE.md).
+    /// descriptor array, the fault density of the reported backends (docs/notes/2026-11-22-lock-bench-worker-lifetime-and-start-ages.md).
     #[arg(long, value_name = "K|auto|none", default_value = "auto")]
     pub reconnect_every: String,
     /// With --reconnect-every: the first workers start at random ages spread over a life (`uniform`: each

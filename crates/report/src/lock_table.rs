@@ -214,7 +214,7 @@ pub fn render(r: &LockResult) -> String {
     o
 }
 
-/// The cells as a Markdown table (GUIDE.md and closing notes are pasted from this, never typed).
+/// The cells as a Markdown table (GUIDE.md and docs/notes are pasted from this, never typed).
 pub fn markdown(r: &LockResult) -> String {
     let mut o = String::from(
         "| lock | pages | workers | ops/s (median) | min..max | acquire p99 | hold p99 | stalls/Mop | faults/op | CPU/op | Jain | sleeps/op |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",

@@ -199,7 +199,7 @@ pub fn render(r: &PgResult) -> String {
     o
 }
 
-/// The cells as a Markdown table (GUIDE.md and closing notes are pasted from this, never typed).
+/// The cells as a Markdown table (GUIDE.md and docs/notes are pasted from this, never typed).
 pub fn markdown(r: &PgResult) -> String {
     let mut o = String::from(
         "| shared_buffers | huge_pages | clients | TPS (median) | min..max | vs first | latency p99 | page tables | Pss | faults/tx | on huge pages |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",

@@ -1,5 +1,5 @@
 //! What a `futex_wake` that wakes somebody costs the waker, the figure behind the sim's
-//! `futex_wake_idle_ns` (GUIDE.md "sim"). The waker runs on CPU 0; the waiter sleeps in `futex_wait` on
+//! `futex_wake_idle_ns` (docs/notes/2026-11-22-sim-calibration-2cpu.md, "The wake's cost to the releaser"). The waker runs on CPU 0; the waiter sleeps in `futex_wait` on
 //! CPU 1, which is idle while it sleeps (or, with `busy`, runs a spinning thread as well). Each round the
 //! waker lets the waiter fall asleep (50 us), then times its own `futex_wake` syscall.
 //!

@@ -3,7 +3,7 @@
 //!
 //! Why each rule:
 //! 1. **Spin briefly, and never more spinners than CPUs.** Spinning beats sleeping when the holder is
-//!    running and about to release (a futex wake + switch costs 2-7 µs here, REFERENCE.md §6). But a spinner
+//!    running and about to release (a futex wake + switch costs 2-7 µs here, docs/references.md#dev-machine-costs). But a spinner
 //!    beyond the CPU count only spins on a run queue, and every spinner takes a CPU a preempted holder may
 //!    need: at most one spinner per CPU (up to 8), the rest park. A spinner holds a *slot* stamped with the
 //!    time it started; a running spinner gives it back within `SPIN_BUDGET`, so a slot older than

@@ -1,5 +1,5 @@
-//! The classic three-state futex mutex (Ulrich Drepper, "Futexes Are Tricky", mutex 3), the design seed
-//! 001's patch puts behind `LWLockWaitListLock`: no spinning; a contended waiter marks the lock and sleeps in
+//! The classic three-state futex mutex (Ulrich Drepper, "Futexes Are Tricky", mutex 3), the design the
+//! patch proposed for PostgreSQL on aarch64 puts behind `LWLockWaitListLock` (docs/references.md#futex-mutex-aarch64): no spinning; a contended waiter marks the lock and sleeps in
 //! the kernel; the unlocker wakes one sleeper only when the mark says there may be one.
 //!
 //! | state | meaning |

@@ -1,5 +1,5 @@
 //! PostgreSQL's spinlock, ported faithfully from `src/backend/storage/lmgr/s_lock.c` and
-//! `src/include/storage/s_lock.h` (PG 9.5-18; REFERENCE.md §3).
+//! `src/include/storage/s_lock.h` (PG 9.5-18; docs/references.md#s-lock).
 //!
 //! - `S_LOCK`: one `TAS` (x86_64: `lock xchgb`); on failure `s_lock()`.
 //! - `s_lock()`: `while TAS_SPIN(lock) perform_spin_delay()`, where `TAS_SPIN` reads first (TTAS) and

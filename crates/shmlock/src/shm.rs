@@ -12,7 +12,7 @@ pub enum Backing {
     /// Plain 4 KB shared memory: first touches fault in each process.
     Page4k,
     /// 4 KB pages pre-faulted by each worker at start (MADV_POPULATE_WRITE): no faults under the lock, but
-    /// every process pays the page tables (seed 003).
+    /// every process pays the page tables (docs/references.md#page-table-cost).
     Page4kPopulate,
     /// Shared-memory THP via MADV_HUGEPAGE (needs `shmem_enabled` = advise, always or within_size).
     Thp,

@@ -1,5 +1,5 @@
 //! A discrete-event model of `bench lock` on a machine of any size: C CPUs with per-CPU run queues, a tick,
-//! fair-class slices and wakeup preemption, the four preemption models of REFERENCE.md §2, page faults
+//! fair-class slices and wakeup preemption, the four preemption models (docs/references.md#preempt-semantics), page faults
 //! taken inside the critical section, and the locks `pg` (s_lock's spin-then-sleep with adaptive
 //! spins_per_delay), `futex` (three-state mutex), `rseq` (`pg` whose holder asks for a time-slice
 //! extension) and `adaptive` (the shmlock crate's lock). `Workload::Txn` runs pgbench-like transactions
@@ -7,7 +7,7 @@
 //! a pread and a first touch outside the lock).
 //!
 //! Pure and deterministic: integer-nanosecond clock, one event heap ordered by (time, sequence), one seeded
-//! RNG; the same parameters give the same result, byte for byte. GUIDE.md ("sim") explains the model, its
+//! RNG; the same parameters give the same result, byte for byte. docs/model.md explains the model, its
 //! assumptions and where it is known to be wrong.
 //!
 //! | module | concept |

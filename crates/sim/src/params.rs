@@ -147,7 +147,7 @@ impl Workload {
     }
 }
 
-/// Everything the model takes. Costs default to this project's measurements (REFERENCE.md §6, GUIDE.md).
+/// Everything the model takes. Costs default to this project's measurements (docs/references.md#dev-machine-costs, docs/model.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Params {
@@ -221,7 +221,7 @@ pub struct Params {
     /// Timer slack added to pg_usleep, ns.
     pub sleep_slack_ns: u64,
     // The fault-path hypothesis.
-    /// Hypothesis knob (GUIDE.md): the probability that a 4 KB fault blocks on a sleeping lock in the fault
+    /// Hypothesis knob (docs/notes/2026-11-22-sim-lock-workload-regression.md): the probability that a 4 KB fault blocks on a sleeping lock in the fault
     /// path (woken by another CPU). 0 in the defaults.
     pub fault_block_p: f64,
     /// How long such a block lasts before the wakeup, ns.

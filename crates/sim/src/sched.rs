@@ -1,6 +1,6 @@
 //! The scheduler and the preemption models: per-CPU run queues picked by lowest virtual runtime, idle
 //! balancing, wakeup placement and wakeup preemption, the tick, EEVDF's base slice and delayed dequeue,
-//! and where each model lets a reschedule request take effect (REFERENCE.md §2):
+//! and where each model lets a reschedule request take effect (docs/references.md#preempt-semantics, #lazy-preemption):
 //! - in kernel mode (a page fault, a syscall): `full` switches as soon as a reschedule is requested; `lazy`
 //!   when the request is upgraded at the tick; `none` and `voluntary` only on the way back to user mode;
 //! - a wakeup aimed at a busy CPU: `none`/`voluntary`/`full` set NEED_RESCHED and send an IPI, so the
@@ -51,7 +51,7 @@ impl Cpu {
     }
 }
 
-/// The EEVDF base slice of REFERENCE.md §2 (since 6.15): 0.70 ms x (1 + log2(min(cpus, 8))).
+/// The EEVDF base slice (docs/references.md#eevdf-slice) (since 6.15): 0.70 ms x (1 + log2(min(cpus, 8))).
 pub fn base_slice_ns(cpus: u32) -> u64 {
     let n = cpus.clamp(1, 8);
     700_000 * (1 + (31 - n.leading_zeros()) as u64)
@@ -361,8 +361,8 @@ mod tests {
         assert_eq!(base_slice_ns(96), 2_800_000);
     }
 
-    /// Seed 000's shape (96 CPUs, 1,024 backends, the txn workload, 4 KB pages) with the seed host's costs
-    /// of GUIDE.md "Bar 1 on the seed's host".
+    /// The reported host's shape (docs/references.md#lhp-halving: 96 CPUs, 1,024 backends, the txn workload, 4 KB pages) with the reported host's costs
+    /// of docs/notes/2026-11-22-sim-bar1-reported-host.md.
     fn seed_txn(model: Model, delayed_dequeue: bool) -> Outcome {
         simulate(&Params {
             cpus: 96,

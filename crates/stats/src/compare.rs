@@ -2,7 +2,7 @@
 //! interval, and the classical tests (Mann-Whitney U, Welch's t) for readers who want a p-value.
 //!
 //! A difference is called real only when the 95% interval of the ratio clears 1 by more than a noise
-//! threshold (REFERENCE.md §7), as criterion does with its noise threshold.
+//! threshold (docs/references.md#summary-statistics), as criterion does with its noise threshold.
 
 use serde::{Deserialize, Serialize};
 

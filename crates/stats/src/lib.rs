@@ -1,7 +1,7 @@
 //! Pure statistics for benchmark results: centres (median, arithmetic and harmonic means), spread, and
 //! Jain's fairness index. No I/O.
 //!
-//! Rates are summarized with the harmonic mean and times with the arithmetic mean (REFERENCE.md §7);
+//! Rates are summarized with the harmonic mean and times with the arithmetic mean (docs/references.md#summary-statistics);
 //! tables show the median with the min..max range next to it.
 
 pub mod compare;
