@@ -230,8 +230,45 @@ pub struct Rep {
     /// their CPU per operation apart.
     #[serde(default)]
     pub idle_pct: Option<f64>,
+    /// What the rseq time-slice extension did in the measured window, summed over the workers (null for
+    /// locks that do not request it, and in results written before it was recorded).
+    #[serde(default)]
+    pub rseq_slice: Option<RseqSlice>,
     /// Correctness.
     pub check: Check,
+}
+
+/// The rseq time-slice extension's outcomes over a measured window (`shmlock::rseq::SliceCounts`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct RseqSlice {
+    /// Critical sections entered with an extension request.
+    pub requests: u64,
+    /// Critical sections left with the kernel's grant set: it extended the slice instead of preempting.
+    pub grants: u64,
+    /// `rseq_slice_yield` calls that gave the CPU back within the grant.
+    pub yields: u64,
+    /// Critical sections left with the request cleared and no grant (scheduled out, or grant revoked).
+    pub cleared: u64,
+}
+
+impl RseqSlice {
+    fn of(c: shmlock::rseq::SliceCounts) -> RseqSlice {
+        RseqSlice {
+            requests: c.requests,
+            grants: c.grants,
+            yields: c.yields,
+            cleared: c.cleared,
+        }
+    }
+
+    fn plus(self, o: RseqSlice) -> RseqSlice {
+        RseqSlice {
+            requests: self.requests + o.requests,
+            grants: self.grants + o.grants,
+            yields: self.yields + o.yields,
+            cleared: self.cleared + o.cleared,
+        }
+    }
 }
 
 /// What a worker reports (serialized to a file by a process worker).
@@ -250,6 +287,7 @@ struct WorkerOut {
     sys_ns: u64,
     acquire_hist: Vec<u8>,
     hold_hist: Vec<u8>,
+    slice: Option<RseqSlice>,
     error: Option<String>,
 }
 
@@ -404,6 +442,7 @@ fn worker<L: RawLock>(sh: &Shared<L>, cfg: &WorkerCfg) -> WorkerOut {
     let mut measuring = false;
     let mut published = 0u64;
     let mut ru0 = rusage(cfg.rusage_who);
+    let mut slice0 = L::slice_counts(&w);
     let ctl = sh.control;
     loop {
         let phase = control.phase.load(Ordering::Relaxed);
@@ -413,6 +452,7 @@ fn worker<L: RawLock>(sh: &Shared<L>, cfg: &WorkerCfg) -> WorkerOut {
         if phase == PHASE_MEASURE && !measuring {
             measuring = true;
             ru0 = rusage(cfg.rusage_who);
+            slice0 = L::slice_counts(&w);
         }
         if cfg.prefetch {
             // Racy read of the head outside the lock, only to map its page in this process.
@@ -484,6 +524,9 @@ fn worker<L: RawLock>(sh: &Shared<L>, cfg: &WorkerCfg) -> WorkerOut {
         out.ivcsw = (ru1.ru_nivcsw - ru0.ru_nivcsw) as u64;
         out.user_ns = tv_ns(ru1.ru_utime).saturating_sub(tv_ns(ru0.ru_utime));
         out.sys_ns = tv_ns(ru1.ru_stime).saturating_sub(tv_ns(ru0.ru_stime));
+        out.slice = L::slice_counts(&w)
+            .zip(slice0)
+            .map(|(now, then)| RseqSlice::of(now.since(then)));
     }
     out.acquire_hist = ser(&acq);
     out.hold_hist = ser(&hold);
@@ -1024,7 +1067,11 @@ fn summarize_rep<L>(
     let mut per_slot = vec![0u64; workers as usize];
     let (mut ops, mut total, mut stalled, mut sleeps, mut spins) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let (mut minflt, mut vcsw, mut ivcsw, mut user, mut sys) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut slice: Option<RseqSlice> = None;
     for o in outs {
+        if let Some(c) = o.slice {
+            slice = Some(slice.unwrap_or_default().plus(c));
+        }
         acq.add(de(&o.acquire_hist).map_err(failed)?)
             .map_err(|e| failed(format!("{e:?}")))?;
         hold.add(de(&o.hold_hist).map_err(failed)?)
@@ -1085,6 +1132,7 @@ fn summarize_rep<L>(
         respawns,
         steal_pct: None,
         idle_pct: None,
+        rseq_slice: slice,
         check,
     })
 }

@@ -419,7 +419,7 @@ impl SliceCounts {
     }
 
     /// Sums two counts.
-    pub fn add(self, o: SliceCounts) -> SliceCounts {
+    pub fn plus(self, o: SliceCounts) -> SliceCounts {
         SliceCounts {
             requests: self.requests + o.requests,
             grants: self.grants + o.grants,
@@ -634,7 +634,7 @@ mod tests {
             yields: 1,
             cleared: 0,
         };
-        assert_eq!(a.since(b).add(b), a);
+        assert_eq!(a.since(b).plus(b), a);
     }
 
     #[test]
