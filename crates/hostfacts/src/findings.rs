@@ -495,6 +495,10 @@ pub fn findings(
         }
     }
 
+    if let Some(f) = rseq_slice_finding(kernel, seven, &release) {
+        out.push(f);
+    }
+
     for s in unmatched {
         out.push(Finding {
             id: "pg-server-not-local".into(),
@@ -510,9 +514,94 @@ pub fn findings(
     out
 }
 
+/// `rseq-slice-unavailable` (info): on a 7.x kernel, where the rseq time-slice extension could exist, the
+/// probe found it unusable; the fix follows the cause the probe named.
+fn rseq_slice_finding(kernel: &KernelFacts, seven: bool, release: &str) -> Option<Finding> {
+    if !seven || kernel.rseq_slice_extension.get() != Some(&false) {
+        return None;
+    }
+    let why = kernel
+        .rseq_slice_extension_why
+        .clone()
+        .unwrap_or_else(|| "the probe gave no reason".into());
+    let fix = if why.contains("disabled at boot by") {
+        vec!["remove rseq_slice_ext=0 from the kernel command line and reboot".into()]
+    } else if why.contains("ENOTSUPP") {
+        vec![
+            "boot a kernel built with CONFIG_RSEQ_SLICE_EXTENSION=y (7.0+); Debian's 7.2 is built without it".into(),
+            "or measure in a guest: scripts/kernel-build-rseq, then preemptlab vm --kernel <that bzImage> -- bench lock --locks pg,rseq".into(),
+        ]
+    } else if why.contains("registration is") {
+        vec!["run with GLIBC_TUNABLES=glibc.pthread.rseq=0 so that the process registers its own rseq area".into()]
+    } else {
+        vec![]
+    };
+    Some(Finding {
+        id: "rseq-slice-unavailable".into(),
+        severity: Severity::Info,
+        instance: None,
+        title: "the rseq time-slice extension (a lock holder asking not to be preempted) is not usable here".into(),
+        evidence: vec![format!("kernel {release}: {why}")],
+        fix,
+        pool: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn kernel_with_rseq(release: &str, ok: bool, why: Option<&str>) -> KernelFacts {
+        let mut k =
+            crate::kernel::read(&crate::host::Host::at(std::path::Path::new("/nonexistent")));
+        k.release = crate::fact::Fact::known(release.to_string(), "test");
+        k.rseq_slice_extension = crate::fact::Fact::known(ok, "test");
+        k.rseq_slice_extension_why = why.map(str::to_string);
+        k
+    }
+
+    #[test]
+    fn rseq_slice_unavailable_only_on_7x_kernels_without_it() {
+        let not_built = shmlock::rseq::Unavailable::NotSupported {
+            detail: Some("CONFIG_RSEQ_SLICE_EXTENSION is not set in /boot/config-7.2.13".into()),
+        }
+        .to_string();
+        let k = kernel_with_rseq("7.2.13+deb14-amd64", false, Some(&not_built));
+        let f = rseq_slice_finding(&k, true, "7.2.13+deb14-amd64").unwrap();
+        assert_eq!(
+            (f.id.as_str(), f.severity),
+            ("rseq-slice-unavailable", Severity::Info)
+        );
+        assert!(
+            f.evidence[0].contains("is not set in /boot/config-7.2.13"),
+            "{:?}",
+            f.evidence
+        );
+        assert!(f.fix[0].contains("CONFIG_RSEQ_SLICE_EXTENSION=y"));
+        let off = shmlock::rseq::Unavailable::NotSupported {
+            detail: shmlock::rseq::enotsupp_detail(None, Some("rseq_slice_ext=0")),
+        }
+        .to_string();
+        let k = kernel_with_rseq("7.2.0", false, Some(&off));
+        assert!(rseq_slice_finding(&k, true, "7.2.0").unwrap().fix[0].contains("rseq_slice_ext=0"));
+        let short = shmlock::rseq::Unavailable::RegistrationTooShort {
+            registered: 32,
+            feature_size: 33,
+        }
+        .to_string();
+        let k = kernel_with_rseq("7.2.0", false, Some(&short));
+        assert!(rseq_slice_finding(&k, true, "7.2.0").unwrap().fix[0].contains("GLIBC_TUNABLES"));
+        // Available, or a 6.x kernel (nothing to offer), or not probed: no finding.
+        assert!(
+            rseq_slice_finding(&kernel_with_rseq("7.2.0", true, None), true, "7.2.0").is_none()
+        );
+        assert!(
+            rseq_slice_finding(&kernel_with_rseq("6.18.4", false, None), false, "6.18.4").is_none()
+        );
+        let mut k = kernel_with_rseq("7.2.0", false, None);
+        k.rseq_slice_extension = crate::fact::Fact::unavailable("x", "not probed");
+        assert!(rseq_slice_finding(&k, true, "7.2.0").is_none());
+    }
 
     #[test]
     fn huge_page_size_zero_kb_means_default_regression() {

@@ -129,8 +129,14 @@ pub struct KernelFacts {
     pub config_source: Fact<String>,
     /// The preemption model.
     pub preemption: Preemption,
-    /// Whether the rseq time-slice extension can be used (prctl PR_RSEQ_SLICE_EXTENSION probe).
+    /// Whether the rseq time-slice extension can be used: a thread registers an rseq area of the kernel's
+    /// feature size and enables the extension with prctl(PR_RSEQ_SLICE_EXTENSION_SET), as the `rseq` lock does.
     pub rseq_slice_extension: Fact<bool>,
+    /// Why the extension cannot be used, when the probe said no (absent otherwise): the kernel predates it
+    /// (EINVAL), was built without CONFIG_RSEQ_SLICE_EXTENSION or has it off at boot (ENOTSUPP, the config
+    /// or command line naming which), or the registration was too short.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rseq_slice_extension_why: Option<String>,
 }
 
 /// Architectures on which Linux 7.0+ offers only `full` and `lazy`.
@@ -202,28 +208,44 @@ fn config_model(cfg: &BTreeMap<String, String>) -> Option<PreemptModel> {
     }
 }
 
-/// Probes the rseq time-slice extension with the read-only `PR_RSEQ_SLICE_EXTENSION_GET`.
-pub fn probe_rseq_slice_extension() -> Result<bool, String> {
-    const PR_RSEQ_SLICE_EXTENSION: libc::c_int = 79;
-    const PR_RSEQ_SLICE_EXTENSION_GET: libc::c_ulong = 1;
-    // SAFETY: prctl with integer arguments only; GET reads per-thread state and changes nothing.
-    let r = unsafe {
-        libc::prctl(
-            PR_RSEQ_SLICE_EXTENSION,
-            PR_RSEQ_SLICE_EXTENSION_GET,
-            0,
-            0,
-            0,
-        )
-    };
-    if r >= 0 {
-        return Ok(true);
+/// Probes the rseq time-slice extension as the `rseq` lock uses it ([`shmlock::rseq::probe`]): Ok(true),
+/// or Ok(false) with the reason. ENOTSUPP's cause is named from `config` (read from `config_source`) and
+/// `cmdline` when they tell.
+#[cfg(feature = "live-probes")]
+pub fn probe_rseq_slice_extension(
+    config: Option<&BTreeMap<String, String>>,
+    config_source: Option<&str>,
+    cmdline: Option<&str>,
+) -> (bool, Option<String>) {
+    use shmlock::rseq::{enotsupp_detail, probe, Unavailable};
+    match probe() {
+        Ok(()) => (true, None),
+        Err(Unavailable::NotSupported { detail }) => {
+            let from_config = enotsupp_detail(
+                config_is(config, "CONFIG_RSEQ_SLICE_EXTENSION")
+                    .zip(config_source.or(Some("the kernel config"))),
+                cmdline,
+            );
+            let why = Unavailable::NotSupported {
+                detail: from_config.or(detail),
+            };
+            (false, Some(why.to_string()))
+        }
+        Err(e) => (false, Some(e.to_string())),
     }
-    let e = std::io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EINVAL) => Ok(false),
-        _ => Err(format!("prctl(PR_RSEQ_SLICE_EXTENSION): {e}")),
-    }
+}
+
+/// Without the `live-probes` feature the extension is not probed.
+#[cfg(not(feature = "live-probes"))]
+pub fn probe_rseq_slice_extension(
+    _config: Option<&BTreeMap<String, String>>,
+    _config_source: Option<&str>,
+    _cmdline: Option<&str>,
+) -> (bool, Option<String>) {
+    (
+        false,
+        Some("not probed: built without hostfacts' live-probes feature".into()),
+    )
 }
 
 /// Reads the kernel facts of `host`.
@@ -263,16 +285,24 @@ pub fn read(host: &Host) -> KernelFacts {
         }
     });
     let boot_log = host.read_kernel_log().map_err(|e| e.to_string());
-    let rseq = if !host.is_live() {
-        Fact::unavailable(
-            "prctl(PR_RSEQ_SLICE_EXTENSION_GET)",
-            "not probed: a live probe, and --sysroot reads another host",
+    let rseq_source =
+        "rseq registration of AT_RSEQ_FEATURE_SIZE + prctl(PR_RSEQ_SLICE_EXTENSION_SET)";
+    let (rseq, rseq_why) = if !host.is_live() {
+        (
+            // The probe starts with this read-only prctl (the name result snapshots carry).
+            Fact::unavailable(
+                "prctl(PR_RSEQ_SLICE_EXTENSION_GET)",
+                "not probed: a live probe, and --sysroot reads another host",
+            ),
+            None,
         )
     } else {
-        match probe_rseq_slice_extension() {
-            Ok(v) => Fact::known(v, "prctl(PR_RSEQ_SLICE_EXTENSION_GET)"),
-            Err(e) => Fact::unavailable("prctl(PR_RSEQ_SLICE_EXTENSION_GET)", e),
-        }
+        let (ok, why) = probe_rseq_slice_extension(
+            cfg.as_ref(),
+            config_source.get().map(String::as_str),
+            cmdline.get().map(String::as_str),
+        );
+        (Fact::known(ok, rseq_source), why)
     };
     let preemption = decide_preemption(&Inputs {
         release: release.get().map(String::as_str),
@@ -294,6 +324,7 @@ pub fn read(host: &Host) -> KernelFacts {
         config_source,
         preemption,
         rseq_slice_extension: rseq,
+        rseq_slice_extension_why: rseq_why,
     }
 }
 

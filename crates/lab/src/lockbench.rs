@@ -30,7 +30,7 @@ use shmlock::{with_lock_type, LockKind, RawLock, MAX_WAITERS};
 
 use crate::guard;
 
-pub use results::lock::{CellSpec, Check, Percentiles, Rep, Spec};
+pub use results::lock::{CellSpec, Check, Percentiles, Rep, RseqSlice, Spec};
 
 /// A hold longer than this is a stalled hold.
 pub const STALL_NS: u64 = 100_000;
@@ -93,6 +93,16 @@ fn percentiles(h: &Histogram<u64>) -> Percentiles {
     }
 }
 
+/// The lock's counters as the result records them.
+fn rseq_slice_of(c: shmlock::rseq::SliceCounts) -> RseqSlice {
+    RseqSlice {
+        requests: c.requests,
+        grants: c.grants,
+        yields: c.yields,
+        cleared: c.cleared,
+    }
+}
+
 /// What a worker reports (serialized to a file by a process worker).
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct WorkerOut {
@@ -109,6 +119,7 @@ struct WorkerOut {
     sys_ns: u64,
     acquire_hist: Vec<u8>,
     hold_hist: Vec<u8>,
+    slice: Option<RseqSlice>,
     error: Option<String>,
 }
 
@@ -263,6 +274,7 @@ fn worker<L: RawLock>(sh: &Shared<L>, cfg: &WorkerCfg) -> WorkerOut {
     let mut measuring = false;
     let mut published = 0u64;
     let mut ru0 = rusage(cfg.rusage_who);
+    let mut slice0 = L::slice_counts(&w);
     let ctl = sh.control;
     loop {
         let phase = control.phase.load(Ordering::Relaxed);
@@ -272,6 +284,7 @@ fn worker<L: RawLock>(sh: &Shared<L>, cfg: &WorkerCfg) -> WorkerOut {
         if phase == PHASE_MEASURE && !measuring {
             measuring = true;
             ru0 = rusage(cfg.rusage_who);
+            slice0 = L::slice_counts(&w);
         }
         if cfg.prefetch {
             // Racy read of the head outside the lock, only to map its page in this process.
@@ -343,6 +356,9 @@ fn worker<L: RawLock>(sh: &Shared<L>, cfg: &WorkerCfg) -> WorkerOut {
         out.ivcsw = (ru1.ru_nivcsw - ru0.ru_nivcsw) as u64;
         out.user_ns = tv_ns(ru1.ru_utime).saturating_sub(tv_ns(ru0.ru_utime));
         out.sys_ns = tv_ns(ru1.ru_stime).saturating_sub(tv_ns(ru0.ru_stime));
+        out.slice = L::slice_counts(&w)
+            .zip(slice0)
+            .map(|(now, then)| rseq_slice_of(now.since(then)));
     }
     out.acquire_hist = ser(&acq);
     out.hold_hist = ser(&hold);
@@ -883,7 +899,11 @@ fn summarize_rep<L>(
     let mut per_slot = vec![0u64; workers as usize];
     let (mut ops, mut total, mut stalled, mut sleeps, mut spins) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let (mut minflt, mut vcsw, mut ivcsw, mut user, mut sys) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut slice: Option<RseqSlice> = None;
     for o in outs {
+        if let Some(c) = o.slice {
+            slice = Some(slice.unwrap_or_default().plus(c));
+        }
         acq.add(de(&o.acquire_hist).map_err(failed)?)
             .map_err(|e| failed(format!("{e:?}")))?;
         hold.add(de(&o.hold_hist).map_err(failed)?)
@@ -944,6 +964,7 @@ fn summarize_rep<L>(
         respawns,
         steal_pct: None,
         idle_pct: None,
+        rseq_slice: slice,
         check,
     })
 }

@@ -143,8 +143,37 @@ pub struct Rep {
     /// their CPU per operation apart.
     #[serde(default)]
     pub idle_pct: Option<f64>,
+    /// What the rseq time-slice extension did in the measured window, summed over the workers (null for
+    /// locks that do not request it, and in results written before it was recorded).
+    #[serde(default)]
+    pub rseq_slice: Option<RseqSlice>,
     /// Correctness.
     pub check: Check,
+}
+
+/// The rseq time-slice extension's outcomes over a measured window.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct RseqSlice {
+    /// Critical sections entered with an extension request.
+    pub requests: u64,
+    /// Critical sections left with the kernel's grant set: it extended the slice instead of preempting.
+    pub grants: u64,
+    /// `rseq_slice_yield` calls that gave the CPU back within the grant.
+    pub yields: u64,
+    /// Critical sections left with the request cleared and no grant (scheduled out, or grant revoked).
+    pub cleared: u64,
+}
+
+impl RseqSlice {
+    /// The sum of two windows' counts (workers of one repetition).
+    pub fn plus(self, o: RseqSlice) -> RseqSlice {
+        RseqSlice {
+            requests: self.requests + o.requests,
+            grants: self.grants + o.grants,
+            yields: self.yields + o.yields,
+            cleared: self.cleared + o.cleared,
+        }
+    }
 }
 
 pub(crate) fn young() -> String {

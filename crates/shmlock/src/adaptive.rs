@@ -303,6 +303,10 @@ impl RawLock for AdaptiveLock {
         }
     }
 
+    fn slice_counts(w: &AdaptiveWaiter) -> Option<rseq::SliceCounts> {
+        w.slice.as_ref().map(rseq::SliceExtension::counts)
+    }
+
     #[inline]
     fn lock(&self, w: &mut AdaptiveWaiter) -> Acquired {
         let a = if self

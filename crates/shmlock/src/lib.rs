@@ -69,6 +69,11 @@ pub trait RawLock: Sync {
 
     /// Releases the lock; only the holder may call it.
     fn unlock(&self, w: &mut Self::Waiter);
+
+    /// What the rseq slice extension did for this waiter so far, for locks that request it.
+    fn slice_counts(_w: &Self::Waiter) -> Option<rseq::SliceCounts> {
+        None
+    }
 }
 
 /// The locks by command-line name.
