@@ -119,7 +119,10 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
             if *b {
                 "available".into()
             } else {
-                "not available (kernel lacks CONFIG_RSEQ_SLICE_EXTENSION, 7.0+)".into()
+                match &k.rseq_slice_extension_why {
+                    Some(why) => format!("not available: {why}"),
+                    None => "not available (kernel lacks CONFIG_RSEQ_SLICE_EXTENSION, 7.0+)".into(),
+                }
             }
         }),
         width,
