@@ -14,6 +14,7 @@ mod hugepages_cmd;
 mod sim_cmd;
 mod switch;
 mod term;
+mod vm_cmd;
 
 use clap::Parser;
 
@@ -72,6 +73,7 @@ fn main() {
         cli::Command::Results(r) => compare_cmd::list(r),
         cli::Command::Report(r) => compare_cmd::report(r),
         cli::Command::Sim(a) => sim_cmd::run(a),
+        cli::Command::Vm(v) => vm_cmd::run(v),
     };
     match code {
         Ok(code) => std::process::exit(code),

@@ -50,7 +50,7 @@ pub struct Capabilities {
     pub offered: Vec<PreemptModel>,
     /// The model it boots without `preempt=` (None: unknown).
     pub default_model: Option<PreemptModel>,
-    /// CONFIG_RSEQ_SLICE_EXTENSION (None: no config, or the option predates this kernel).
+    /// CONFIG_RSEQ_SLICE_EXTENSION=y (false also for kernels older than the option).
     pub rseq_slice_extension: Option<bool>,
 }
 
@@ -264,14 +264,8 @@ pub fn capabilities(release: &str, config: &str) -> Capabilities {
         boot_log: Err("not booted".into()),
         cmdline: None,
     });
-    let rseq = match cfg.get("CONFIG_RSEQ_SLICE_EXTENSION").map(String::as_str) {
-        Some("y") => Some(true),
-        Some(_) => Some(false),
-        None if hostfacts::parse::kernel_version(release).is_some_and(|v| v >= (7, 0)) => {
-            Some(false)
-        }
-        None => None,
-    };
+    // Absent from the config: not set, or a kernel older than the option (7.0).
+    let rseq = Some(cfg.get("CONFIG_RSEQ_SLICE_EXTENSION").map(String::as_str) == Some("y"));
     Capabilities {
         offered: p.offered,
         default_model: (p.model != PreemptModel::Unknown).then_some(p.model),
@@ -388,7 +382,7 @@ mod tests {
         use PreemptModel::*;
         assert_eq!(c.offered, vec![None, Voluntary, Full, Lazy]);
         assert_eq!(c.default_model, Some(Lazy));
-        assert_eq!(c.rseq_slice_extension, Option::None);
+        assert_eq!(c.rseq_slice_extension, Some(false));
     }
 
     #[test]
