@@ -52,20 +52,20 @@ pub fn run(args: VmArgs) -> Result<i32> {
         exe: std::env::current_exe().map_err(|e| anyhow!("finding this binary: {e}"))?,
     };
     let out = vm::run::run(&opts)?;
-    eprintln!(
-        "preemptlab vm: accelerator {}: {}",
-        out.block.accelerator, out.block.accelerator_why
-    );
-    eprintln!(
-        "preemptlab vm: {} on {} ({}, {} vCPUs, {} MiB): booted in {:.1} s, {:.1} s in all",
-        out.block.kernel_release.as_deref().unwrap_or("?"),
-        out.block.kernel_image,
-        out.block.accelerator,
-        out.block.vcpus,
-        out.block.memory_mib,
-        out.block.boot_s,
-        out.block.wall_s
-    );
+    // One line about the VM, unless the guest command failed: then its own one-line error stands alone.
+    if out.status != 2 {
+        let b = &out.block;
+        eprintln!(
+            "preemptlab vm: {} ({}: {}), {} vCPUs, {} MiB: booted in {:.1} s, {:.1} s in all",
+            b.kernel_release.as_deref().unwrap_or(&b.kernel_image),
+            b.accelerator,
+            b.accelerator_why,
+            b.vcpus,
+            b.memory_mib,
+            b.boot_s,
+            b.wall_s
+        );
+    }
     std::io::stderr().write_all(&out.stderr)?;
     std::io::stdout().write_all(&out.stdout)?;
     if let Some(f) = &out.out_file {

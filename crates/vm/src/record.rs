@@ -25,6 +25,10 @@ pub struct VmBlock {
     pub kernel_release: Option<String>,
     /// The guest kernel's command line (`/proc/cmdline` in the guest).
     pub kernel_cmdline: Option<String>,
+    /// The guest's `/sys/kernel/debug/sched/preempt` before the command (active model in parentheses).
+    pub guest_preempt_before: Option<String>,
+    /// The same after the command (a `--switch-preempt` run must have switched back).
+    pub guest_preempt_after: Option<String>,
     /// Seconds from starting virtme-ng until the command began in the guest (QEMU start, kernel boot, init).
     pub boot_s: f64,
     /// The guest's uptime when the command began, seconds (kernel boot and init as the guest clock saw it).
@@ -64,6 +68,8 @@ mod tests {
             kernel_image: "/k/vmlinuz".into(),
             kernel_release: Some("7.2.13+deb14-amd64".into()),
             kernel_cmdline: Some("console=ttyS0 preempt=full".into()),
+            guest_preempt_before: Some("full (lazy)".into()),
+            guest_preempt_after: Some("full (lazy)".into()),
             boot_s: 12.5,
             guest_uptime_at_start_s: Some(4.2),
             wall_s: 20.0,

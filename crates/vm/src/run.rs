@@ -130,9 +130,12 @@ pub fn guest_script(dir: &Path, argv: &[String]) -> String {
          cat /proc/uptime > \"$d/uptime\"\n\
          cat /proc/cmdline > \"$d/cmdline\"\n\
          uname -r > \"$d/release\"\n\
+         cat /sys/kernel/debug/sched/preempt > \"$d/preempt-before\" 2>/dev/null\n\
          : > \"$d/started\"\n\
          {cmd} > \"$d/stdout\" 2> \"$d/stderr\" < /dev/null\n\
-         echo $? > \"$d/status.tmp\" && mv \"$d/status.tmp\" \"$d/status\"\n",
+         echo $? > \"$d/status.tmp\"\n\
+         cat /sys/kernel/debug/sched/preempt > \"$d/preempt-after\" 2>/dev/null\n\
+         mv \"$d/status.tmp\" \"$d/status\"\n",
         cmd = cmd.join(" ")
     )
 }
@@ -472,6 +475,8 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
         kernel_release: read_trim(&shared.join("release")),
         kernel_cmdline: read_trim(&shared.join("cmdline")),
         boot_s: boot.unwrap_or(wall).as_secs_f64(),
+        guest_preempt_before: read_trim(&shared.join("preempt-before")),
+        guest_preempt_after: read_trim(&shared.join("preempt-after")),
         guest_uptime_at_start_s: read_trim(&shared.join("uptime"))
             .and_then(|u| u.split_whitespace().next()?.parse().ok()),
         wall_s: wall.as_secs_f64(),
