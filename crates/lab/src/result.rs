@@ -27,6 +27,9 @@ pub struct Envelope {
     pub host: hostfacts::HostFacts,
     /// True when SIGINT/SIGTERM ended the run early.
     pub interrupted: bool,
+    /// How the guest was run, when the result was measured inside a VM (`preemptlab vm` adds it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<vm::VmBlock>,
 }
 
 impl Envelope {
@@ -42,6 +45,7 @@ impl Envelope {
             started_utc: utc(now),
             host: hostfacts::host_facts(&hostfacts::Host::live()),
             interrupted: false,
+            vm: None,
         }
     }
 }

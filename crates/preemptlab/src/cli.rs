@@ -66,6 +66,9 @@ pub struct VmArgs {
     /// More kernel command-line parameters.
     #[arg(long, allow_hyphen_values = true)]
     pub append: Option<String>,
+    /// Give up (and stop the VM) when the guest has not started the command after this long.
+    #[arg(long, default_value = "10m")]
+    pub boot_timeout: String,
     /// The preemptlab command to run in the guest, after `--`.
     #[arg(last = true)]
     pub command: Vec<String>,

@@ -37,7 +37,10 @@ pub fn run(args: VmArgs) -> Result<i32> {
     };
     let memory = hostfacts::parse::size(&args.memory)
         .map_err(|e| anyhow!("--memory: {} (e.g. 512M, 2G)", e.0))?;
+    let boot_timeout = lab::lockrun::parse_duration(&args.boot_timeout)
+        .map_err(|e| anyhow!("--boot-timeout: {e}"))?;
     let opts = vm::VmOptions {
+        boot_timeout,
         kernel: args.kernel,
         preempt,
         cpus: args.cpus,

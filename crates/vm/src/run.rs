@@ -52,6 +52,8 @@ pub struct VmOptions {
     pub command: Vec<String>,
     /// This binary (the guest runs it from the host's filesystem).
     pub exe: PathBuf,
+    /// Give up when the command has not started this long after virtme-ng did (a guest hung in boot).
+    pub boot_timeout: Duration,
 }
 
 /// What came back.
@@ -162,6 +164,8 @@ pub fn vng_args(
         "root".into(),
         "--rwdir".into(),
         shared.display().to_string(),
+        // The guest console goes to virtme-ng's log (never to the user): shown when the guest fails.
+        "--verbose".into(),
     ];
     if accel == Accel::Tcg {
         v.push("--disable-kvm".into());
@@ -346,6 +350,11 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
             "--memory {memory_mib}M: too small to boot; give at least 256M"
         )));
     }
+    if opts.boot_timeout.is_zero() {
+        return Err(VmError::Usage(
+            "--boot-timeout 0: give a positive duration, e.g. 10m".into(),
+        ));
+    }
     let (kernel, _caps) = pick_kernel(opts.kernel.as_deref(), opts.preempt)?;
     let (accel, accel_why) =
         accel::choose(opts.accel, &accel::probe()).map_err(VmError::KvmUnusable)?;
@@ -438,6 +447,16 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
         }
         if boot.is_none() && shared.join("started").exists() {
             boot = Some(started.elapsed());
+        }
+        if boot.is_none() && started.elapsed() > opts.boot_timeout {
+            group.stop();
+            return Err(VmError::GuestFailed {
+                why: format!(
+                    "it did not reach the command within {} s (--boot-timeout); a loaded host slows TCG guests",
+                    opts.boot_timeout.as_secs()
+                ),
+                log_tail: tail(&log_path, 25),
+            });
         }
         match group.child.try_wait() {
             Ok(Some(_)) => break,
