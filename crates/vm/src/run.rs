@@ -502,7 +502,13 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
         command: opts.command.clone(),
     };
     let mut stdout = std::fs::read(shared.join("stdout")).unwrap_or_default();
-    let stderr = std::fs::read(shared.join("stderr")).unwrap_or_default();
+    let mut stderr = std::fs::read(shared.join("stderr")).unwrap_or_default();
+    // The guest names its result file by the shared path, which is gone once we return: name the host's.
+    if let (Some((_, host_path, _)), Ok(text)) = (&out, std::str::from_utf8(&stderr)) {
+        stderr = text
+            .replace(&guest_result.display().to_string(), host_path)
+            .into_bytes();
+    }
     if let Ok(text) = std::str::from_utf8(&stdout) {
         if text.trim_start().starts_with('{') {
             if let Some(t) = with_vm_block(text, &block) {
