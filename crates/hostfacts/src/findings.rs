@@ -72,6 +72,27 @@ pub struct Finding {
     pub evidence: Vec<String>,
     /// The exact fix: commands and configuration lines, in order.
     pub fix: Vec<String>,
+    /// When the fix is a huge page pool: its exact size, for machines (fleets) to act on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolFix>,
+}
+
+/// The pool a fix asks for, and what the figure rests on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolFix {
+    /// Huge page size, kB.
+    pub page_size_kib: u64,
+    /// Pages the instance needs, margin included.
+    pub pages_needed: u64,
+    /// The pool size to set (pages needed plus those other users hold).
+    pub pool_target: u64,
+    /// `postgres` (the server's shared_memory_size_in_huge_pages via --pg), `postgres_size`, `segment`
+    /// (the running segment in smaps), `vm_peak` (the postmaster's VmPeak) or `given`.
+    pub basis: String,
+    /// The basis in words, with where it was read.
+    pub basis_detail: String,
+    /// The commands that set it (sysctl or sysfs, and how to persist it).
+    pub commands: Vec<String>,
 }
 
 /// Page tables above this share of an instance's shared memory: warn.
@@ -142,13 +163,48 @@ pub fn instance_pages_needed(inst: &PgInstance, page_kib: u64) -> Option<(u64, S
     ))
 }
 
-fn fix_huge_pages(inst: &PgInstance) -> Vec<String> {
-    vec![
-        format!("preemptlab hugepages --pid {}   # prints the exact vm.nr_hugepages and postgresql.conf lines", inst.postmaster_pid),
-        "sysctl -w vm.nr_hugepages=<pages from above>   # and the same line in /etc/sysctl.d/".into(),
-        "postgresql.conf: huge_pages = on".into(),
-        "restart PostgreSQL, then: preemptlab audit   # expect 'on huge pages: yes'".into(),
-    ]
+/// The exact pool an instance needs, by the sizing rule of `preemptlab hugepages` (best basis available).
+pub fn pool_fix(inst: &PgInstance, mem: &MemoryFacts) -> Option<PoolFix> {
+    let plan = crate::hugepages::plan_for_instance(inst, mem, None).ok()?;
+    let page_kib = plan.page_size_kib;
+    Some(PoolFix {
+        page_size_kib: page_kib,
+        pages_needed: plan.pages_needed,
+        pool_target: plan.pool_target,
+        basis: plan.basis.kind().into(),
+        basis_detail: plan.basis.describe(),
+        commands: plan.sysctl_lines.clone(),
+    })
+}
+
+fn fix_huge_pages(inst: &PgInstance, pool: Option<&PoolFix>) -> Vec<String> {
+    let mut fix = Vec::new();
+    match pool {
+        Some(p) => {
+            for (i, c) in p.commands.iter().enumerate() {
+                fix.push(if i == 0 {
+                    format!(
+                        "{c}   # {} pages of {} from the {}",
+                        p.pool_target,
+                        kib(p.page_size_kib),
+                        p.basis_detail
+                    )
+                } else {
+                    c.clone()
+                });
+            }
+        }
+        None => fix.push(format!(
+            "preemptlab hugepages --pid {}   # the pool size could not be computed here (run as root, or pass --pg DSN); this prints it",
+            inst.postmaster_pid
+        )),
+    }
+    fix.push(
+        "postgresql.conf: huge_pages = on   # not try: fail at start rather than run on 4 KB pages"
+            .into(),
+    );
+    fix.push("restart PostgreSQL, then: preemptlab audit   # expect 'on huge pages: yes'".into());
+    fix
 }
 
 /// Computes every finding.
@@ -194,7 +250,8 @@ pub fn findings(
                 .map(|e| format!("{}: {}", e.source, e.note.clone().or(e.says.clone()).unwrap_or_default()))
                 .collect(),
             fix: vec!["run as root with debugfs mounted: mount -t debugfs none /sys/kernel/debug; preemptlab audit".into()],
-        });
+ pool: None,
+});
     }
     if instances.is_empty() {
         out.push(Finding {
@@ -212,6 +269,7 @@ pub fn findings(
                 "no postgres/postmaster process without a postgres parent in /proc".into(),
             ],
             fix: vec![],
+            pool: None,
         });
     }
 
@@ -238,6 +296,7 @@ pub fn findings(
             .map(|f| format!("huge_pages = {} ({})", f.describe(|s| s.clone()), f.source))
             .unwrap_or_default();
 
+        let pool = pool_fix(inst, mem);
         if on_huge == Some(false) {
             if preemptive {
                 out.push(Finding {
@@ -246,7 +305,8 @@ pub fn findings(
                     instance: Some(pm),
                     title: format!("instance {pm} runs on 4 KB shared memory under a preemptive kernel: the lock-holder-preemption regression"),
                     evidence: vec![model_line.clone(), seg_line.clone(), hp_line.clone()],
-                    fix: fix_huge_pages(inst),
+                    fix: fix_huge_pages(inst, pool.as_ref()),
+                    pool: pool.clone(),
                 });
             } else if matches!(model, PreemptModel::None | PreemptModel::Voluntary) {
                 out.push(Finding {
@@ -255,7 +315,8 @@ pub fn findings(
                     instance: Some(pm),
                     title: format!("instance {pm} runs on 4 KB shared memory: safe under '{model}', exposed after an upgrade to Linux 7.0 (full/lazy only)"),
                     evidence: vec![model_line.clone(), seg_line.clone()],
-                    fix: fix_huge_pages(inst),
+                    fix: fix_huge_pages(inst, pool.as_ref()),
+                    pool: pool.clone(),
                 });
             }
             if hp == Some("try") {
@@ -267,7 +328,8 @@ pub fn findings(
                         "instance {pm} has huge_pages = try and silently fell back to 4 KB pages"
                     ),
                     evidence: vec![hp_line.clone(), seg_line.clone()],
-                    fix: fix_huge_pages(inst),
+                    fix: fix_huge_pages(inst, pool.as_ref()),
+                    pool: pool.clone(),
                 });
             }
         }
@@ -283,8 +345,8 @@ pub fn findings(
         {
             if let Some(page_kib) = instance_huge_page_kib(inst, mem) {
                 if let Some((need, how)) = instance_pages_needed(inst, page_kib) {
-                    let pool = mem.pool(page_kib);
-                    let total = pool.map(|p| p.total).unwrap_or(0);
+                    let pool_now = mem.pool(page_kib);
+                    let total = pool_now.map(|p| p.total).unwrap_or(0);
                     if total < need {
                         let severity = if hp == Some("on") {
                             Severity::Critical
@@ -303,9 +365,10 @@ pub fn findings(
                             evidence: vec![
                                 hp_line.clone(),
                                 format!("needs {need} pages ({how})"),
-                                format!("pool hugepages-{page_kib}kB: total {total}, free {}, reserved {}", pool.map(|p| p.free).unwrap_or(0), pool.map(|p| p.reserved).unwrap_or(0)),
+                                format!("pool hugepages-{page_kib}kB: total {total}, free {}, reserved {}", pool_now.map(|p| p.free).unwrap_or(0), pool_now.map(|p| p.reserved).unwrap_or(0)),
                             ],
-                            fix: fix_huge_pages(inst),
+                            fix: fix_huge_pages(inst, pool.as_ref()),
+                    pool: pool.clone(),
                         });
                     }
                 }
@@ -354,7 +417,8 @@ pub fn findings(
                 instance: Some(pm),
                 title: format!("instance {pm}: page tables for 4 KB shared memory cost {} and grow with every backend", kib(pt)),
                 evidence: pt_evidence,
-                fix: fix_huge_pages(inst),
+                fix: fix_huge_pages(inst, pool.as_ref()),
+                    pool: pool.clone(),
             });
         }
     }
@@ -377,7 +441,8 @@ pub fn findings(
                 "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled".into(),
                 "persist: transparent_hugepage=madvise on the kernel command line".into(),
             ],
-        });
+ pool: None,
+});
     }
     if let Some(v) = mem.thp_shmem_enabled.get() {
         if v == "always" || v == "force" || v == "within_size" {
@@ -391,13 +456,18 @@ pub fn findings(
                     "echo never > /sys/kernel/mm/transparent_hugepage/shmem_enabled".into(),
                     "persist: transparent_hugepage_shmem=never on the kernel command line (6.12+)".into(),
                 ],
-            });
+ pool: None,
+});
         }
     }
 
     // Reserved pools nobody uses.
     if let Some(pools) = mem.pools.get() {
-        for p in pools.iter().filter(|p| p.total > 0 && p.committed() == 0) {
+        // A pool that only preemptlab's own running benches grew is theirs for the moment, not unused.
+        for p in pools
+            .iter()
+            .filter(|p| p.total > p.held_by_preemptlab && p.committed_by_users() == 0)
+        {
             let candidates: Vec<String> = instances
                 .iter()
                 .filter(|i| i.on_huge_pages.get() == Some(&false))
@@ -420,7 +490,8 @@ pub fn findings(
                         format!("or release it: echo 0 > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages", p.page_size_kib),
                     ]
                 },
-            });
+ pool: None,
+});
         }
     }
 
@@ -432,7 +503,8 @@ pub fn findings(
             title: format!("{}: its backend (pid {}) is not a process of this host; settings shown, OS facts not", s.dsn, s.backend_pid),
             evidence: vec!["pg_backend_pid() not found among the children of a local postmaster (remote host or another PID namespace)".into()],
             fix: vec![],
-        });
+ pool: None,
+});
     }
     out.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
     out

@@ -8,8 +8,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::memory::HugePool;
-use crate::parse::Bytes;
+use crate::memory::{HugePool, MemoryFacts};
+use crate::parse::{self, Bytes};
+use crate::pgquery::ServerInfo;
+use crate::postgres::PgInstance;
 
 /// Where the shared memory figure came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,6 +52,159 @@ pub enum Basis {
         /// kB.
         size_kib: u64,
     },
+}
+
+impl Basis {
+    /// A short stable name: `postgres`, `postgres_size`, `segment`, `vm_peak`, `given`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Basis::Postgres { .. } => "postgres",
+            Basis::PostgresSize { .. } => "postgres_size",
+            Basis::Segment { .. } => "segment",
+            Basis::VmPeak { .. } => "vm_peak",
+            Basis::Given { .. } => "given",
+        }
+    }
+
+    /// The basis in words, with where it was read.
+    pub fn describe(&self) -> String {
+        match self {
+            Basis::Postgres { pages, how, .. } => {
+                format!("PostgreSQL's shared_memory_size_in_huge_pages = {pages}, {how}")
+            }
+            Basis::PostgresSize {
+                shared_memory_kib,
+                how,
+            } => format!("shared_memory_size {}, {how}", human(*shared_memory_kib)),
+            Basis::Segment { size_kib, how } => {
+                format!("running segment {} in {how}", human(*size_kib))
+            }
+            Basis::VmPeak { vm_peak_kib, how } => {
+                format!("postmaster VmPeak {} in {how}", human(*vm_peak_kib))
+            }
+            Basis::Given { size_kib } => format!("{} given", human(*size_kib)),
+        }
+    }
+}
+
+/// Why an instance could not be sized.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizingError {
+    /// Neither the server's figures, its segment nor its VmPeak could be read.
+    #[error("postmaster {pid}: neither its segment (smaps) nor VmPeak is readable ({why})")]
+    Unreadable {
+        /// The postmaster.
+        pid: u32,
+        /// Why the segment was unavailable.
+        why: String,
+    },
+    /// A server reported no shared_memory_size (before PostgreSQL 15).
+    #[error("{dsn}: the server reports no shared_memory_size (PostgreSQL 15+ needed)")]
+    NoServerSize {
+        /// The server, password masked.
+        dsn: String,
+    },
+}
+
+fn server_figures(server: &ServerInfo) -> (Option<i64>, Option<u64>) {
+    let pages = server
+        .settings
+        .get("shared_memory_size_in_huge_pages")
+        .and_then(|s| s.setting.parse::<i64>().ok());
+    let size = server
+        .settings
+        .get("shared_memory_size")
+        .and_then(|s| parse::pg_memory(&s.setting, s.unit.as_deref()).ok())
+        .map(|b| b.kib());
+    (pages, size)
+}
+
+/// The best basis for sizing a running instance's pool of `page_kib` pages, best first: the server's own
+/// figures (with `--pg`), the running segment in smaps, the postmaster's VmPeak. Also returns how many pages
+/// of that pool the instance already holds (a running instance on huge pages), so they are not counted twice.
+pub fn instance_basis(inst: &PgInstance, page_kib: u64) -> Result<(Basis, u64), SizingError> {
+    let own = inst
+        .segment
+        .get()
+        .filter(|s| s.on_huge_pages() && s.kernel_page_size_kib == page_kib)
+        .map(|s| s.size_kib / page_kib)
+        .unwrap_or(0);
+    if let Some(server) = &inst.server {
+        let (pages, size) = server_figures(server);
+        let hps = inst
+            .setting("huge_page_size")
+            .and_then(crate::findings::huge_page_size_kib);
+        if let Some(p) = pages {
+            if p > 0 && hps.unwrap_or(page_kib) == page_kib {
+                let how = format!("SHOW via {}", server.dsn);
+                return Ok((
+                    Basis::Postgres {
+                        pages: p as u64,
+                        shared_memory_kib: size,
+                        how,
+                    },
+                    own,
+                ));
+            }
+        }
+        if let Some(s) = size {
+            let how = format!("SHOW via {}", server.dsn);
+            return Ok((
+                Basis::PostgresSize {
+                    shared_memory_kib: s,
+                    how,
+                },
+                own,
+            ));
+        }
+    }
+    if let Some(seg) = inst.segment.get() {
+        return Ok((
+            Basis::Segment {
+                size_kib: seg.size_kib,
+                how: inst.segment.source.clone(),
+            },
+            own,
+        ));
+    }
+    if let Some(v) = inst.postmaster_vm_peak_kib.get() {
+        return Ok((
+            Basis::VmPeak {
+                vm_peak_kib: *v,
+                how: inst.postmaster_vm_peak_kib.source.clone(),
+            },
+            own,
+        ));
+    }
+    Err(SizingError::Unreadable {
+        pid: inst.postmaster_pid,
+        why: inst
+            .segment
+            .unavailable
+            .clone()
+            .unwrap_or_else(|| "unknown".into()),
+    })
+}
+
+/// The basis for a server that is not a local process (remote, or another PID namespace): its own figures
+/// alone. Its page count is used only when sized for the server's default page size.
+pub fn server_basis(server: &ServerInfo, page_is_default: bool) -> Result<Basis, SizingError> {
+    let (pages, size) = server_figures(server);
+    let how = format!("SHOW via {}", server.dsn);
+    match (pages, size) {
+        (Some(p), sz) if p > 0 && page_is_default => Ok(Basis::Postgres {
+            pages: p as u64,
+            shared_memory_kib: sz,
+            how,
+        }),
+        (_, Some(sz)) => Ok(Basis::PostgresSize {
+            shared_memory_kib: sz,
+            how,
+        }),
+        _ => Err(SizingError::NoServerSize {
+            dsn: server.dsn.clone(),
+        }),
+    }
 }
 
 /// Margin added to exact figures: 2% of the pages, at least one page. PostgreSQL's figure is exact for
@@ -176,7 +331,11 @@ pub fn plan(
         "+ {margin_pages} margin = {pages_needed} pages = {}",
         human(pages_needed * page_size_kib)
     ));
-    let committed_all = pool_now.as_ref().map(|p| p.committed()).unwrap_or(0);
+    // A bench's temporary pages are not demand: they go back when it ends.
+    let committed_all = pool_now
+        .as_ref()
+        .map(|p| p.committed_by_users())
+        .unwrap_or(0);
     let committed_by_others = committed_all.saturating_sub(own_committed);
     if committed_by_others > 0 {
         arithmetic.push(format!(
@@ -188,23 +347,7 @@ pub fn plan(
         "pool target = {pool_target} pages of {}",
         human(page_size_kib)
     ));
-    let sysfs = format!("/sys/kernel/mm/hugepages/hugepages-{page_size_kib}kB/nr_hugepages");
-    let sysctl_lines = if page_size_kib == default_page_size_kib {
-        vec![
-            format!("sysctl -w vm.nr_hugepages={pool_target}"),
-            format!("echo 'vm.nr_hugepages = {pool_target}' > /etc/sysctl.d/60-preemptlab-hugepages.conf"),
-        ]
-    } else {
-        let g = if page_size_kib == 1 << 20 {
-            "1G".to_string()
-        } else {
-            format!("{page_size_kib}K")
-        };
-        vec![
-            format!("echo {pool_target} > {sysfs}"),
-            format!("persist (reliable for {}: reserve at boot): hugepagesz={g} hugepages={pool_target} on the kernel command line", human(page_size_kib)),
-        ]
-    };
+    let sysctl_lines = pool_lines(page_size_kib, default_page_size_kib, pool_target);
     let mut postgresql_conf_lines = vec!["huge_pages = on".to_string()];
     postgresql_conf_lines.push(if page_size_kib == default_page_size_kib {
         "huge_page_size = 0        # the default huge page size".to_string()
@@ -233,6 +376,43 @@ pub fn plan(
         sysctl_lines,
         postgresql_conf_lines,
         default_page_size_kib,
+    }
+}
+
+/// The plan for a running instance on a host with memory facts `mem`, at `page_kib` or else the page size
+/// the instance would use (its `huge_page_size`, else the host's default; 2 MB when even that is unknown).
+pub fn plan_for_instance(
+    inst: &PgInstance,
+    mem: &MemoryFacts,
+    page_kib: Option<u64>,
+) -> Result<Plan, SizingError> {
+    let default_kib = mem.default_huge_page_kib.get().copied().unwrap_or(2048);
+    let page = page_kib
+        .or_else(|| crate::findings::instance_huge_page_kib(inst, mem))
+        .unwrap_or(default_kib);
+    let (basis, own) = instance_basis(inst, page)?;
+    Ok(plan(basis, page, default_kib, mem.pool(page).cloned(), own))
+}
+
+/// The lines that set the pool of `page_size_kib` to `pool_target` pages: `vm.nr_hugepages` (now and in
+/// /etc/sysctl.d) for the default size, the size's sysfs file and the boot parameters otherwise.
+pub fn pool_lines(page_size_kib: u64, default_page_size_kib: u64, pool_target: u64) -> Vec<String> {
+    let sysfs = format!("/sys/kernel/mm/hugepages/hugepages-{page_size_kib}kB/nr_hugepages");
+    if page_size_kib == default_page_size_kib {
+        vec![
+            format!("sysctl -w vm.nr_hugepages={pool_target}"),
+            format!("echo 'vm.nr_hugepages = {pool_target}' > /etc/sysctl.d/60-preemptlab-hugepages.conf"),
+        ]
+    } else {
+        let g = if page_size_kib == 1 << 20 {
+            "1G".to_string()
+        } else {
+            format!("{page_size_kib}K")
+        };
+        vec![
+            format!("echo {pool_target} > {sysfs}"),
+            format!("persist (reliable for {}: reserve at boot): hugepagesz={g} hugepages={pool_target} on the kernel command line", human(page_size_kib)),
+        ]
     }
 }
 
@@ -346,6 +526,7 @@ mod tests {
             reserved: 0,
             surplus: 0,
             overcommit: 0,
+            held_by_preemptlab: 0,
         };
         let p = plan(
             Basis::Given {
@@ -365,6 +546,30 @@ mod tests {
     }
 
     #[test]
+    fn a_benchs_temporary_pages_are_not_demand() {
+        // A bench run grew the pool by 513 pages and has faulted them in: without the record the plan would
+        // add them to the target (the audit's advice was 513 pages too high while a bench ran).
+        let pool = HugePool {
+            page_size_kib: 2048,
+            total: 513,
+            free: 0,
+            reserved: 0,
+            surplus: 0,
+            overcommit: 0,
+            held_by_preemptlab: 513,
+        };
+        let p = plan(
+            Basis::Given { size_kib: 1 << 20 },
+            2048,
+            2048,
+            Some(pool),
+            0,
+        );
+        assert_eq!(p.committed_by_others, 0);
+        assert_eq!(p.pool_target, 512 + 11);
+    }
+
+    #[test]
     fn own_pages_not_counted_twice() {
         let pool = HugePool {
             page_size_kib: 2048,
@@ -373,6 +578,7 @@ mod tests {
             reserved: 0,
             surplus: 0,
             overcommit: 0,
+            held_by_preemptlab: 0,
         };
         let p = plan(
             Basis::Segment {

@@ -14,6 +14,7 @@ pub mod memory;
 pub mod parse;
 pub mod pgbin;
 pub mod pgquery;
+pub mod pool_record;
 pub mod postgres;
 
 pub use audit::{audit, host_facts, Audit, HostFacts};

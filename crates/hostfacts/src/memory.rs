@@ -25,12 +25,20 @@ pub struct HugePool {
     pub surplus: u64,
     /// `nr_overcommit_hugepages`.
     pub overcommit: u64,
+    /// Pages that running preemptlab benches added to this pool for themselves and give back when they end
+    /// (`/run/preemptlab/pool-<kib>kB.json`): not another user's demand.
+    #[serde(default)]
+    pub held_by_preemptlab: u64,
 }
 
 impl HugePool {
     /// Pages committed to mappings: faulted in plus reserved.
     pub fn committed(&self) -> u64 {
         self.total.saturating_sub(self.free) + self.reserved
+    }
+    /// Pages committed to others than preemptlab's own benches.
+    pub fn committed_by_users(&self) -> u64 {
+        self.committed().saturating_sub(self.held_by_preemptlab)
     }
     /// Pages nobody has faulted in or reserved.
     pub fn available(&self) -> u64 {
@@ -88,6 +96,21 @@ fn meminfo_fact(
     }
 }
 
+/// Pages of the `kib` pool that live preemptlab runs hold, from their record; 0 when there is none.
+fn held_by_preemptlab(host: &Host, kib: u64) -> u64 {
+    let Ok(text) = host.read(&format!("/run/preemptlab/pool-{kib}kB.json")) else {
+        return 0;
+    };
+    let Some(mut reg) = crate::pool_record::Registry::parse(&text) else {
+        return 0;
+    };
+    reg.prune(|s| {
+        let stat = host.read(&format!("/proc/{}/stat", s.pid)).ok();
+        crate::pool_record::share_alive(s, stat.as_deref())
+    });
+    reg.target().saturating_sub(reg.base)
+}
+
 /// Reads the hugetlb pools.
 pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
     let dir = "/sys/kernel/mm/hugepages";
@@ -124,6 +147,7 @@ pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
                 reserved,
                 surplus,
                 overcommit: num("nr_overcommit_hugepages").unwrap_or(0),
+                held_by_preemptlab: held_by_preemptlab(host, kib),
             }),
             (a, b, c, d) => {
                 let why: Vec<String> = [a, b, c, d].into_iter().filter_map(|r| r.err()).collect();

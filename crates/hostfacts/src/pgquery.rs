@@ -2,10 +2,10 @@
 //!
 //! Settings come from `pg_settings`, so a setting the server version lacks (`huge_pages_status` before
 //! PG 17, `shared_memory_size_in_huge_pages` before PG 15) is simply absent. The session is read-only and
-//! the connect timeout is 5 s unless the DSN sets one.
+//! the connect timeout is 5 s unless the DSN sets one. The client (`query`, `query_all`) needs the
+//! default `pg-client` feature; the types and `redact` do not.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +43,7 @@ pub struct ServerInfo {
     pub settings: BTreeMap<String, Setting>,
 }
 
+#[cfg(feature = "pg-client")]
 /// Errors of a `--pg` query.
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
@@ -90,6 +91,7 @@ pub fn redact(dsn: &str) -> String {
     }
 }
 
+#[cfg(feature = "pg-client")]
 fn describe(e: &postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         return format!("{}: {}", db.severity(), db.message());
@@ -103,6 +105,7 @@ fn describe(e: &postgres::Error) -> String {
     msg
 }
 
+#[cfg(feature = "pg-client")]
 /// Connects to `dsn` read-only and reads the audit's settings. Holding the returned client keeps the
 /// backend alive, so the caller can find it in `/proc`.
 pub fn query(dsn: &str) -> Result<(ServerInfo, postgres::Client), QueryError> {
@@ -112,7 +115,7 @@ pub fn query(dsn: &str) -> Result<(ServerInfo, postgres::Client), QueryError> {
         source: e,
     })?;
     if config.get_connect_timeout().is_none() {
-        config.connect_timeout(Duration::from_secs(5));
+        config.connect_timeout(std::time::Duration::from_secs(5));
     }
     if config.get_application_name().is_none() {
         config.application_name("preemptlab audit");
@@ -153,6 +156,7 @@ pub fn query(dsn: &str) -> Result<(ServerInfo, postgres::Client), QueryError> {
     ))
 }
 
+#[cfg(feature = "pg-client")]
 /// Open sessions to the `--pg` servers. Keep it alive while reading /proc: the sessions' backends are how
 /// servers are matched to local instances.
 pub struct Sessions {
@@ -161,6 +165,7 @@ pub struct Sessions {
     _clients: Vec<postgres::Client>,
 }
 
+#[cfg(feature = "pg-client")]
 /// Queries every DSN (see [`query`]), keeping the sessions open.
 pub fn query_all(dsns: &[String]) -> Result<Sessions, QueryError> {
     let mut servers = Vec::new();
@@ -193,6 +198,7 @@ mod tests {
         assert_eq!(redact("postgresql://u@h/db"), "postgresql://u@h/db");
     }
 
+    #[cfg(feature = "pg-client")]
     #[test]
     fn bad_dsn_is_a_clear_error() {
         match query("host=/tmp port=notaport") {

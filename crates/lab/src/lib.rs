@@ -4,11 +4,13 @@
 //! - `latency`: `bench latency`, cyclictest-style wakeup latency under a background load.
 //! - `lockbench`: `bench lock`, the StrategyGetBuffer-like workload.
 //! - `net`: `bench net`, TCP/UDP stream and ping-pong over loopback or a veth pair between namespaces.
+//! - `output`: result files checked before any work and written atomically.
 //! - `pgbench`: parsing pgbench's summary and progress output (PostgreSQL 13 to 17).
 //! - `pgcluster`: throwaway PostgreSQL clusters (initdb in a private temp dir, run as an unprivileged
 //!   user, unix socket only, removed on drop).
 //! - `pgrun`: `bench pg`, the huge_pages x shared_buffers x clients matrix over pgbench or sysbench.
 //! - `pgbouncer`: a session pooler in front of a throwaway cluster.
+//! - `pool`: hugetlb pool shares that concurrent runs hold and give back.
 //! - `procsample`: per-second /proc sampling of a process tree (page tables, Pss, faults, switches).
 //! - `sysbench`: parsing sysbench 1.0's OLTP output.
 
@@ -17,10 +19,12 @@ pub mod latency;
 pub mod lockbench;
 pub mod lockrun;
 pub mod net;
+pub mod output;
 pub mod pgbench;
 pub mod pgbouncer;
 pub mod pgcluster;
 pub mod pgrun;
+pub mod pool;
 pub mod procsample;
 pub mod result;
 pub mod sysbench;

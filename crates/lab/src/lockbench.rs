@@ -30,6 +30,8 @@ use shmlock::{with_lock_type, LockKind, RawLock, MAX_WAITERS};
 
 use crate::guard;
 
+pub use results::lock::{CellSpec, Check, Percentiles, Rep, Spec};
+
 /// A hold longer than this is a stalled hold.
 pub const STALL_NS: u64 = 100_000;
 const NOT_IN_LIST: i32 = -2;
@@ -76,162 +78,19 @@ struct Slot {
     _pad: [u8; 56],
 }
 
-/// What to run: one cell of the matrix, one repetition.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CellSpec {
-    /// Lock name.
-    pub lock: String,
-    /// Page backing name.
-    pub pages: String,
-    /// Worker processes (or threads).
-    pub workers: u32,
-}
-
-/// The whole experiment.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Spec {
-    /// Locks to compare.
-    pub locks: Vec<String>,
-    /// Page backings.
-    pub pages: Vec<String>,
-    /// Worker counts as given (`8`, `4x`).
-    pub workers_given: Vec<String>,
-    /// Worker counts resolved against the CPU count.
-    pub workers: Vec<u32>,
-    /// Measured seconds per repetition.
-    pub duration_s: f64,
-    /// Warm-up seconds per repetition (not measured).
-    pub warmup_s: f64,
-    /// Repetitions per cell.
-    pub repeat: u32,
-    /// Buffer descriptors (64 bytes each).
-    pub descriptors: u64,
-    /// Busy work inside the critical section, ns.
-    pub cs_ns: u64,
-    /// Busy work outside the lock per operation, ns.
-    pub work_ns: u64,
-    /// Replace a worker process after this many operations (fresh page tables), if set.
-    pub reconnect_every: Option<u64>,
-    /// `--reconnect-every` as given (`auto`, `none` or a number).
-    pub reconnect_every_given: String,
-    /// Threads instead of processes.
-    pub threads: bool,
-    /// Touch the descriptor at the free-list head before acquiring (moves its fault out of the lock).
-    pub prefetch_next: bool,
-    /// With `reconnect_every`: the first workers of a repetition start at random ages, uniform over a life
-    /// (`uniform`), or all new together (`young`, and what results without the field did). See
-    /// [`start_age`].
-    #[serde(default = "young")]
-    pub start_age: String,
-    /// Seed of the free-list permutation and the workers' RNGs.
-    pub seed: u64,
-}
-
-/// Percentiles of a latency distribution, in ns.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
-pub struct Percentiles {
-    /// Mean.
-    pub mean: f64,
-    /// Median.
-    pub p50: u64,
-    /// 90th percentile.
-    pub p90: u64,
-    /// 99th percentile.
-    pub p99: u64,
-    /// 99.9th percentile.
-    pub p999: u64,
-    /// Maximum.
-    pub max: u64,
-}
-
-impl Percentiles {
-    fn of(h: &Histogram<u64>) -> Percentiles {
-        if h.is_empty() {
-            return Percentiles::default();
-        }
-        Percentiles {
-            mean: h.mean(),
-            p50: h.value_at_quantile(0.5),
-            p90: h.value_at_quantile(0.9),
-            p99: h.value_at_quantile(0.99),
-            p999: h.value_at_quantile(0.999),
-            max: h.max(),
-        }
+/// The percentiles of a histogram of ns.
+fn percentiles(h: &Histogram<u64>) -> Percentiles {
+    if h.is_empty() {
+        return Percentiles::default();
     }
-}
-
-/// The correctness check of one repetition.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Check {
-    /// The counter bumped under the lock.
-    pub counter: u64,
-    /// Operations the workers counted (warm-up included).
-    pub ops_counted: u64,
-    /// Descriptors popped from the free list.
-    pub popped: u64,
-    /// Descriptors still on the free list, found by walking it.
-    pub free_list_len: u64,
-    /// Descriptors marked as not on the list.
-    pub marked_not_in_list: u64,
-    /// True when counter == ops_counted and the list is a consistent permutation.
-    pub ok: bool,
-}
-
-/// One repetition's measurements (raw samples of the result file).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Rep {
-    /// Operations in the measured window.
-    pub ops: u64,
-    /// Measured wall time, s.
-    pub elapsed_s: f64,
-    /// Throughput.
-    pub ops_per_s: f64,
-    /// Wait to acquire, ns.
-    pub acquire_ns: Percentiles,
-    /// Time holding the lock, ns.
-    pub hold_ns: Percentiles,
-    /// Acquire-latency CDF points `[ns, quantile]` for plots.
-    pub acquire_cdf: Vec<[f64; 2]>,
-    /// Holds longer than 100 µs.
-    pub stalled_holds: u64,
-    /// Stalled holds per million operations.
-    pub stalled_per_mop: f64,
-    /// Minor faults per operation (the workers touch shared memory only under the lock, so these are faults
-    /// under the lock).
-    pub minflt_per_op: f64,
-    /// Voluntary context switches per operation.
-    pub vcsw_per_op: f64,
-    /// Involuntary context switches (preemptions) per operation.
-    pub ivcsw_per_op: f64,
-    /// User CPU per operation, ns.
-    pub user_ns_per_op: f64,
-    /// System CPU per operation, ns.
-    pub sys_ns_per_op: f64,
-    /// Total CPU per operation, ns.
-    pub cpu_ns_per_op: f64,
-    /// Sleeps (pg_usleep or futex waits) per operation.
-    pub sleeps_per_op: f64,
-    /// Spin iterations per operation.
-    pub spins_per_op: f64,
-    /// Jain's fairness index over per-worker operations.
-    pub jain: f64,
-    /// Operations per worker slot.
-    pub worker_ops: Vec<u64>,
-    /// Fraction of operations that popped the free list (the rest were clock-sweep steps).
-    pub free_list_fraction: f64,
-    /// Worker processes replaced by `--reconnect-every`.
-    pub respawns: u64,
-    /// CPU time the hypervisor stole from this machine during the repetition, % of all CPU time (from
-    /// /proc/stat; null when unreadable). A noisy neighbour shows here.
-    pub steal_pct: Option<f64>,
-    /// CPU time the whole machine spent idle (idle + iowait in /proc/stat) during the measured window, % of
-    /// all CPU time (null when unreadable, and in results written before it was recorded). A lock whose
-    /// waiters sleep leaves CPUs idle that a spinning lock keeps busy: at equal throughput that alone sets
-    /// their CPU per operation apart.
-    #[serde(default)]
-    pub idle_pct: Option<f64>,
-    /// Correctness.
-    pub check: Check,
+    Percentiles {
+        mean: h.mean(),
+        p50: h.value_at_quantile(0.5),
+        p90: h.value_at_quantile(0.9),
+        p99: h.value_at_quantile(0.99),
+        p999: h.value_at_quantile(0.999),
+        max: h.max(),
+    }
 }
 
 /// What a worker reports (serialized to a file by a process worker).
@@ -1055,8 +914,8 @@ fn summarize_rep<L>(
         ops,
         elapsed_s,
         ops_per_s: ops as f64 / elapsed_s,
-        acquire_ns: Percentiles::of(&acq),
-        hold_ns: Percentiles::of(&hold),
+        acquire_ns: percentiles(&acq),
+        hold_ns: percentiles(&hold),
         acquire_cdf: if acq.is_empty() {
             vec![]
         } else {
@@ -1087,10 +946,6 @@ fn summarize_rep<L>(
         idle_pct: None,
         check,
     })
-}
-
-fn young() -> String {
-    "young".into()
 }
 
 /// The age a first worker starts at, uniform in [0, life): with `--reconnect-every`, workers that all start

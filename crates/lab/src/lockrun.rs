@@ -5,101 +5,15 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use shmlock::shm::{Backing, ShmRegion};
 use shmlock::LockKind;
-use stats::Summary;
 
 use crate::guard::{self, PoolGuard};
 use crate::lockbench::{self, BenchError, Rep, RepInput, Spec};
-use crate::result::{self, Envelope};
+use crate::result::{self};
 
-/// Whether a cell ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// Ran every repetition.
-    Ok,
-    /// Could not run here (reason given).
-    Skipped,
-    /// Started and failed (reason given).
-    Failed,
-    /// Not reached: the run was interrupted.
-    Interrupted,
-}
-
-/// Centres and spreads over a cell's repetitions.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CellSummary {
-    /// Throughput, ops/s (harmonic mean is the centre for rates).
-    pub ops_per_s: Summary,
-    /// p99 acquire latency, ns.
-    pub acquire_p99_ns: Summary,
-    /// p99 hold time, ns.
-    pub hold_p99_ns: Summary,
-    /// Stalled holds per million operations.
-    pub stalled_per_mop: Summary,
-    /// Minor faults (under the lock) per operation.
-    pub minflt_per_op: Summary,
-    /// CPU time per operation, ns.
-    pub cpu_ns_per_op: Summary,
-    /// Involuntary context switches per operation.
-    pub ivcsw_per_op: Summary,
-    /// Jain's fairness index.
-    pub jain: Summary,
-    /// Sleeps per operation.
-    pub sleeps_per_op: Summary,
-    /// The throughput the faults under the lock allow, if they were all that serialized:
-    /// 1e9 / (faults per op x measured ns per fault). Only where faults occur.
-    pub fault_ceiling_ops_per_s: Option<f64>,
-    /// The throughput the lock's serial section allows: 1e9 / mean hold ns (median over repetitions).
-    /// Everything done while holding, faults and page walks included, is serialized.
-    pub hold_ceiling_ops_per_s: f64,
-    /// The throughput the CPUs allow: CPUs x 1e9 / CPU ns per operation (median).
-    pub cpu_ceiling_ops_per_s: f64,
-}
-
-/// One cell of the matrix.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Cell {
-    /// Lock.
-    pub lock: String,
-    /// Page backing.
-    pub pages: String,
-    /// Workers.
-    pub workers: u32,
-    /// Ran, skipped, failed, or interrupted.
-    pub status: Status,
-    /// Why it was skipped or failed.
-    pub reason: Option<String>,
-    /// Every repetition's raw measurements.
-    pub reps: Vec<Rep>,
-    /// Summary over the repetitions.
-    pub summary: Option<CellSummary>,
-}
-
-/// The cost of one first-touch minor fault on a populated shared page, measured in a fresh process.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct FaultCost {
-    /// Mean ns per fault (4 KB pages already in the page cache, as in the bench).
-    pub ns_per_fault: f64,
-    /// Faults timed.
-    pub faults: u64,
-}
-
-/// A `bench lock` result file.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct LockResult {
-    /// Tool, command line, time, host.
-    #[serde(flatten)]
-    pub envelope: Envelope,
-    /// The experiment.
-    pub spec: Spec,
-    /// The fault cost behind the ceiling.
-    pub fault_cost: Option<FaultCost>,
-    /// The cells, in run order.
-    pub cells: Vec<Cell>,
-}
+pub use results::lock::{Cell, CellSummary, FaultCost, LockResult};
+pub use results::Status;
 
 /// Measures the cost of a minor fault on a populated 4 KB shared page: the parent populates a region, a
 /// fresh child touches every page once and times it.
@@ -244,7 +158,8 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
                 let need = (bytes as u64).div_ceil(kib * 1024);
                 match pool_free(kib) {
                     Err(e) => Some(e),
-                    Ok(free) if free >= need => None,
+                    // Through the shared record even when the pool looks free enough: the free pages may be
+                    // another run's share.
                     Ok(free) if opts.reserve_hugepages => {
                         if !hostfacts::host::is_root() {
                             Some(format!("needs {need} free {kib} kB pages (has {free}); --reserve-hugepages needs root"))
@@ -258,6 +173,7 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
                             }
                         }
                     }
+                    Ok(free) if free >= need => None,
                     Ok(free) => Some(format!("needs {need} free {kib} kB huge pages, the pool has {free}: pass --reserve-hugepages (root) to grow it for the run")),
                 }
             }
@@ -272,7 +188,7 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
         None
     };
     let mut res = LockResult {
-        envelope: Envelope::new("bench-lock"),
+        envelope: result::envelope("bench-lock"),
         spec: spec.clone(),
         fault_cost,
         cells: Vec::new(),

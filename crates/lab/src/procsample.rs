@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+pub use results::pg::{Sample, Sampled};
+
 /// One process's counters at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ProcCounters {
@@ -25,70 +27,6 @@ pub struct ProcCounters {
     pub nvcsw: u64,
     /// Involuntary context switches.
     pub nivcsw: u64,
-}
-
-/// The tree and the host at one moment.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
-    /// Seconds since the sampler started.
-    pub t_s: f64,
-    /// Processes in the tree.
-    pub processes: u32,
-    /// Sum of VmPTE over the tree, kB.
-    pub vm_pte_kib: u64,
-    /// Sum of Pss over the tree, kB, when this sample read it.
-    pub pss_kib: Option<u64>,
-    /// Sum of RssShmem over the tree, kB.
-    pub rss_shmem_kib: u64,
-    /// Sum of minor faults over the tree (processes alive now).
-    pub minflt: u64,
-    /// Sum of voluntary context switches.
-    pub nvcsw: u64,
-    /// Sum of involuntary context switches.
-    pub nivcsw: u64,
-    /// /proc/meminfo PageTables, kB (the whole host).
-    pub host_page_tables_kib: u64,
-    /// /proc/meminfo HugePages_Free.
-    pub hugepages_free: u64,
-    /// /proc/meminfo HugePages_Rsvd.
-    pub hugepages_rsvd: u64,
-}
-
-/// What a sampling run returns.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Sampled {
-    /// One sample per interval, the first at the start and the last at the stop.
-    pub samples: Vec<Sample>,
-    /// Minor faults of the tree during the run: per PID, the last value seen minus the first (0 for PIDs
-    /// born during the run).
-    pub minflt: u64,
-    /// Voluntary context switches during the run (same rule).
-    pub nvcsw: u64,
-    /// Involuntary context switches during the run (same rule).
-    pub nivcsw: u64,
-}
-
-impl Sampled {
-    /// The peak of the tree's page tables, kB.
-    pub fn peak_vm_pte_kib(&self) -> u64 {
-        self.samples.iter().map(|s| s.vm_pte_kib).max().unwrap_or(0)
-    }
-    /// The peak of the tree's Pss, kB.
-    pub fn peak_pss_kib(&self) -> u64 {
-        self.samples
-            .iter()
-            .filter_map(|s| s.pss_kib)
-            .max()
-            .unwrap_or(0)
-    }
-    /// The peak of the host's PageTables, kB.
-    pub fn peak_host_page_tables_kib(&self) -> u64 {
-        self.samples
-            .iter()
-            .map(|s| s.host_page_tables_kib)
-            .max()
-            .unwrap_or(0)
-    }
 }
 
 /// Parses the fields this module needs from `/proc/PID/stat`: (ppid, minflt).

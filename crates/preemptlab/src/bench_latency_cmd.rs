@@ -50,6 +50,7 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("bench-latency", lab::result::unix_now()));
+    crate::term::claim_output(&out)?;
     let quiet = a.quiet;
     // Switched back when this function returns, by any path.
     let _preempt = crate::switch::preempt(&a.preempt)?;
@@ -60,7 +61,11 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
     })
     .map_err(|e| anyhow!(e))?;
     crate::term::print_result(a.format, &res, |md| table(&res, md), &out, a.quiet);
-    Ok(if res.envelope.interrupted { 130 } else { 0 })
+    Ok(if res.envelope.interrupted {
+        lab::guard::interrupted_exit_code()
+    } else {
+        0
+    })
 }
 
 fn cell_line(c: &latency::Cell) -> String {

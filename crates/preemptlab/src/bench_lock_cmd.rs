@@ -85,10 +85,17 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
         start_age: a.start_age.clone(),
         seed: a.seed,
     };
+    if a.reserve_hugepages
+        && a.pages.split(',').any(|p| p.trim().starts_with("hugetlb"))
+        && !hostfacts::host::is_root()
+    {
+        bail!("--reserve-hugepages resizes the hugetlb pool: run as root, or leave it out and grow the pool yourself");
+    }
     let out = a
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("bench-lock", lab::result::unix_now()));
+    crate::term::claim_output(&out)?;
     let tty = std::io::stderr().is_terminal() && !a.quiet;
     let bar = if tty {
         let pb = indicatif::ProgressBar::new(1000);
@@ -141,7 +148,7 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
             "preemptlab: interrupted; the cells measured so far are in {}",
             out.display()
         );
-        return Ok(130);
+        return Ok(lab::guard::interrupted_exit_code());
     }
     let failed: Vec<String> = res
         .cells

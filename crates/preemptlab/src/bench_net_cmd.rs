@@ -33,6 +33,7 @@ pub fn run(a: BenchNetArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("bench-net", lab::result::unix_now()));
+    crate::term::claim_output(&out)?;
     let quiet = a.quiet;
     // Switched back when this function returns, by any path.
     let _preempt = crate::switch::preempt(&a.preempt)?;
@@ -43,7 +44,11 @@ pub fn run(a: BenchNetArgs) -> Result<i32> {
     })
     .map_err(|e| anyhow!(e))?;
     crate::term::print_result(a.format, &res, |md| table(&res, md), &out, a.quiet);
-    Ok(if res.envelope.interrupted { 130 } else { 0 })
+    Ok(if res.envelope.interrupted {
+        lab::guard::interrupted_exit_code()
+    } else {
+        0
+    })
 }
 
 fn mbps(bytes_per_s: f64) -> String {

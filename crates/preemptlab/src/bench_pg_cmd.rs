@@ -113,6 +113,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("bench-pg", lab::result::unix_now()));
+    crate::term::claim_output(&out)?;
     let tty = std::io::stderr().is_terminal() && !a.quiet;
     let bar = tty.then(|| {
         let pb = indicatif::ProgressBar::new(1000);
@@ -170,7 +171,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
             "preemptlab: interrupted; the runs measured so far are in {} (the cluster is removed)",
             out.display()
         );
-        return Ok(130);
+        return Ok(lab::guard::interrupted_exit_code());
     }
     let failed: Vec<String> = res
         .cells

@@ -8,65 +8,11 @@ use anyhow::{anyhow, Context, Result};
 use hostfacts::Host;
 use lab::lockbench::Spec;
 use lab::lockrun::{self, Cell, LockResult, RunOptions, Status};
-use serde::Serialize;
+use results::check::{CheckDoc, Effect, Fix};
 use stats::compare::{bootstrap_ratio, significant, Centre};
 
 use crate::cli::{CheckArgs, PlainFormat};
 use crate::term;
-
-/// One measured effect: `b` relative to `a` on ops/s.
-#[derive(Debug, Clone, Serialize)]
-struct Effect {
-    /// What is compared, in words.
-    what: String,
-    /// Baseline cell (lock pages).
-    a: String,
-    /// Other cell.
-    b: String,
-    /// Median ops/s of each.
-    a_ops_per_s: f64,
-    b_ops_per_s: f64,
-    /// B/A with its 95% bootstrap interval.
-    ratio: f64,
-    ci_lo: f64,
-    ci_hi: f64,
-    /// The interval clears 1 by more than 2%.
-    significant: bool,
-}
-
-/// A fix, with the effect measured here and the exact commands.
-#[derive(Debug, Clone, Serialize)]
-struct Fix {
-    /// What to do.
-    title: String,
-    /// Measured throughput gain of the fix in the reproduction, % (None when not measurable here).
-    measured_gain_pct: Option<f64>,
-    /// The commands and settings.
-    commands: Vec<String>,
-}
-
-/// The `check` document.
-#[derive(Debug, Serialize)]
-struct CheckDoc {
-    /// Schema version of this document.
-    schema_version: u32,
-    /// Wall time the check took, s.
-    elapsed_s: f64,
-    /// The audit.
-    audit: hostfacts::Audit,
-    /// The reproduction (a `bench lock` result).
-    reproduction: Option<LockResult>,
-    /// Why there was no reproduction, if there was none.
-    reproduction_skipped: Option<String>,
-    /// Measured effects.
-    effects: Vec<Effect>,
-    /// One-line verdict.
-    verdict: String,
-    /// Exposure from the audit: ok, warn, at-risk.
-    exposure: String,
-    /// Fixes, most effective first.
-    fixes: Vec<Fix>,
-}
 
 fn ops(cell: &Cell) -> Vec<f64> {
     cell.reps.iter().map(|r| r.ops_per_s).collect()
@@ -173,6 +119,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("check", lab::result::unix_now()));
+    crate::term::claim_output(&out)?;
     if !quiet {
         eprintln!(
             "preemptlab check: reproducing on this host ({} workers on {cpus} CPUs, pg vs adaptive, {}; {repeat} x {duration_s} s)...",
@@ -193,7 +140,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     let reproduction = lockrun::run(spec, opts).map_err(|e| anyhow!(e))?;
     if reproduction.envelope.interrupted {
         eprintln!("preemptlab: interrupted");
-        return Ok(130);
+        return Ok(lab::guard::interrupted_exit_code());
     }
 
     let mut effects = Vec::new();
@@ -219,23 +166,15 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     // Fixes, ranked by measured effect.
     let pct = |e: &Effect| (e.ratio - 1.0) * 100.0;
     let mut fixes = Vec::new();
-    if let Some(e) = effects.iter().find(|e| e.what.starts_with("huge pages")) {
-        let mut commands = Vec::new();
-        for inst in &audit.instances {
-            commands.push(format!(
-                "preemptlab hugepages --pid {}   # the exact pool size and postgresql.conf lines",
-                inst.postmaster_pid
-            ));
-        }
-        if audit.instances.is_empty() {
-            commands.push("preemptlab hugepages --shared-memory <shared memory size>   # or --pg DSN / --data-dir DIR".into());
-        }
-        commands.push("sysctl -w vm.nr_hugepages=<pages>; persist it in /etc/sysctl.d/".into());
-        commands.push("postgresql.conf: huge_pages = on   (not try: fail at start rather than run on 4 KB pages)".into());
+    // The huge-page fix with the audit's exact pool sizes, measured when the reproduction could compare.
+    let huge_fix = huge_page_commands(&audit);
+    let huge_effect = effects.iter().find(|e| e.what.starts_with("huge pages"));
+    let huge_needed = audit.findings.iter().any(|f| f.pool.is_some());
+    if huge_effect.is_some() || huge_needed {
         fixes.push(Fix {
             title: "put PostgreSQL's shared memory on huge pages".into(),
-            measured_gain_pct: Some(pct(e)),
-            commands,
+            measured_gain_pct: huge_effect.map(pct),
+            commands: huge_fix,
         });
     }
     // A lock change is offered only when it measurably helps here.
@@ -255,6 +194,18 @@ pub fn run(a: CheckArgs) -> Result<i32> {
             measured_gain_pct: None,
             commands: vec!["preemptlab bench lock --locks pg,rseq,adaptive   # measure it here".into()],
         });
+    }
+    // Then every other fix the audit gives for a warning or worse, not measured here.
+    for f in audit.findings.iter().filter(|f| {
+        f.severity >= hostfacts::Severity::Warn && f.pool.is_none() && !f.fix.is_empty()
+    }) {
+        if !fixes.iter().any(|x| x.commands == f.fix) {
+            fixes.push(Fix {
+                title: format!("{} (audit: {})", f.title, f.id),
+                measured_gain_pct: None,
+                commands: f.fix.clone(),
+            });
+        }
     }
     fixes.sort_by(|x, y| {
         y.measured_gain_pct
@@ -284,7 +235,8 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         ),
     };
     let doc = CheckDoc {
-        schema_version: 1,
+        schema_version: results::SCHEMA_VERSION,
+        kind: results::Kind::Check.name().into(),
         elapsed_s: t0.elapsed().as_secs_f64(),
         audit,
         reproduction_skipped: huge.err(),
@@ -295,11 +247,10 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         fixes,
     };
     if let Some(path) = &a.report {
-        let value = serde_json::to_value(&doc).context("serializing the check")?;
         let html = report::html::render(
             &[report::html::Doc {
                 label: "check".into(),
-                value,
+                doc: results::Document::Check(Box::new(doc.clone())),
             }],
             &lab::result::utc(lab::result::unix_now()),
         );
@@ -317,6 +268,45 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         );
     }
     Ok(0)
+}
+
+/// The commands that put the instances on huge pages: the audit's exact pool sizes where it has them.
+fn huge_page_commands(audit: &hostfacts::Audit) -> Vec<String> {
+    let mut commands = Vec::new();
+    let mut seen = Vec::new();
+    for f in &audit.findings {
+        if let (Some(pool), Some(pid)) = (&f.pool, f.instance) {
+            if seen.contains(&pid) {
+                continue;
+            }
+            seen.push(pid);
+            commands.push(format!(
+                "instance {pid}: {} pages of {} ({})",
+                pool.pool_target,
+                hostfacts::parse::Bytes::from_kib(pool.page_size_kib),
+                pool.basis_detail
+            ));
+            commands.extend(pool.commands.iter().map(|c| format!("  {c}")));
+        }
+    }
+    if commands.is_empty() {
+        for inst in &audit.instances {
+            commands.push(format!(
+                "preemptlab hugepages --pid {}   # the exact pool size and postgresql.conf lines",
+                inst.postmaster_pid
+            ));
+        }
+        if audit.instances.is_empty() {
+            commands.push("preemptlab hugepages --shared-memory <shared memory size>   # or --pg DSN / --data-dir DIR: prints the exact vm.nr_hugepages".into());
+        }
+    }
+    commands.push(
+        "postgresql.conf: huge_pages = on   (not try: fail at start rather than run on 4 KB pages)"
+            .into(),
+    );
+    commands
+        .push("restart PostgreSQL, then: preemptlab audit   # expect 'on huge pages: yes'".into());
+    commands
 }
 
 /// The table's short label for an effect.
@@ -387,11 +377,14 @@ fn render(d: &CheckDoc, style: report::Style, width: usize) -> String {
         wrap(&d.verdict, width, 9, 2)
     ));
     o.push_str("\nFixes, most effective first:\n");
+    if d.fixes.is_empty() {
+        o.push_str("  none needed: nothing above info in the audit and no loss measured here\n");
+    }
     for (i, f) in d.fixes.iter().enumerate() {
         let gain = f
             .measured_gain_pct
             .map(|g| format!(" (measured: {g:+.0}% throughput)"))
-            .unwrap_or_default();
+            .unwrap_or_else(|| " (not measured here)".into());
         o.push_str(&format!(
             "  {}. {}\n",
             i + 1,

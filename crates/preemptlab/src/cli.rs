@@ -39,8 +39,33 @@ pub enum Command {
     Report(ReportArgs),
     /// Discrete-event model of bench lock on any machine: CPUs x workers x preemption model x lock x pages.
     Sim(SimArgs),
+    /// Many hosts' audits in one answer: at-risk hosts first, exact huge page fixes, wasted page tables,
+    /// stale or failed audits.
+    Fleet(FleetArgs),
     /// Boot another kernel in a VM (virtme-ng + QEMU) and run any preemptlab command in it.
     Vm(VmArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// Audit files (`preemptlab audit --format json`), or directories searched for *.json.
+    #[arg(value_name = "DIR|FILE", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
+    pub format: TableFormat,
+    /// An audit older than this is stale: a number and a unit (s, m, h, d, w).
+    #[arg(long, value_name = "AGE", default_value = "2d")]
+    pub stale_after: String,
+    /// Judge ages as of this time, in seconds since the Unix epoch (default: now).
+    #[arg(long, value_name = "UNIX_SECONDS")]
+    pub now: Option<u64>,
+    /// Exit with code 1 when a host's verdict is at or above this (warn: warn or at-risk; critical: at-risk).
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOn>,
+    /// Colour in the table format.
+    #[arg(long, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
 }
 
 #[derive(Debug, Args)]

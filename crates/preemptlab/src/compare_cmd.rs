@@ -2,19 +2,14 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use report::compare::{self, Input};
-use serde_json::Value;
+use results::Document;
 
 use crate::cli::{CompareArgs, CompareFormat, ReportArgs, ResultsArgs};
 
-fn load(path: &std::path::Path) -> Result<Value> {
+fn load(path: &std::path::Path) -> Result<Document> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| {
-        anyhow!(
-            "{}: not JSON ({e}); give preemptlab result files",
-            path.display()
-        )
-    })
+    Document::from_text(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
 }
 
 pub fn run(a: CompareArgs) -> Result<i32> {
@@ -24,12 +19,7 @@ pub fn run(a: CompareArgs) -> Result<i32> {
     let inputs: Vec<Input> = a
         .files
         .iter()
-        .map(|p| {
-            Ok(Input {
-                label: p.display().to_string(),
-                doc: load(p)?,
-            })
-        })
+        .map(|p| Input::new(p.display().to_string(), &load(p)?).map_err(|e| anyhow!(e)))
         .collect::<Result<_>>()?;
     if a.base.is_some() && a.by.is_none() {
         bail!("--base needs --by FIELD: the value of that field the others are set against (--by lock --base pg)");
@@ -88,16 +78,18 @@ pub fn list(a: ResultsArgs) -> Result<i32> {
             continue;
         }
         let Ok(doc) = load(&p) else { continue };
-        let cells = doc["cells"].as_array().map(|c| c.len()).unwrap_or(0);
-        let ok = doc["cells"]
-            .as_array()
-            .map(|c| c.iter().filter(|c| c["status"] == "ok").count())
-            .unwrap_or(0);
+        let (Some(env), Some(cells)) = (doc.envelope(), doc.cells()) else {
+            continue;
+        };
+        let ok = cells
+            .iter()
+            .filter(|c| c.status == results::Status::Ok)
+            .count();
         rows.push(vec![
-            doc["started_utc"].as_str().unwrap_or("?").to_string(),
-            doc["kind"].as_str().unwrap_or("?").to_string(),
-            format!("{ok}/{cells}"),
-            if doc["interrupted"] == true {
+            env.started_utc.clone(),
+            env.kind.clone(),
+            format!("{ok}/{}", cells.len()),
+            if env.interrupted {
                 "interrupted".into()
             } else {
                 String::new()
@@ -144,12 +136,13 @@ pub fn report(a: ReportArgs) -> Result<i32> {
                 .join(", ")
         );
     }
+    crate::term::claim_output(&a.out)?;
     let docs: Vec<report::html::Doc> = files
         .iter()
         .map(|p| {
             Ok(report::html::Doc {
                 label: p.display().to_string(),
-                value: load(p)?,
+                doc: load(p)?,
             })
         })
         .collect::<Result<_>>()?;

@@ -6,34 +6,15 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{anyhow, bail, Context, Result};
-use hostfacts::hugepages::{self, Basis, Plan};
+use hostfacts::hugepages::{self, Basis};
 use hostfacts::memory::MemoryFacts;
 use hostfacts::parse;
 use hostfacts::postgres::PgInstance;
 use hostfacts::Host;
-use serde::Serialize;
+use results::hugepages::{HugepagesDoc, SizedPlan};
 
 use crate::cli::{HugepagesArgs, PlainFormat};
 use crate::term;
-
-/// The JSON document of `hugepages`.
-#[derive(Debug, Serialize)]
-struct Output {
-    /// Schema version of this document.
-    schema_version: u32,
-    /// One plan per instance sized.
-    plans: Vec<Sized>,
-}
-
-#[derive(Debug, Serialize)]
-struct Sized {
-    /// What was sized (an instance, a data directory, a size).
-    target: String,
-    /// The plan.
-    plan: Plan,
-    /// What --apply did, if asked.
-    applied: Option<hugepages::Applied>,
-}
 
 fn page_size_arg(s: &str) -> Result<u64> {
     let b = parse::size(s).map_err(|e| anyhow!("--page-size {s}: {e}"))?;
@@ -46,74 +27,6 @@ fn page_size_arg(s: &str) -> Result<u64> {
 
 fn default_page_kib(mem: &MemoryFacts) -> u64 {
     mem.default_huge_page_kib.get().copied().unwrap_or(2048)
-}
-
-fn basis_for_instance(inst: &PgInstance, page_kib: u64) -> Result<(Basis, u64)> {
-    let own = inst
-        .segment
-        .get()
-        .filter(|s| s.on_huge_pages() && s.kernel_page_size_kib == page_kib)
-        .map(|s| s.size_kib / page_kib)
-        .unwrap_or(0);
-    if let Some(server) = &inst.server {
-        let pages = server
-            .settings
-            .get("shared_memory_size_in_huge_pages")
-            .and_then(|s| s.setting.parse::<i64>().ok());
-        let size = server
-            .settings
-            .get("shared_memory_size")
-            .and_then(|s| parse::pg_memory(&s.setting, s.unit.as_deref()).ok())
-            .map(|b| b.kib());
-        let hps = inst
-            .setting("huge_page_size")
-            .and_then(hostfacts::findings::huge_page_size_kib);
-        let default_matches = hps.is_none_or(|v| v == page_kib);
-        if let (Some(p), true) = (pages, default_matches) {
-            if p > 0 && hps.unwrap_or(page_kib) == page_kib {
-                return Ok((
-                    Basis::Postgres {
-                        pages: p as u64,
-                        shared_memory_kib: size,
-                        how: format!("SHOW via {}", server.dsn),
-                    },
-                    own,
-                ));
-            }
-        }
-        if let Some(s) = size {
-            return Ok((
-                Basis::PostgresSize {
-                    shared_memory_kib: s,
-                    how: format!("SHOW via {}", server.dsn),
-                },
-                own,
-            ));
-        }
-    }
-    if let Some(seg) = inst.segment.get() {
-        return Ok((
-            Basis::Segment {
-                size_kib: seg.size_kib,
-                how: inst.segment.source.clone(),
-            },
-            own,
-        ));
-    }
-    if let Some(v) = inst.postmaster_vm_peak_kib.get() {
-        return Ok((
-            Basis::VmPeak {
-                vm_peak_kib: *v,
-                how: inst.postmaster_vm_peak_kib.source.clone(),
-            },
-            own,
-        ));
-    }
-    bail!(
-        "postmaster {}: neither its segment (smaps) nor VmPeak is readable ({}); run as root or pass --pg DSN",
-        inst.postmaster_pid,
-        inst.segment.unavailable.as_deref().unwrap_or("unknown")
-    )
 }
 
 /// Runs `postgres -D dir -C name` as the owner of `dir`, returning the value.
@@ -147,6 +60,12 @@ fn basis_for_data_dir(
     page_kib: u64,
     default_kib: u64,
 ) -> Result<Basis> {
+    if !dir.is_dir() || !dir.join("PG_VERSION").is_file() {
+        bail!(
+            "--data-dir {}: not a PostgreSQL data directory (no PG_VERSION file); give the directory initdb made, the one holding postgresql.conf or PG_VERSION",
+            dir.display()
+        );
+    }
     let version = std::fs::read_to_string(dir.join("PG_VERSION"))
         .ok()
         .and_then(|v| v.trim().parse::<u32>().ok());
@@ -233,14 +152,15 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
                 .iter()
                 .find(|i| i.postmaster_pid == pid)
                 .ok_or_else(|| {
-                    anyhow!(
-                        "--pid {pid}: not a running postmaster (running: {})",
-                        instances
-                            .iter()
-                            .map(|i| i.postmaster_pid.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
+                    let running: Vec<String> = instances
+                        .iter()
+                        .map(|i| i.postmaster_pid.to_string())
+                        .collect();
+                    if running.is_empty() {
+                        anyhow!("--pid {pid}: not a running postmaster, and no PostgreSQL runs here: pass --shared-memory SIZE or --data-dir DIR")
+                    } else {
+                        anyhow!("--pid {pid}: not a running postmaster; running: {}", running.join(", "))
+                    }
                 })?;
             vec![i]
         } else if args.pg.is_some() {
@@ -251,22 +171,9 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
                     let s = unmatched
                         .first()
                         .ok_or_else(|| anyhow!("--pg: the server returned nothing"))?;
-                    let pages = s
-                        .settings
-                        .get("shared_memory_size_in_huge_pages")
-                        .and_then(|v| v.setting.parse::<i64>().ok())
-                        .unwrap_or(-1);
-                    let size = s
-                        .settings
-                        .get("shared_memory_size")
-                        .and_then(|v| parse::pg_memory(&v.setting, v.unit.as_deref()).ok())
-                        .map(|b| b.kib());
                     let page = explicit_page.unwrap_or(default_kib);
-                    let basis = match (pages, size) {
-                        (p, sz) if p > 0 && explicit_page.is_none_or(|e| e == default_kib) => Basis::Postgres { pages: p as u64, shared_memory_kib: sz, how: format!("SHOW via {}", s.dsn) },
-                        (_, Some(sz)) => Basis::PostgresSize { shared_memory_kib: sz, how: format!("SHOW via {}", s.dsn) },
-                        _ => bail!("--pg {}: the server reports no shared_memory_size (PostgreSQL 15+ needed); pass --shared-memory", s.dsn),
-                    };
+                    let basis = hugepages::server_basis(s, page == default_kib)
+                        .map_err(|e| anyhow!("--pg {e}; pass --shared-memory"))?;
                     targets.push((format!("server {}", s.dsn), basis, page, 0));
                     vec![]
                 }
@@ -281,7 +188,8 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
             let page = explicit_page
                 .or_else(|| hostfacts::findings::instance_huge_page_kib(inst, &mem))
                 .unwrap_or(default_kib);
-            let (basis, own) = basis_for_instance(inst, page)?;
+            let (basis, own) = hugepages::instance_basis(inst, page)
+                .map_err(|e| anyhow!("{e}; run as root or pass --pg DSN"))?;
             let label = format!(
                 "instance {} ({})",
                 inst.postmaster_pid,
@@ -308,7 +216,7 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
         } else {
             None
         };
-        sized.push(Sized {
+        sized.push(SizedPlan {
             target: label,
             plan,
             applied,
@@ -321,8 +229,9 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
     match args.format {
         PlainFormat::Json => print!(
             "{}",
-            report::json(&Output {
-                schema_version: 1,
+            report::json(&HugepagesDoc {
+                schema_version: results::SCHEMA_VERSION,
+                kind: results::Kind::Hugepages.name().into(),
                 plans: sized
             })
         ),

@@ -10,6 +10,7 @@ mod bench_pg_cmd;
 mod check_cmd;
 mod cli;
 mod compare_cmd;
+mod fleet_cmd;
 mod hugepages_cmd;
 mod sim_cmd;
 mod switch;
@@ -73,6 +74,7 @@ fn main() {
         cli::Command::Results(r) => compare_cmd::list(r),
         cli::Command::Report(r) => compare_cmd::report(r),
         cli::Command::Sim(a) => sim_cmd::run(a),
+        cli::Command::Fleet(f) => fleet_cmd::run(f),
         cli::Command::Vm(v) => vm_cmd::run(v),
     };
     match code {

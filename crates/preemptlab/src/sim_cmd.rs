@@ -4,83 +4,11 @@
 
 use anyhow::{anyhow, bail, Result};
 use lab::lockrun::{self, Status};
-use serde::{Deserialize, Serialize};
+use results::sim::{SimCell, SimResult, SimSpec, SimSummary};
 use sim::{LockKind, Model, Outcome, Pages, Params, Workload};
 use stats::Summary;
 
 use crate::cli::SimArgs;
-
-/// Centres and spreads over a cell's runs.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SimSummary {
-    /// Throughput (ops per virtual second).
-    pub ops_per_s: Summary,
-    /// `--workload txn`: transactions per virtual second.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub txn_per_s: Option<Summary>,
-    /// Share of CPU time spinning.
-    pub spinning: Summary,
-    /// Share of CPU time idle.
-    pub idle: Summary,
-    /// Lock-holder preemptions per second.
-    pub lhp_per_s: Summary,
-    /// p99 hold time, ns.
-    pub hold_p99_ns: Summary,
-    /// p99 acquire latency, ns.
-    pub acquire_p99_ns: Summary,
-    /// Stalled holds per million operations.
-    pub stalled_per_mop: Summary,
-}
-
-/// One cell.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SimCell {
-    /// Preemption model.
-    pub model: String,
-    /// Lock.
-    pub lock: String,
-    /// Page size.
-    pub pages: String,
-    /// CPUs.
-    pub cpus: u32,
-    /// Workers.
-    pub workers: u32,
-    /// The swept parameter's value, when sweeping.
-    pub sweep: Option<String>,
-    /// Ran or failed.
-    pub status: Status,
-    /// Why it failed.
-    pub reason: Option<String>,
-    /// Every run.
-    pub reps: Vec<Outcome>,
-    /// Summary.
-    pub summary: Option<SimSummary>,
-}
-
-/// The spec.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SimSpec {
-    /// The parameters every cell starts from (then its own CPUs, workers, model, lock, pages, seed).
-    pub params: Params,
-    /// `--set` overrides as given.
-    pub set: Vec<String>,
-    /// The swept parameter and its values.
-    pub sweep: Option<(String, Vec<String>)>,
-    /// Runs per cell.
-    pub repeat: u32,
-}
-
-/// A `sim` result file.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SimResult {
-    /// Tool, command line, time, host.
-    #[serde(flatten)]
-    pub envelope: lab::result::Envelope,
-    /// The experiment.
-    pub spec: SimSpec,
-    /// The cells.
-    pub cells: Vec<SimCell>,
-}
 
 use crate::cli::split_list as list;
 
@@ -213,8 +141,9 @@ pub fn run(a: SimArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("sim", lab::result::unix_now()));
+    crate::term::claim_output(&out)?;
     let mut res = SimResult {
-        envelope: lab::result::Envelope::new("sim"),
+        envelope: lab::result::envelope("sim"),
         spec: SimSpec {
             params: base.clone(),
             set: a.set.clone(),
@@ -256,7 +185,11 @@ pub fn run(a: SimArgs) -> Result<i32> {
         lab::result::write(&out, &res).map_err(|e| anyhow!(e))?;
     }
     crate::term::print_result(a.format, &res, |md| table(&res, md), &out, a.quiet);
-    Ok(if res.envelope.interrupted { 130 } else { 0 })
+    Ok(if res.envelope.interrupted {
+        lab::guard::interrupted_exit_code()
+    } else {
+        0
+    })
 }
 
 /// The cell's throughput: transactions per second for `--workload txn`, else operations per second.

@@ -62,3 +62,8 @@ pub fn width() -> usize {
 pub fn write_atomic(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
     lab::result::write_text(path, text).map_err(anyhow::Error::msg)
 }
+
+/// Checks before any work that the result can be written to `path` (one line naming the path and the fix).
+pub fn claim_output(path: &std::path::Path) -> anyhow::Result<()> {
+    lab::output::check_writable(path).map_err(anyhow::Error::msg)
+}

@@ -195,3 +195,68 @@ fn on_huge_pages_over_a_reserved_pool() {
     );
     c.remove().unwrap();
 }
+
+/// `check --quick --pg DSN` against an instance that fell back to 4 KB pages (`huge_pages = try`, empty
+/// pool) cannot compare with huge pages here, yet ends with the huge-page fix and its exact pool size, the
+/// same as the audit's finding and `hugepages --pg` (regression: it ended with an empty list of fixes).
+#[test]
+fn check_without_a_pool_still_gives_the_exact_huge_page_fix() {
+    let _l = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    let _pool = PoolGuard::set(0);
+    let mut c = Cluster::create(bin(), None).unwrap();
+    c.start(&settings("128MB", "try")).unwrap();
+    let dsn = c.dsn("postgres");
+
+    let doc = audit_json(&["--pg", &dsn]);
+    let finding = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "huge-pages-try-fallback")
+        .unwrap_or_else(|| panic!("no fallback finding in {}", doc["findings"]));
+    let target = finding["pool"]["pool_target"].as_u64().unwrap();
+    assert_eq!(
+        finding["pool"]["basis"], "postgres",
+        "--pg gives PostgreSQL's own figure"
+    );
+    let line = format!("sysctl -w vm.nr_hugepages={target}");
+    assert!(
+        finding["fix"][0].as_str().unwrap().starts_with(&line),
+        "{}",
+        finding["fix"]
+    );
+
+    let out = Command::new(cargo_bin("preemptlab"))
+        .args(["hugepages", "--format", "json", "--pg", &dsn])
+        .output()
+        .unwrap();
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        plan["plans"][0]["plan"]["pool_target"].as_u64().unwrap(),
+        target
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(cargo_bin("preemptlab"))
+        .args(["check", "--quick", "--pg", &dsn, "--out"])
+        .arg(dir.path().join("check.json"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fixes = &text[text
+        .find("Fixes, most effective first:")
+        .expect("a fix list")..];
+    assert!(
+        fixes.contains(". put PostgreSQL's shared memory on huge pages"),
+        "{fixes}"
+    );
+    assert!(fixes.contains(&line), "the exact pool size in:\n{fixes}");
+    eprintln!("{text}");
+    assert!(fixes.contains("not measured here"), "{fixes}");
+    c.remove().unwrap();
+}

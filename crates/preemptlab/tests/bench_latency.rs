@@ -101,6 +101,17 @@ fn lock_load_makes_sched_other_p99_worse_and_goes_away() {
 
 #[test]
 fn sigint_stops_the_load_and_keeps_what_was_measured() {
+    stop_stops_the_load_and_keeps_what_was_measured(libc::SIGINT, false);
+}
+
+/// A dropped ssh session: SIGHUP to the whole foreground process group (the bench and its load).
+#[test]
+fn sighup_stops_the_load_and_keeps_what_was_measured() {
+    stop_stops_the_load_and_keeps_what_was_measured(libc::SIGHUP, true);
+}
+
+fn stop_stops_the_load_and_keeps_what_was_measured(sig: i32, group: bool) {
+    use std::os::unix::process::CommandExt;
     let _l = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
@@ -121,6 +132,7 @@ fn sigint_stops_the_load_and_keeps_what_was_measured() {
         ])
         .arg(&out)
         .stdout(std::process::Stdio::null())
+        .process_group(0)
         .spawn()
         .unwrap();
     let t = Instant::now();
@@ -132,10 +144,15 @@ fn sigint_stops_the_load_and_keeps_what_was_measured() {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_secs(2));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let target = if group {
+        -(child.id() as i32)
+    } else {
+        child.id() as i32
+    };
+    // SAFETY: signalling our own child (or its process group: it and its children).
+    unsafe { libc::kill(target, sig) };
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
+    assert_eq!(status.code(), Some(128 + sig));
     let d: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(d["interrupted"], true);
     let t = Instant::now();

@@ -401,6 +401,23 @@ fn workers_alive() -> Vec<String> {
 
 #[test]
 fn sigint_mid_cell_cleans_up() {
+    stop_mid_cell_cleans_up(libc::SIGINT, false);
+}
+
+/// A dropped ssh session: the kernel sends SIGHUP to the whole foreground process group, the bench and its
+/// workers alike.
+#[test]
+fn sighup_to_the_process_group_mid_cell_cleans_up() {
+    stop_mid_cell_cleans_up(libc::SIGHUP, true);
+}
+
+#[test]
+fn sigquit_mid_cell_cleans_up() {
+    stop_mid_cell_cleans_up(libc::SIGQUIT, false);
+}
+
+fn stop_mid_cell_cleans_up(sig: i32, group: bool) {
+    use std::os::unix::process::CommandExt;
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let before = pool(2048, "nr_hugepages");
     let dir = tempfile::tempdir().unwrap();
@@ -432,6 +449,7 @@ fn sigint_mid_cell_cleans_up() {
         .arg(&out)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
         .unwrap();
     // Let the first cell start measuring, then interrupt it.
@@ -441,8 +459,13 @@ fn sigint_mid_cell_cleans_up() {
     }
     assert!(!workers_alive().is_empty(), "the bench started workers");
     std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let target = if group {
+        -(child.id() as i32)
+    } else {
+        child.id() as i32
+    };
+    // SAFETY: signalling our own child (or its process group, which holds only it and its workers).
+    unsafe { libc::kill(target, sig) };
     let t = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -450,11 +473,15 @@ fn sigint_mid_cell_cleans_up() {
         }
         assert!(
             t.elapsed() < Duration::from_secs(20),
-            "the bench did not stop after SIGINT"
+            "the bench did not stop after signal {sig}"
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert_eq!(status.code(), Some(130));
+    assert_eq!(
+        status.code(),
+        Some(128 + sig),
+        "exit code after signal {sig}"
+    );
     assert!(
         workers_alive().is_empty(),
         "workers left behind: {:?}",
@@ -472,4 +499,74 @@ fn sigint_mid_cell_cleans_up() {
         .unwrap()
         .iter()
         .all(|c| c["status"] != "ok" || c["reps"].as_array().unwrap().len() == 1));
+}
+
+/// Two `--reserve-hugepages` runs that overlap, the first ending first and the first ending last: both
+/// measure their hugetlb cells and the pool ends where it began (regression: the second run overwrote the
+/// first's restore record, left 513 pages pinned, and found no pages for its own cells).
+#[test]
+fn overlapping_reservations_both_measure_and_give_the_pool_back() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = pool(2048, "nr_hugepages");
+    let dir = tempfile::tempdir().unwrap();
+    let bench = |dur: &str, pages: &str, out: &Path| {
+        let mut c = Command::new(cargo_bin("preemptlab"));
+        c.args([
+            "bench",
+            "lock",
+            "--quiet",
+            "--locks",
+            "pg",
+            "--workers",
+            "1x",
+        ])
+        .args(["--pages", pages, "--duration", dur, "--warmup", "0s"])
+        .args(["--repeat", "1", "--reserve-hugepages", "--out"])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+        c
+    };
+    // (first run's duration, second run's pages and duration): the first ends first, then last.
+    for (a_dur, b_pages, b_dur) in [("2s", "hugetlb-2m,4k", "1s"), ("4s", "hugetlb-2m", "1s")] {
+        let (a_out, b_out) = (dir.path().join("a.json"), dir.path().join("b.json"));
+        let a = bench(a_dur, "hugetlb-2m", &a_out).spawn().unwrap();
+        let t = Instant::now();
+        while pool(2048, "nr_hugepages") == before && t.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            pool(2048, "nr_hugepages") > before,
+            "the first run grew the pool"
+        );
+        let b = bench(b_dur, b_pages, &b_out).output().unwrap();
+        let a = a.wait_with_output().unwrap();
+        for (name, o, out) in [("first", &a, &a_out), ("second", &b, &b_out)] {
+            assert!(
+                o.status.success(),
+                "{name} run ({a_dur} / {b_dur}): {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+            let huge: Vec<&Value> = v["cells"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["pages"] == "hugetlb-2m")
+                .collect();
+            assert!(!huge.is_empty());
+            for c in huge {
+                assert_eq!(
+                    c["status"], "ok",
+                    "{name} run's hugetlb cell measured: {}",
+                    c["reason"]
+                );
+            }
+        }
+        assert_eq!(
+            pool(2048, "nr_hugepages"),
+            before,
+            "the pool is back where it began ({a_dur} / {b_dur})"
+        );
+    }
 }

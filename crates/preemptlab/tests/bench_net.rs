@@ -133,6 +133,17 @@ fn netns_path_is_created_used_and_removed() {
 
 #[test]
 fn sigint_with_netns_leaves_nothing() {
+    stop_with_netns_leaves_nothing(libc::SIGINT, false);
+}
+
+/// A dropped ssh session: SIGHUP to the whole foreground process group (the bench and its server threads).
+#[test]
+fn sighup_with_netns_leaves_nothing() {
+    stop_with_netns_leaves_nothing(libc::SIGHUP, true);
+}
+
+fn stop_with_netns_leaves_nothing(sig: i32, group: bool) {
+    use std::os::unix::process::CommandExt;
     let _l = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(cargo_bin("preemptlab"))
@@ -151,6 +162,7 @@ fn sigint_with_netns_leaves_nothing() {
         ])
         .arg(dir.path().join("r.json"))
         .stdout(Stdio::null())
+        .process_group(0)
         .spawn()
         .unwrap();
     let t = Instant::now();
@@ -162,10 +174,15 @@ fn sigint_with_netns_leaves_nothing() {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_secs(1));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let target = if group {
+        -(child.id() as i32)
+    } else {
+        child.id() as i32
+    };
+    // SAFETY: signalling our own child (or its process group: it and its children).
+    unsafe { libc::kill(target, sig) };
     let st = child.wait().unwrap();
-    assert_eq!(st.code(), Some(130));
+    assert_eq!(st.code(), Some(128 + sig));
     settle_clean();
 }
 

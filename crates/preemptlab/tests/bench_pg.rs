@@ -327,6 +327,17 @@ fn pgbouncer_keeps_server_connections_while_clients_reconnect() {
 
 #[test]
 fn sigint_mid_run_leaves_nothing_behind() {
+    stop_mid_run_leaves_nothing_behind(libc::SIGINT, false);
+}
+
+/// A dropped ssh session: SIGHUP to the whole foreground process group (the bench, pgbench and the cluster it started).
+#[test]
+fn sighup_mid_run_leaves_nothing_behind() {
+    stop_mid_run_leaves_nothing_behind(libc::SIGHUP, true);
+}
+
+fn stop_mid_run_leaves_nothing_behind(sig: i32, group: bool) {
+    use std::os::unix::process::CommandExt;
     let _l = POOL.lock().unwrap_or_else(|e| e.into_inner());
     let (pool0, shm0) = (pool(), sysv_segments());
     let r = Run::new();
@@ -348,6 +359,7 @@ fn sigint_mid_run_leaves_nothing_behind() {
             "--repeat",
             "1",
         ])
+        .process_group(0)
         .spawn()
         .unwrap();
     // Wait until pgbench runs against the cluster (the pool grown, the server up), then interrupt.
@@ -368,8 +380,13 @@ fn sigint_mid_run_leaves_nothing_behind() {
     }
     std::thread::sleep(Duration::from_secs(2));
     assert!(pool() > pool0, "the pool was grown for the run");
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let target = if group {
+        -(child.id() as i32)
+    } else {
+        child.id() as i32
+    };
+    // SAFETY: signalling our own child (or its process group: it and its children).
+    unsafe { libc::kill(target, sig) };
     let t = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -381,7 +398,7 @@ fn sigint_mid_run_leaves_nothing_behind() {
         );
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert_eq!(status.code(), Some(130));
+    assert_eq!(status.code(), Some(128 + sig));
     assert!(
         t.elapsed() < Duration::from_secs(15),
         "stopped within {:?}",

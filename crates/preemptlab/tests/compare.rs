@@ -162,16 +162,46 @@ fn real_runs_page_backing_flagged_same_config_not() {
     assert_eq!(o.status.code(), Some(0));
 }
 
-fn synthetic(dir: &Path, name: &str, host_kernel: &str, ops: &[f64]) -> PathBuf {
-    let reps: Vec<Value> = ops
+/// A complete `bench lock` document (compare reads typed results): a real result file's envelope, spec
+/// and repetition, with this kernel, seed and repeat, and one 8-worker 4k cell per (lock, ops/s samples);
+/// acquire p99 is 1000 ns in every repetition.
+fn lock_doc(kernel: &str, seed: u64, repeat: usize, cells: &[(&str, &[f64])]) -> Value {
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results/bench-lock-bars-v2.json");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(root).unwrap()).unwrap();
+    doc["host"]["kernel"]["release"]["value"] = kernel.into();
+    doc["spec"]["seed"] = seed.into();
+    doc["spec"]["repeat"] = repeat.into();
+    let template = doc["cells"][0].clone();
+    let cells: Vec<Value> = cells
         .iter()
-        .map(|x| serde_json::json!({"ops_per_s": x, "acquire_ns": {"p99": 1000.0}}))
+        .map(|(lock, ops)| {
+            let mut c = template.clone();
+            c["lock"] = (*lock).into();
+            c["pages"] = "4k".into();
+            c["workers"] = 8.into();
+            c["status"] = "ok".into();
+            c["reason"] = Value::Null;
+            c["summary"] = Value::Null;
+            let rep = template["reps"][0].clone();
+            c["reps"] = ops
+                .iter()
+                .map(|x| {
+                    let mut r = rep.clone();
+                    r["ops_per_s"] = (*x).into();
+                    r["acquire_ns"]["p99"] = 1000.into();
+                    r
+                })
+                .collect();
+            c
+        })
         .collect();
-    let doc = serde_json::json!({
-        "schema_version": 1, "kind": "bench-lock", "host": {"kernel": {"release": {"value": host_kernel}, "preemption": {"model": "lazy"}}},
-        "spec": {"duration_s": 3.0},
-        "cells": [{"lock": "pg", "pages": "4k", "workers": 8, "status": "ok", "reps": reps}]
-    });
+    doc["cells"] = Value::Array(cells);
+    doc
+}
+
+fn synthetic(dir: &Path, name: &str, host_kernel: &str, ops: &[f64]) -> PathBuf {
+    let doc = lock_doc(host_kernel, 1, ops.len(), &[("pg", ops)]);
     let p = dir.join(name);
     std::fs::write(&p, doc.to_string()).unwrap();
     p
@@ -216,7 +246,7 @@ fn formats_host_facts_and_bad_input() {
     let csv = Command::new(cargo_bin("preemptlab"))
         .arg("compare")
         .args([&a, &b])
-        .args(["--format", "csv"])
+        .args(["--format", "csv", "--metrics", "ops/s,acquire p99"])
         .output()
         .unwrap();
     let csv = String::from_utf8_lossy(&csv.stdout);
@@ -255,19 +285,7 @@ fn formats_host_facts_and_bad_input() {
 fn by_lock_within_and_across_files() {
     let dir = tempfile::tempdir().unwrap();
     let run = |name: &str, seed: u64, pg: &[f64], adaptive: &[f64]| {
-        let reps = |ops: &[f64]| -> Vec<Value> {
-            ops.iter()
-                .map(|x| serde_json::json!({"ops_per_s": x}))
-                .collect()
-        };
-        let doc = serde_json::json!({
-            "schema_version": 1, "kind": "bench-lock", "host": {},
-            "spec": {"repeat": pg.len(), "seed": seed},
-            "cells": [
-                {"lock": "pg", "pages": "4k", "workers": 8, "status": "ok", "reps": reps(pg)},
-                {"lock": "adaptive", "pages": "4k", "workers": 8, "status": "ok", "reps": reps(adaptive)}
-            ]
-        });
+        let doc = lock_doc("7.0", seed, pg.len(), &[("pg", pg), ("adaptive", adaptive)]);
         let p = dir.path().join(name);
         std::fs::write(&p, doc.to_string()).unwrap();
         p

@@ -12,7 +12,7 @@ fn main() {
         eprintln!("{path}: {e}");
         std::process::exit(2)
     });
-    let r: lab::lockrun::LockResult = serde_json::from_str(&text).unwrap_or_else(|e| {
+    let r: results::lock::LockResult = serde_json::from_str(&text).unwrap_or_else(|e| {
         eprintln!("{path}: not a bench lock result: {e}");
         std::process::exit(2)
     });

@@ -12,7 +12,7 @@ fn main() {
         eprintln!("{path}: {e}");
         std::process::exit(2)
     });
-    let r: lab::pgrun::PgResult = serde_json::from_str(&text).unwrap_or_else(|e| {
+    let r: results::pg::PgResult = serde_json::from_str(&text).unwrap_or_else(|e| {
         eprintln!("{path}: not a bench pg result: {e}");
         std::process::exit(2)
     });

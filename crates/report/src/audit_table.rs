@@ -1,9 +1,9 @@
 //! The audit as a table readable in 80 columns.
 
-use hostfacts::findings::Severity;
-use hostfacts::parse::Bytes;
-use hostfacts::postgres::Role;
-use hostfacts::{Audit, Fact};
+use results::hostfacts::findings::Severity;
+use results::hostfacts::parse::Bytes;
+use results::hostfacts::postgres::Role;
+use results::hostfacts::{Audit, Fact};
 
 use crate::markup::{columns, field, wrap, Align, Style};
 
@@ -28,8 +28,13 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
     let k = &a.kernel;
     let m = &a.memory;
     let mut o = String::new();
-    let host = a.hostname.get().cloned().unwrap_or_else(|| "?".into());
-    let mut head = format!("preemptlab audit: {host}");
+    let mut head = match a.hostname.get() {
+        Some(host) => format!("preemptlab audit: {host}"),
+        None => format!(
+            "preemptlab audit (host name unavailable: {})",
+            a.hostname.unavailable.as_deref().unwrap_or("unknown")
+        ),
+    };
     if let Some(root) = &a.sysroot {
         head.push_str(&format!(" (sysroot {root})"));
     }
@@ -39,13 +44,31 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
     o.push_str(&style.bold("Kernel\n"));
     o.push_str(&field(
         "release",
-        &format!(
-            "{}  {}  {} CPUs  HZ {}",
-            show(&k.release, |s| s.clone()),
-            show(&k.arch, |s| s.clone()),
-            show(&k.cpus, |n| n.to_string()),
-            show(&k.hz, |n| n.to_string())
-        ),
+        &{
+            // Each fact in its own place: a missing one reads "<name> unavailable (why)", never a bare gap.
+            let part = |name: &str, v: Option<String>, why: &Option<String>| match v {
+                Some(v) => v,
+                None => format!(
+                    "{name} unavailable ({})",
+                    why.as_deref().unwrap_or("unknown")
+                ),
+            };
+            [
+                part("release", k.release.get().cloned(), &k.release.unavailable),
+                part("architecture", k.arch.get().cloned(), &k.arch.unavailable),
+                part(
+                    "CPU count",
+                    k.cpus.get().map(|n| format!("{n} CPUs")),
+                    &k.cpus.unavailable,
+                ),
+                part(
+                    "HZ",
+                    k.hz.get().map(|n| format!("HZ {n}")),
+                    &k.hz.unavailable,
+                ),
+            ]
+            .join("; ")
+        },
         width,
     ));
     let p = &k.preemption;
@@ -233,9 +256,23 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
             ),
             width,
         ));
+        // A process with nothing readable exited while the audit read it (or is unreadable): counted, not
+        // shown as a row of blanks.
+        let gone = |p: &&hostfacts::postgres::PgProcess| {
+            p.pss_kib.is_none() && p.vm_pte_kib.is_none() && p.shared_hugetlb_kib.is_none()
+        };
+        let vanished = inst.processes.iter().filter(gone).count();
+        if vanished > 0 {
+            o.push_str(&field(
+                "unread",
+                &format!("{vanished} processes exited during the audit or could not be read (run as root)"),
+                width,
+            ));
+        }
         let rows: Vec<Vec<String>> = inst
             .processes
             .iter()
+            .filter(|p| !gone(p))
             .take(12)
             .map(|p| {
                 vec![
@@ -290,7 +327,7 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
     if a.findings.is_empty() {
         o.push_str("  none\n");
     }
-    for f in &a.findings {
+    for (i, f) in a.findings.iter().enumerate() {
         let head = format!("  {} {}  ", sev(&style, f.severity), f.id);
         let used = 2 + 8 + 1 + f.id.chars().count() + 2;
         o.push_str(&head);
@@ -303,6 +340,18 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
                 wrap(e, width, 16, 8)
             ));
         }
+        // A fix already printed under an earlier finding is referred to, not repeated.
+        let same = a.findings[..i]
+            .iter()
+            .find(|g| !f.fix.is_empty() && g.fix == f.fix && g.instance == f.instance);
+        if let Some(g) = same {
+            o.push_str(&format!(
+                "      {} the same as for {} above\n",
+                style.bold("fix:"),
+                g.id
+            ));
+            continue;
+        }
         for x in &f.fix {
             o.push_str(&format!(
                 "      {} {}\n",
@@ -314,9 +363,9 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
     let count = |s: Severity| a.findings.iter().filter(|f| f.severity == s).count();
     let v = a.verdict.as_str().to_uppercase();
     let v = match a.verdict {
-        hostfacts::Verdict::Ok => style.green(&v),
-        hostfacts::Verdict::Warn => style.yellow(&v),
-        hostfacts::Verdict::AtRisk => style.red(&v),
+        results::hostfacts::Verdict::Ok => style.green(&v),
+        results::hostfacts::Verdict::Warn => style.yellow(&v),
+        results::hostfacts::Verdict::AtRisk => style.red(&v),
     };
     o.push_str(&format!(
         "\n{} {v} ({} critical, {} warn, {} info)\n",

@@ -11,192 +11,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use results::metrics::{pools, HOST_FACTS};
+pub use results::metrics::{Better, Metric, Unit, METRICS};
 use serde::Serialize;
-use serde_json::Value;
-use stats::compare::{bootstrap_ratio, holm, mann_whitney, significant, welch, Centre};
+use stats::compare::{bootstrap_ratio, holm, mann_whitney, significant, welch};
 
+pub use crate::compare_input::{CellSamples, Input};
 use crate::markup::{columns, sig3, Align};
-
-/// Which way is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Better {
-    /// Higher is better (throughput, fairness).
-    Higher,
-    /// Lower is better (latency, cost).
-    Lower,
-}
-
-/// A metric the comparison knows.
-#[derive(Debug, Clone, Copy)]
-pub struct Metric {
-    /// Display name.
-    pub name: &'static str,
-    /// Path inside a repetition's object, dot-separated.
-    pub path: &'static str,
-    /// Direction.
-    pub better: Better,
-    /// Centre.
-    pub centre: Centre,
-    /// Unit for display: "rate", "ns", "" (plain).
-    pub unit: &'static str,
-}
-
-/// Every metric the benches write (a cell shows the ones its repetitions have).
-pub const METRICS: [Metric; 16] = [
-    Metric {
-        name: "ops/s",
-        path: "ops_per_s",
-        better: Better::Higher,
-        centre: Centre::Harmonic,
-        unit: "rate",
-    },
-    Metric {
-        name: "tps",
-        path: "tps",
-        better: Better::Higher,
-        centre: Centre::Harmonic,
-        unit: "rate",
-    },
-    Metric {
-        name: "acquire p99",
-        path: "acquire_ns.p99",
-        better: Better::Lower,
-        centre: Centre::Arithmetic,
-        unit: "ns",
-    },
-    Metric {
-        name: "hold p99",
-        path: "hold_ns.p99",
-        better: Better::Lower,
-        centre: Centre::Arithmetic,
-        unit: "ns",
-    },
-    Metric {
-        name: "stalls/Mop",
-        path: "stalled_per_mop",
-        better: Better::Lower,
-        centre: Centre::Arithmetic,
-        unit: "",
-    },
-    Metric {
-        name: "faults/op",
-        path: "minflt_per_op",
-        better: Better::Lower,
-        centre: Centre::Arithmetic,
-        unit: "",
-    },
-    Metric {
-        name: "CPU/op",
-        path: "cpu_ns_per_op",
-        better: Better::Lower,
-        centre: Centre::Arithmetic,
-        unit: "ns",
-    },
-    Metric {
-        name: "Jain",
-        path: "jain",
-        better: Better::Higher,
-        centre: Centre::Arithmetic,
-        unit: "",
-    },
-    Metric {
-        name: "latency p99",
-        path: "latency_ms.p99",
-        better: Better::Lower,
-        centre: Centre::Arithmetic,
-        unit: "",
-    },
-    Metric {
-        name: "page tables kB",
-        path: "page_tables_kib",
-        better: Better::Lower,
-        centre: Centre::Arithmetic,
-        unit: "",
-    },
-    Metric {
-        name: "faults/tx",
-        path: "minflt_per_tx",
-        better: Better::Lower,
-        centre: Centre::Arithmetic,
-        unit: "",
-    },
-    Metric {
-        name: "wakeup p50 us",
-        path: "latency_us.p50",
-        better: Better::Lower,
-        centre: Centre::Arithmetic,
-        unit: "",
-    },
-    Metric {
-        name: "wakeup p99 us",
-        path: "latency_us.p99",
-        better: Better::Lower,
-        centre: Centre::Arithmetic,
-        unit: "",
-    },
-    Metric {
-        name: "sender B/s",
-        path: "sender_bytes_per_s",
-        better: Better::Higher,
-        centre: Centre::Harmonic,
-        unit: "rate",
-    },
-    Metric {
-        name: "msgs/s",
-        path: "msgs_per_s",
-        better: Better::Higher,
-        centre: Centre::Harmonic,
-        unit: "rate",
-    },
-    Metric {
-        name: "RTT p99 us",
-        path: "rtt_us.p99",
-        better: Better::Lower,
-        centre: Centre::Arithmetic,
-        unit: "",
-    },
-];
-
-/// Host facts shown when they differ: (label, JSON path under `host`).
-const HOST_FACTS: [(&str, &str); 13] = [
-    ("host", "hostname.value"),
-    ("kernel", "kernel.release.value"),
-    ("uname -v", "kernel.version.value"),
-    ("arch", "kernel.arch.value"),
-    ("CPUs", "kernel.cpus.value"),
-    ("HZ", "kernel.hz.value"),
-    ("preemption", "kernel.preemption.model"),
-    ("preemption source", "kernel.preemption.decided_by"),
-    ("rseq slice ext", "kernel.rseq_slice_extension.value"),
-    ("RAM kB", "memory.total_kib.value"),
-    ("THP enabled", "memory.thp_enabled.value"),
-    ("THP shmem", "memory.thp_shmem_enabled.value"),
-    ("THP defrag", "memory.thp_defrag.value"),
-];
-
-fn get<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(v, |v, k| v.get(k))
-}
-
-fn scalar(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Null => Some("null".into()),
-        _ => None,
-    }
-}
-
-/// One input file.
-#[derive(Debug, Clone)]
-pub struct Input {
-    /// A label (the file name).
-    pub label: String,
-    /// The document.
-    pub doc: Value,
-}
 
 /// A difference in host facts or spec.
 #[derive(Debug, Clone, Serialize)]
@@ -268,49 +89,6 @@ impl Comparison {
     }
 }
 
-fn cells(doc: &Value) -> Vec<&Value> {
-    doc.get("cells")
-        .and_then(|c| c.as_array())
-        .map(|a| a.iter().collect())
-        .unwrap_or_default()
-}
-
-fn key_fields(cell: &Value) -> BTreeMap<String, String> {
-    cell.as_object()
-        .map(|o| {
-            o.iter()
-                .filter(|(k, _)| !["status", "reason"].contains(&k.as_str()))
-                .filter_map(|(k, v)| scalar(v).map(|s| (k.clone(), s)))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn samples(cell: &Value, path: &str) -> Vec<f64> {
-    cell.get("reps")
-        .and_then(|r| r.as_array())
-        .map(|reps| {
-            reps.iter()
-                .filter_map(|r| get(r, path).and_then(|v| v.as_f64()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Every input must be a result file of some bench.
-fn result_files(inputs: &[Input]) -> Result<(), String> {
-    match inputs.iter().find(|i| {
-        i.doc.get("schema_version").is_none()
-            || i.doc.get("cells").and_then(|c| c.as_array()).is_none()
-    }) {
-        Some(i) => Err(format!(
-            "{}: not a preemptlab result file (no schema_version or cells)",
-            i.label
-        )),
-        None => Ok(()),
-    }
-}
-
 /// Splits result files along one key field of their cells (`lock`, `pages`, `huge_pages`, ...): one
 /// input per value of `field`, holding that value's cells, so that `compare` sets the values against each
 /// other (each cell matched on its other key fields) instead of files against files. The values come in the
@@ -321,46 +99,38 @@ pub fn split_by(inputs: &[Input], field: &str, base: Option<&str>) -> Result<Vec
     let Some(first) = inputs.first() else {
         return Err("compare --by needs at least one result file".into());
     };
-    result_files(inputs)?;
     // Pooling runs of different configurations would mix what compare is meant to keep apart.
-    let scalar_spec = |d: &Value| -> BTreeMap<String, String> {
-        d.get("spec")
-            .and_then(|s| s.as_object())
-            .map(|o| {
-                o.iter()
-                    .filter(|(k, v)| k.as_str() != "repeat" && !v.is_array())
-                    .map(|(k, v)| (k.clone(), v.to_string()))
-                    .collect()
-            })
-            .unwrap_or_default()
+    let scalar_spec = |i: &Input| -> BTreeMap<String, String> {
+        i.spec
+            .iter()
+            .filter(|f| f.name != "repeat" && !f.list)
+            .map(|f| (f.name.clone(), f.json.clone()))
+            .collect()
     };
-    let (kind0, spec0) = (first.doc.get("kind"), scalar_spec(&first.doc));
+    let spec0 = scalar_spec(first);
     for i in &inputs[1..] {
-        if i.doc.get("kind") != kind0 {
+        if i.kind != first.kind {
             return Err(format!(
                 "{} is a {} result and {} a {} result: --by pools runs of one bench",
-                first.label,
-                kind0.and_then(scalar).unwrap_or_default(),
-                i.label,
-                i.doc.get("kind").and_then(scalar).unwrap_or_default()
+                first.label, first.kind, i.label, i.kind
             ));
         }
         // Runs on different hosts (or kernels, preemption models, ...) are not one sample either.
-        let fact = |d: &Value, path: &str| get(d, &format!("host.{path}")).and_then(scalar);
-        if let Some((label, path)) = HOST_FACTS
+        if let Some(f) = HOST_FACTS
             .iter()
-            .find(|(_, path)| fact(&first.doc, path) != fact(&i.doc, path))
+            .find(|f| first.host_fact(f.get) != i.host_fact(f.get))
         {
             return Err(format!(
-                "{} and {} differ in the host's {label} ({} vs {}): --by pools runs of one host; compare \
+                "{} and {} differ in the host's {} ({} vs {}): --by pools runs of one host; compare \
                  such files without --by",
                 first.label,
                 i.label,
-                fact(&first.doc, path).unwrap_or_else(|| "-".into()),
-                fact(&i.doc, path).unwrap_or_else(|| "-".into())
+                f.label,
+                first.host_fact(f.get).unwrap_or_else(|| "-".into()),
+                i.host_fact(f.get).unwrap_or_else(|| "-".into())
             ));
         }
-        let spec = scalar_spec(&i.doc);
+        let spec = scalar_spec(i);
         let keys: BTreeSet<&String> = spec0.keys().chain(spec.keys()).collect();
         let differs = keys.into_iter().find(|k| spec0.get(*k) != spec.get(*k));
         if let Some(k) = differs {
@@ -376,38 +146,32 @@ pub fn split_by(inputs: &[Input], field: &str, base: Option<&str>) -> Result<Vec
     }
     // value of `field` -> cell key (the other key fields) -> the pooled cell.
     let mut order: Vec<String> = Vec::new();
-    let mut groups: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
+    let mut groups: BTreeMap<String, BTreeMap<String, CellSamples>> = BTreeMap::new();
     let mut seen_fields = BTreeSet::new();
     for i in inputs {
-        for c in cells(&i.doc) {
-            let keys = key_fields(c);
-            seen_fields.extend(keys.keys().cloned());
-            let Some(v) = keys.get(field) else { continue };
+        for c in &i.cells {
+            seen_fields.extend(c.key.keys().cloned());
+            let Some(v) = c.key.get(field) else { continue };
             if !order.contains(v) {
                 order.push(v.clone());
             }
-            let key = keys
+            let key = c
+                .key
                 .iter()
                 .filter(|(k, _)| k.as_str() != field)
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect::<Vec<_>>()
                 .join(" ");
-            let reps: Vec<Value> = c
-                .get("reps")
-                .and_then(|r| r.as_array())
-                .cloned()
-                .unwrap_or_default();
             let cell = groups
                 .entry(v.clone())
                 .or_default()
                 .entry(key)
-                .or_insert_with(|| {
-                    let mut c = c.clone();
-                    c["reps"] = Value::Array(Vec::new());
-                    c
+                .or_insert_with(|| CellSamples {
+                    key: c.key.clone(),
+                    samples: vec![Vec::new(); METRICS.len()],
                 });
-            if let Some(a) = cell.get_mut("reps").and_then(|r| r.as_array_mut()) {
-                a.extend(reps);
+            for (pooled, more) in cell.samples.iter_mut().zip(&c.samples) {
+                pooled.extend_from_slice(more);
             }
         }
     }
@@ -441,16 +205,17 @@ pub fn split_by(inputs: &[Input], field: &str, base: Option<&str>) -> Result<Vec
     Ok(order
         .into_iter()
         .map(|v| {
-            let mut doc = first.doc.clone();
-            let cells: Vec<Value> = groups
+            let cells: Vec<CellSamples> = groups
                 .remove(&v)
                 .unwrap_or_default()
                 .into_values()
                 .collect();
-            doc["cells"] = Value::Array(cells);
             Input {
                 label: format!("{field}={v}{pooled}"),
-                doc,
+                kind: first.kind,
+                host: first.host.clone(),
+                spec: first.spec.clone(),
+                cells,
             }
         })
         .collect())
@@ -465,37 +230,24 @@ pub fn compare(
     if inputs.len() < 2 {
         return Err("compare needs at least two result files".into());
     }
-    result_files(inputs)?;
     // Host facts and spec fields that differ.
     let mut host_diffs = Vec::new();
-    for (label, path) in HOST_FACTS {
+    for f in HOST_FACTS {
         let vals: Vec<String> = inputs
             .iter()
-            .map(|i| {
-                get(&i.doc, &format!("host.{path}"))
-                    .and_then(scalar)
-                    .unwrap_or_else(|| "-".into())
-            })
+            .map(|i| i.host_fact(f.get).unwrap_or_else(|| "-".into()))
             .collect();
         if vals.iter().collect::<BTreeSet<_>>().len() > 1 {
             host_diffs.push(FactDiff {
-                fact: label.to_string(),
+                fact: f.label.to_string(),
                 values: vals,
             });
         }
     }
-    let pool = |doc: &Value| -> String {
-        get(doc, "host.memory.pools.value")
-            .and_then(|p| p.as_array())
-            .map(|ps| {
-                ps.iter()
-                    .map(|p| format!("{}kB:{}", p["page_size_kib"], p["total"]))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .unwrap_or_else(|| "-".into())
-    };
-    let pools: Vec<String> = inputs.iter().map(|i| pool(&i.doc)).collect();
+    let pools: Vec<String> = inputs
+        .iter()
+        .map(|i| i.host_fact(pools).unwrap_or_else(|| "-".into()))
+        .collect();
     if pools.iter().collect::<BTreeSet<_>>().len() > 1 {
         host_diffs.push(FactDiff {
             fact: "hugetlb pools".into(),
@@ -503,31 +255,21 @@ pub fn compare(
         });
     }
     let mut spec_diffs = Vec::new();
-    let kinds: Vec<String> = inputs
-        .iter()
-        .map(|i| i.doc.get("kind").and_then(scalar).unwrap_or_default())
-        .collect();
+    let kinds: Vec<String> = inputs.iter().map(|i| i.kind.to_string()).collect();
     if kinds.iter().collect::<BTreeSet<_>>().len() > 1 {
         spec_diffs.push(FactDiff {
             fact: "kind".into(),
             values: kinds,
         });
     }
-    let spec_keys: BTreeSet<String> = inputs
+    let spec_keys: BTreeSet<&str> = inputs
         .iter()
-        .filter_map(|i| i.doc.get("spec").and_then(|s| s.as_object()))
-        .flat_map(|o| o.keys().cloned())
+        .flat_map(|i| i.spec.iter().map(|f| f.name.as_str()))
         .collect();
-    for k in &spec_keys {
+    for k in spec_keys {
         let vals: Vec<String> = inputs
             .iter()
-            .map(|i| {
-                i.doc
-                    .get("spec")
-                    .and_then(|s| s.get(k))
-                    .map(|v| v.to_string())
-                    .unwrap_or_else(|| "-".into())
-            })
+            .map(|i| i.spec_json(k).unwrap_or("-").to_string())
             .collect();
         if vals.iter().collect::<BTreeSet<_>>().len() > 1 {
             spec_diffs.push(FactDiff {
@@ -537,24 +279,15 @@ pub fn compare(
         }
     }
     // Key fields that are the compared factor: one value per file, different across files.
-    let all_fields: BTreeSet<String> = inputs
+    let all_fields: BTreeSet<&String> = inputs
         .iter()
-        .flat_map(|i| {
-            cells(&i.doc)
-                .into_iter()
-                .flat_map(|c| key_fields(c).into_keys())
-        })
+        .flat_map(|i| i.cells.iter().flat_map(|c| c.key.keys()))
         .collect();
     let mut factors = BTreeSet::new();
-    for f in &all_fields {
-        let per_file: Vec<BTreeSet<String>> = inputs
+    for f in all_fields {
+        let per_file: Vec<BTreeSet<&String>> = inputs
             .iter()
-            .map(|i| {
-                cells(&i.doc)
-                    .iter()
-                    .filter_map(|c| key_fields(c).get(f).cloned())
-                    .collect()
-            })
+            .map(|i| i.cells.iter().filter_map(|c| c.key.get(f)).collect())
             .collect();
         if per_file.iter().all(|s| s.len() == 1)
             && per_file.iter().collect::<BTreeSet<_>>().len() > 1
@@ -564,30 +297,26 @@ pub fn compare(
                 fact: format!("cell {f}"),
                 values: per_file
                     .iter()
-                    .map(|s| s.iter().next().cloned().unwrap_or_default())
+                    .map(|s| s.iter().next().map(|v| v.to_string()).unwrap_or_default())
                     .collect(),
             });
         }
     }
-    let key_of = |c: &Value| -> String {
-        key_fields(c)
-            .into_iter()
-            .filter(|(k, _)| !factors.contains(k))
+    let key_of = |c: &CellSamples| -> String {
+        c.key
+            .iter()
+            .filter(|(k, _)| !factors.contains(*k))
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let first: Vec<(String, &Value)> = cells(&inputs[0].doc)
-        .into_iter()
-        .map(|c| (key_of(c), c))
-        .collect();
+    let first: Vec<(String, &CellSamples)> =
+        inputs[0].cells.iter().map(|c| (key_of(c), c)).collect();
     let mut rows = Vec::new();
     let mut unmatched = BTreeSet::new();
     for (bi, input) in inputs.iter().enumerate().skip(1) {
-        let others: BTreeMap<String, &Value> = cells(&input.doc)
-            .into_iter()
-            .map(|c| (key_of(c), c))
-            .collect();
+        let others: BTreeMap<String, &CellSamples> =
+            input.cells.iter().map(|c| (key_of(c), c)).collect();
         for key in others.keys() {
             if !first.iter().any(|(k, _)| k == key) {
                 unmatched.insert(format!("{key} (only in {})", input.label));
@@ -599,23 +328,24 @@ pub fn compare(
                 continue;
             };
             let family_start = rows.len();
-            for m in METRICS
+            for (mi, m) in METRICS
                 .iter()
-                .filter(|m| metrics_filter.is_none_or(|f| f.iter().any(|x| x == m.name)))
+                .enumerate()
+                .filter(|(_, m)| metrics_filter.is_none_or(|f| f.iter().any(|x| x == m.name)))
             {
-                let (sa, sb) = (samples(ca, m.path), samples(cb, m.path));
+                let (sa, sb) = (ca.samples[mi].as_slice(), cb.samples[mi].as_slice());
                 if sa.is_empty() || sb.is_empty() {
                     continue;
                 }
-                let ci = bootstrap_ratio(&sa, &sb, m.centre, 10_000, 0.95, 0x5EED);
-                let (a, b) = (m.centre.of(&sa), m.centre.of(&sb));
+                let ci = bootstrap_ratio(sa, sb, m.centre, 10_000, 0.95, 0x5EED);
+                let (a, b) = (m.centre.of(sa), m.centre.of(sb));
                 let change_pct = match m.better {
                     Better::Higher => (ci.ratio - 1.0) * 100.0,
                     Better::Lower => (1.0 - ci.ratio) * 100.0,
                 };
                 // Percentile-bootstrap intervals are too narrow with the 3-5 repetitions a bench makes; with
                 // several metrics per cell that flags drift as change. Welch's test must agree.
-                let w = welch(&sa, &sb);
+                let w = welch(sa, sb);
                 // Provisional: the family's Holm correction below has the last word.
                 // One repetition on a side says nothing about its spread: never significant.
                 let sig = ci.ratio.is_finite()
@@ -633,14 +363,14 @@ pub fn compare(
                     metric: m.name.to_string(),
                     against: bi + 1,
                     a,
-                    a_range: range(&sa),
+                    a_range: range(sa),
                     b,
-                    b_range: range(&sb),
+                    b_range: range(sb),
                     change_pct,
                     ratio: ci.ratio,
                     ci_lo: ci.lo,
                     ci_hi: ci.hi,
-                    mann_whitney_p: mann_whitney(&sa, &sb).p,
+                    mann_whitney_p: mann_whitney(sa, sb).p,
                     welch_p: w.p,
                     significant: sig,
                     regression: sig && change_pct < 0.0,
@@ -670,14 +400,9 @@ pub fn compare(
 }
 
 fn show(v: f64, metric: &str) -> String {
-    let unit = METRICS
-        .iter()
-        .find(|m| m.name == metric)
-        .map(|m| m.unit)
-        .unwrap_or("");
-    match unit {
-        "rate" => crate::lock_table::rate(v),
-        "ns" => crate::lock_table::ns(v),
+    match Metric::named(metric).map(|m| m.unit) {
+        Some(Unit::Rate) => crate::lock_table::rate(v),
+        Some(Unit::Ns) => crate::lock_table::ns(v),
         _ => sig3(v),
     }
 }
@@ -867,39 +592,65 @@ pub fn csv(c: &Comparison) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use results::document::SpecField;
+    use results::Kind;
 
-    fn doc(tps: &[f64]) -> Value {
-        let reps: Vec<Value> = tps
+    fn cell(key: &[(&str, String)], metric: &str, xs: &[f64]) -> CellSamples {
+        let mut samples = vec![Vec::new(); METRICS.len()];
+        samples[METRICS.iter().position(|m| m.name == metric).unwrap()] = xs.to_vec();
+        CellSamples {
+            key: key
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+            samples,
+        }
+    }
+
+    fn spec(fields: &[(&str, &str, bool)]) -> Vec<SpecField> {
+        fields
             .iter()
-            .map(|t| serde_json::json!({ "tps": t }))
-            .collect();
-        serde_json::json!({"schema_version": 1, "kind": "bench-pg", "cells": [{"clients": 4, "reps": reps}]})
+            .map(|(name, json, list)| SpecField {
+                name: name.to_string(),
+                json: json.to_string(),
+                list: *list,
+            })
+            .collect()
     }
 
     fn input(label: &str, tps: &[f64]) -> Input {
         Input {
             label: label.into(),
-            doc: doc(tps),
+            kind: Kind::BenchPg,
+            host: None,
+            spec: Vec::new(),
+            cells: vec![cell(&[("clients", "4".into())], "tps", tps)],
         }
     }
 
     fn lock_run(label: &str, seed: u64, cells: &[(&str, u32, &[f64])]) -> Input {
-        let cells: Vec<Value> = cells
+        let cells = cells
             .iter()
             .map(|(lock, workers, ops)| {
-                let reps: Vec<Value> = ops
-                    .iter()
-                    .map(|x| serde_json::json!({ "ops_per_s": x }))
-                    .collect();
-                serde_json::json!({"lock": lock, "pages": "4k", "workers": workers, "status": "ok",
-                    "reason": null, "reps": reps})
+                let key = [
+                    ("lock", lock.to_string()),
+                    ("pages", "4k".into()),
+                    ("workers", workers.to_string()),
+                ];
+                cell(&key, "ops/s", ops)
             })
             .collect();
         Input {
             label: label.into(),
-            doc: serde_json::json!({"schema_version": 1, "kind": "bench-lock", "host": {},
-                "spec": {"locks": ["pg", "adaptive"], "repeat": 3, "seed": seed, "duration_s": 3.0},
-                "cells": cells}),
+            kind: Kind::BenchLock,
+            host: None,
+            spec: spec(&[
+                ("duration_s", "3.0", false),
+                ("locks", r#"["pg","adaptive"]"#, true),
+                ("repeat", "3", false),
+                ("seed", &seed.to_string(), false),
+            ]),
+            cells,
         }
     }
 
@@ -940,7 +691,7 @@ mod tests {
         assert!(r.regression && (r.ratio - 1.0 / 1.5).abs() < 0.01, "{r:?}");
         // Two runs of one configuration pool their repetitions (repeat may differ).
         let mut run2 = lock_run("run2", 1, &[("pg", 8, &[97.0]), ("adaptive", 8, &[151.0])]);
-        run2.doc["spec"]["repeat"] = 1.into();
+        run2.spec[2].json = "1".into();
         let split = split_by(&[run1.clone(), run2], "lock", None).unwrap();
         assert!(split[0].label.contains("2 files pooled"));
         let r = row_at(&split, "workers=8");
@@ -959,12 +710,8 @@ mod tests {
         assert!(e.contains("values: pg, adaptive"), "{e}");
         let e = split_by(std::slice::from_ref(&run1), "pages", None).unwrap_err();
         assert!(e.contains("every cell has pages=4k"), "{e}");
-        let mut other_host = run1.clone();
-        other_host.doc["host"] = serde_json::json!({"kernel": {"release": {"value": "7.0"}}});
-        let e = split_by(&[run1.clone(), other_host], "lock", None).unwrap_err();
-        assert!(e.contains("host's kernel (- vs 7.0)"), "{e}");
         let mut pg = run1.clone();
-        pg.doc["kind"] = "bench-pg".into();
+        pg.kind = Kind::BenchPg;
         let e = split_by(&[run1, pg], "lock", None).unwrap_err();
         assert!(e.contains("pools runs of one bench"), "{e}");
     }

@@ -6,7 +6,17 @@
 
 use std::fmt::Write;
 
-use serde_json::Value;
+use results::check::CheckDoc;
+use results::host::{Audit, Fact};
+use results::hostfacts::kernel::KernelFacts;
+use results::hostfacts::memory::MemoryFacts;
+use results::latency::{self, LatencyResult};
+use results::lock::{self, LockResult};
+use results::net::{self, NetResult};
+use results::pg::{self, PgResult};
+use results::{Document, Status};
+use serde::Serialize;
+use stats::Summary;
 
 use crate::lock_table::{ns, rate};
 use crate::svg::{bar_chart, line_chart, ranged_bar_chart, Axis, Series};
@@ -18,12 +28,23 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn s(v: &Value) -> String {
-    match v {
-        Value::String(x) => x.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    }
+/// A number or name as the result file spells it (`3.0`, `lazy`, `at-risk`).
+fn js<T: Serialize>(v: &T) -> String {
+    let t = serde_json::to_string(v).unwrap_or_default();
+    t.trim_matches('"').to_string()
+}
+
+/// A fact's value, `-` when it could not be read.
+fn fact<T: Serialize>(f: &Fact<T>) -> String {
+    f.value.as_ref().map(js).unwrap_or_else(|| "-".into())
+}
+
+fn status(st: Status) -> String {
+    js(&st)
+}
+
+fn reason(r: &Option<String>) -> String {
+    r.clone().unwrap_or_else(|| "-".into())
 }
 
 /// A named input document.
@@ -31,7 +52,7 @@ pub struct Doc {
     /// File name.
     pub label: String,
     /// Content.
-    pub value: Value,
+    pub doc: Document,
 }
 
 const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
@@ -40,52 +61,35 @@ table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px so
 th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.critical{color:#b00;font-weight:bold}.warn{color:#a60}\
 .info{color:#666}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}.verdict{font-size:1.1em;background:#f7f7e8;padding:.6em;border-left:4px solid #cc4}";
 
-fn host_table(host: &Value) -> String {
+fn host_table(hostname: &Fact<String>, kernel: &KernelFacts, memory: &MemoryFacts) -> String {
     let rows = [
-        ("host", "hostname.value"),
-        ("kernel", "kernel.release.value"),
-        ("uname -v", "kernel.version.value"),
-        ("architecture", "kernel.arch.value"),
-        ("CPUs", "kernel.cpus.value"),
-        ("HZ", "kernel.hz.value"),
-        ("preemption model", "kernel.preemption.model"),
-        ("decided by", "kernel.preemption.decided_by"),
-        ("rseq slice extension", "kernel.rseq_slice_extension.value"),
-        ("RAM (kB)", "memory.total_kib.value"),
-        ("THP enabled / shmem", "memory.thp_enabled.value"),
-    ];
-    let mut o = String::from("<table><tr><th>fact</th><th>value</th></tr>");
-    for (label, path) in rows {
-        let v = path
-            .split('.')
-            .try_fold(host, |v, k| v.get(k))
-            .map(s)
-            .unwrap_or_else(|| "-".into());
-        let v = if label.starts_with("THP") {
+        ("host", fact(hostname)),
+        ("kernel", fact(&kernel.release)),
+        ("uname -v", fact(&kernel.version)),
+        ("architecture", fact(&kernel.arch)),
+        ("CPUs", fact(&kernel.cpus)),
+        ("HZ", fact(&kernel.hz)),
+        ("preemption model", js(&kernel.preemption.model)),
+        ("decided by", reason(&kernel.preemption.decided_by)),
+        ("rseq slice extension", fact(&kernel.rseq_slice_extension)),
+        ("RAM (kB)", fact(&memory.total_kib)),
+        (
+            "THP enabled / shmem",
             format!(
                 "{} / {}",
-                v,
-                host.pointer("/memory/thp_shmem_enabled/value")
-                    .map(s)
-                    .unwrap_or_default()
-            )
-        } else {
-            v
-        };
+                fact(&memory.thp_enabled),
+                fact(&memory.thp_shmem_enabled)
+            ),
+        ),
+    ];
+    let mut o = String::from("<table><tr><th>fact</th><th>value</th></tr>");
+    for (label, v) in rows {
         let _ = write!(o, "<tr><td>{}</td><td>{}</td></tr>", esc(label), esc(&v));
     }
-    if let Some(pools) = host
-        .pointer("/memory/pools/value")
-        .and_then(|p| p.as_array())
-    {
+    if let Some(pools) = &memory.pools.value {
         let p: Vec<String> = pools
             .iter()
-            .map(|p| {
-                format!(
-                    "{} kB: {} total, {} free",
-                    p["page_size_kib"], p["total"], p["free"]
-                )
-            })
+            .map(|p| format!("{} kB: {} total, {} free", p.page_size_kib, p.total, p.free))
             .collect();
         let _ = write!(
             o,
@@ -97,25 +101,24 @@ fn host_table(host: &Value) -> String {
     o
 }
 
-fn findings(audit: &Value) -> String {
+fn findings(audit: &Audit) -> String {
     let mut o = format!(
         "<p>Audit verdict: <b>{}</b></p><ul>",
-        esc(&s(&audit["verdict"]))
+        esc(&js(&audit.verdict))
     );
-    for f in audit["findings"].as_array().into_iter().flatten() {
-        let sev = s(&f["severity"]);
+    for f in &audit.findings {
+        let sev = js(&f.severity);
         let _ = write!(
             o,
             "<li><span class=\"{sev}\">{}</span> <code>{}</code>: {}",
             esc(&sev.to_uppercase()),
-            esc(&s(&f["id"])),
-            esc(&s(&f["title"]))
+            esc(&f.id),
+            esc(&f.title)
         );
-        let fixes: Vec<String> = f["fix"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|x| format!("<code>{}</code>", esc(&s(x))))
+        let fixes: Vec<String> = f
+            .fix
+            .iter()
+            .map(|x| format!("<code>{}</code>", esc(x)))
             .collect();
         if !fixes.is_empty() {
             let _ = write!(o, "<br>fix: {}", fixes.join("<br>"));
@@ -126,34 +129,30 @@ fn findings(audit: &Value) -> String {
     o
 }
 
-fn lock_section(label: &str, r: &Value) -> String {
+fn lock_section(label: &str, r: &LockResult) -> String {
     let mut o = String::new();
-    let cells: Vec<&Value> = r["cells"].as_array().into_iter().flatten().collect();
+    let cells = &r.cells;
+    let sp = &r.spec;
     let _ = write!(
         o,
         "<h2>bench lock: {}</h2><p>{} descriptors, work {} ns, {} repetitions of {} s, {}{}</p>",
         esc(label),
-        s(&r["spec"]["descriptors"]),
-        s(&r["spec"]["work_ns"]),
-        s(&r["spec"]["repeat"]),
-        s(&r["spec"]["duration_s"]),
-        if r["spec"]["threads"] == true {
-            "threads"
-        } else {
-            "processes"
-        },
-        if r["interrupted"] == true {
+        sp.descriptors,
+        sp.work_ns,
+        sp.repeat,
+        js(&sp.duration_s),
+        if sp.threads { "threads" } else { "processes" },
+        if r.envelope.interrupted {
             " (interrupted)"
         } else {
             ""
         }
     );
     // Throughput vs workers, one series per (lock, pages).
-    let mut keys: Vec<(String, String)> = cells
+    let mut keys: Vec<(&str, &str)> = cells
         .iter()
-        .map(|c| (s(&c["lock"]), s(&c["pages"])))
+        .map(|c| (c.lock.as_str(), c.pages.as_str()))
         .collect();
-    keys.dedup();
     keys.sort();
     keys.dedup();
     let series: Vec<Series> = keys
@@ -162,15 +161,10 @@ fn lock_section(label: &str, r: &Value) -> String {
             name: format!("{l} {p}"),
             points: cells
                 .iter()
-                .filter(|c| s(&c["lock"]) == *l && s(&c["pages"]) == *p && c["summary"].is_object())
-                .map(|c| {
-                    let t = &c["summary"]["ops_per_s"];
-                    (
-                        c["workers"].as_f64().unwrap_or(0.0),
-                        t["median"].as_f64().unwrap_or(0.0),
-                        t["min"].as_f64().unwrap_or(0.0),
-                        t["max"].as_f64().unwrap_or(0.0),
-                    )
+                .filter(|c| c.lock == *l && c.pages == *p)
+                .filter_map(|c| {
+                    let t = &c.summary.as_ref()?.ops_per_s;
+                    Some((f64::from(c.workers), t.median, t.min, t.max))
                 })
                 .collect(),
         })
@@ -190,23 +184,21 @@ fn lock_section(label: &str, r: &Value) -> String {
     // Acquire-latency CDFs at the largest worker count.
     let wmax = cells
         .iter()
-        .filter_map(|c| c["workers"].as_f64())
+        .map(|c| f64::from(c.workers))
         .fold(0.0, f64::max);
+    let at_wmax = |c: &&lock::Cell| f64::from(c.workers) == wmax;
     let cdfs: Vec<Series> = cells
         .iter()
-        .filter(|c| c["workers"].as_f64() == Some(wmax))
+        .filter(at_wmax)
         .filter_map(|c| {
-            let rep = c["reps"].as_array()?.first()?;
-            let pts: Vec<(f64, f64, f64, f64)> = rep["acquire_cdf"]
-                .as_array()?
+            let rep = c.reps.first()?;
+            let pts: Vec<(f64, f64, f64, f64)> = rep
+                .acquire_cdf
                 .iter()
-                .filter_map(|p| {
-                    let (v, q) = (p[0].as_f64()?, p[1].as_f64()?);
-                    Some((v.max(1.0), q * 100.0, q * 100.0, q * 100.0))
-                })
+                .map(|[v, q]| (v.max(1.0), q * 100.0, q * 100.0, q * 100.0))
                 .collect();
             Some(Series {
-                name: format!("{} {}", s(&c["lock"]), s(&c["pages"])),
+                name: format!("{} {}", c.lock, c.pages),
                 points: pts,
             })
         })
@@ -225,14 +217,12 @@ fn lock_section(label: &str, r: &Value) -> String {
     // Stalled holds as bars.
     let bars: Vec<(String, f64)> = cells
         .iter()
-        .filter(|c| c["workers"].as_f64() == Some(wmax) && c["summary"].is_object())
-        .map(|c| {
-            (
-                format!("{} {}", s(&c["lock"]), s(&c["pages"])),
-                c["summary"]["stalled_per_mop"]["median"]
-                    .as_f64()
-                    .unwrap_or(0.0),
-            )
+        .filter(at_wmax)
+        .filter_map(|c| {
+            Some((
+                format!("{} {}", c.lock, c.pages),
+                c.summary.as_ref()?.stalled_per_mop.median,
+            ))
         })
         .collect();
     if !bars.is_empty() {
@@ -240,22 +230,20 @@ fn lock_section(label: &str, r: &Value) -> String {
     }
     // The table.
     o.push_str("<table><tr><th>lock</th><th>pages</th><th>workers</th><th>ops/s</th><th>min..max</th><th>acquire p99</th><th>hold p99</th><th>stalls/Mop</th><th>faults/op</th><th>CPU/op</th><th>Jain</th></tr>");
-    for c in &cells {
-        let sm = &c["summary"];
-        if sm.is_object() {
-            let f = |k: &str| sm[k]["median"].as_f64().unwrap_or(f64::NAN);
+    for c in cells {
+        if let Some(sm) = &c.summary {
             let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.2}</td><td>{}</td><td>{:.2}</td></tr>",
-                esc(&s(&c["lock"])), esc(&s(&c["pages"])), s(&c["workers"]), rate(f("ops_per_s")), rate(sm["ops_per_s"]["min"].as_f64().unwrap_or(0.0)), rate(sm["ops_per_s"]["max"].as_f64().unwrap_or(0.0)),
-                ns(f("acquire_p99_ns")), ns(f("hold_p99_ns")), f("stalled_per_mop"), f("minflt_per_op"), ns(f("cpu_ns_per_op")), f("jain"));
+                esc(&c.lock), esc(&c.pages), c.workers, rate(sm.ops_per_s.median), rate(sm.ops_per_s.min), rate(sm.ops_per_s.max),
+                ns(sm.acquire_p99_ns.median), ns(sm.hold_p99_ns.median), sm.stalled_per_mop.median, sm.minflt_per_op.median, ns(sm.cpu_ns_per_op.median), sm.jain.median);
         } else {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td colspan=\"8\">{}: {}</td></tr>",
-                esc(&s(&c["lock"])),
-                esc(&s(&c["pages"])),
-                s(&c["workers"]),
-                esc(&s(&c["status"])),
-                esc(&s(&c["reason"]))
+                esc(&c.lock),
+                esc(&c.pages),
+                c.workers,
+                esc(&status(c.status)),
+                esc(&reason(&c.reason))
             );
         }
     }
@@ -273,81 +261,69 @@ fn mib(v: f64) -> String {
     }
 }
 
-fn pg_cell_label(c: &Value) -> String {
+fn pg_cell_label(c: &pg::Cell) -> String {
     format!(
         "sb {} hp {} c {}",
-        s(&c["shared_buffers"]),
-        s(&c["huge_pages"]),
-        s(&c["clients"])
+        c.shared_buffers, c.huge_pages, c.clients
     )
 }
 
 /// The repetition whose TPS is the median of the cell's (the lower middle one for an even count).
-fn median_rep(c: &Value) -> Option<&Value> {
-    let mut reps: Vec<&Value> = c["reps"].as_array()?.iter().collect();
-    reps.sort_by(|a, b| {
-        a["tps"]
-            .as_f64()
-            .unwrap_or(0.0)
-            .total_cmp(&b["tps"].as_f64().unwrap_or(0.0))
-    });
+fn median_rep(c: &pg::Cell) -> Option<&pg::Rep> {
+    let mut reps: Vec<&pg::Rep> = c.reps.iter().collect();
+    reps.sort_by(|a, b| a.tps.total_cmp(&b.tps));
     reps.get(reps.len().saturating_sub(1) / 2).copied()
 }
 
-fn pg_section(label: &str, r: &Value) -> String {
+/// (label, median, min, max) of a summary, scaled.
+fn ranged(label: String, m: &Summary, scale: f64) -> (String, f64, f64, f64) {
+    (label, m.median * scale, m.min * scale, m.max * scale)
+}
+
+fn pg_section(label: &str, r: &PgResult) -> String {
     let mut o = String::new();
-    let sp = &r["spec"];
-    let cells: Vec<&Value> = r["cells"].as_array().into_iter().flatten().collect();
+    let sp = &r.spec;
+    let cells = &r.cells;
     let _ = write!(
         o,
         "<h2>bench pg: {}</h2><p>PostgreSQL {}, {} {}{}{}, scale {}, {} rounds of {} s (+{} s warm-up), protocol {}{}{}</p>",
         esc(label),
-        esc(&s(&sp["pg_version"])),
-        esc(&s(&sp["driver"])),
-        esc(&s(&sp["script"])),
-        if sp["pooler"].is_string() { format!(" via {}", esc(&s(&sp["pooler"]))) } else { String::new() },
-        if sp["reconnect"] == true { ", reconnecting" } else { "" },
-        s(&sp["scale"]),
-        s(&sp["repeat"]),
-        s(&sp["duration_s"]),
-        s(&sp["warmup_s"]),
-        esc(&s(&sp["protocol"])),
-        if sp["prewarm"] == true { ", prewarmed" } else { "" },
-        if r["interrupted"] == true { " (interrupted)" } else { "" }
+        esc(&reason(&sp.pg_version)),
+        esc(&sp.driver),
+        esc(&sp.script),
+        match &sp.pooler {
+            Some(p) => format!(" via {}", esc(p)),
+            None => String::new(),
+        },
+        if sp.reconnect { ", reconnecting" } else { "" },
+        sp.scale,
+        sp.repeat,
+        sp.duration_s,
+        sp.warmup_s,
+        esc(&sp.protocol),
+        if sp.prewarm { ", prewarmed" } else { "" },
+        if r.envelope.interrupted { " (interrupted)" } else { "" }
     );
-    let ok: Vec<&Value> = cells
+    let ok: Vec<(&pg::Cell, &pg::CellSummary)> = cells
         .iter()
-        .copied()
-        .filter(|c| c["summary"].is_object())
+        .filter_map(|c| Some((c, c.summary.as_ref()?)))
         .collect();
     let tps: Vec<(String, f64, f64, f64)> = ok
         .iter()
-        .map(|c| {
-            let t = &c["summary"]["tps"];
-            (
-                pg_cell_label(c),
-                t["median"].as_f64().unwrap_or(0.0),
-                t["min"].as_f64().unwrap_or(0.0),
-                t["max"].as_f64().unwrap_or(0.0),
-            )
-        })
+        .map(|(c, sm)| ranged(pg_cell_label(c), &sm.tps, 1.0))
         .collect();
     if !tps.is_empty() {
         let _ = write!(o, "<figure>{}<figcaption>Transactions per second per configuration: median over the rounds, the whisker spans min..max.</figcaption></figure>", ranged_bar_chart("TPS", "median, min..max", &tps, rate));
         let pt: Vec<(String, f64, f64, f64)> = ok
             .iter()
-            .map(|c| {
-                let t = &c["summary"]["page_tables_kib"];
-                let m = |k: &str| t[k].as_f64().unwrap_or(0.0) / 1024.0;
-                (pg_cell_label(c), m("median"), m("min"), m("max"))
-            })
+            .map(|(c, sm)| ranged(pg_cell_label(c), &sm.page_tables_kib, 1.0 / 1024.0))
             .collect();
         let _ = write!(o, "<figure>{}<figcaption>Page-table memory of the cluster: the peak during the run of the sum of VmPTE over the postmaster and its children. Each backend maps the shared buffers it touches with its own page tables: 8 bytes per 4 KB page, or per 2 MB huge page.</figcaption></figure>", ranged_bar_chart("Cluster page tables", "MiB, median, min..max", &pt, mib));
     }
     // Per-second series of the median repetition of each cell.
-    let series = |f: &dyn Fn(&Value) -> Vec<(f64, f64)>| -> Vec<Series> {
+    let series = |f: &dyn Fn(&pg::Rep) -> Vec<(f64, f64)>| -> Vec<Series> {
         ok.iter()
-            .filter_map(|c| {
+            .filter_map(|(c, _)| {
                 let rep = median_rep(c)?;
                 Some(Series {
                     name: pg_cell_label(c),
@@ -357,14 +333,7 @@ fn pg_section(label: &str, r: &Value) -> String {
             .filter(|s| !s.points.is_empty())
             .collect()
     };
-    let tps_series = series(&|rep| {
-        rep["series"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| Some((p["t_s"].as_f64()?, p["tps"].as_f64()?)))
-            .collect()
-    });
+    let tps_series = series(&|rep| rep.series.iter().map(|p| (p.t_s, p.tps)).collect());
     let secs = Axis {
         label: "seconds into the measured run".into(),
         log: false,
@@ -379,11 +348,10 @@ fn pg_section(label: &str, r: &Value) -> String {
         let _ = write!(o, "<figure>{}<figcaption>TPS each second, as the driver reported it, in the median round of each configuration.</figcaption></figure>", line_chart("TPS per second", &secs, &y, &tps_series));
     }
     let pte_series = series(&|rep| {
-        rep["sampled"]["samples"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| Some((p["t_s"].as_f64()?, p["vm_pte_kib"].as_f64()? / 1024.0)))
+        rep.sampled
+            .samples
+            .iter()
+            .map(|p| (p.t_s, p.vm_pte_kib as f64 / 1024.0))
             .collect()
     });
     if !pte_series.is_empty() {
@@ -395,28 +363,27 @@ fn pg_section(label: &str, r: &Value) -> String {
         let _ = write!(o, "<figure>{}<figcaption>The cluster's page tables (sum of VmPTE) sampled during the median round: on 4 KB pages they grow as backends touch more of the buffers.</figcaption></figure>", line_chart("Cluster page tables during the run", &secs, &y, &pte_series));
     }
     o.push_str("<table><tr><th>shared_buffers</th><th>huge_pages</th><th>clients</th><th>TPS</th><th>min..max</th><th>latency p99</th><th>page tables</th><th>Pss</th><th>faults/tx</th><th>on huge pages</th></tr>");
-    for c in &cells {
-        let sm = &c["summary"];
-        if sm.is_object() {
-            let f = |k: &str| sm[k]["median"].as_f64().unwrap_or(f64::NAN);
-            let p99 = sm["latency_p99_ms"]["median"]
-                .as_f64()
-                .map(|v| format!("{v:.3} ms"))
+    for c in cells {
+        if let Some(sm) = &c.summary {
+            let p99 = sm
+                .latency_p99_ms
+                .as_ref()
+                .map(|v| format!("{:.3} ms", v.median))
                 .unwrap_or_else(|| "-".into());
             let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}..{}</td><td>{}</td><td>{} MiB</td><td>{} MiB</td><td>{:.3}</td><td>{}</td></tr>",
-                esc(&s(&c["shared_buffers"])), esc(&s(&c["huge_pages"])), s(&c["clients"]), rate(f("tps")),
-                rate(sm["tps"]["min"].as_f64().unwrap_or(0.0)), rate(sm["tps"]["max"].as_f64().unwrap_or(0.0)),
-                p99, mib(f("page_tables_kib") / 1024.0), mib(f("pss_kib") / 1024.0), f("minflt_per_tx"),
-                if sm["on_huge_pages"] == true { "yes" } else { "no" });
+                esc(&c.shared_buffers), esc(&c.huge_pages), c.clients, rate(sm.tps.median),
+                rate(sm.tps.min), rate(sm.tps.max),
+                p99, mib(sm.page_tables_kib.median / 1024.0), mib(sm.pss_kib.median / 1024.0), sm.minflt_per_tx.median,
+                if sm.on_huge_pages { "yes" } else { "no" });
         } else {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td colspan=\"7\">{}: {}</td></tr>",
-                esc(&s(&c["shared_buffers"])),
-                esc(&s(&c["huge_pages"])),
-                s(&c["clients"]),
-                esc(&s(&c["status"])),
-                esc(&s(&c["reason"]))
+                esc(&c.shared_buffers),
+                esc(&c.huge_pages),
+                c.clients,
+                esc(&status(c.status)),
+                esc(&reason(&c.reason))
             );
         }
     }
@@ -424,38 +391,39 @@ fn pg_section(label: &str, r: &Value) -> String {
     o
 }
 
-fn latency_section(label: &str, r: &Value) -> String {
+fn latency_section(label: &str, r: &LatencyResult) -> String {
     let mut o = String::new();
-    let sp = &r["spec"];
+    let sp = &r.spec;
     let _ = write!(
         o,
         "<h2>bench latency: {}</h2><p>{} threads, interval {} us, {} repetitions of {} s{}</p>",
         esc(label),
-        s(&sp["threads"]),
-        s(&sp["interval_us"]),
-        s(&sp["repeat"]),
-        s(&sp["duration_s"]),
-        if r["interrupted"] == true {
+        sp.threads,
+        sp.interval_us,
+        sp.repeat,
+        js(&sp.duration_s),
+        if r.envelope.interrupted {
             " (interrupted)"
         } else {
             ""
         }
     );
-    let cells: Vec<&Value> = r["cells"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|c| c["summary"].is_object())
+    let cells: Vec<(&latency::Cell, &latency::CellSummary)> = r
+        .cells
+        .iter()
+        .filter_map(|c| Some((c, c.summary.as_ref()?)))
         .collect();
-    let label_of = |c: &Value| format!("{} load {}", s(&c["policy"]), s(&c["load"]));
-    for (key, title) in [("p50_us", "p50"), ("p99_us", "p99"), ("p999_us", "p99.9")] {
+    let label_of = |c: &latency::Cell| format!("{} load {}", c.policy, c.load);
+    type Pick = fn(&latency::CellSummary) -> &Summary;
+    let picks: [(Pick, &str); 3] = [
+        (|m| &m.p50_us, "p50"),
+        (|m| &m.p99_us, "p99"),
+        (|m| &m.p999_us, "p99.9"),
+    ];
+    for (pick, title) in picks {
         let bars: Vec<(String, f64, f64, f64)> = cells
             .iter()
-            .map(|c| {
-                let m = &c["summary"][key];
-                let g = |k: &str| m[k].as_f64().unwrap_or(0.0);
-                (label_of(c), g("median"), g("min"), g("max"))
-            })
+            .map(|(c, m)| ranged(label_of(c), pick(m), 1.0))
             .collect();
         if !bars.is_empty() {
             let _ = write!(o, "<figure>{}<figcaption>Wakeup latency {title} per policy and load: median over the repetitions, whisker min..max.</figcaption></figure>", ranged_bar_chart(&format!("Wakeup latency {title}"), "us", &bars, |v| format!("{v:.1}")));
@@ -464,8 +432,8 @@ fn latency_section(label: &str, r: &Value) -> String {
     // The whole distribution: how many wakeups were later than x, from every repetition's histogram.
     let tails: Vec<Series> = cells
         .iter()
-        .filter_map(|c| {
-            let points = latency_tail(c["reps"].as_array()?);
+        .filter_map(|(c, _)| {
+            let points = latency_tail(&c.reps);
             (!points.is_empty()).then(|| Series {
                 name: label_of(c),
                 points,
@@ -494,19 +462,17 @@ fn latency_section(label: &str, r: &Value) -> String {
         let _ = write!(o, "<figure>{}<figcaption>Wakeup latency distribution per policy and load: the share of wakeups later than x, all repetitions merged (log-spaced buckets of 1, 2, 5 x 10^k us); the further right a curve reaches, the longer the worst wakeups.</figcaption></figure>", line_chart("Wakeup latency tail", &x, &y, &tails));
     }
     o.push_str("<table><tr><th>policy</th><th>load</th><th>p50 us</th><th>p99 us</th><th>p99.9 us</th><th>max us</th></tr>");
-    for c in r["cells"].as_array().into_iter().flatten() {
-        let m = &c["summary"];
-        if m.is_object() {
-            let f = |k: &str| m[k]["median"].as_f64().unwrap_or(f64::NAN);
-            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>", esc(&s(&c["policy"])), esc(&s(&c["load"])), f("p50_us"), f("p99_us"), f("p999_us"), m["max_us"]["max"].as_f64().unwrap_or(f64::NAN));
+    for c in &r.cells {
+        if let Some(m) = &c.summary {
+            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>", esc(&c.policy), esc(&c.load), m.p50_us.median, m.p99_us.median, m.p999_us.median, m.max_us.max);
         } else {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td colspan=\"4\">{}: {}</td></tr>",
-                esc(&s(&c["policy"])),
-                esc(&s(&c["load"])),
-                esc(&s(&c["status"])),
-                esc(&s(&c["reason"]))
+                esc(&c.policy),
+                esc(&c.load),
+                esc(&status(c.status)),
+                esc(&reason(&c.reason))
             );
         }
     }
@@ -516,13 +482,10 @@ fn latency_section(label: &str, r: &Value) -> String {
 
 /// The complementary CDF of a latency cell's merged histograms: (bucket bound us, % of wakeups later
 /// than it), down to the last bucket anyone reached (a log axis has no 0).
-fn latency_tail(reps: &[Value]) -> Vec<(f64, f64, f64, f64)> {
+fn latency_tail(reps: &[latency::Rep]) -> Vec<(f64, f64, f64, f64)> {
     let mut buckets: Vec<(f64, u64)> = Vec::new();
     for rep in reps {
-        for b in rep["histogram"].as_array().into_iter().flatten() {
-            let (Some(ub), Some(n)) = (b[0].as_f64(), b[1].as_u64()) else {
-                continue;
-            };
+        for &(ub, n) in &rep.histogram {
             match buckets.iter_mut().find(|x| x.0 == ub) {
                 Some(x) => x.1 += n,
                 None => buckets.push((ub, n)),
@@ -547,54 +510,44 @@ fn latency_tail(reps: &[Value]) -> Vec<(f64, f64, f64, f64)> {
     pts
 }
 
-fn net_section(label: &str, r: &Value) -> String {
+fn net_section(label: &str, r: &NetResult) -> String {
     let mut o = String::new();
-    let sp = &r["spec"];
+    let sp = &r.spec;
     let _ = write!(
         o,
         "<h2>bench net: {}</h2><p>{} streams over {}, {} repetitions of {} s{}</p>",
         esc(label),
-        s(&sp["streams"]),
-        if sp["netns"] == true {
+        sp.streams,
+        if sp.netns {
             "a veth pair between namespaces"
         } else {
             "loopback"
         },
-        s(&sp["repeat"]),
-        s(&sp["duration_s"]),
-        if r["interrupted"] == true {
+        sp.repeat,
+        js(&sp.duration_s),
+        if r.envelope.interrupted {
             " (interrupted)"
         } else {
             ""
         }
     );
-    let cells: Vec<&Value> = r["cells"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|c| c["summary"].is_object())
+    let cells: Vec<(&net::Cell, &net::CellSummary)> = r
+        .cells
+        .iter()
+        .filter_map(|c| Some((c, c.summary.as_ref()?)))
         .collect();
-    let label_of = |c: &Value| format!("{} {} B", s(&c["test"]), s(&c["msg_size"]));
+    let label_of = |c: &net::Cell| format!("{} {} B", c.test, c.msg_size);
     let tput: Vec<(String, f64, f64, f64)> = cells
         .iter()
-        .filter(|c| s(&c["test"]).ends_with("stream"))
-        .map(|c| {
-            let m = &c["summary"]["sender_bytes_per_s"];
-            let g = |k: &str| m[k].as_f64().unwrap_or(0.0) * 8.0 / 1e6;
-            (label_of(c), g("median"), g("min"), g("max"))
-        })
+        .filter(|(c, _)| c.test.ends_with("stream"))
+        .map(|(c, m)| ranged(label_of(c), &m.sender_bytes_per_s, 8.0 / 1e6))
         .collect();
     if !tput.is_empty() {
         let _ = write!(o, "<figure>{}<figcaption>Stream throughput at the sender: median over the repetitions, whisker min..max.</figcaption></figure>", ranged_bar_chart("Stream throughput", "Mb/s", &tput, |v| format!("{v:.0}")));
     }
     let rtt: Vec<(String, f64, f64, f64)> = cells
         .iter()
-        .filter(|c| c["summary"]["rtt_p99_us"].is_object())
-        .map(|c| {
-            let m = &c["summary"]["rtt_p99_us"];
-            let g = |k: &str| m[k].as_f64().unwrap_or(0.0);
-            (label_of(c), g("median"), g("min"), g("max"))
-        })
+        .filter_map(|(c, m)| Some(ranged(label_of(c), m.rtt_p99_us.as_ref()?, 1.0)))
         .collect();
     if !rtt.is_empty() {
         let _ = write!(
@@ -604,24 +557,21 @@ fn net_section(label: &str, r: &Value) -> String {
         );
     }
     o.push_str("<table><tr><th>test</th><th>size</th><th>sender Mb/s</th><th>msgs/s</th><th>retransmits</th><th>D-SACKs</th></tr>");
-    for c in r["cells"].as_array().into_iter().flatten() {
-        let m = &c["summary"];
-        if m.is_object() {
+    for c in &r.cells {
+        if let Some(m) = &c.summary {
             let total = |k: &str| -> i64 {
-                c["reps"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|r| r["client_counters"][k].as_i64().unwrap_or(0))
+                c.reps
+                    .iter()
+                    .map(|r| r.client_counters.get(k).copied().unwrap_or(0))
                     .sum()
             };
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td></tr>",
-                esc(&s(&c["test"])),
-                s(&c["msg_size"]),
-                m["sender_bytes_per_s"]["median"].as_f64().unwrap_or(0.0) * 8.0 / 1e6,
-                m["msgs_per_s"]["median"].as_f64().unwrap_or(0.0),
+                esc(&c.test),
+                c.msg_size,
+                m.sender_bytes_per_s.median * 8.0 / 1e6,
+                m.msgs_per_s.median,
                 total("RetransSegs"),
                 total("TCPDSACKRecv")
             );
@@ -629,14 +579,45 @@ fn net_section(label: &str, r: &Value) -> String {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td colspan=\"4\">{}: {}</td></tr>",
-                esc(&s(&c["test"])),
-                s(&c["msg_size"]),
-                esc(&s(&c["status"])),
-                esc(&s(&c["reason"]))
+                esc(&c.test),
+                c.msg_size,
+                esc(&status(c.status)),
+                esc(&reason(&c.reason))
             );
         }
     }
     o.push_str("</table>");
+    o
+}
+
+fn verdict(d: &CheckDoc) -> String {
+    let mut o = format!(
+        "<h2>Verdict</h2><p class=\"verdict\">{}</p>",
+        esc(&d.verdict)
+    );
+    if d.fixes.is_empty() {
+        o.push_str("<p>No fix measurably helped in this reproduction.</p>");
+        return o;
+    }
+    o.push_str("<ol>");
+    for f in &d.fixes {
+        let gain = f
+            .measured_gain_pct
+            .map(|g| format!(" (measured: {g:+.0}% throughput)"))
+            .unwrap_or_default();
+        let _ = write!(
+            o,
+            "<li>{}{}<br>{}</li>",
+            esc(&f.title),
+            esc(&gain),
+            f.commands
+                .iter()
+                .map(|c| format!("<code>{}</code>", esc(c)))
+                .collect::<Vec<_>>()
+                .join("<br>")
+        );
+    }
+    o.push_str("</ol>");
     o
 }
 
@@ -654,60 +635,31 @@ pub fn render(docs: &[Doc], generated_utc: &str) -> String {
             .join(", ")
     );
     // The check verdict first, when there is one.
-    for d in docs.iter().filter(|d| {
-        d.value.get("verdict").is_some_and(|v| v.is_string()) && d.value.get("fixes").is_some()
-    }) {
-        let _ = write!(
-            o,
-            "<h2>Verdict</h2><p class=\"verdict\">{}</p>",
-            esc(&s(&d.value["verdict"]))
-        );
-        if d.value["fixes"].as_array().is_none_or(|f| f.is_empty()) {
-            o.push_str("<p>No fix measurably helped in this reproduction.</p>");
-            continue;
+    for d in docs {
+        if let Document::Check(c) = &d.doc {
+            o.push_str(&verdict(c));
         }
-        o.push_str("<ol>");
-        for f in d.value["fixes"].as_array().into_iter().flatten() {
-            let gain = f["measured_gain_pct"]
-                .as_f64()
-                .map(|g| format!(" (measured: {g:+.0}% throughput)"))
-                .unwrap_or_default();
-            let _ = write!(
-                o,
-                "<li>{}{}<br>{}</li>",
-                esc(&s(&f["title"])),
-                esc(&gain),
-                f["commands"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|c| format!("<code>{}</code>", esc(&s(c))))
-                    .collect::<Vec<_>>()
-                    .join("<br>")
-            );
-        }
-        o.push_str("</ol>");
     }
     // Host facts: from the first document that has them.
-    let host = docs.iter().find_map(|d| {
-        if d.value.get("host").is_some() {
-            Some(d.value["host"].clone())
-        } else if d.value.get("audit").is_some() {
-            Some(d.value["audit"].clone())
-        } else if d.value.get("kernel").is_some() {
-            Some(d.value.clone())
-        } else {
-            None
-        }
+    let host = docs.iter().find_map(|d| match &d.doc {
+        Document::Check(c) => Some(host_table(
+            &c.audit.hostname,
+            &c.audit.kernel,
+            &c.audit.memory,
+        )),
+        Document::Audit(a) => Some(host_table(&a.hostname, &a.kernel, &a.memory)),
+        other => other
+            .host()
+            .map(|h| host_table(&h.hostname, &h.kernel, &h.memory)),
     });
     if let Some(h) = host {
-        let _ = write!(o, "<h2>Host</h2>{}", host_table(&h));
+        let _ = write!(o, "<h2>Host</h2>{h}");
     }
     for d in docs {
-        let audit = if d.value.get("findings").is_some() {
-            Some(&d.value)
-        } else {
-            d.value.get("audit")
+        let audit = match &d.doc {
+            Document::Audit(a) => Some(&**a),
+            Document::Check(c) => Some(&c.audit),
+            _ => None,
         };
         if let Some(a) = audit {
             let _ = write!(
@@ -719,24 +671,33 @@ pub fn render(docs: &[Doc], generated_utc: &str) -> String {
         }
     }
     for d in docs {
-        if d.value["kind"] == "bench-lock" {
-            o.push_str(&lock_section(&d.label, &d.value));
+        match &d.doc {
+            Document::Lock(r) => o.push_str(&lock_section(&d.label, r)),
+            Document::Check(c) => {
+                if let Some(r) = &c.reproduction {
+                    o.push_str(&lock_section(
+                        &format!("{} (check reproduction)", d.label),
+                        r,
+                    ));
+                }
+            }
+            _ => {}
         }
-        if let Some(r) = d.value.get("reproduction").filter(|r| r.is_object()) {
-            o.push_str(&lock_section(
-                &format!("{} (check reproduction)", d.label),
-                r,
-            ));
+    }
+    for d in docs {
+        if let Document::Pg(r) = &d.doc {
+            o.push_str(&pg_section(&d.label, r));
         }
     }
-    for d in docs.iter().filter(|d| d.value["kind"] == "bench-pg") {
-        o.push_str(&pg_section(&d.label, &d.value));
+    for d in docs {
+        if let Document::Latency(r) = &d.doc {
+            o.push_str(&latency_section(&d.label, r));
+        }
     }
-    for d in docs.iter().filter(|d| d.value["kind"] == "bench-latency") {
-        o.push_str(&latency_section(&d.label, &d.value));
-    }
-    for d in docs.iter().filter(|d| d.value["kind"] == "bench-net") {
-        o.push_str(&net_section(&d.label, &d.value));
+    for d in docs {
+        if let Document::Net(r) = &d.doc {
+            o.push_str(&net_section(&d.label, r));
+        }
     }
     o.push_str("</body></html>\n");
     o
@@ -748,11 +709,18 @@ mod tests {
 
     #[test]
     fn latency_tail_merges_repetitions_and_stops_at_the_last_wakeup() {
-        let reps = serde_json::json!([
-            {"histogram": [[1.0, 0], [2.0, 50], [5.0, 40], [10.0, 10], [20.0, 0]]},
-            {"histogram": [[1.0, 0], [2.0, 50], [5.0, 40], [10.0, 0], [20.0, 10]]},
-        ]);
-        let pts = latency_tail(reps.as_array().unwrap());
+        let rep = |histogram: Vec<(f64, u64)>| latency::Rep {
+            latency_us: Default::default(),
+            per_thread: Vec::new(),
+            overruns: 0,
+            histogram,
+            nivcsw: 0,
+        };
+        let reps = [
+            rep(vec![(1.0, 0), (2.0, 50), (5.0, 40), (10.0, 10), (20.0, 0)]),
+            rep(vec![(1.0, 0), (2.0, 50), (5.0, 40), (10.0, 0), (20.0, 10)]),
+        ];
+        let pts = latency_tail(&reps);
         let got: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
         // 200 wakeups: none <= 1 us, 100 <= 2 us, 180 <= 5 us, 190 <= 10 us, all <= 20 us.
         assert_eq!(

@@ -1,7 +1,7 @@
 //! A huge page sizing plan as text.
 
-use hostfacts::hugepages::Plan;
-use hostfacts::parse::Bytes;
+use results::hostfacts::hugepages::Plan;
+use results::hostfacts::parse::Bytes;
 
 use crate::markup::{field, Style};
 

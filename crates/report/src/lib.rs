@@ -3,6 +3,9 @@
 
 pub mod audit_table;
 pub mod compare;
+mod compare_input;
+pub mod fleet;
+pub mod fleet_table;
 pub mod html;
 pub mod hugepages;
 pub mod lock_table;

@@ -1,7 +1,8 @@
 //! `bench lock` results as a table: one row per cell with the spread next to the centre, then the
 //! comparisons that matter (4 KB vs huge pages per lock; each lock vs `pg`; the fault ceiling).
 
-use lab::lockrun::{Cell, LockResult, Status};
+use results::lock::{Cell, LockResult};
+use results::Status;
 
 use crate::markup::{columns, not_run_row, sig3, Align};
 

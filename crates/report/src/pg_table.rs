@@ -2,8 +2,8 @@
 //! first configuration at the same client count, latency, the cluster's page tables and Pss, faults per
 //! transaction and whether the segment was on huge pages; then the page-table ratios.
 
-use lab::lockrun::Status;
-use lab::pgrun::{Cell, PgResult};
+use results::pg::{Cell, PgResult};
+use results::Status;
 
 use crate::lock_table::rate;
 use crate::markup::{columns, not_run_row, sig3, Align};
@@ -32,7 +32,7 @@ fn label(c: &Cell) -> String {
 }
 
 /// One line for a finished run (progress output).
-pub fn rep_line(c: &Cell, r: &lab::pgrun::Rep) -> String {
+pub fn rep_line(c: &Cell, r: &results::pg::Rep) -> String {
     format!(
         "{:<28} round {}: {:>7} tps  p99 {:>8}  page tables {:>6}  on huge pages: {}",
         label(c),

@@ -24,6 +24,10 @@ pub const DEFAULT_SPINS_PER_DELAY: u32 = 100;
 pub const MIN_SPINS_PER_DELAY: u32 = 10;
 /// `MAX_SPINS_PER_DELAY`.
 pub const MAX_SPINS_PER_DELAY: u32 = 1000;
+/// What `finish_spin_delay` adds to `spins_per_delay` after an acquisition that never slept.
+pub const SPINS_PER_DELAY_GROWTH: u32 = 100;
+/// What `finish_spin_delay` takes from `spins_per_delay` after an acquisition that slept.
+pub const SPINS_PER_DELAY_SHRINK: u32 = 1;
 /// `NUM_DELAYS`: sleeps before "stuck spinlock".
 pub const NUM_DELAYS: u32 = 1000;
 /// `MIN_DELAY_USEC`.
@@ -104,10 +108,11 @@ impl SpinDelayStatus {
     pub fn finish(&self, spins_per_delay: &mut u32) {
         if self.cur_delay_usec == 0 {
             if *spins_per_delay < MAX_SPINS_PER_DELAY {
-                *spins_per_delay = (*spins_per_delay + 100).min(MAX_SPINS_PER_DELAY);
+                *spins_per_delay =
+                    (*spins_per_delay + SPINS_PER_DELAY_GROWTH).min(MAX_SPINS_PER_DELAY);
             }
         } else if *spins_per_delay > MIN_SPINS_PER_DELAY {
-            *spins_per_delay = (*spins_per_delay - 1).max(MIN_SPINS_PER_DELAY);
+            *spins_per_delay = (*spins_per_delay - SPINS_PER_DELAY_SHRINK).max(MIN_SPINS_PER_DELAY);
         }
     }
 }

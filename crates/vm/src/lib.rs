@@ -10,19 +10,27 @@
 //! - [`accel`]: KVM or TCG, with the reason;
 //! - [`run`]: the virtme-ng invocation, the guest script, timing, and cleanup (virtme-ng and QEMU run in
 //!   their own process group, killed on SIGINT/SIGTERM/SIGHUP or error; the temp dir is removed);
-//! - [`record`]: the `vm` block of the result (pure data).
+//! - [`record`]: the `vm` block of the result (pure data; all that is left without the default `runner`
+//!   feature, for the `results` schema crate).
 
+#[cfg(feature = "runner")]
 pub mod accel;
+#[cfg(feature = "runner")]
 pub mod kernels;
 pub mod record;
+#[cfg(feature = "runner")]
 pub mod run;
 
+#[cfg(feature = "runner")]
 pub use accel::{Accel, AccelRequest};
+#[cfg(feature = "runner")]
 pub use kernels::{Capabilities, Kernel};
 pub use record::VmBlock;
+#[cfg(feature = "runner")]
 pub use run::{VmOptions, VmOutcome};
 
 /// What can go wrong; every message names the fix.
+#[cfg(feature = "runner")]
 #[derive(Debug, thiserror::Error)]
 pub enum VmError {
     /// No kernel at all.
@@ -102,6 +110,7 @@ pub enum VmError {
     Interrupted,
 }
 
+#[cfg(feature = "runner")]
 fn list(v: &[String]) -> String {
     if v.is_empty() {
         "none".into()
@@ -110,6 +119,7 @@ fn list(v: &[String]) -> String {
     }
 }
 
+#[cfg(feature = "runner")]
 impl VmError {
     pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> VmError {
         VmError::Io {

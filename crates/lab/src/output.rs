@@ -1,0 +1,104 @@
+//! Result files: checked before any work, written atomically.
+//!
+//! A bench that measures for minutes and then cannot write its result has lost the work, so every command
+//! that writes a file proves first that it can ([`check_writable`]), before it measures anything. Writes go
+//! to a temp file with a name unique to this process in the destination's directory, renamed into place: a
+//! reader never sees a half-written file, and two runs writing beside each other never share a temp file.
+
+use std::io::Write;
+use std::path::Path;
+
+/// Can `path` be written? Creates its directory, then creates and removes a temp file there. The error
+/// names the path and what to do.
+pub fn check_writable(path: &Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!(
+            "{} is a directory: give a file name for the result",
+            path.display()
+        ));
+    }
+    let dir = parent(path);
+    std::fs::create_dir_all(dir).map_err(|e| {
+        format!(
+            "cannot create {} for the result: {} (choose another path with --out)",
+            dir.display(),
+            hostfacts::host::explain_io_error(&e)
+        )
+    })?;
+    tempfile::Builder::new()
+        .prefix(".preemptlab-check-")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|e| {
+            format!(
+                "cannot write in {}: {} (choose another path with --out)",
+                dir.display(),
+                hostfacts::host::explain_io_error(&e)
+            )
+        })
+}
+
+/// Writes `text` to `path` atomically: a temp file unique to this process in the same directory, then a
+/// rename. Creates the directory. On error nothing is left behind.
+pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!("{} is a directory", path.display()));
+    }
+    let dir = parent(path);
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| format!("writing in {}: {e}", dir.display()))?;
+    tmp.write_all(text.as_bytes())
+        .and_then(|()| tmp.flush())
+        .map_err(|e| format!("writing {}: {e}", tmp.path().display()))?;
+    tmp.persist(path)
+        .map(drop)
+        .map_err(|e| format!("renaming into {}: {}", path.display(), e.error))
+}
+
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unwritable_paths_are_refused_before_work() {
+        let e = check_writable(Path::new("/proc/x/r.json")).unwrap_err();
+        assert!(e.contains("/proc/x"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let e = check_writable(dir.path()).unwrap_err();
+        assert!(e.contains("is a directory"), "{e}");
+        check_writable(&dir.path().join("sub/r.json")).unwrap();
+        // The check leaves only the directory it created.
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("sub")).unwrap().count(),
+            0
+        );
+    }
+
+    #[test]
+    fn atomic_write_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.json");
+        write_atomic(&p, "one\n").unwrap();
+        write_atomic(&p, "two\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two\n");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // Naming a directory fails and leaves nothing beside it.
+        assert!(write_atomic(dir.path(), "x").is_err());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

@@ -1,0 +1,169 @@
+//! `preemptlab fleet` on audits the binary itself writes from fixture trees: the at-risk host first with
+//! the fix `hugepages` prints, bad files listed (exit 0), --fail-on, refused input (exit 2, one line).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use assert_cmd::cargo::cargo_bin;
+use serde_json::Value;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name)
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(cargo_bin("preemptlab"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn audit_into(dir: &Path, name: &str) -> u64 {
+    let o = run(&[
+        "audit",
+        "--format",
+        "json",
+        "--sysroot",
+        fixture(name).to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::write(dir.join(format!("{name}.json")), &o.stdout).unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["generated_unix_s"].as_u64().unwrap()
+}
+
+fn hugepages_fix(name: &str) -> String {
+    let o = run(&[
+        "hugepages",
+        "--format",
+        "json",
+        "--sysroot",
+        fixture(name).to_str().unwrap(),
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["plans"][0]["plan"]["sysctl_lines"][0]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn at_risk_first_with_the_hugepages_fix_and_bad_files_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = 0;
+    for name in [
+        "debian-6.1-voluntary",
+        "preempt-rt",
+        "linux-7.0-lazy-debugfs",
+        "this-machine-pg15-4k",
+    ] {
+        t = audit_into(dir.path(), name);
+    }
+    std::fs::write(dir.path().join("corrupt.json"), "{\"schema_version\": 1,").unwrap();
+    std::fs::write(
+        dir.path().join("notes.txt"),
+        "not an audit, not *.json: skipped",
+    )
+    .unwrap();
+    let now = (t + 3600).to_string();
+    let d = dir.path().to_str().unwrap();
+
+    let o = run(&["fleet", d, "--format", "json", "--now", &now]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["totals"]["files"], 5);
+    assert_eq!(v["totals"]["hosts"], 4);
+    assert_eq!(v["hosts"][0]["host"], "linux-7.0-lazy-debugfs");
+    assert_eq!(v["hosts"][0]["verdict"], "at-risk");
+    let fix = hugepages_fix("linux-7.0-lazy-debugfs");
+    assert_eq!(fix, "sysctl -w vm.nr_hugepages=549");
+    assert_eq!(v["not_on_huge_pages"][0]["host"], "linux-7.0-lazy-debugfs");
+    assert_eq!(v["not_on_huge_pages"][0]["fix"][0], fix.as_str());
+    assert_eq!(v["failed"][0]["file"], format!("{d}/corrupt.json"));
+    assert!(v["stale"].as_array().unwrap().is_empty());
+
+    // Ten days later every audit is stale; --stale-after widens the window.
+    let later = (t + 10 * 86_400).to_string();
+    let v: Value =
+        serde_json::from_slice(&run(&["fleet", d, "--format", "json", "--now", &later]).stdout)
+            .unwrap();
+    assert_eq!(v["totals"]["stale"], 4);
+    let v: Value = serde_json::from_slice(
+        &run(&[
+            "fleet",
+            d,
+            "--format",
+            "json",
+            "--now",
+            &later,
+            "--stale-after",
+            "2w",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(v["totals"]["stale"], 0);
+
+    let table = run(&["fleet", d, "--now", &now]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    let first_host = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Hosts, at risk first"))
+        .nth(3)
+        .unwrap_or_default();
+    assert!(
+        first_host
+            .trim_start()
+            .starts_with("linux-7.0-lazy-debugfs "),
+        "{text}"
+    );
+    assert!(text.contains(&fix), "{text}");
+    assert!(text.contains("corrupt.json: not JSON"), "{text}");
+
+    let md = run(&["fleet", d, "--now", &now, "--format", "markdown"]);
+    assert!(String::from_utf8_lossy(&md.stdout)
+        .contains("| at-risk | 7.0.2 | lazy | linux-7.0-lazy-debugfs |"));
+
+    assert_eq!(
+        run(&["fleet", d, "--now", &now, "--fail-on", "critical"])
+            .status
+            .code(),
+        Some(1)
+    );
+    let one = format!("{d}/debian-6.1-voluntary.json");
+    assert_eq!(
+        run(&["fleet", &one, "--now", &now, "--fail-on", "warn"])
+            .status
+            .code(),
+        Some(0)
+    );
+}
+
+#[test]
+fn refused_input() {
+    let empty = tempfile::tempdir().unwrap();
+    let e = empty.path().to_str().unwrap();
+    common::assert_refused(&run(&["fleet", e]), "empty dir", "no *.json audit files");
+    common::assert_refused(
+        &run(&["fleet", "/nonexistent/audits"]),
+        "missing",
+        "/nonexistent/audits",
+    );
+    common::assert_refused(
+        &run(&["fleet", e, "--stale-after", "2"]),
+        "stale unit",
+        "--stale-after",
+    );
+    common::assert_refused(&run(&["fleet", e, "--now", "yesterday"]), "now", "--now");
+    common::assert_refused(&run(&["fleet"]), "no paths", "DIR|FILE");
+}

@@ -1,0 +1,700 @@
+//! `preemptlab fleet`: many hosts' audits (`preemptlab audit --format json`) read back into one answer.
+//!
+//! The question is the fleet owner's: which hosts are exposed, what exactly fixes each PostgreSQL instance
+//! that is not on huge pages, how much memory the fleet spends on page tables because of it, and which
+//! hosts did not report recently. Everything here is pure: the caller reads the files (in parallel; each
+//! file is parsed and assessed on its own by [`load`]) and [`combine`] makes the answer.
+//!
+//! Pool sizes come from [`hostfacts::hugepages::plan_for_instance`], the rule `preemptlab hugepages` uses
+//! (PostgreSQL's own figure, else the segment rounded up to whole pages, plus a 2% margin of at least one
+//! page, plus pages already committed to other users of the pool), applied to the facts the audit recorded.
+
+use std::collections::{BTreeMap, HashMap};
+
+use hostfacts::findings::{Severity, Verdict};
+use hostfacts::hugepages;
+use hostfacts::kernel::PreemptModel;
+use hostfacts::Audit;
+use serde::{Deserialize, Serialize};
+
+/// The version of the fleet JSON schema.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The default age after which an audit is stale: two days (a daily timer that missed one run is not
+/// stale yet; one that missed two is).
+pub const DEFAULT_STALE_AFTER_S: u64 = 2 * 86_400;
+
+/// How to judge the audits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// "Now", in seconds since the Unix epoch.
+    pub now_unix_s: u64,
+    /// Audits older than this many seconds are stale.
+    pub stale_after_s: u64,
+}
+
+/// The whole answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fleet {
+    /// Schema version of this document.
+    pub schema_version: u32,
+    /// "Now" as judged, seconds since the Unix epoch.
+    pub now_unix_s: u64,
+    /// Audits older than this many seconds are stale.
+    pub stale_after_s: u64,
+    /// Counts and sums over the fleet.
+    pub totals: Totals,
+    /// One row per host (its newest audit): at-risk first, then warn, then ok; within a verdict grouped
+    /// by kernel release and preemption model, then by host name.
+    pub hosts: Vec<HostRow>,
+    /// Hosts per kernel release and preemption model, the groups with most at-risk hosts first.
+    pub groups: Vec<Group>,
+    /// Every PostgreSQL instance whose main segment is on 4 KB pages, with its pool size and fix; in
+    /// host order.
+    pub not_on_huge_pages: Vec<InstanceFix>,
+    /// Hosts whose newest audit is older than `stale_after_s`, oldest first.
+    pub stale: Vec<Stale>,
+    /// Files that are not a readable audit, with the reason.
+    pub failed: Vec<Failed>,
+    /// Older audits of a host that also has a newer one (ignored).
+    pub superseded: Vec<Superseded>,
+}
+
+/// Counts and sums over the fleet.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Files read.
+    pub files: usize,
+    /// Hosts (newest audit of each).
+    pub hosts: usize,
+    /// Hosts with verdict at-risk.
+    pub at_risk: usize,
+    /// Hosts with verdict warn.
+    pub warn: usize,
+    /// Hosts with verdict ok.
+    pub ok: usize,
+    /// Hosts whose audit is stale.
+    pub stale: usize,
+    /// Files that are not a readable audit.
+    pub failed: usize,
+    /// Older audits ignored.
+    pub superseded: usize,
+    /// PostgreSQL instances seen.
+    pub instances: usize,
+    /// Instances whose main segment is on 4 KB pages.
+    pub instances_4k: usize,
+    /// Page-table memory of the instances on 4 KB pages now (sum of their processes' `VmPTE`), in kB:
+    /// what huge pages would give back.
+    pub page_tables_4k_kib: u64,
+    /// The same at `max_connections` backends each touching the whole segment (the ceiling a long-running
+    /// instance approaches), in kB, over the instances where it is known.
+    pub page_tables_4k_full_touch_kib: u64,
+    /// Memory the pools of the fixes would pin, in kB.
+    pub fix_pinned_kib: u64,
+}
+
+/// One host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostRow {
+    /// Host name (the audit's, else the file name without `.json`).
+    pub host: String,
+    /// The audit file.
+    pub file: String,
+    /// The audit's `--sysroot`, when it read a copy instead of the host.
+    pub sysroot: Option<String>,
+    /// The audit's verdict.
+    pub verdict: Verdict,
+    /// Kernel release (`unknown` when unreadable).
+    pub kernel: String,
+    /// Effective preemption model.
+    pub preempt_model: PreemptModel,
+    /// Online CPUs.
+    pub cpus: Option<u32>,
+    /// When the audit ran, seconds since the Unix epoch.
+    pub generated_unix_s: u64,
+    /// Age of the audit at "now", in seconds (negative when the host's clock is ahead).
+    pub age_s: i64,
+    /// True when the audit is older than the stale limit.
+    pub stale: bool,
+    /// Critical findings.
+    pub critical: usize,
+    /// Warnings.
+    pub warn: usize,
+    /// Identifiers of the critical and warn findings, most severe first.
+    pub finding_ids: Vec<String>,
+    /// Title of the most severe finding above info.
+    pub top_finding: Option<String>,
+    /// PostgreSQL instances on the host.
+    pub instances: usize,
+    /// Of which on 4 KB pages.
+    pub instances_4k: usize,
+    /// Page tables of those instances now, in kB.
+    pub page_tables_4k_kib: u64,
+}
+
+/// Hosts of one kernel release and preemption model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    /// Kernel release.
+    pub kernel: String,
+    /// Preemption model.
+    pub preempt_model: PreemptModel,
+    /// Hosts.
+    pub hosts: usize,
+    /// At-risk hosts.
+    pub at_risk: usize,
+    /// Warn hosts.
+    pub warn: usize,
+    /// Ok hosts.
+    pub ok: usize,
+    /// PostgreSQL instances on 4 KB pages.
+    pub instances_4k: usize,
+}
+
+/// A PostgreSQL instance not on huge pages, and what fixes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstanceFix {
+    /// Host name.
+    pub host: String,
+    /// The audit file.
+    pub file: String,
+    /// The postmaster's PID when audited.
+    pub postmaster_pid: u32,
+    /// Data directory.
+    pub data_dir: Option<String>,
+    /// Major version.
+    pub version: Option<String>,
+    /// `huge_pages` setting (`try`, `on`, `off`).
+    pub huge_pages: Option<String>,
+    /// Size of the main shared segment, in kB.
+    pub segment_kib: Option<u64>,
+    /// Page tables of the instance now, in kB.
+    pub page_tables_kib: u64,
+    /// Page tables at `max_connections` with every process touching the whole segment, in kB.
+    pub page_tables_full_touch_kib: Option<u64>,
+    /// The sizing, when the audit's facts allow one.
+    pub sizing: Option<Sizing>,
+    /// Why there is no sizing.
+    pub unsized_reason: Option<String>,
+    /// The exact fix, in order: the pool line, postgresql.conf lines, the restart.
+    pub fix: Vec<String>,
+}
+
+/// A pool size for one instance, as `preemptlab hugepages` computes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sizing {
+    /// Huge page size, in kB.
+    pub page_size_kib: u64,
+    /// What the figure rests on (`postgres`, `postgres_size`, `segment`, `vm_peak`).
+    pub basis: String,
+    /// Pages the instance needs, margin included.
+    pub pages_needed: u64,
+    /// Pages of that size in the pool when audited (none: the host has no such pool).
+    pub pool_now: Option<u64>,
+    /// The pool size to set for this instance alone (what `preemptlab hugepages --pid` prints).
+    pub pool_target: u64,
+    /// When several instances of the host need pages of this size: the pool for all of them (their
+    /// pages plus what the pool already commits to others). The fix lines use it.
+    pub host_pool_target: Option<u64>,
+    /// Memory this instance's pages will pin, in kB.
+    pub pinned_kib: u64,
+}
+
+/// A host whose newest audit is too old.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stale {
+    /// Host name.
+    pub host: String,
+    /// The audit file.
+    pub file: String,
+    /// When the audit ran, seconds since the Unix epoch.
+    pub generated_unix_s: u64,
+    /// Its age, in seconds.
+    pub age_s: i64,
+}
+
+/// A file that is not a readable audit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failed {
+    /// The file.
+    pub file: String,
+    /// Why, and what to do.
+    pub reason: String,
+}
+
+/// An older audit of a host that has a newer one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Superseded {
+    /// Host name.
+    pub host: String,
+    /// The older file, ignored.
+    pub file: String,
+    /// The newer file, used.
+    pub newer_file: String,
+}
+
+/// One file after parsing and assessment.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Loaded {
+    /// A readable audit, assessed.
+    Host(Box<Assessed>),
+    /// Not a readable audit.
+    Failed(Failed),
+}
+
+/// One audit, assessed on its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assessed {
+    /// The host's row.
+    pub row: HostRow,
+    /// Its instances on 4 KB pages.
+    pub instances_4k: Vec<InstanceFix>,
+    /// Instances seen.
+    pub instances: usize,
+    /// Sum of the known full-touch page-table ceilings of the 4 KB instances, in kB.
+    pub full_touch_kib: u64,
+}
+
+/// Parses an audit document, with a reason that names the fix when it is not one.
+pub fn parse_audit(text: &str) -> Result<Audit, String> {
+    if text.trim().is_empty() {
+        return Err("empty file (the audit did not run or was cut short: rerun `preemptlab audit --format json`)".into());
+    }
+    match serde_json::from_str::<Audit>(text) {
+        Ok(a) if a.schema_version == hostfacts::audit::SCHEMA_VERSION => Ok(a),
+        Ok(a) => Err(format!(
+            "audit schema_version {}, this preemptlab reads {} (run the same preemptlab version on the hosts)",
+            a.schema_version,
+            hostfacts::audit::SCHEMA_VERSION
+        )),
+        Err(e) => Err(explain_parse_error(text, &e)),
+    }
+}
+
+fn explain_parse_error(text: &str, e: &serde_json::Error) -> String {
+    let value = match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(v) => v,
+        Err(_) => {
+            return format!(
+                "not JSON ({e}): expected the output of `preemptlab audit --format json`"
+            )
+        }
+    };
+    let version = value.get("schema_version").and_then(|v| v.as_u64());
+    match version {
+        None => format!("JSON but not a preemptlab audit (no schema_version; {e}): expected the output of `preemptlab audit --format json`"),
+        Some(v) if v != u64::from(hostfacts::audit::SCHEMA_VERSION) => format!(
+            "audit schema_version {v}, this preemptlab reads {} (run the same preemptlab version on the hosts)",
+            hostfacts::audit::SCHEMA_VERSION
+        ),
+        Some(_) => format!("not a complete audit ({e}): rerun `preemptlab audit --format json`"),
+    }
+}
+
+/// Parses and assesses one file's text.
+pub fn load(file: &str, text: &str, opts: &Options) -> Loaded {
+    match parse_audit(text) {
+        Ok(a) => Loaded::Host(Box::new(assess(file, &a, opts))),
+        Err(reason) => Loaded::Failed(Failed {
+            file: file.to_string(),
+            reason,
+        }),
+    }
+}
+
+fn file_stem(file: &str) -> String {
+    let base = file.rsplit('/').next().unwrap_or(file);
+    base.strip_suffix(".json").unwrap_or(base).to_string()
+}
+
+/// Assesses one audit: the host's row and its instances on 4 KB pages with their fixes.
+pub fn assess(file: &str, a: &Audit, opts: &Options) -> Assessed {
+    let host = a
+        .hostname
+        .get()
+        .filter(|h| !h.is_empty())
+        .cloned()
+        .unwrap_or_else(|| file_stem(file));
+    let age_s = opts.now_unix_s as i64 - a.generated_unix_s as i64;
+    let mut instances_4k = Vec::new();
+    let mut full_touch_kib = 0;
+    for inst in &a.instances {
+        if inst.on_huge_pages.get() != Some(&false) {
+            continue;
+        }
+        let full_touch = inst.page_tables_full_touch_kib.get().copied();
+        full_touch_kib += full_touch.unwrap_or(0);
+        let (sizing, unsized_reason, mut fix) =
+            match hugepages::plan_for_instance(inst, &a.memory, None) {
+                Ok(p) => {
+                    let mut fix = p.sysctl_lines.clone();
+                    fix.extend(p.postgresql_conf_lines.iter().cloned());
+                    let basis = p.basis.kind().to_string();
+                    let sizing = Sizing {
+                        page_size_kib: p.page_size_kib,
+                        basis,
+                        pages_needed: p.pages_needed,
+                        pool_now: p.pool_now.as_ref().map(|q| q.total),
+                        pool_target: p.pool_target,
+                        host_pool_target: None,
+                        pinned_kib: p.pages_needed * p.page_size_kib,
+                    };
+                    (Some(sizing), None, fix)
+                }
+                Err(e) => (
+                    None,
+                    Some(e.to_string()),
+                    vec![format!(
+                    "on {host}: preemptlab hugepages --pid {}   # the audit lacks the segment size",
+                    inst.postmaster_pid
+                )],
+                ),
+            };
+        fix.push(
+            "restart PostgreSQL, then: preemptlab audit   # expect 'on huge pages: yes'".into(),
+        );
+        instances_4k.push(InstanceFix {
+            host: host.clone(),
+            file: file.to_string(),
+            postmaster_pid: inst.postmaster_pid,
+            data_dir: inst.data_dir.get().cloned(),
+            version: inst.version.get().cloned(),
+            huge_pages: inst.setting("huge_pages").map(String::from),
+            segment_kib: inst.segment.get().map(|s| s.size_kib),
+            page_tables_kib: inst.page_tables_kib,
+            page_tables_full_touch_kib: full_touch,
+            sizing,
+            unsized_reason,
+            fix,
+        });
+    }
+    share_pools(&mut instances_4k, a);
+    let mut above_info: Vec<_> = a
+        .findings
+        .iter()
+        .filter(|f| f.severity >= Severity::Warn)
+        .collect();
+    above_info.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let row = HostRow {
+        host,
+        file: file.to_string(),
+        sysroot: a.sysroot.clone(),
+        verdict: a.verdict,
+        kernel: a
+            .kernel
+            .release
+            .get()
+            .cloned()
+            .unwrap_or_else(|| "unknown".into()),
+        preempt_model: a.kernel.preemption.model,
+        cpus: a.kernel.cpus.get().copied(),
+        generated_unix_s: a.generated_unix_s,
+        age_s,
+        stale: age_s > opts.stale_after_s as i64,
+        critical: above_info
+            .iter()
+            .filter(|f| f.severity == Severity::Critical)
+            .count(),
+        warn: above_info
+            .iter()
+            .filter(|f| f.severity == Severity::Warn)
+            .count(),
+        finding_ids: above_info.iter().map(|f| f.id.clone()).collect(),
+        top_finding: above_info.first().map(|f| f.title.clone()),
+        instances: a.instances.len(),
+        instances_4k: instances_4k.len(),
+        page_tables_4k_kib: instances_4k.iter().map(|i| i.page_tables_kib).sum(),
+    };
+    Assessed {
+        row,
+        instances_4k,
+        instances: a.instances.len(),
+        full_touch_kib,
+    }
+}
+
+/// Several instances of one host on 4 KB pages needing the same page size share one pool: its size is
+/// the sum of their needs plus what the pool already commits to others, and each fix says so.
+fn share_pools(instances: &mut [InstanceFix], a: &Audit) {
+    let default_kib = a
+        .memory
+        .default_huge_page_kib
+        .get()
+        .copied()
+        .unwrap_or(2048);
+    let mut by_size: BTreeMap<u64, (usize, u64)> = BTreeMap::new();
+    for s in instances.iter().filter_map(|i| i.sizing.as_ref()) {
+        let e = by_size.entry(s.page_size_kib).or_default();
+        e.0 += 1;
+        e.1 += s.pages_needed;
+    }
+    for (page_kib, (n, needed)) in by_size.into_iter().filter(|(_, (n, _))| *n > 1) {
+        let committed = a.memory.pool(page_kib).map(|p| p.committed()).unwrap_or(0);
+        let target = needed + committed;
+        let lines = hugepages::pool_lines(page_kib, default_kib, target);
+        for i in instances.iter_mut() {
+            if let Some(s) = i.sizing.as_mut().filter(|s| s.page_size_kib == page_kib) {
+                s.host_pool_target = Some(target);
+                i.fix.splice(
+                    0..lines.len(),
+                    lines
+                        .iter()
+                        .map(|l| format!("{l}   # for the {n} instances on this host")),
+                );
+            }
+        }
+    }
+}
+
+/// Verdicts ranked for sorting: at-risk first.
+pub fn verdict_rank(v: Verdict) -> u8 {
+    match v {
+        Verdict::AtRisk => 0,
+        Verdict::Warn => 1,
+        Verdict::Ok => 2,
+    }
+}
+
+/// Makes the fleet answer from every file's outcome.
+pub fn combine(loaded: Vec<Loaded>, opts: &Options) -> Fleet {
+    let files = loaded.len();
+    let mut failed = Vec::new();
+    let mut newest: HashMap<(String, Option<String>), Assessed> = HashMap::new();
+    let mut superseded = Vec::new();
+    for l in loaded {
+        let a = match l {
+            Loaded::Failed(f) => {
+                failed.push(f);
+                continue;
+            }
+            Loaded::Host(a) => *a,
+        };
+        let key = (a.row.host.clone(), a.row.sysroot.clone());
+        match newest.get_mut(&key) {
+            None => {
+                newest.insert(key, a);
+            }
+            Some(kept) => {
+                // The newer audit wins; at equal times the later file name, so the choice is stable.
+                let newer = (a.row.generated_unix_s, &a.row.file)
+                    > (kept.row.generated_unix_s, &kept.row.file);
+                let (old, new) = if newer {
+                    (std::mem::replace(kept, a), &kept.row)
+                } else {
+                    (a, &kept.row)
+                };
+                superseded.push(Superseded {
+                    host: old.row.host,
+                    file: old.row.file,
+                    newer_file: new.file.clone(),
+                });
+            }
+        }
+    }
+    let mut assessed: Vec<Assessed> = newest.into_values().collect();
+    assessed.sort_by(|a, b| {
+        let (a, b) = (&a.row, &b.row);
+        (
+            verdict_rank(a.verdict),
+            &a.kernel,
+            a.preempt_model,
+            &a.host,
+            &a.file,
+        )
+            .cmp(&(
+                verdict_rank(b.verdict),
+                &b.kernel,
+                b.preempt_model,
+                &b.host,
+                &b.file,
+            ))
+    });
+    failed.sort_by(|a, b| a.file.cmp(&b.file));
+    superseded.sort_by(|a, b| (&a.host, &a.file).cmp(&(&b.host, &b.file)));
+
+    let mut totals = Totals {
+        files,
+        hosts: assessed.len(),
+        failed: failed.len(),
+        superseded: superseded.len(),
+        ..Totals::default()
+    };
+    let mut groups: BTreeMap<(String, PreemptModel), Group> = BTreeMap::new();
+    let mut hosts = Vec::with_capacity(assessed.len());
+    let mut not_on_huge_pages = Vec::new();
+    for a in assessed {
+        let r = &a.row;
+        let g = groups
+            .entry((r.kernel.clone(), r.preempt_model))
+            .or_insert_with(|| Group {
+                kernel: r.kernel.clone(),
+                preempt_model: r.preempt_model,
+                hosts: 0,
+                at_risk: 0,
+                warn: 0,
+                ok: 0,
+                instances_4k: 0,
+            });
+        g.hosts += 1;
+        g.instances_4k += r.instances_4k;
+        match r.verdict {
+            Verdict::AtRisk => {
+                g.at_risk += 1;
+                totals.at_risk += 1
+            }
+            Verdict::Warn => {
+                g.warn += 1;
+                totals.warn += 1
+            }
+            Verdict::Ok => {
+                g.ok += 1;
+                totals.ok += 1
+            }
+        }
+        totals.stale += usize::from(r.stale);
+        totals.instances += a.instances;
+        totals.instances_4k += r.instances_4k;
+        totals.page_tables_4k_kib += r.page_tables_4k_kib;
+        totals.page_tables_4k_full_touch_kib += a.full_touch_kib;
+        totals.fix_pinned_kib += a
+            .instances_4k
+            .iter()
+            .filter_map(|i| i.sizing.as_ref())
+            .map(|s| s.pinned_kib)
+            .sum::<u64>();
+        not_on_huge_pages.extend(a.instances_4k);
+        hosts.push(a.row);
+    }
+    let mut stale: Vec<Stale> = hosts
+        .iter()
+        .filter(|h| h.stale)
+        .map(|h| Stale {
+            host: h.host.clone(),
+            file: h.file.clone(),
+            generated_unix_s: h.generated_unix_s,
+            age_s: h.age_s,
+        })
+        .collect();
+    stale.sort_by(|a, b| (b.age_s, &a.host).cmp(&(a.age_s, &b.host)));
+    let mut groups: Vec<Group> = groups.into_values().collect();
+    groups.sort_by(|a, b| {
+        (b.at_risk, b.warn, b.hosts, &a.kernel, a.preempt_model).cmp(&(
+            a.at_risk,
+            a.warn,
+            a.hosts,
+            &b.kernel,
+            b.preempt_model,
+        ))
+    });
+    Fleet {
+        schema_version: SCHEMA_VERSION,
+        now_unix_s: opts.now_unix_s,
+        stale_after_s: opts.stale_after_s,
+        totals,
+        hosts,
+        groups,
+        not_on_huge_pages,
+        stale,
+        failed,
+        superseded,
+    }
+}
+
+/// Parses an age such as `90m`, `36h`, `2d` or `1w` into seconds.
+pub fn parse_age(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{text:?}: use a number and a unit: 90m, 36h, 2d, 1w"))?;
+    let mult = match unit.trim() {
+        "s" => 1,
+        "m" | "min" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => {
+            return Err(format!(
+                "{text:?}: use a number and a unit (s, m, h, d, w): 90m, 36h, 2d, 1w"
+            ))
+        }
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("{text:?}: too large"))
+}
+
+/// An age in seconds, short: `45s`, `12m`, `5.0h`, `3.2d`.
+pub fn show_age(age_s: i64) -> String {
+    let a = age_s.unsigned_abs() as f64;
+    let sign = if age_s < 0 { "-" } else { "" };
+    if a < 60.0 {
+        format!("{sign}{a:.0}s")
+    } else if a < 3600.0 {
+        format!("{sign}{:.0}m", a / 60.0)
+    } else if a < 86_400.0 {
+        format!("{sign}{:.1}h", a / 3600.0)
+    } else {
+        format!("{sign}{:.1}d", a / 86_400.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_parse_with_units_only() {
+        assert_eq!(parse_age("2d"), Ok(172_800));
+        assert_eq!(parse_age("90m"), Ok(5400));
+        assert_eq!(parse_age("1w"), Ok(604_800));
+        assert_eq!(parse_age("36h"), Ok(129_600));
+        assert!(parse_age("2").unwrap_err().contains("unit"));
+        assert!(parse_age("two days").is_err());
+        assert!(parse_age("2x").is_err());
+        assert!(parse_age("99999999999999999999d").is_err());
+    }
+
+    #[test]
+    fn ages_show_short() {
+        assert_eq!(show_age(30), "30s");
+        assert_eq!(show_age(3 * 86_400 + 43_200), "3.5d");
+        assert_eq!(show_age(-7200), "-2.0h");
+    }
+
+    #[test]
+    fn bad_text_is_explained_not_fatal() {
+        let opts = Options {
+            now_unix_s: 0,
+            stale_after_s: 1,
+        };
+        for (text, want) in [
+            ("", "empty file"),
+            ("{\"schema_version\": 1, ", "not JSON"),
+            ("[1, 2]", "not a preemptlab audit"),
+            ("{\"schema_version\": 99}", "schema_version 99"),
+            (
+                "{\"schema_version\": 1, \"hostname\": 3}",
+                "not a complete audit",
+            ),
+        ] {
+            match load("x.json", text, &opts) {
+                Loaded::Failed(f) => assert!(f.reason.contains(want), "{text:?}: {}", f.reason),
+                Loaded::Host(_) => panic!("{text:?} accepted"),
+            }
+        }
+    }
+
+    #[test]
+    fn empty_fleet_is_an_empty_answer() {
+        let f = combine(
+            vec![],
+            &Options {
+                now_unix_s: 0,
+                stale_after_s: 1,
+            },
+        );
+        assert_eq!(f.totals, Totals::default());
+        assert!(f.hosts.is_empty() && f.groups.is_empty() && f.failed.is_empty());
+    }
+}

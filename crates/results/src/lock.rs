@@ -1,0 +1,225 @@
+//! `bench lock`: the StrategyGetBuffer-like workload's spec, repetitions, cells and result file.
+
+use serde::{Deserialize, Serialize};
+use stats::Summary;
+
+use crate::{Envelope, Status};
+
+/// What to run: one cell of the matrix, one repetition.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CellSpec {
+    /// Lock name.
+    pub lock: String,
+    /// Page backing name.
+    pub pages: String,
+    /// Worker processes (or threads).
+    pub workers: u32,
+}
+
+/// The whole experiment.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Spec {
+    /// Locks to compare.
+    pub locks: Vec<String>,
+    /// Page backings.
+    pub pages: Vec<String>,
+    /// Worker counts as given (`8`, `4x`).
+    pub workers_given: Vec<String>,
+    /// Worker counts resolved against the CPU count.
+    pub workers: Vec<u32>,
+    /// Measured seconds per repetition.
+    pub duration_s: f64,
+    /// Warm-up seconds per repetition (not measured).
+    pub warmup_s: f64,
+    /// Repetitions per cell.
+    pub repeat: u32,
+    /// Buffer descriptors (64 bytes each).
+    pub descriptors: u64,
+    /// Busy work inside the critical section, ns.
+    pub cs_ns: u64,
+    /// Busy work outside the lock per operation, ns.
+    pub work_ns: u64,
+    /// Replace a worker process after this many operations (fresh page tables), if set.
+    pub reconnect_every: Option<u64>,
+    /// `--reconnect-every` as given (`auto`, `none` or a number).
+    pub reconnect_every_given: String,
+    /// Threads instead of processes.
+    pub threads: bool,
+    /// Touch the descriptor at the free-list head before acquiring (moves its fault out of the lock).
+    pub prefetch_next: bool,
+    /// With `reconnect_every`: the first workers of a repetition start at random ages, uniform over a life
+    /// (`uniform`), or all new together (`young`, and what results without the field did). See
+    /// `lab::lockbench::start_age`.
+    #[serde(default = "young")]
+    pub start_age: String,
+    /// Seed of the free-list permutation and the workers' RNGs.
+    pub seed: u64,
+}
+
+/// Percentiles of a latency distribution, in ns.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Percentiles {
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Maximum.
+    pub max: u64,
+}
+
+/// The correctness check of one repetition.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Check {
+    /// The counter bumped under the lock.
+    pub counter: u64,
+    /// Operations the workers counted (warm-up included).
+    pub ops_counted: u64,
+    /// Descriptors popped from the free list.
+    pub popped: u64,
+    /// Descriptors still on the free list, found by walking it.
+    pub free_list_len: u64,
+    /// Descriptors marked as not on the list.
+    pub marked_not_in_list: u64,
+    /// True when counter == ops_counted and the list is a consistent permutation.
+    pub ok: bool,
+}
+
+/// One repetition's measurements (raw samples of the result file).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Rep {
+    /// Operations in the measured window.
+    pub ops: u64,
+    /// Measured wall time, s.
+    pub elapsed_s: f64,
+    /// Throughput.
+    pub ops_per_s: f64,
+    /// Wait to acquire, ns.
+    pub acquire_ns: Percentiles,
+    /// Time holding the lock, ns.
+    pub hold_ns: Percentiles,
+    /// Acquire-latency CDF points `[ns, quantile]` for plots.
+    pub acquire_cdf: Vec<[f64; 2]>,
+    /// Holds longer than 100 µs.
+    pub stalled_holds: u64,
+    /// Stalled holds per million operations.
+    pub stalled_per_mop: f64,
+    /// Minor faults per operation (the workers touch shared memory only under the lock, so these are faults
+    /// under the lock).
+    pub minflt_per_op: f64,
+    /// Voluntary context switches per operation.
+    pub vcsw_per_op: f64,
+    /// Involuntary context switches (preemptions) per operation.
+    pub ivcsw_per_op: f64,
+    /// User CPU per operation, ns.
+    pub user_ns_per_op: f64,
+    /// System CPU per operation, ns.
+    pub sys_ns_per_op: f64,
+    /// Total CPU per operation, ns.
+    pub cpu_ns_per_op: f64,
+    /// Sleeps (pg_usleep or futex waits) per operation.
+    pub sleeps_per_op: f64,
+    /// Spin iterations per operation.
+    pub spins_per_op: f64,
+    /// Jain's fairness index over per-worker operations.
+    pub jain: f64,
+    /// Operations per worker slot.
+    pub worker_ops: Vec<u64>,
+    /// Fraction of operations that popped the free list (the rest were clock-sweep steps).
+    pub free_list_fraction: f64,
+    /// Worker processes replaced by `--reconnect-every`.
+    pub respawns: u64,
+    /// CPU time the hypervisor stole from this machine during the repetition, % of all CPU time (from
+    /// /proc/stat; null when unreadable). A noisy neighbour shows here.
+    pub steal_pct: Option<f64>,
+    /// CPU time the whole machine spent idle (idle + iowait in /proc/stat) during the measured window, % of
+    /// all CPU time (null when unreadable, and in results written before it was recorded). A lock whose
+    /// waiters sleep leaves CPUs idle that a spinning lock keeps busy: at equal throughput that alone sets
+    /// their CPU per operation apart.
+    #[serde(default)]
+    pub idle_pct: Option<f64>,
+    /// Correctness.
+    pub check: Check,
+}
+
+pub(crate) fn young() -> String {
+    "young".into()
+}
+
+/// Centres and spreads over a cell's repetitions.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CellSummary {
+    /// Throughput, ops/s (harmonic mean is the centre for rates).
+    pub ops_per_s: Summary,
+    /// p99 acquire latency, ns.
+    pub acquire_p99_ns: Summary,
+    /// p99 hold time, ns.
+    pub hold_p99_ns: Summary,
+    /// Stalled holds per million operations.
+    pub stalled_per_mop: Summary,
+    /// Minor faults (under the lock) per operation.
+    pub minflt_per_op: Summary,
+    /// CPU time per operation, ns.
+    pub cpu_ns_per_op: Summary,
+    /// Involuntary context switches per operation.
+    pub ivcsw_per_op: Summary,
+    /// Jain's fairness index.
+    pub jain: Summary,
+    /// Sleeps per operation.
+    pub sleeps_per_op: Summary,
+    /// The throughput the faults under the lock allow, if they were all that serialized:
+    /// 1e9 / (faults per op x measured ns per fault). Only where faults occur.
+    pub fault_ceiling_ops_per_s: Option<f64>,
+    /// The throughput the lock's serial section allows: 1e9 / mean hold ns (median over repetitions).
+    /// Everything done while holding, faults and page walks included, is serialized.
+    pub hold_ceiling_ops_per_s: f64,
+    /// The throughput the CPUs allow: CPUs x 1e9 / CPU ns per operation (median).
+    pub cpu_ceiling_ops_per_s: f64,
+}
+
+/// One cell of the matrix.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Cell {
+    /// Lock.
+    pub lock: String,
+    /// Page backing.
+    pub pages: String,
+    /// Workers.
+    pub workers: u32,
+    /// Ran, skipped, failed, or interrupted.
+    pub status: Status,
+    /// Why it was skipped or failed.
+    pub reason: Option<String>,
+    /// Every repetition's raw measurements.
+    pub reps: Vec<Rep>,
+    /// Summary over the repetitions.
+    pub summary: Option<CellSummary>,
+}
+
+/// The cost of one first-touch minor fault on a populated shared page, measured in a fresh process.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FaultCost {
+    /// Mean ns per fault (4 KB pages already in the page cache, as in the bench).
+    pub ns_per_fault: f64,
+    /// Faults timed.
+    pub faults: u64,
+}
+
+/// A `bench lock` result file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LockResult {
+    /// Tool, command line, time, host.
+    #[serde(flatten)]
+    pub envelope: Envelope,
+    /// The experiment.
+    pub spec: Spec,
+    /// The fault cost behind the ceiling.
+    pub fault_cost: Option<FaultCost>,
+    /// The cells, in run order.
+    pub cells: Vec<Cell>,
+}

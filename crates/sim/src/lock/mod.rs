@@ -1,0 +1,215 @@
+//! The lock: who holds it, who spins on it, who sleeps in its futex; what acquiring and releasing do for
+//! every algorithm (the holder's fault or critical section, the handoff to a running spinner, the hold's
+//! measurements); and the dispatch to each algorithm's own rules: [`pg`] (s_lock's spin-then-sleep),
+//! [`futex`] (three-state mutex), [`rseq`] (`pg` whose holder asks for a slice extension), [`adaptive`]
+//! (shmlock's bounded spinning and parking).
+
+pub(crate) mod adaptive;
+pub(crate) mod futex;
+pub(crate) mod pg;
+pub(crate) mod rseq;
+
+pub use adaptive::ADAPTIVE_SLOTS;
+
+use crate::sim::Sim;
+use crate::task::Phase;
+use crate::LockKind;
+
+/// The lock's state.
+pub(crate) struct LockState {
+    /// The holder.
+    pub(crate) holder: Option<u32>,
+    /// The CPU the current hold was taken on.
+    pub(crate) holder_cpu: u32,
+    /// Holds so far (names a hold).
+    pub(crate) hold_seq: u64,
+    /// Running tasks currently spinning on the lock.
+    pub(crate) spinners: Vec<u32>,
+    /// Tasks asleep in futex_wait, in the order they went to sleep.
+    pub(crate) futex_waiters: Vec<u32>,
+    /// `adaptive`: a spinner spent a whole budget on this hold (`STALLED`), and a wake is in flight
+    /// (`WAKING`).
+    pub(crate) stalled: bool,
+    pub(crate) waking: bool,
+}
+
+impl LockState {
+    /// Free, nobody waiting.
+    pub(crate) fn new() -> LockState {
+        LockState {
+            holder: None,
+            holder_cpu: u32::MAX,
+            hold_seq: 0,
+            spinners: Vec::new(),
+            futex_waiters: Vec::new(),
+            stalled: false,
+            waking: false,
+        }
+    }
+}
+
+impl Sim {
+    /// A running task on `c` tries the lock now.
+    pub(crate) fn try_lock(&mut self, c: u32, t: u32) {
+        if self.lock.holder.is_none() {
+            self.take_lock(c, t, 0);
+            return;
+        }
+        match self.p.lock {
+            LockKind::Pg | LockKind::Rseq => self.start_spin(c, t),
+            LockKind::Futex => self.enter_futex_wait(c, t),
+            LockKind::Adaptive => self.adaptive_try_lock(c, t),
+        }
+    }
+
+    /// `t` starts a whole spin on `c`.
+    pub(crate) fn start_spin(&mut self, c: u32, t: u32) {
+        self.tasks[t as usize].phase = Phase::Spin;
+        self.lock.spinners.push(t);
+        self.run_segment(c, self.spin_budget(t));
+    }
+
+    /// A whole spin of `t`, ns: `pg`'s spins_per_delay iterations, or `adaptive`'s time budget.
+    pub(crate) fn spin_budget(&self, t: u32) -> u64 {
+        match self.p.lock {
+            LockKind::Adaptive => self.p.adaptive_spin_ns,
+            _ => self.tasks[t as usize].spins_per_delay as u64 * self.p.spin_ns,
+        }
+    }
+
+    /// A spin on `c` ran its whole budget without the lock coming free.
+    pub(crate) fn spin_end(&mut self, c: u32, t: u32) {
+        self.lock.spinners.retain(|&x| x != t);
+        match self.p.lock {
+            LockKind::Adaptive => self.adaptive_spin_end(c, t),
+            _ => self.pg_spin_end(c, t),
+        }
+    }
+
+    /// `t` is switched back in while spinning: the lock may have come free meanwhile.
+    pub(crate) fn resume_spin(&mut self, c: u32, t: u32, rem: u64) {
+        if self.lock.holder.is_none() {
+            self.take_lock(c, t, 0);
+        } else {
+            let budget = if rem > 0 { rem } else { self.spin_budget(t) };
+            self.lock.spinners.push(t);
+            self.run_segment(c, budget);
+        }
+    }
+
+    /// `t` (running on `c`) becomes the holder after `delay` ns of transfer; it reads the free list's head
+    /// descriptor, which may fault.
+    pub(crate) fn take_lock(&mut self, c: u32, t: u32, delay: u64) {
+        self.lock.holder = Some(t);
+        self.lock.holder_cpu = c;
+        self.lock.hold_seq += 1;
+        self.tasks[t as usize].park_timeout_ns = 0;
+        self.lock.spinners.retain(|&x| x != t);
+        let now = self.clock.now;
+        let faults = self.descriptor_faults(t);
+        let blocks = self.fault_blocks(faults);
+        // Every spinner still polling the line slows this hold.
+        let delay = delay + self.p.line_ns * self.lock.spinners.len() as u64;
+        if self.metrics.measuring && now >= self.p.warmup_ns {
+            let waited = now - self.tasks[t as usize].acquire_start;
+            self.metrics.acquired(waited);
+        }
+        let task = &mut self.tasks[t as usize];
+        task.spins_per_delay =
+            pg::adapt_spins_per_delay(task.spins_per_delay, task.slept_this_acquire);
+        task.slept_this_acquire = false;
+        task.cur_delay_ns = 0;
+        task.holding = true;
+        task.hold_start = now;
+        task.fault_blocks = blocks;
+        task.granted = false;
+        if faults {
+            let d = self.start_descriptor_fault(t);
+            self.run_segment(c, delay + d);
+        } else {
+            self.tasks[t as usize].phase = Phase::Cs;
+            let d = self.cs_ns();
+            self.run_segment(c, delay + d);
+        }
+    }
+
+    /// The holder on `c` releases the lock: a running spinner takes it over; the releaser wakes a sleeper,
+    /// yields its slice extension, or goes on.
+    pub(crate) fn release(&mut self, c: u32, t: u32) {
+        let now = self.clock.now;
+        let task = &mut self.tasks[t as usize];
+        task.holding = false;
+        let held = now - task.hold_start;
+        task.ops += 1;
+        task.ops_since_spawn += 1;
+        let granted = std::mem::replace(&mut task.granted, false);
+        self.lock.holder = None;
+        self.lock.stalled = false;
+        let adaptive_wake = self.adaptive_unlock_wakes();
+        if self.metrics.measuring && now >= self.p.warmup_ns {
+            self.metrics.released(held);
+        }
+        // A running spinner notices and takes it.
+        if !self.lock.spinners.is_empty() {
+            let i = self.rng.below(self.lock.spinners.len() as u64) as usize;
+            let w = self.lock.spinners.swap_remove(i);
+            let wc = self.tasks[w as usize].cpu;
+            // Stop its spin segment and hand over.
+            self.stop_segment(wc, w);
+            let d = self.p.lock_transfer_ns;
+            self.take_lock(wc, w, d);
+        }
+        let next = if self.p.lock == LockKind::Futex && !self.lock.futex_waiters.is_empty() {
+            Phase::FutexWake
+        } else if adaptive_wake {
+            self.lock.waking = true;
+            Phase::FutexWake
+        } else if granted {
+            Phase::SliceYield
+        } else {
+            self.after_op(t)
+        };
+        self.start_phase(c, t, next);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{simulate, Pages, Params};
+
+    #[test]
+    fn line_contention_slows_holds_only_where_other_spinners_run() {
+        let run = |cpus: u32, line_ns: u64| {
+            simulate(&Params {
+                cpus,
+                workers: 8 * cpus,
+                pages: Pages::P2m,
+                line_ns,
+                duration_ns: 100_000_000,
+                warmup_ns: 10_000_000,
+                ..Params::default()
+            })
+            .unwrap()
+        };
+        // Two CPUs: at a handoff one runs the releaser, the other the new holder; nobody else spins.
+        let (a, b) = (run(2, 0), run(2, 500));
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            serde_json::to_string(&b).unwrap()
+        );
+        // Eight CPUs: up to six other spinners poll the line at every handoff.
+        let (c, d) = (run(8, 0), run(8, 500));
+        assert!(
+            d.hold_ns.p50 >= c.hold_ns.p50 + 500,
+            "hold p50 {} -> {}",
+            c.hold_ns.p50,
+            d.hold_ns.p50
+        );
+        assert!(
+            d.ops_per_s < 0.8 * c.ops_per_s,
+            "{} -> {}",
+            c.ops_per_s,
+            d.ops_per_s
+        );
+    }
+}

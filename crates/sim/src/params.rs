@@ -1,0 +1,351 @@
+//! What the model takes: the four choices a matrix varies (preemption model, lock, page size, workload) and
+//! [`Params`], every cost and knob with its default.
+//!
+//! `Params` is flat because it is the result schema's `spec.params` (its field order is the files' key order)
+//! and `--set` addresses its fields by name; the fields come in groups by concern (the run, the operation,
+//! memory and faults, lock costs, kernel costs, the fault-path hypothesis, lock tuning, the scheduler, the
+//! `txn` workload), each read by the module that owns the concern. The `adaptive` defaults are shmlock's own
+//! constants, so the model runs the real lock's tuning unless told otherwise.
+
+use serde::{Deserialize, Serialize};
+
+use crate::lock::adaptive;
+
+/// Preemption model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Model {
+    /// No preemption in the kernel.
+    None,
+    /// Also at cond_resched() points (the modelled fault path has none).
+    Voluntary,
+    /// Preemption anywhere preemption is enabled.
+    Full,
+    /// Lazy requests, upgraded at the tick; no IPI for fair-class wakeups.
+    Lazy,
+}
+
+impl Model {
+    /// Parses `none|voluntary|full|lazy`.
+    pub fn parse(s: &str) -> Result<Model, String> {
+        match s {
+            "none" => Ok(Model::None),
+            "voluntary" => Ok(Model::Voluntary),
+            "full" => Ok(Model::Full),
+            "lazy" => Ok(Model::Lazy),
+            _ => Err(format!("{s}: expected none, voluntary, full or lazy")),
+        }
+    }
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::None => "none",
+            Model::Voluntary => "voluntary",
+            Model::Full => "full",
+            Model::Lazy => "lazy",
+        }
+    }
+}
+
+/// The lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LockKind {
+    /// PostgreSQL's s_lock.
+    Pg,
+    /// Three-state futex mutex.
+    Futex,
+    /// `pg` with the rseq time-slice extension for the holder.
+    Rseq,
+    /// The shmlock crate's `adaptive` lock (its rseq request with `adaptive_rseq`): at most
+    /// min(CPUs, `ADAPTIVE_SLOTS`) waiters spin, each for a bounded time; a waiter on the CPU the holder took the lock on, or one arriving after a
+    /// spinner spent a whole budget on this hold (`STALLED`), parks on a futex with a bounded sleep;
+    /// unlock wakes one sleeper when no spinner is around and no wake is in flight.
+    Adaptive,
+}
+
+impl LockKind {
+    /// Parses `pg|futex|rseq|adaptive`.
+    pub fn parse(s: &str) -> Result<LockKind, String> {
+        match s {
+            "pg" => Ok(LockKind::Pg),
+            "futex" => Ok(LockKind::Futex),
+            "rseq" => Ok(LockKind::Rseq),
+            "adaptive" => Ok(LockKind::Adaptive),
+            _ => Err(format!("{s}: expected pg, futex, rseq or adaptive")),
+        }
+    }
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockKind::Pg => "pg",
+            LockKind::Futex => "futex",
+            LockKind::Rseq => "rseq",
+            LockKind::Adaptive => "adaptive",
+        }
+    }
+}
+
+/// Page size of the shared descriptor array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Pages {
+    /// 4 KB pages (faults map a fault-around group).
+    #[serde(rename = "4k")]
+    P4k,
+    /// 2 MB pages.
+    #[serde(rename = "2m")]
+    P2m,
+}
+
+impl Pages {
+    /// Parses `4k|2m` (also `hugetlb-2m`).
+    pub fn parse(s: &str) -> Result<Pages, String> {
+        match s {
+            "4k" => Ok(Pages::P4k),
+            "2m" | "hugetlb-2m" => Ok(Pages::P2m),
+            _ => Err(format!("{s}: expected 4k or 2m")),
+        }
+    }
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pages::P4k => "4k",
+            Pages::P2m => "2m",
+        }
+    }
+}
+
+/// What the workers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// `bench lock`'s operation in a loop: work, then the free-list pop under the lock (random order).
+    #[default]
+    Lock,
+    /// pgbench-like transactions: statements, each a client round trip (the backend sleeps and a remote
+    /// CPU wakes it), recv, user work with buffer allocations (the free-list pop under the lock, then the
+    /// block's pread and its first-touch fault outside the lock), send. The free list pops buffers in
+    /// order, as PostgreSQL's initial free list does.
+    Txn,
+}
+
+impl Workload {
+    /// Parses `lock|txn`.
+    pub fn parse(s: &str) -> Result<Workload, String> {
+        match s {
+            "lock" => Ok(Workload::Lock),
+            "txn" => Ok(Workload::Txn),
+            _ => Err(format!("{s}: expected lock or txn")),
+        }
+    }
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Lock => "lock",
+            Workload::Txn => "txn",
+        }
+    }
+}
+
+/// Everything the model takes. Costs default to this project's measurements (REFERENCE.md §6, GUIDE.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Params {
+    // The run.
+    /// CPUs.
+    pub cpus: u32,
+    /// Worker processes.
+    pub workers: u32,
+    /// Preemption model.
+    pub model: Model,
+    /// Lock.
+    pub lock: LockKind,
+    /// Page size.
+    pub pages: Pages,
+    /// Timer ticks per second.
+    pub hz: u32,
+    /// Measured virtual time, ns.
+    pub duration_ns: u64,
+    /// Virtual time before measuring, ns.
+    pub warmup_ns: u64,
+    /// RNG seed.
+    pub seed: u64,
+    // The operation (the `lock` workload's; `txn` uses `work_ns` per chunk too).
+    /// 64-byte buffer descriptors in the shared array.
+    pub descriptors: u64,
+    /// User work outside the lock per operation, ns.
+    pub work_ns: u64,
+    /// Other user time per operation outside the lock (the loop, the RNG, timers), ns.
+    pub op_ns: u64,
+    /// User time inside the lock (pop the head, read its descriptor), ns.
+    pub cs_ns: u64,
+    /// Extra time per operation on 4 KB pages (TLB misses and page walks over the array), ns.
+    pub access_4k_ns: u64,
+    // Memory and faults, and replacing workers (fresh page tables).
+    /// A minor fault on 4 KB pages (maps a fault-around group), ns.
+    pub fault_4k_ns: u64,
+    /// 4 KB pages one fault maps (fault-around: 64 KB).
+    pub fault_around_pages: u64,
+    /// Mapping an existing 2 MB page in a new process, ns.
+    pub fault_2m_map_ns: u64,
+    /// The first touch of a 2 MB page by anyone (zeroing), ns.
+    pub fault_2m_zero_ns: u64,
+    /// Replace a worker after this many operations (fresh page tables); 0: never.
+    pub reconnect_every: u64,
+    /// Replacing a worker (exit, fork), ns of kernel time.
+    pub respawn_ns: u64,
+    // Lock costs.
+    /// One spin-loop iteration (`pause` plus the test), ns.
+    pub spin_ns: u64,
+    /// Cache-line transfer from the releaser to the next holder, ns.
+    pub lock_transfer_ns: u64,
+    /// What every other running spinner adds to a hold, ns: the lock word and the free-list head share one
+    /// cache line, which the spinners keep reading, so the new holder's fetch of it and its writes to it
+    /// wait behind their re-reads, served one at a time (a TTAS handoff's cost grows linearly with the
+    /// spinners). 0 by default; it cannot show on 2 CPUs, where no other spinner runs at a handoff.
+    pub line_ns: u64,
+    // Kernel costs.
+    /// A context switch, ns.
+    pub ctx_switch_ns: u64,
+    /// Entering and leaving a syscall, ns.
+    pub syscall_ns: u64,
+    /// futex_wake with a waiter, ns.
+    pub futex_wake_ns: u64,
+    /// What futex_wake costs the waker on top when the woken task goes to an idle CPU (the IPI that wakes
+    /// it), ns. 0 keeps the model as first calibrated.
+    pub futex_wake_idle_ns: u64,
+    /// IPI delivery to a remote CPU, ns.
+    pub ipi_ns: u64,
+    /// Leaving idle on a wakeup, ns.
+    pub idle_exit_ns: u64,
+    /// Timer slack added to pg_usleep, ns.
+    pub sleep_slack_ns: u64,
+    // The fault-path hypothesis.
+    /// Hypothesis knob (GUIDE.md): the probability that a 4 KB fault blocks on a sleeping lock in the fault
+    /// path (woken by another CPU). 0 in the defaults.
+    pub fault_block_p: f64,
+    /// How long such a block lasts before the wakeup, ns.
+    pub fault_block_ns: u64,
+    // Lock tuning: `rseq` and `adaptive`.
+    /// rseq slice extension granted to the holder, ns.
+    pub rseq_grant_ns: u64,
+    /// `adaptive`: how long a waiter spins before it parks, ns (shmlock's `SPIN_BUDGET`).
+    pub adaptive_spin_ns: u64,
+    /// `adaptive`: a parked waiter's first bounded sleep, ns (shmlock's `PARK_TIMEOUT_MIN`); it doubles
+    /// with every further sleep of the same acquisition up to `adaptive_park_max_ns`.
+    pub adaptive_park_min_ns: u64,
+    /// `adaptive`: the longest bounded sleep, ns (shmlock's `PARK_TIMEOUT_MAX`).
+    pub adaptive_park_max_ns: u64,
+    /// `adaptive`: the holder requests the rseq slice extension (`rseq_grant_ns`), as the real lock does on
+    /// kernels that have it (7.0+); off by default because this machine's kernel has none.
+    pub adaptive_rseq: bool,
+    // The scheduler.
+    /// A woken task preempts the running one only after that one has run this long since it was switched
+    /// in (EEVDF's RUN_TO_PARITY protects the current task's slice); None: the base slice.
+    pub wakeup_preempt_after_ns: Option<u64>,
+    /// EEVDF's delayed dequeue (Linux 6.12+): a task that goes to sleep owing time stays queued until it
+    /// owes none, and a wakeup before then keeps its deadline, so a slice is used up across short sleeps;
+    /// the expiry is noticed at the tick and whenever a task is enqueued on the CPU (`update_curr`), and the
+    /// reschedule it asks for follows the model (an IPI to a remote CPU, or only the lazy flag); the
+    /// default. false: a slice counts from the switch-in and only the tick notices it (the model before).
+    pub delayed_dequeue: bool,
+    /// `delayed_dequeue`: a sleep shorter than this keeps the task's deadline, ns. None: EEVDF's arithmetic
+    /// with equal weights: a task that ran `burst` with n - 1 others queued is owed nothing again after
+    /// burst x (n - 1).
+    pub delayed_dequeue_window_ns: Option<u64>,
+    // The workload.
+    /// What the workers run.
+    pub workload: Workload,
+    /// `txn`: statements per transaction (pgbench simple-update: BEGIN, UPDATE, SELECT, INSERT, END).
+    pub txn_stmts: u32,
+    /// `txn`: buffer allocations (free-list pops) per transaction, spread over its statements.
+    pub txn_allocs: f64,
+    /// `txn`: backend user time per statement (parse, plan, execute), ns.
+    pub stmt_ns: u64,
+    /// `txn`: the client's part of a statement's round trip (network, pgbench), ns; the backend sleeps.
+    pub client_ns: u64,
+    /// `txn`: reading the allocated buffer's block from the page cache (pread of 8 KB), ns of kernel time.
+    pub read_ns: u64,
+}
+
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            cpus: 2,
+            workers: 16,
+            model: Model::None,
+            lock: LockKind::Pg,
+            pages: Pages::P4k,
+            hz: 250,
+            duration_ns: 1_000_000_000,
+            warmup_ns: 100_000_000,
+            seed: 1,
+            descriptors: 16 << 20,
+            work_ns: 1000,
+            op_ns: 460,
+            cs_ns: 200,
+            access_4k_ns: 450,
+            fault_4k_ns: 4000,
+            fault_around_pages: 16,
+            fault_2m_map_ns: 1000,
+            fault_2m_zero_ns: 500_000,
+            reconnect_every: 81_920,
+            respawn_ns: 150_000,
+            spin_ns: 30,
+            lock_transfer_ns: 100,
+            line_ns: 0,
+            ctx_switch_ns: 1500,
+            syscall_ns: 300,
+            futex_wake_ns: 300,
+            futex_wake_idle_ns: 0,
+            ipi_ns: 2000,
+            idle_exit_ns: 5000,
+            sleep_slack_ns: 50_000,
+            fault_block_p: 0.0,
+            fault_block_ns: 5000,
+            rseq_grant_ns: 5000,
+            adaptive_spin_ns: adaptive::SPIN_NS,
+            adaptive_park_min_ns: adaptive::PARK_MIN_NS,
+            adaptive_park_max_ns: adaptive::PARK_MAX_NS,
+            adaptive_rseq: false,
+            wakeup_preempt_after_ns: None,
+            delayed_dequeue: true,
+            delayed_dequeue_window_ns: None,
+            workload: Workload::Lock,
+            txn_stmts: 5,
+            txn_allocs: 2.0,
+            stmt_ns: 185_000,
+            client_ns: 100_000,
+            read_ns: 3000,
+        }
+    }
+}
+
+/// Checks the parameters a run cannot work with.
+pub fn validate(p: &Params) -> Result<(), String> {
+    if p.cpus == 0 || p.cpus > 4096 {
+        return Err(format!("--cpus {}: 1..4096", p.cpus));
+    }
+    if p.workers == 0 || p.workers > 100_000 {
+        return Err(format!("--workers {}: 1..100000", p.workers));
+    }
+    if p.hz == 0 || p.hz > 10_000 {
+        return Err(format!("--hz {}: 1..10000", p.hz));
+    }
+    if p.duration_ns == 0 {
+        return Err("--duration: more than 0".into());
+    }
+    if !(0.0..=1.0).contains(&p.fault_block_p) {
+        return Err(format!("--fault-block-p {}: 0..1", p.fault_block_p));
+    }
+    if p.adaptive_park_min_ns == 0 || p.adaptive_park_max_ns < p.adaptive_park_min_ns {
+        return Err(format!(
+            "adaptive_park_min_ns {} / adaptive_park_max_ns {}: min more than 0, max at least min",
+            p.adaptive_park_min_ns, p.adaptive_park_max_ns
+        ));
+    }
+    if p.descriptors < 1024 {
+        return Err(format!("--descriptors {}: at least 1024", p.descriptors));
+    }
+    Ok(())
+}

@@ -1,0 +1,404 @@
+//! The scheduler and the preemption models: per-CPU run queues picked by lowest virtual runtime, idle
+//! balancing, wakeup placement and wakeup preemption, the tick, EEVDF's base slice and delayed dequeue,
+//! and where each model lets a reschedule request take effect (REFERENCE.md §2):
+//! - in kernel mode (a page fault, a syscall): `full` switches as soon as a reschedule is requested; `lazy`
+//!   when the request is upgraded at the tick; `none` and `voluntary` only on the way back to user mode;
+//! - a wakeup aimed at a busy CPU: `none`/`voluntary`/`full` set NEED_RESCHED and send an IPI, so the
+//!   target reschedules within `ipi_ns` (at once in user mode; in kernel mode as above); `lazy` sets only
+//!   the lazy flag and sends nothing: the target notices at its next tick or its next return to user;
+//! - every model reschedules on return to user mode when either flag is set.
+
+use crate::event::Ev;
+use crate::sim::Sim;
+use crate::task::{Phase, State};
+use crate::Model;
+
+/// One CPU.
+#[derive(Clone, Debug)]
+pub(crate) struct Cpu {
+    /// The running task; None: idle.
+    pub(crate) cur: Option<u32>,
+    /// Queued tasks.
+    pub(crate) rq: Vec<u32>,
+    /// NEED_RESCHED and the lazy flag.
+    pub(crate) need: bool,
+    pub(crate) lazy: bool,
+    /// Bumped whenever the running segment changes; a segment's end event carries the value it started with.
+    pub(crate) gen: u64,
+    /// The running segment, ns.
+    pub(crate) seg_start: u64,
+    pub(crate) seg_end: u64,
+    /// When the running task was switched in.
+    pub(crate) switched_in: u64,
+    /// Idle since, ns; None: busy.
+    pub(crate) idle_since: Option<u64>,
+}
+
+impl Cpu {
+    /// An idle CPU at time 0.
+    pub(crate) fn new() -> Cpu {
+        Cpu {
+            cur: None,
+            rq: Vec::new(),
+            need: false,
+            lazy: false,
+            gen: 0,
+            seg_start: 0,
+            seg_end: 0,
+            switched_in: 0,
+            idle_since: Some(0),
+        }
+    }
+}
+
+/// The EEVDF base slice of REFERENCE.md §2 (since 6.15): 0.70 ms x (1 + log2(min(cpus, 8))).
+pub fn base_slice_ns(cpus: u32) -> u64 {
+    let n = cpus.clamp(1, 8);
+    700_000 * (1 + (31 - n.leading_zeros()) as u64)
+}
+
+impl Sim {
+    /// Starts (or resumes) the current task's phase on `c` for `dur` ns.
+    pub(crate) fn run_segment(&mut self, c: u32, dur: u64) {
+        let cpu = &mut self.cpus[c as usize];
+        cpu.gen += 1;
+        cpu.seg_start = self.clock.now;
+        cpu.seg_end = self.clock.now + dur.max(1);
+        let (end, gen) = (cpu.seg_end, cpu.gen);
+        self.clock.push(end, Ev::SegEnd(c, gen));
+    }
+
+    /// Picks the next task on `c` (the lowest vruntime) or goes idle; pulls from the busiest CPU when its own
+    /// queue is empty.
+    pub(crate) fn schedule(&mut self, c: u32) {
+        let ci = c as usize;
+        if self.cpus[ci].rq.is_empty() {
+            // Idle balance: take a waiting task from the longest queue.
+            let (mut best, mut len) = (usize::MAX, 0);
+            for (i, o) in self.cpus.iter().enumerate() {
+                if o.rq.len() > len {
+                    best = i;
+                    len = o.rq.len();
+                }
+            }
+            if best != usize::MAX {
+                let t = self.cpus[best].rq.pop().expect("non-empty");
+                self.cpus[ci].rq.push(t);
+            }
+        }
+        if self.cpus[ci].rq.is_empty() {
+            self.cpus[ci].cur = None;
+            self.cpus[ci].idle_since = Some(self.clock.now);
+            self.cpus[ci].need = false;
+            self.cpus[ci].lazy = false;
+            self.cpus[ci].gen += 1;
+            return;
+        }
+        let (mut bi, mut bv) = (0, u64::MAX);
+        for (i, &t) in self.cpus[ci].rq.iter().enumerate() {
+            if self.tasks[t as usize].vruntime < bv {
+                bv = self.tasks[t as usize].vruntime;
+                bi = i;
+            }
+        }
+        let t = self.cpus[ci].rq.swap_remove(bi);
+        // Idle time is not tracked here (it is what is left of the CPU time); leaving idle costs idle_exit_ns.
+        let was_idle = self.cpus[ci].idle_since.take().is_some();
+        let cpu = &mut self.cpus[ci];
+        cpu.cur = Some(t);
+        cpu.need = false;
+        cpu.lazy = false;
+        cpu.switched_in = self.clock.now;
+        let task = &mut self.tasks[t as usize];
+        task.state = State::Running;
+        task.cpu = c;
+        task.resume = task.phase;
+        task.phase = Phase::Switch;
+        if self.metrics.measuring {
+            self.metrics.switches += 1;
+        }
+        let d = self.p.ctx_switch_ns + if was_idle { self.p.idle_exit_ns } else { 0 };
+        self.run_segment(c, d);
+    }
+
+    /// Takes the current task off `c` (it stays runnable) and schedules.
+    pub(crate) fn preempt(&mut self, c: u32) {
+        let ci = c as usize;
+        let Some(t) = self.cpus[ci].cur else { return };
+        self.stop_segment(c, t);
+        let task = &mut self.tasks[t as usize];
+        task.state = State::Runnable;
+        if task.holding && self.metrics.measuring {
+            self.metrics.lhp += 1;
+        }
+        self.lock.spinners.retain(|&x| x != t);
+        self.cpus[ci].rq.push(t);
+        self.schedule(c);
+    }
+
+    /// Stops the running segment early: accounts the time run and keeps the rest.
+    pub(crate) fn stop_segment(&mut self, c: u32, t: u32) {
+        let (start, end) = (
+            self.cpus[c as usize].seg_start,
+            self.cpus[c as usize].seg_end,
+        );
+        let ran = self.clock.now.saturating_sub(start);
+        let phase = self.tasks[t as usize].phase;
+        self.account(phase.acct(), start, self.clock.now);
+        let task = &mut self.tasks[t as usize];
+        task.vruntime += ran;
+        if phase == Phase::Switch {
+            // An interrupted switch is redone in full next time.
+            task.phase = task.resume;
+        } else {
+            // What is left of the segment (for a spin: its budget).
+            task.remaining = end.saturating_sub(self.clock.now);
+        }
+        self.cpus[c as usize].gen += 1;
+    }
+
+    /// The current task on `c` blocks (sleeps); `wake_at` schedules its wakeup, None waits for a waker.
+    pub(crate) fn block(&mut self, c: u32, t: u32, wake_at: Option<u64>) {
+        // EEVDF lag with equal weights: running `burst` while n tasks share the CPU puts a task
+        // burst x (1 - 1/n) ahead of the average, which then needs burst x (n - 1) of wall time to catch up.
+        let burst = self
+            .clock
+            .now
+            .saturating_sub(self.cpus[c as usize].switched_in);
+        let others = self.cpus[c as usize].rq.len() as u64;
+        let task = &mut self.tasks[t as usize];
+        task.state = State::Sleeping;
+        task.slept_at = self.clock.now;
+        task.owes_for = burst * others;
+        if task.holding && self.metrics.measuring {
+            self.metrics.lhp += 1;
+        }
+        self.lock.spinners.retain(|&x| x != t);
+        if let Some(at) = wake_at {
+            self.clock.push(at, Ev::TimerWake(t));
+        }
+        self.schedule(c);
+    }
+
+    /// Is a reschedule due on `c` for a task in kernel mode right now?
+    pub(crate) fn kernel_preemptible(&self, c: u32) -> bool {
+        let cpu = &self.cpus[c as usize];
+        match self.p.model {
+            Model::Full => cpu.need || cpu.lazy,
+            Model::Lazy => cpu.need,
+            Model::None | Model::Voluntary => false,
+        }
+    }
+
+    /// On the way back to user mode: reschedule when either flag is set (every model). Returns true when
+    /// the task was switched out. rseq: a holder that asked gets one extension instead.
+    pub(crate) fn return_to_user(&mut self, c: u32, from_irq_or_fault: bool) -> bool {
+        let ci = c as usize;
+        if !(self.cpus[ci].need || self.cpus[ci].lazy) {
+            return false;
+        }
+        let Some(t) = self.cpus[ci].cur else {
+            return false;
+        };
+        if from_irq_or_fault && self.grant_extension(c, t) {
+            return false;
+        }
+        if self.tasks[t as usize].granted {
+            return false; // still inside its extension
+        }
+        self.preempt(c);
+        true
+    }
+
+    /// The first idle CPU, where a woken task goes when its own CPU is busy.
+    pub(crate) fn idle_cpu(&self) -> Option<usize> {
+        self.cpus.iter().position(|x| x.cur.is_none())
+    }
+
+    /// Makes a sleeping task runnable (`remote`: woken by another CPU) with wakeup preemption.
+    pub(crate) fn wake(&mut self, t: u32, remote: bool) {
+        if self.tasks[t as usize].state != State::Sleeping {
+            return;
+        }
+        // Placement: its last CPU, or an idle one if it is busy.
+        let mut c = self.tasks[t as usize].cpu;
+        if self.cpus[c as usize].cur.is_some() {
+            if let Some(i) = self.idle_cpu() {
+                c = i as u32;
+            }
+        }
+        let ci = c as usize;
+        let minv = self.cpus[ci]
+            .cur
+            .map(|x| self.tasks[x as usize].vruntime)
+            .unwrap_or(0);
+        let task = &mut self.tasks[t as usize];
+        task.state = State::Runnable;
+        let placed = task.vruntime.max(minv.saturating_sub(self.slice / 2));
+        let window = self.p.delayed_dequeue_window_ns.unwrap_or(task.owes_for);
+        if self.p.delayed_dequeue && self.clock.now - task.slept_at < window {
+            // Still queued (delayed): same deadline; the placement is not runtime.
+            task.slice_start += placed - task.vruntime;
+        } else {
+            task.slice_start = placed;
+        }
+        task.vruntime = placed;
+        self.cpus[ci].rq.push(t);
+        match self.cpus[ci].cur {
+            None => {
+                // Idle CPU: it leaves idle and picks the task.
+                self.schedule(c);
+            }
+            Some(_) => {
+                // The enqueue updates the current task's runtime: a used-up slice asks for a reschedule.
+                let expired = self.p.delayed_dequeue && self.slice_used_up(c);
+                // Wakeup preemption once the current task has used its protected slice.
+                let ran = self.clock.now.saturating_sub(self.cpus[ci].switched_in);
+                if !expired && ran < self.p.wakeup_preempt_after_ns.unwrap_or(self.slice) {
+                    return;
+                }
+                match self.p.model {
+                    Model::Lazy => self.cpus[ci].lazy = true,
+                    _ => {
+                        self.cpus[ci].need = true;
+                        if remote {
+                            self.clock.push(self.clock.now + self.p.ipi_ns, Ev::Ipi(c));
+                        }
+                    }
+                }
+                if !remote {
+                    // A local wakeup comes from an interrupt on that CPU (the timer): its return path
+                    // checks the flags now, in every model.
+                    self.interrupt_exit(c);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn tick(&mut self, c: u32) {
+        let tick = 1_000_000_000 / self.p.hz.max(1) as u64;
+        self.clock.push(self.clock.now + tick, Ev::Tick(c));
+        let ci = c as usize;
+        if self.cpus[ci].cur.is_none() {
+            return;
+        }
+        let ran = self.clock.now.saturating_sub(self.cpus[ci].switched_in);
+        if self.p.model == Model::Lazy && self.cpus[ci].lazy {
+            self.cpus[ci].need = true; // the tick upgrades a lazy request
+        }
+        let due = if self.p.delayed_dequeue {
+            self.slice_used_up(c)
+        } else {
+            ran >= self.slice
+        };
+        if due && !self.cpus[ci].rq.is_empty() {
+            match self.p.model {
+                Model::Lazy => {
+                    if !self.cpus[ci].need {
+                        self.cpus[ci].lazy = true;
+                    }
+                }
+                _ => self.cpus[ci].need = true,
+            }
+        }
+        self.interrupt_exit(c);
+    }
+
+    /// `delayed_dequeue`: has the current task on `c` used up its slice (runtime since its deadline was
+    /// set, the running segment included)? If so its next slice starts now (EEVDF's `update_deadline`).
+    pub(crate) fn slice_used_up(&mut self, c: u32) -> bool {
+        let cpu = &self.cpus[c as usize];
+        let Some(t) = cpu.cur else { return false };
+        let runtime =
+            self.tasks[t as usize].vruntime + self.clock.now.saturating_sub(cpu.seg_start);
+        let task = &mut self.tasks[t as usize];
+        if runtime.saturating_sub(task.slice_start) < self.slice {
+            return false;
+        }
+        task.slice_start = runtime;
+        true
+    }
+
+    /// Leaving an interrupt (the tick, an IPI, the timer of a local wakeup) on `c`: in kernel mode the
+    /// model decides whether to preempt; to user mode every model reschedules when a flag is set.
+    pub(crate) fn interrupt_exit(&mut self, c: u32) {
+        let ci = c as usize;
+        let Some(t) = self.cpus[ci].cur else { return };
+        if !(self.cpus[ci].need || self.cpus[ci].lazy) {
+            return;
+        }
+        if self.tasks[t as usize].phase.kernel() {
+            if self.kernel_preemptible(c) && self.tasks[t as usize].phase != Phase::Switch {
+                self.preempt(c);
+            }
+        } else {
+            self.return_to_user(c, true);
+        }
+    }
+
+    /// A switch to `t` on `c` is done: its phase resumes (after a reschedule check on the way to user mode).
+    pub(crate) fn switched_in(&mut self, c: u32, t: u32) {
+        let task = &mut self.tasks[t as usize];
+        task.phase = task.resume;
+        let resume = task.phase;
+        let rem = task.remaining;
+        if resume.kernel() || !self.return_to_user(c, false) {
+            self.resume(c, t, resume, rem);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{simulate, Outcome, Params, Workload};
+
+    #[test]
+    fn base_slice_follows_the_formula() {
+        assert_eq!(base_slice_ns(1), 700_000);
+        assert_eq!(base_slice_ns(2), 1_400_000);
+        assert_eq!(base_slice_ns(8), 2_800_000);
+        assert_eq!(base_slice_ns(96), 2_800_000);
+    }
+
+    /// Seed 000's shape (96 CPUs, 1,024 backends, the txn workload, 4 KB pages) with the seed host's costs
+    /// of GUIDE.md "Bar 1 on the seed's host".
+    fn seed_txn(model: Model, delayed_dequeue: bool) -> Outcome {
+        simulate(&Params {
+            cpus: 96,
+            workers: 1024,
+            workload: Workload::Txn,
+            model,
+            delayed_dequeue,
+            fault_4k_ns: 1500,
+            spin_ns: 500,
+            duration_ns: 200_000_000,
+            warmup_ns: 50_000_000,
+            ..Params::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn with_delayed_dequeue_lazy_preempts_more_holders_than_none() {
+        // A slice counted from the switch-in never runs out for backends that sleep every statement:
+        // nobody is preempted, and the two models run the same schedule.
+        let (n, l) = (seed_txn(Model::None, false), seed_txn(Model::Lazy, false));
+        assert_eq!((n.lhp_per_s, l.lhp_per_s), (0.0, 0.0));
+        assert_eq!(n.ops, l.ops);
+        // Counted across short sleeps, slices run out; noticed at a remote enqueue, `none` preempts at
+        // once (an IPI, mostly outside the lock) and `lazy` at the next return to user, often the fault
+        // inside the critical section.
+        let (n, l) = (seed_txn(Model::None, true), seed_txn(Model::Lazy, true));
+        assert!(n.lhp_per_s > 0.0, "none: {}", n.lhp_per_s);
+        assert!(
+            l.lhp_per_s > 1.3 * n.lhp_per_s,
+            "holder preemptions none {} lazy {}",
+            n.lhp_per_s,
+            l.lhp_per_s
+        );
+        let (tn, tl) = (n.txn_per_s.unwrap(), l.txn_per_s.unwrap());
+        assert!(tl < 0.7 * tn, "tx/s none {tn} lazy {tl}");
+        assert!(l.cpu.spinning > n.cpu.spinning);
+    }
+}
