@@ -593,7 +593,7 @@ mod tests {
         );
         let line = a.join(" ");
         assert!(line.starts_with(
-            "--run /k/vmlinuz --cpus 2 --memory 2048M --user root --rwdir /tmp/s --disable-kvm"
+            "--run /k/vmlinuz --cpus 2 --memory 2048M --user root --rwdir /tmp/s --verbose --disable-kvm"
         ));
         assert!(line.ends_with("--append preempt=none --exec /bin/sh '/tmp/g.sh'"));
         let a = vng_args(
