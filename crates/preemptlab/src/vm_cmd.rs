@@ -39,7 +39,21 @@ pub fn run(args: VmArgs) -> Result<i32> {
         .map_err(|e| anyhow!("--memory: {} (e.g. 512M, 2G)", e.0))?;
     let boot_timeout = lab::lockrun::parse_duration(&args.boot_timeout)
         .map_err(|e| anyhow!("--boot-timeout: {e}"))?;
+    // Commands that write a result file by default: the host writes it where they would have.
+    let kind = match args
+        .command
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["bench", b, ..] => Some(format!("bench-{b}")),
+        ["check", ..] => Some("check".to_string()),
+        ["sim", ..] => Some("sim".to_string()),
+        _ => None,
+    };
     let opts = vm::VmOptions {
+        default_out: kind.map(|k| lab::result::default_path(&k, lab::result::unix_now())),
         boot_timeout,
         kernel: args.kernel,
         preempt,

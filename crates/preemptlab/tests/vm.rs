@@ -242,6 +242,36 @@ fn bench_on_72_switches_to_full_and_back_to_lazy() {
     assert_eq!(b["command"][0], "bench");
 }
 
+#[test]
+fn bench_without_out_writes_its_default_result_on_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let o = preemptlab()
+        .current_dir(dir.path())
+        .args(["vm", "--kernel", "6.18", "--preempt", "full", "--"])
+        .args(TINY_BENCH)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let files: Vec<_> = std::fs::read_dir(dir.path().join("results"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(files.len(), 1, "one result file under results/");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(files[0].path()).unwrap()).unwrap();
+    assert_eq!(v["host"]["kernel"]["preemption"]["model"], "full");
+    assert_eq!(
+        v["vm"]["vcpus"].as_u64(),
+        Some(v["host"]["kernel"]["cpus"]["value"].as_u64().unwrap())
+    );
+}
+
 /// Processes whose command line mentions a preemptlab vm temp dir (vng, virtme-run, QEMU, virtiofsd).
 fn vm_processes() -> Vec<String> {
     let mut found = Vec::new();

@@ -52,6 +52,10 @@ pub struct VmOptions {
     pub command: Vec<String>,
     /// This binary (the guest runs it from the host's filesystem).
     pub exe: PathBuf,
+    /// Where the result goes on the host when the command writes one by default (benches, `check`, `sim`:
+    /// `results/<kind>-<time>.json`) and no `--out` was given: the guest's own default would land on its
+    /// read-only view of the host's disk.
+    pub default_out: Option<PathBuf>,
     /// Give up when the command has not started this long after virtme-ng did (a guest hung in boot).
     pub boot_timeout: Duration,
 }
@@ -381,6 +385,15 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
         std::fs::create_dir(d).map_err(|e| VmError::io(format!("creating {}", d.display()), e))?;
     }
     let mut command = opts.command.clone();
+    if find_out_arg(&command).is_none() {
+        if let Some(dest) = &opts.default_out {
+            let at = command
+                .iter()
+                .position(|w| w == "--")
+                .unwrap_or(command.len());
+            command.splice(at..at, ["--out".to_string(), dest.display().to_string()]);
+        }
+    }
     let out = find_out_arg(&command);
     let guest_result = shared.join("result.json");
     if let Some((i, _, eq)) = &out {
@@ -539,6 +552,8 @@ fn write_atomic(dest: &Path, text: &str) -> Result<(), VmError> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| VmError::io(format!("creating {}", dir.display()), e))?;
     let mut f = tempfile::NamedTempFile::new_in(&dir)
         .map_err(|e| VmError::io(format!("writing into {}", dir.display()), e))?;
     std::io::Write::write_all(&mut f, text.as_bytes())
