@@ -19,6 +19,7 @@ pub fn envelope(kind: &str) -> Envelope {
         started_utc: utc(now),
         host: hostfacts::host_facts(&hostfacts::Host::live()),
         interrupted: false,
+        vm: None,
     }
 }
 

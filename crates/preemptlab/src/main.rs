@@ -16,6 +16,7 @@ mod hugepages_cmd;
 mod sim_cmd;
 mod switch;
 mod term;
+mod vm_cmd;
 
 use clap::Parser;
 
@@ -76,6 +77,7 @@ fn main() {
         cli::Command::Sim(a) => sim_cmd::run(a),
         cli::Command::Fleet(f) => fleet_cmd::run(f),
         cli::Command::Generate(g) => generate_cmd::run(g),
+        cli::Command::Vm(v) => vm_cmd::run(v),
     };
     match code {
         Ok(code) => std::process::exit(code),

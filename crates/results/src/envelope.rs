@@ -25,6 +25,9 @@ pub struct Envelope {
     pub host: hostfacts::HostFacts,
     /// True when SIGINT/SIGTERM ended the run early.
     pub interrupted: bool,
+    /// How the guest was run, when the result was measured inside a VM (`preemptlab vm` adds it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<vm::VmBlock>,
 }
 
 /// Formats epoch seconds as `YYYY-MM-DDTHH:MM:SSZ` (civil-from-days, proleptic Gregorian).

@@ -1,0 +1,341 @@
+//! `preemptlab vm`: boots Debian's 6.18 and 7.2 kernels (scripts/kernels fetch) under virtme-ng and runs
+//! commands inside. Needs qemu-system-x86, busybox-static and virtme-ng: `scripts/test-vm` installs them,
+//! fetches the kernels and runs these tests one at a time (`--test-threads=1`; a lock keeps them serial anyway).
+//! The bench inside is tiny: these check that results come back right, not speeds.
+
+mod common;
+
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::CommandCargoExt;
+
+static ONE_VM_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const TINY_BENCH: [&str; 14] = [
+    "bench",
+    "lock",
+    "--duration",
+    "200ms",
+    "--warmup",
+    "0s",
+    "--repeat",
+    "1",
+    "--workers",
+    "1x",
+    "--locks",
+    "pg",
+    "--pages",
+    "4k",
+];
+
+fn preemptlab() -> Command {
+    let mut c = Command::cargo_bin("preemptlab").unwrap();
+    if std::env::var_os("PREEMPTLAB_VNG").is_none() {
+        c.env("PREEMPTLAB_VNG", "/var/cache/preemptlab/virtme-ng/bin/vng");
+    }
+    c
+}
+
+fn vm(args: &[&str]) -> Output {
+    let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    preemptlab().arg("vm").args(args).output().unwrap()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    let text = String::from_utf8_lossy(&o.stdout);
+    serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {text}\nstderr: {}",
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+fn offered(v: &serde_json::Value) -> Vec<String> {
+    v["kernel"]["preemption"]["offered"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn assert_vm_block(v: &serde_json::Value) {
+    let b = &v["vm"];
+    assert!(
+        ["kvm", "tcg"].contains(&b["accelerator"].as_str().unwrap()),
+        "{b}"
+    );
+    assert!(!b["accelerator_why"].as_str().unwrap().is_empty());
+    assert!(b["qemu_version"].as_str().unwrap().contains("QEMU"), "{b}");
+    assert!(
+        b["virtme_ng_version"]
+            .as_str()
+            .unwrap()
+            .contains("virtme-ng"),
+        "{b}"
+    );
+    assert!(b["vcpus"].as_u64().unwrap() >= 1);
+    assert!(b["boot_s"].as_f64().unwrap() > 0.0);
+    assert!(
+        b["kernel_cmdline"].as_str().unwrap().contains("console="),
+        "{b}"
+    );
+}
+
+#[test]
+fn list_shows_both_kernels() {
+    let o = preemptlab().args(["vm", "--list"]).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let l618 = out
+        .lines()
+        .find(|l| l.starts_with("6.18."))
+        .unwrap_or_else(|| panic!("no 6.18 kernel listed (run scripts/kernels fetch):\n{out}"));
+    assert!(l618.contains("none voluntary full lazy"), "{l618}");
+    let l72 = out
+        .lines()
+        .find(|l| l.starts_with("7.2."))
+        .unwrap_or_else(|| panic!("no 7.2 kernel listed (run scripts/kernels fetch):\n{out}"));
+    assert!(
+        l72.contains("full lazy*") && l72.contains("rseq-slice-ext: no"),
+        "{l72}"
+    );
+}
+
+#[test]
+fn bad_input_is_refused_before_booting() {
+    let o = preemptlab()
+        .args(["vm", "--cpus", "100000", "--", "audit"])
+        .output()
+        .unwrap();
+    common::assert_refused(&o, "--cpus too many", "CPUs");
+    let o = preemptlab()
+        .args(["vm", "--kernel", "0.1", "--", "audit"])
+        .output()
+        .unwrap();
+    common::assert_refused(&o, "--kernel unknown", "scripts/kernels fetch");
+    let o = preemptlab()
+        .args(["vm", "--kernel", "7.2", "--preempt", "none", "--", "audit"])
+        .output()
+        .unwrap();
+    common::assert_refused(&o, "--preempt none on 7.2", "full, lazy");
+    let o = preemptlab()
+        .args(["vm", "--kernel", "7.2", "--preempt", "fast", "--", "audit"])
+        .output()
+        .unwrap();
+    common::assert_refused(&o, "--preempt fast", "--preempt fast");
+    let o = preemptlab()
+        .args(["vm", "--kernel", "7.2", "--memory", "lots", "--", "audit"])
+        .output()
+        .unwrap();
+    common::assert_refused(&o, "--memory lots", "--memory");
+    let o = preemptlab()
+        .args(["vm", "--kernel", "7.2"])
+        .output()
+        .unwrap();
+    common::assert_refused(&o, "no command", "after --");
+}
+
+#[test]
+fn audit_on_618_booted_none_offers_all_four() {
+    let o = vm(&[
+        "--kernel",
+        "6.18",
+        "--preempt",
+        "none",
+        "--",
+        "audit",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = json(&o);
+    assert_eq!(
+        v["kernel"]["preemption"]["model"], "none",
+        "{}",
+        v["kernel"]["preemption"]
+    );
+    assert_eq!(offered(&v), ["none", "voluntary", "full", "lazy"]);
+    assert!(v["kernel"]["release"]["value"]
+        .as_str()
+        .unwrap()
+        .starts_with("6.18."));
+    assert_vm_block(&v);
+}
+
+#[test]
+fn audit_on_72_is_lazy_and_offers_full_and_lazy() {
+    let o = vm(&[
+        "--kernel", "7.2", "--cpus", "1", "--", "audit", "--format", "json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = json(&o);
+    assert_eq!(
+        v["kernel"]["preemption"]["model"], "lazy",
+        "{}",
+        v["kernel"]["preemption"]
+    );
+    assert_eq!(offered(&v), ["full", "lazy"]);
+    assert_eq!(v["vm"]["vcpus"], 1);
+    assert_vm_block(&v);
+}
+
+#[test]
+fn bench_on_72_refuses_switch_to_none_in_one_line() {
+    let mut args = vec!["--kernel", "7.2", "--"];
+    args.extend(TINY_BENCH);
+    args.extend(["--switch-preempt", "none"]);
+    let o = vm(&args);
+    common::assert_refused(&o, "--switch-preempt none on 7.2", "none");
+}
+
+#[test]
+fn bench_on_72_switches_to_full_and_back_to_lazy() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let out_s = out.display().to_string();
+    let mut args = vec!["--kernel", "7.2", "--"];
+    args.extend(TINY_BENCH);
+    args.extend(["--switch-preempt", "full", "--out", &out_s]);
+    let o = vm(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(
+        v["host"]["kernel"]["preemption"]["model"], "full",
+        "{}",
+        v["host"]["kernel"]["preemption"]
+    );
+    let b = &v["vm"];
+    assert!(
+        b["guest_preempt_before"]
+            .as_str()
+            .unwrap()
+            .contains("(lazy)"),
+        "{b}"
+    );
+    assert!(
+        b["guest_preempt_after"]
+            .as_str()
+            .unwrap()
+            .contains("(lazy)"),
+        "back on lazy after: {b}"
+    );
+    assert_eq!(b["command"][0], "bench");
+}
+
+#[test]
+fn bench_without_out_writes_its_default_result_on_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let o = preemptlab()
+        .current_dir(dir.path())
+        .args(["vm", "--kernel", "6.18", "--preempt", "full", "--"])
+        .args(TINY_BENCH)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let files: Vec<_> = std::fs::read_dir(dir.path().join("results"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(files.len(), 1, "one result file under results/");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(files[0].path()).unwrap()).unwrap();
+    assert_eq!(v["host"]["kernel"]["preemption"]["model"], "full");
+    assert_eq!(
+        v["vm"]["vcpus"].as_u64(),
+        Some(v["host"]["kernel"]["cpus"]["value"].as_u64().unwrap())
+    );
+}
+
+/// Processes whose command line mentions a preemptlab vm temp dir (vng, virtme-run, QEMU, virtiofsd).
+fn vm_processes() -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(raw) = std::fs::read(e.path().join("cmdline")) {
+            let cl = String::from_utf8_lossy(&raw).replace('\0', " ");
+            if cl.contains("preemptlab-vm-") && !cl.contains("vm_processes") {
+                found.push(format!("{}: {cl}", e.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+fn vm_temp_dirs() -> Vec<String> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("preemptlab-vm-"))
+        .collect()
+}
+
+#[test]
+fn sigint_during_a_vm_run_leaves_nothing_behind() {
+    let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let before = vm_temp_dirs();
+    // Early (vng starting), mid-boot, and with the command running.
+    for delay_ms in [300u64, 4_000, 12_000, 25_000] {
+        let mut child = preemptlab()
+            .args(["vm", "--kernel", "6.18", "--"])
+            .args(TINY_BENCH.map(|a| if a == "200ms" { "30s" } else { a }))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        // SAFETY: signalling the child we spawned and have not reaped.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let t = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(15),
+                "no exit 15 s after SIGINT ({delay_ms} ms)"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+        assert!(!status.success(), "{delay_ms} ms: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(
+            vm_processes(),
+            Vec::<String>::new(),
+            "left behind after SIGINT at {delay_ms} ms"
+        );
+        assert_eq!(
+            vm_temp_dirs(),
+            before,
+            "temp dir left after SIGINT at {delay_ms} ms"
+        );
+    }
+}

@@ -1,0 +1,439 @@
+//! Bootable kernels: discovery on disk, matching a `--kernel` argument, and what each kernel offers.
+//!
+//! Places looked at, in order:
+//! - installed kernels: every release under `/lib/modules` and `/usr/lib/modules` whose image is
+//!   `/boot/vmlinuz-RELEASE` or `(/usr)/lib/modules/RELEASE/vmlinuz` (Debian's usr-merged 7.x packages);
+//! - the kernel cache (`$PREEMPTLAB_KERNEL_CACHE`, default `/var/cache/preemptlab/kernels`): one directory per
+//!   kernel, either a package tree unpacked by `scripts/kernels fetch` (`boot/vmlinuz-R`, `usr/lib/modules/R/`)
+//!   or a kernel build (`vmlinuz`, `bzImage` or `arch/x86/boot/bzImage` next to `config` or `.config`),
+//!   named after the directory.
+//!
+//! What a kernel offers is read from its config with hostfacts' own decision
+//! ([`hostfacts::kernel::decide_preemption`]): CONFIG_PREEMPT_DYNAMIC, CONFIG_ARCH_HAS_PREEMPT_LAZY and the
+//! 7.0 restriction to `full` and `lazy` (commit 7dadeaa6e851); the rseq time-slice extension from
+//! CONFIG_RSEQ_SLICE_EXTENSION (Linux 7.0+).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use hostfacts::kernel::{decide_preemption, Inputs};
+use hostfacts::PreemptModel;
+
+use crate::VmError;
+
+/// The default kernel cache directory.
+pub const DEFAULT_CACHE: &str = "/var/cache/preemptlab/kernels";
+
+/// The kernel cache in use: `$PREEMPTLAB_KERNEL_CACHE` or [`DEFAULT_CACHE`].
+pub fn cache_dir() -> PathBuf {
+    std::env::var_os("PREEMPTLAB_KERNEL_CACHE")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_CACHE))
+}
+
+/// A kernel that can be booted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kernel {
+    /// The name `--kernel` accepts: the release, or the cache directory's name for a kernel build.
+    pub name: String,
+    /// The image QEMU boots.
+    pub image: PathBuf,
+    /// Its config file, when one was found.
+    pub config: Option<PathBuf>,
+}
+
+/// What a kernel offers, read from its config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capabilities {
+    /// The preemption models it can run (empty: unknown, no config).
+    pub offered: Vec<PreemptModel>,
+    /// The model it boots without `preempt=` (None: unknown).
+    pub default_model: Option<PreemptModel>,
+    /// CONFIG_RSEQ_SLICE_EXTENSION=y (false also for kernels older than the option).
+    pub rseq_slice_extension: Option<bool>,
+}
+
+/// Where to look: system module trees, `/boot`, and the kernel cache.
+#[derive(Debug, Clone)]
+pub struct SearchPaths {
+    /// Module trees (`/lib/modules`, `/usr/lib/modules`).
+    pub module_trees: Vec<PathBuf>,
+    /// Where `vmlinuz-RELEASE` and `config-RELEASE` of installed kernels live.
+    pub boot: PathBuf,
+    /// The kernel cache.
+    pub cache: PathBuf,
+}
+
+impl SearchPaths {
+    /// This host's places.
+    pub fn live() -> SearchPaths {
+        SearchPaths {
+            module_trees: vec!["/lib/modules".into(), "/usr/lib/modules".into()],
+            boot: "/boot".into(),
+            cache: cache_dir(),
+        }
+    }
+
+    /// Every directory searched, for error messages.
+    pub fn describe(&self) -> String {
+        let mut v: Vec<String> = self
+            .module_trees
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        v.push(self.cache.display().to_string());
+        v.join(", ")
+    }
+}
+
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn first_file(candidates: &[PathBuf]) -> Option<PathBuf> {
+    candidates.iter().find(|p| p.is_file()).cloned()
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// A release installed in the module tree `tree`, with `/boot` beside it.
+fn installed(tree: &Path, release: &str, boot: &Path) -> Option<Kernel> {
+    let moddir = tree.join(release);
+    let image = first_file(&[
+        boot.join(format!("vmlinuz-{release}")),
+        moddir.join("vmlinuz"),
+    ])?;
+    let config = first_file(&[
+        boot.join(format!("config-{release}")),
+        moddir.join("config"),
+    ]);
+    Some(Kernel {
+        name: release.to_string(),
+        image,
+        config,
+    })
+}
+
+/// One cache directory: a package tree (possibly several releases) or a kernel build.
+fn cached(dir: &Path) -> Vec<Kernel> {
+    let mut found = Vec::new();
+    for tree in [dir.join("usr/lib/modules"), dir.join("lib/modules")] {
+        for moddir in subdirs(&tree) {
+            if let Some(k) = installed(&tree, &file_name(&moddir), &dir.join("boot")) {
+                if !found.iter().any(|f: &Kernel| f.name == k.name) {
+                    found.push(k);
+                }
+            }
+        }
+    }
+    if found.is_empty() {
+        if let Some(image) = first_file(&[
+            dir.join("vmlinuz"),
+            dir.join("bzImage"),
+            dir.join("arch/x86/boot/bzImage"),
+        ]) {
+            found.push(Kernel {
+                name: file_name(dir),
+                image,
+                config: first_file(&[dir.join("config"), dir.join(".config")]),
+            });
+        }
+    }
+    found
+}
+
+/// Every bootable kernel found, installed ones first, then the cache; a release seen twice is listed once.
+pub fn discover(paths: &SearchPaths) -> Vec<Kernel> {
+    let mut all: Vec<Kernel> = Vec::new();
+    let push = |k: Kernel, all: &mut Vec<Kernel>| {
+        if !all.iter().any(|f| f.name == k.name) {
+            all.push(k);
+        }
+    };
+    for tree in &paths.module_trees {
+        for moddir in subdirs(tree) {
+            if let Some(k) = installed(tree, &file_name(&moddir), &paths.boot) {
+                push(k, &mut all);
+            }
+        }
+    }
+    for dir in subdirs(&paths.cache) {
+        if file_name(&dir).starts_with('.') {
+            continue; // work in progress of scripts/kernels or a build
+        }
+        for k in cached(&dir) {
+            push(k, &mut all);
+        }
+    }
+    all
+}
+
+/// Picks the kernel `spec` names among `found`: an exact name, a path to an image, or a short version
+/// (`6.18` matches `6.18.15+deb13-amd64`, never `6.180`; `7.2` prefers point releases `7.2.N...` over other
+/// names that merely start with it, such as a build called `7.2-rseq`).
+pub fn resolve(spec: &str, found: &[Kernel], searched: &str) -> Result<Kernel, VmError> {
+    let names = || found.iter().map(|k| k.name.clone()).collect::<Vec<_>>();
+    if let Some(k) = found.iter().find(|k| k.name == spec) {
+        return Ok(k.clone());
+    }
+    let path = Path::new(spec);
+    if spec.contains('/') {
+        if let Some(k) = found.iter().find(|k| k.image == path) {
+            return Ok(k.clone());
+        }
+        if path.is_file() {
+            return Ok(Kernel {
+                name: spec.to_string(),
+                image: path.to_path_buf(),
+                config: config_beside(path),
+            });
+        }
+        return Err(VmError::KernelNotFound {
+            spec: spec.into(),
+            candidates: names(),
+            searched: searched.into(),
+        });
+    }
+    let starts = |seps: &[char]| -> Vec<&Kernel> {
+        found
+            .iter()
+            .filter(|k| {
+                k.name
+                    .strip_prefix(spec)
+                    .and_then(|rest| rest.chars().next())
+                    .is_some_and(|c| seps.contains(&c))
+            })
+            .collect()
+    };
+    let mut matches = starts(&['.']);
+    if matches.is_empty() {
+        matches = starts(&['-', '+', '_']);
+    }
+    match matches.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(VmError::KernelNotFound {
+            spec: spec.into(),
+            candidates: names(),
+            searched: searched.into(),
+        }),
+        many => Err(VmError::KernelAmbiguous {
+            spec: spec.into(),
+            candidates: many.iter().map(|k| k.name.clone()).collect(),
+        }),
+    }
+}
+
+/// A config file next to a kernel image given by path (a build tree or a cache directory).
+fn config_beside(image: &Path) -> Option<PathBuf> {
+    let mut dir = image.parent();
+    // arch/x86/boot/bzImage -> the build tree's root
+    for _ in 0..4 {
+        let d = dir?;
+        if let Some(c) = first_file(&[d.join(".config"), d.join("config")]) {
+            return Some(c);
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// What a kernel with this config offers (pure: `release` is the kernel's release, `config` its text).
+pub fn capabilities(release: &str, config: &str) -> Capabilities {
+    let cfg: BTreeMap<String, String> = hostfacts::parse::kernel_config(config);
+    let p = decide_preemption(&Inputs {
+        release: Some(release),
+        version: None,
+        arch: Some("x86_64"),
+        config: Some(&cfg),
+        config_source: Some("the kernel's config file"),
+        debugfs: Err("not booted".into()),
+        boot_log: Err("not booted".into()),
+        cmdline: None,
+    });
+    // Absent from the config: not set, or a kernel older than the option (7.0).
+    let rseq = Some(cfg.get("CONFIG_RSEQ_SLICE_EXTENSION").map(String::as_str) == Some("y"));
+    Capabilities {
+        offered: p.offered,
+        default_model: (p.model != PreemptModel::Unknown).then_some(p.model),
+        rseq_slice_extension: rseq,
+    }
+}
+
+/// Reads a kernel's config and says what it offers; `Capabilities` with nothing known when there is no
+/// config (the reason is the `Err`).
+pub fn read_capabilities(k: &Kernel) -> Result<Capabilities, String> {
+    let path = k
+        .config
+        .as_ref()
+        .ok_or_else(|| format!("no config file found for {}", k.name))?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(capabilities(&k.name, &text))
+}
+
+/// One `vm --list` line: the name, the models offered (the default marked with `*`), the slice extension.
+pub fn list_line(k: &Kernel, caps: &Result<Capabilities, String>) -> String {
+    match caps {
+        Ok(c) => {
+            let models = if c.offered.is_empty() {
+                "models unknown".to_string()
+            } else {
+                c.offered
+                    .iter()
+                    .map(|m| {
+                        if Some(*m) == c.default_model {
+                            format!("{m}*")
+                        } else {
+                            m.to_string()
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            let rseq = match c.rseq_slice_extension {
+                Some(true) => "rseq-slice-ext: yes",
+                Some(false) => "rseq-slice-ext: no",
+                None => "rseq-slice-ext: unknown",
+            };
+            format!("{}  {models}  {rseq}  {}", k.name, k.image.display())
+        }
+        Err(why) => format!(
+            "{}  models unknown  rseq-slice-ext: unknown ({why})  {}",
+            k.name,
+            k.image.display()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(name: &str) -> Kernel {
+        Kernel {
+            name: name.into(),
+            image: PathBuf::from(format!("/k/{name}/vmlinuz")),
+            config: None,
+        }
+    }
+
+    #[test]
+    fn short_versions_match_point_releases_first() {
+        let found = [
+            k("6.18.15+deb13-amd64"),
+            k("7.2.13+deb14-amd64"),
+            k("7.2-rseq"),
+        ];
+        assert_eq!(
+            resolve("6.18", &found, "").unwrap().name,
+            "6.18.15+deb13-amd64"
+        );
+        assert_eq!(
+            resolve("7.2", &found, "").unwrap().name,
+            "7.2.13+deb14-amd64"
+        );
+        assert_eq!(resolve("7.2-rseq", &found, "").unwrap().name, "7.2-rseq");
+        assert_eq!(
+            resolve("/k/7.2-rseq/vmlinuz", &found, "").unwrap().name,
+            "7.2-rseq"
+        );
+    }
+
+    #[test]
+    fn missing_and_ambiguous_name_the_candidates() {
+        let found = [k("6.18.15+deb13-amd64"), k("6.18.16+deb13-amd64")];
+        let e = resolve("6.18", &found, "").unwrap_err().to_string();
+        assert!(
+            e.contains("6.18.15+deb13-amd64") && e.contains("6.18.16+deb13-amd64"),
+            "{e}"
+        );
+        let e = resolve("6.1", &found, "/lib/modules")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("6.18.15+deb13-amd64") && e.contains("scripts/kernels fetch"),
+            "{e}"
+        );
+        assert!(resolve("6.180", &found, "").is_err());
+    }
+
+    const CFG_618: &str = "CONFIG_PREEMPT_BUILD=y\nCONFIG_ARCH_HAS_PREEMPT_LAZY=y\n# CONFIG_PREEMPT_NONE is not set\n\
+        # CONFIG_PREEMPT is not set\nCONFIG_PREEMPT_LAZY=y\nCONFIG_PREEMPT_DYNAMIC=y\nCONFIG_HZ=250\n";
+    const CFG_72: &str =
+        "CONFIG_ARCH_HAS_PREEMPT_LAZY=y\n# CONFIG_PREEMPT is not set\nCONFIG_PREEMPT_LAZY=y\n\
+        CONFIG_PREEMPT_DYNAMIC=y\n# CONFIG_RSEQ_SLICE_EXTENSION is not set\n";
+
+    #[test]
+    fn debian_618_offers_four_models_and_boots_lazy() {
+        let c = capabilities("6.18.15+deb13-amd64", CFG_618);
+        use PreemptModel::*;
+        assert_eq!(c.offered, vec![None, Voluntary, Full, Lazy]);
+        assert_eq!(c.default_model, Some(Lazy));
+        assert_eq!(c.rseq_slice_extension, Some(false));
+    }
+
+    #[test]
+    fn debian_72_offers_full_and_lazy_without_the_slice_extension() {
+        let c = capabilities("7.2.13+deb14-amd64", CFG_72);
+        assert_eq!(c.offered, vec![PreemptModel::Full, PreemptModel::Lazy]);
+        assert_eq!(c.rseq_slice_extension, Some(false));
+        let c = capabilities(
+            "7.2.13",
+            &format!("{CFG_72}CONFIG_RSEQ_SLICE_EXTENSION=y\n"),
+        );
+        assert_eq!(c.rseq_slice_extension, Some(true));
+        let line = list_line(
+            &k("7.2.13+deb14-amd64"),
+            &Ok(capabilities("7.2.13", CFG_72)),
+        );
+        assert!(
+            line.starts_with("7.2.13+deb14-amd64  full lazy*  rseq-slice-ext: no"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn discovers_package_trees_and_builds_in_the_cache() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = root.path().join("cache");
+        let pkg = cache.join("7.2.13+deb14-amd64");
+        let r = "7.2.13+deb14-amd64";
+        std::fs::create_dir_all(pkg.join(format!("usr/lib/modules/{r}"))).unwrap();
+        std::fs::write(pkg.join(format!("usr/lib/modules/{r}/vmlinuz")), b"x").unwrap();
+        std::fs::create_dir_all(pkg.join("boot")).unwrap();
+        std::fs::write(pkg.join(format!("boot/config-{r}")), CFG_72).unwrap();
+        let build = cache.join("7.2-rseq");
+        std::fs::create_dir_all(&build).unwrap();
+        std::fs::write(build.join("bzImage"), b"x").unwrap();
+        std::fs::write(build.join(".config"), CFG_72).unwrap();
+        std::fs::create_dir_all(cache.join(".build-7.2-rseq")).unwrap();
+        std::fs::write(cache.join(".build-7.2-rseq/bzImage"), b"x").unwrap();
+        let paths = SearchPaths {
+            module_trees: vec![root.path().join("lib/modules")],
+            boot: root.path().join("boot"),
+            cache,
+        };
+        let found = discover(&paths);
+        let names: Vec<&str> = found.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, vec!["7.2-rseq", r]);
+        assert!(found[1]
+            .config
+            .as_ref()
+            .unwrap()
+            .ends_with(format!("config-{r}")));
+        assert!(found[0].config.as_ref().unwrap().ends_with(".config"));
+    }
+}

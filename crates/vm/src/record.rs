@@ -1,0 +1,96 @@
+//! The `vm` block a result gets when it was measured inside a VM: pure data, the JSON schema of that block.
+
+use serde::{Deserialize, Serialize};
+
+/// How and where a result was measured inside a VM (`preemptlab vm`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VmBlock {
+    /// `kvm` or `tcg` (QEMU's software emulation: every figure is far below bare metal).
+    pub accelerator: String,
+    /// Why that accelerator: what was asked and what the probe of /dev/kvm found.
+    pub accelerator_why: String,
+    /// `qemu-system-x86_64 --version`, first line.
+    pub qemu_version: Option<String>,
+    /// `vng --version`.
+    pub virtme_ng_version: Option<String>,
+    /// The host's kernel release (`uname -r`).
+    pub host_kernel: String,
+    /// Guest vCPUs.
+    pub vcpus: u32,
+    /// Guest memory, MiB.
+    pub memory_mib: u64,
+    /// The kernel image booted.
+    pub kernel_image: String,
+    /// The guest kernel's release as the guest reports it (`uname -r`).
+    pub kernel_release: Option<String>,
+    /// The guest kernel's command line (`/proc/cmdline` in the guest).
+    pub kernel_cmdline: Option<String>,
+    /// The guest's `/sys/kernel/debug/sched/preempt` before the command (active model in parentheses).
+    pub guest_preempt_before: Option<String>,
+    /// The same after the command (a `--switch-preempt` run must have switched back).
+    pub guest_preempt_after: Option<String>,
+    /// Seconds from starting virtme-ng until the command began in the guest (QEMU start, kernel boot, init).
+    pub boot_s: f64,
+    /// The guest's uptime when the command began, seconds (kernel boot and init as the guest clock saw it).
+    pub guest_uptime_at_start_s: Option<f64>,
+    /// Seconds from starting virtme-ng until it exited.
+    pub wall_s: f64,
+    /// The command run in the guest (after `preemptlab`).
+    pub command: Vec<String>,
+}
+
+/// Adds `vm` to a JSON object's text (a result file or a command's JSON output); `None` when the text is
+/// not one JSON object.
+pub fn with_vm_block(json_text: &str, block: &VmBlock) -> Option<String> {
+    let mut value: serde_json::Value = serde_json::from_str(json_text).ok()?;
+    let obj = value.as_object_mut()?;
+    obj.insert("vm".into(), serde_json::to_value(block).ok()?);
+    let mut out = serde_json::to_string_pretty(&value).ok()?;
+    if json_text.ends_with('\n') {
+        out.push('\n');
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block() -> VmBlock {
+        VmBlock {
+            accelerator: "tcg".into(),
+            accelerator_why: "asked for tcg".into(),
+            qemu_version: Some("QEMU emulator version 7.2.22".into()),
+            virtme_ng_version: Some("virtme-ng 1.42".into()),
+            host_kernel: "6.18.44".into(),
+            vcpus: 2,
+            memory_mib: 2048,
+            kernel_image: "/k/vmlinuz".into(),
+            kernel_release: Some("7.2.13+deb14-amd64".into()),
+            kernel_cmdline: Some("console=ttyS0 preempt=full".into()),
+            guest_preempt_before: Some("full (lazy)".into()),
+            guest_preempt_after: Some("full (lazy)".into()),
+            boot_s: 12.5,
+            guest_uptime_at_start_s: Some(4.2),
+            wall_s: 20.0,
+            command: vec!["audit".into()],
+        }
+    }
+
+    #[test]
+    fn adds_the_block_to_an_object_and_round_trips() {
+        let text = with_vm_block("{\"kind\":\"audit\"}\n", &block()).unwrap();
+        assert!(text.ends_with('\n'));
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["kind"], "audit");
+        let back: VmBlock = serde_json::from_value(v["vm"].clone()).unwrap();
+        assert_eq!(back, block());
+    }
+
+    #[test]
+    fn leaves_non_objects_alone() {
+        assert!(with_vm_block("[1,2]", &block()).is_none());
+        assert!(with_vm_block("not json", &block()).is_none());
+        assert!(with_vm_block("", &block()).is_none());
+    }
+}

@@ -1,0 +1,625 @@
+//! Running a command in a guest: the virtme-ng invocation, the guest script, timing and cleanup.
+//!
+//! The host makes a private temp dir and hands it to the guest with `vng --rwdir` (9p, mounted at the same
+//! path over the guest's tmpfs overlay of /tmp). The guest script mounts debugfs if init did not, records
+//! `/proc/uptime`, `/proc/cmdline` and `uname -r`, touches `started`, runs this binary with the command's
+//! stdout, stderr and exit status going to files in that directory, and powers off (`vng --exec` ends the VM
+//! when the command returns). A `--out FILE` of the command is pointed into that directory and the host
+//! writes FILE itself, with the `vm` block added.
+//!
+//! vng and the QEMU it starts run in their own process group with stdin on /dev/null (a background group
+//! reading the terminal would stop on SIGTTIN); SIGINT, SIGTERM and SIGHUP set a flag that the wait loop
+//! polls, then the whole group gets SIGTERM and, after 3 s, SIGKILL. The same happens on every error path
+//! through [`Group`]'s drop; the temp dir (and the private HOME given to vng, so that its cache is not the
+//! user's) goes with [`tempfile::TempDir`].
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use hostfacts::PreemptModel;
+
+use crate::accel::{self, Accel, AccelRequest};
+use crate::kernels::{self, Kernel, SearchPaths};
+use crate::record::{with_vm_block, VmBlock};
+use crate::VmError;
+
+/// Default guest memory, MiB.
+pub const DEFAULT_MEMORY_MIB: u64 = 2048;
+
+/// Where `scripts/test-vm` installs virtme-ng (a Python venv).
+pub const DEFAULT_VNG_VENV: &str = "/var/cache/preemptlab/virtme-ng";
+
+/// What to run, and on what.
+#[derive(Debug, Clone)]
+pub struct VmOptions {
+    /// `--kernel`: a name from `vm --list`, a short version, or a vmlinuz path; None: the only kernel found.
+    pub kernel: Option<String>,
+    /// `--preempt`: the model to boot (`preempt=` on the kernel command line).
+    pub preempt: Option<PreemptModel>,
+    /// `--cpus`: vCPUs (default: the host's CPUs).
+    pub cpus: Option<u32>,
+    /// `--memory`: guest memory, MiB.
+    pub memory_mib: Option<u64>,
+    /// `--accel`.
+    pub accel: AccelRequest,
+    /// `--append`: more kernel parameters.
+    pub append: Option<String>,
+    /// The preemptlab command to run in the guest (without the program name).
+    pub command: Vec<String>,
+    /// This binary (the guest runs it from the host's filesystem).
+    pub exe: PathBuf,
+    /// Where the result goes on the host when the command writes one by default (benches, `check`, `sim`:
+    /// `results/<kind>-<time>.json`) and no `--out` was given: the guest's own default would land on its
+    /// read-only view of the host's disk.
+    pub default_out: Option<PathBuf>,
+    /// Give up when the command has not started this long after virtme-ng did (a guest hung in boot).
+    pub boot_timeout: Duration,
+}
+
+/// What came back.
+#[derive(Debug, Clone)]
+pub struct VmOutcome {
+    /// The guest command's exit status.
+    pub status: i32,
+    /// Its stdout (a JSON object gets the `vm` block).
+    pub stdout: Vec<u8>,
+    /// Its stderr.
+    pub stderr: Vec<u8>,
+    /// How the guest was run.
+    pub block: VmBlock,
+    /// The result file written on the host (the command's `--out`), if any.
+    pub out_file: Option<PathBuf>,
+}
+
+static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// Installs SIGINT/SIGTERM/SIGHUP handlers that set the stop flag (idempotent).
+fn install_stop_flag() -> Result<Arc<AtomicBool>, VmError> {
+    let flag = STOP.get_or_init(|| Arc::new(AtomicBool::new(false)));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, Arc::clone(flag))
+            .map_err(|e| VmError::io("installing a signal handler", e))?;
+    }
+    Ok(Arc::clone(flag))
+}
+
+/// The host's online CPUs.
+pub fn host_cpus() -> u32 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1)
+}
+
+/// Quotes a word for sh.
+pub fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Finds the command's `--out FILE` / `--out=FILE`: (index of the value's word, the value, whether the word
+/// is `--out=FILE`).
+pub fn find_out_arg(command: &[String]) -> Option<(usize, String, bool)> {
+    let mut found = None;
+    let mut i = 0;
+    while i < command.len() {
+        let w = &command[i];
+        if w == "--" {
+            break;
+        }
+        if w == "--out" && i + 1 < command.len() {
+            found = Some((i + 1, command[i + 1].clone(), false));
+            i += 1;
+        } else if let Some(v) = w.strip_prefix("--out=") {
+            found = Some((i, v.to_string(), true));
+        }
+        i += 1;
+    }
+    found
+}
+
+/// The guest script (pure): `dir` is the shared directory, `argv` the full command line to run.
+pub fn guest_script(dir: &Path, argv: &[String]) -> String {
+    let d = sh_quote(&dir.display().to_string());
+    let cmd: Vec<String> = argv.iter().map(|a| sh_quote(a)).collect();
+    format!(
+        "#!/bin/sh\n\
+         # preemptlab vm: runs in the guest as root\n\
+         d={d}\n\
+         grep -q ' /sys/kernel/debug debugfs ' /proc/mounts || mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null\n\
+         cat /proc/uptime > \"$d/uptime\"\n\
+         cat /proc/cmdline > \"$d/cmdline\"\n\
+         uname -r > \"$d/release\"\n\
+         cat /sys/kernel/debug/sched/preempt > \"$d/preempt-before\" 2>/dev/null\n\
+         : > \"$d/started\"\n\
+         {cmd} > \"$d/stdout\" 2> \"$d/stderr\" < /dev/null\n\
+         echo $? > \"$d/status.tmp\"\n\
+         cat /sys/kernel/debug/sched/preempt > \"$d/preempt-after\" 2>/dev/null\n\
+         mv \"$d/status.tmp\" \"$d/status\"\n",
+        cmd = cmd.join(" ")
+    )
+}
+
+/// vng's arguments (pure).
+#[allow(clippy::too_many_arguments)]
+pub fn vng_args(
+    image: &Path,
+    accel: Accel,
+    cpus: u32,
+    memory_mib: u64,
+    append: &str,
+    shared: &Path,
+    script: &Path,
+) -> Vec<String> {
+    let mut v = vec![
+        "--run".to_string(),
+        image.display().to_string(),
+        "--cpus".into(),
+        cpus.to_string(),
+        "--memory".into(),
+        format!("{memory_mib}M"),
+        "--user".into(),
+        "root".into(),
+        "--rwdir".into(),
+        shared.display().to_string(),
+        // The guest console goes to virtme-ng's log (never to the user): shown when the guest fails.
+        "--verbose".into(),
+    ];
+    if accel == Accel::Tcg {
+        v.push("--disable-kvm".into());
+    }
+    if !append.trim().is_empty() {
+        v.push("--append".into());
+        v.push(append.trim().to_string());
+    }
+    v.push("--exec".into());
+    v.push(format!(
+        "/bin/sh {}",
+        sh_quote(&script.display().to_string())
+    ));
+    v
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// virtme-ng's `vng`: `$PREEMPTLAB_VNG`, then PATH, then the venv `scripts/test-vm` makes.
+pub fn find_vng() -> Result<PathBuf, VmError> {
+    if let Some(p) = std::env::var_os("PREEMPTLAB_VNG").filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(VmError::ToolMissing {
+                tool: format!("PREEMPTLAB_VNG={}", p.display()),
+                fix: "point it at virtme-ng's vng".into(),
+            })
+        };
+    }
+    which("vng")
+        .or_else(|| Some(Path::new(DEFAULT_VNG_VENV).join("bin/vng")).filter(|p| p.is_file()))
+        .ok_or_else(|| VmError::ToolMissing {
+            tool: "virtme-ng (vng)".into(),
+            fix: format!("run scripts/test-vm, or: python3 -m venv {DEFAULT_VNG_VENV} && {DEFAULT_VNG_VENV}/bin/pip install virtme-ng"),
+        })
+}
+
+fn first_line_of(cmd: &Path, arg: &str) -> Option<String> {
+    let out = Command::new(cmd)
+        .arg(arg)
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+}
+
+/// The kernel to boot and what it offers; checks `--preempt` against it.
+pub fn pick_kernel(
+    spec: Option<&str>,
+    preempt: Option<PreemptModel>,
+) -> Result<(Kernel, Option<kernels::Capabilities>), VmError> {
+    let paths = SearchPaths::live();
+    let found = kernels::discover(&paths);
+    let kernel =
+        match spec {
+            Some(s) => kernels::resolve(s, &found, &paths.describe())?,
+            None => match found.as_slice() {
+                [] => {
+                    return Err(VmError::NoKernels {
+                        searched: paths.describe(),
+                    })
+                }
+                [one] => one.clone(),
+                many => {
+                    return Err(VmError::Usage(format!(
+                    "several kernels found ({}); choose one with --kernel (preemptlab vm --list)",
+                    many.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")
+                )))
+                }
+            },
+        };
+    let caps = kernels::read_capabilities(&kernel).ok();
+    if let (Some(m), Some(c)) = (preempt, &caps) {
+        if !c.offered.is_empty() && !c.offered.contains(&m) {
+            return Err(VmError::ModelNotOffered {
+                model: m.to_string(),
+                kernel: kernel.name.clone(),
+                offered: c.offered.iter().map(|m| m.to_string()).collect(),
+            });
+        }
+    }
+    Ok((kernel, caps))
+}
+
+/// Kills a process group on drop (SIGTERM, up to 3 s, SIGKILL) and reaps its leader.
+struct Group {
+    child: Child,
+    done: bool,
+}
+
+impl Group {
+    fn pgid(&self) -> libc::pid_t {
+        self.child.id() as libc::pid_t
+    }
+
+    fn stop(&mut self) {
+        let pg = self.pgid();
+        // SAFETY: signalling the process group we created (its id is our child's pid, which we have not
+        // reaped while the group may still exist).
+        unsafe { libc::kill(-pg, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if self.group_gone() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(-pg, libc::SIGKILL) };
+        let _ = self.child.wait();
+        self.done = true;
+    }
+
+    /// True when no process of the group is left (the leader may be a zombie until reaped).
+    fn group_gone(&mut self) -> bool {
+        let _ = self.child.try_wait();
+        // SAFETY: signal 0 only checks for existence.
+        let r = unsafe { libc::kill(-self.pgid(), 0) };
+        r != 0
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if !self.done {
+            self.stop();
+        } else {
+            // The leader exited; QEMU may not have (it is in the same group).
+            // SAFETY: as in stop(); the group id stays reserved while any member lives.
+            unsafe { libc::kill(-self.pgid(), libc::SIGKILL) };
+        }
+    }
+}
+
+fn read_trim(p: &Path) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+fn tail(p: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(p).unwrap_or_default();
+    let v: Vec<&str> = text.lines().collect();
+    v[v.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Boots the kernel, runs the command, brings back its output. The host is left as it was on every path.
+pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
+    if opts.command.is_empty() {
+        return Err(VmError::Usage(
+            "give the preemptlab command to run in the guest after --, e.g. preemptlab vm --kernel 6.18 -- audit".into(),
+        ));
+    }
+    if opts.command[0] == "vm" {
+        return Err(VmError::Usage(
+            "preemptlab vm cannot run vm inside the guest; give another command after --".into(),
+        ));
+    }
+    let host = host_cpus();
+    let cpus = opts.cpus.unwrap_or(host);
+    if cpus == 0 {
+        return Err(VmError::Usage("--cpus 0: give at least 1".into()));
+    }
+    if cpus > host {
+        return Err(VmError::TooManyCpus { asked: cpus, host });
+    }
+    let memory_mib = opts.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB);
+    if memory_mib < 256 {
+        return Err(VmError::Usage(format!(
+            "--memory {memory_mib}M: too small to boot; give at least 256M"
+        )));
+    }
+    if opts.boot_timeout.is_zero() {
+        return Err(VmError::Usage(
+            "--boot-timeout 0: give a positive duration, e.g. 10m".into(),
+        ));
+    }
+    let (kernel, _caps) = pick_kernel(opts.kernel.as_deref(), opts.preempt)?;
+    let (accel, accel_why) =
+        accel::choose(opts.accel, &accel::probe()).map_err(VmError::KvmUnusable)?;
+    let vng = find_vng()?;
+    let qemu = which("qemu-system-x86_64").ok_or_else(|| VmError::ToolMissing {
+        tool: "qemu-system-x86_64".into(),
+        fix: "run scripts/test-vm, or: apt-get install qemu-system-x86".into(),
+    })?;
+    if which("busybox").is_none() && !Path::new("/bin/busybox").is_file() {
+        return Err(VmError::ToolMissing {
+            tool: "busybox".into(),
+            fix: "run scripts/test-vm, or: apt-get install busybox-static".into(),
+        });
+    }
+    let stop = install_stop_flag()?;
+
+    let tmp = tempfile::Builder::new()
+        .prefix("preemptlab-vm-")
+        .tempdir()
+        .map_err(|e| VmError::io("creating a temp dir", e))?;
+    let shared = tmp.path().join("shared");
+    let home = tmp.path().join("home");
+    for d in [&shared, &home] {
+        std::fs::create_dir(d).map_err(|e| VmError::io(format!("creating {}", d.display()), e))?;
+    }
+    let mut command = opts.command.clone();
+    if find_out_arg(&command).is_none() {
+        if let Some(dest) = &opts.default_out {
+            let at = command
+                .iter()
+                .position(|w| w == "--")
+                .unwrap_or(command.len());
+            command.splice(at..at, ["--out".to_string(), dest.display().to_string()]);
+        }
+    }
+    let out = find_out_arg(&command);
+    let guest_result = shared.join("result.json");
+    if let Some((i, _, eq)) = &out {
+        command[*i] = if *eq {
+            format!("--out={}", guest_result.display())
+        } else {
+            guest_result.display().to_string()
+        };
+    }
+    let mut argv = vec![opts.exe.display().to_string()];
+    argv.extend(command);
+    let script = tmp.path().join("guest.sh");
+    std::fs::write(&script, guest_script(&shared, &argv))
+        .map_err(|e| VmError::io(format!("writing {}", script.display()), e))?;
+
+    let mut append = String::new();
+    if let Some(m) = opts.preempt {
+        append.push_str(&format!("preempt={m} "));
+    }
+    if let Some(a) = &opts.append {
+        append.push_str(a);
+    }
+    let args = vng_args(
+        &kernel.image,
+        accel,
+        cpus,
+        memory_mib,
+        &append,
+        &shared,
+        &script,
+    );
+    let qemu_version = first_line_of(&qemu, "--version");
+    let vng_version = first_line_of(&vng, "--version");
+    let log_path = tmp.path().join("vng.log");
+    let log = std::fs::File::create(&log_path)
+        .map_err(|e| VmError::io(format!("creating {}", log_path.display()), e))?;
+    let log2 = log
+        .try_clone()
+        .map_err(|e| VmError::io("duplicating a file handle", e))?;
+    let mut path_var = std::ffi::OsString::from(vng.parent().unwrap_or(Path::new("/")));
+    if let Some(p) = std::env::var_os("PATH") {
+        path_var.push(":");
+        path_var.push(p);
+    }
+    let started = Instant::now();
+    let child = Command::new(&vng)
+        .args(&args)
+        .env("PATH", path_var)
+        .env("HOME", &home)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| VmError::io(format!("starting {}", vng.display()), e))?;
+    let mut group = Group { child, done: false };
+
+    let mut boot: Option<Duration> = None;
+    let status_file = shared.join("status");
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            group.stop();
+            return Err(VmError::Interrupted);
+        }
+        if boot.is_none() && shared.join("started").exists() {
+            boot = Some(started.elapsed());
+        }
+        if boot.is_none() && started.elapsed() > opts.boot_timeout {
+            group.stop();
+            return Err(VmError::GuestFailed {
+                why: format!(
+                    "it did not reach the command within {} s (--boot-timeout); a loaded host slows TCG guests",
+                    opts.boot_timeout.as_secs()
+                ),
+                log_tail: tail(&log_path, 25),
+            });
+        }
+        match group.child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) => {}
+            Err(e) => return Err(VmError::io("waiting for virtme-ng", e)),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    group.done = true;
+    let wall = started.elapsed();
+    drop(group); // kills a QEMU that outlived vng
+
+    let status: i32 = match read_trim(&status_file).and_then(|s| s.parse().ok()) {
+        Some(s) => s,
+        None => {
+            return Err(VmError::GuestFailed {
+                why: if boot.is_some() {
+                    "the command started but reported no exit status".into()
+                } else {
+                    "the guest never reached the command".into()
+                },
+                log_tail: tail(&log_path, 25),
+            })
+        }
+    };
+    let block = VmBlock {
+        accelerator: accel.as_str().into(),
+        accelerator_why: accel_why,
+        qemu_version,
+        virtme_ng_version: vng_version,
+        host_kernel: read_trim(Path::new("/proc/sys/kernel/osrelease")).unwrap_or_default(),
+        vcpus: cpus,
+        memory_mib,
+        kernel_image: kernel.image.display().to_string(),
+        kernel_release: read_trim(&shared.join("release")),
+        kernel_cmdline: read_trim(&shared.join("cmdline")),
+        boot_s: boot.unwrap_or(wall).as_secs_f64(),
+        guest_preempt_before: read_trim(&shared.join("preempt-before")),
+        guest_preempt_after: read_trim(&shared.join("preempt-after")),
+        guest_uptime_at_start_s: read_trim(&shared.join("uptime"))
+            .and_then(|u| u.split_whitespace().next()?.parse().ok()),
+        wall_s: wall.as_secs_f64(),
+        command: opts.command.clone(),
+    };
+    let mut stdout = std::fs::read(shared.join("stdout")).unwrap_or_default();
+    let mut stderr = std::fs::read(shared.join("stderr")).unwrap_or_default();
+    // The guest names its result file by the shared path, which is gone once we return: name the host's.
+    if let (Some((_, host_path, _)), Ok(text)) = (&out, std::str::from_utf8(&stderr)) {
+        stderr = text
+            .replace(&guest_result.display().to_string(), host_path)
+            .into_bytes();
+    }
+    if let Ok(text) = std::str::from_utf8(&stdout) {
+        if text.trim_start().starts_with('{') {
+            if let Some(t) = with_vm_block(text, &block) {
+                stdout = t.into_bytes();
+            }
+        }
+    }
+    let mut out_file = None;
+    if let Some((_, host_path, _)) = out {
+        if let Ok(text) = std::fs::read_to_string(&guest_result) {
+            let text = with_vm_block(&text, &block).unwrap_or(text);
+            let dest = PathBuf::from(&host_path);
+            write_atomic(&dest, &text)?;
+            out_file = Some(dest);
+        }
+    }
+    Ok(VmOutcome {
+        status,
+        stdout,
+        stderr,
+        block,
+        out_file,
+    })
+}
+
+fn write_atomic(dest: &Path, text: &str) -> Result<(), VmError> {
+    let dir = match dest.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| VmError::io(format!("creating {}", dir.display()), e))?;
+    let mut f = tempfile::NamedTempFile::new_in(&dir)
+        .map_err(|e| VmError::io(format!("writing into {}", dir.display()), e))?;
+    std::io::Write::write_all(&mut f, text.as_bytes())
+        .map_err(|e| VmError::io(format!("writing {}", dest.display()), e))?;
+    f.persist(dest)
+        .map_err(|e| VmError::io(format!("writing {}", dest.display()), e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn out_argument_in_both_forms() {
+        assert_eq!(
+            find_out_arg(&s(&["bench", "lock", "--out", "r.json"])),
+            Some((3, "r.json".into(), false))
+        );
+        assert_eq!(
+            find_out_arg(&s(&["audit", "--out=a.json"])),
+            Some((1, "a.json".into(), true))
+        );
+        assert_eq!(find_out_arg(&s(&["audit", "--format", "json"])), None);
+    }
+
+    #[test]
+    fn script_quotes_every_word() {
+        let sc = guest_script(
+            Path::new("/tmp/x y"),
+            &s(&["/bin/preemptlab", "bench", "it's"]),
+        );
+        assert!(sc.contains("d='/tmp/x y'"));
+        assert!(sc.contains("'/bin/preemptlab' 'bench' 'it'\\''s' > \"$d/stdout\""));
+        assert!(sc.contains("mount -t debugfs"));
+    }
+
+    #[test]
+    fn vng_arguments() {
+        let a = vng_args(
+            Path::new("/k/vmlinuz"),
+            Accel::Tcg,
+            2,
+            2048,
+            "preempt=none ",
+            Path::new("/tmp/s"),
+            Path::new("/tmp/g.sh"),
+        );
+        let line = a.join(" ");
+        assert!(line.starts_with(
+            "--run /k/vmlinuz --cpus 2 --memory 2048M --user root --rwdir /tmp/s --verbose --disable-kvm"
+        ));
+        assert!(line.ends_with("--append preempt=none --exec /bin/sh '/tmp/g.sh'"));
+        let a = vng_args(
+            Path::new("/k"),
+            Accel::Kvm,
+            1,
+            512,
+            "",
+            Path::new("/s"),
+            Path::new("/g"),
+        );
+        assert!(!a.contains(&"--disable-kvm".to_string()) && !a.contains(&"--append".to_string()));
+    }
+}
