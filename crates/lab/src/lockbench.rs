@@ -892,7 +892,8 @@ impl CpuTimes {
         Self::parse(&std::fs::read_to_string("/proc/stat").ok()?)
     }
 
-    fn parse(text: &str) -> Option<Self> {
+    /// Parses the text of /proc/stat (its first, aggregate `cpu` line); public for the fuzz targets.
+    pub fn parse(text: &str) -> Option<Self> {
         let f: Vec<u64> = text
             .lines()
             .next()?
