@@ -144,6 +144,15 @@ const RESTRICTED_ARCHES: [&str; 8] = [
     "x86_64", "x86", "aarch64", "arm64", "powerpc", "ppc64le", "riscv64", "s390x",
 ];
 
+/// Parses the bytes of `/proc/config.gz` (gzip of a kernel `.config`); the error says why it is not one.
+pub fn config_gz(gz: &[u8]) -> Result<BTreeMap<String, String>, String> {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("not gzip text ({e})"))?;
+    Ok(parse::kernel_config(&text))
+}
+
 /// Reads the kernel config: `/proc/config.gz`, else `/boot/config-<release>`.
 fn read_config(
     host: &Host,
@@ -151,18 +160,15 @@ fn read_config(
 ) -> (Option<BTreeMap<String, String>>, Fact<String>) {
     let mut reasons = Vec::new();
     match host.read_bytes("/proc/config.gz") {
-        Ok(gz) => {
-            let mut text = String::new();
-            match flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text) {
-                Ok(_) => {
-                    return (
-                        Some(parse::kernel_config(&text)),
-                        Fact::known("/proc/config.gz".into(), "/proc/config.gz"),
-                    )
-                }
-                Err(e) => reasons.push(format!("/proc/config.gz: not gzip text ({e})")),
+        Ok(gz) => match config_gz(&gz) {
+            Ok(cfg) => {
+                return (
+                    Some(cfg),
+                    Fact::known("/proc/config.gz".into(), "/proc/config.gz"),
+                )
             }
-        }
+            Err(e) => reasons.push(format!("/proc/config.gz: {e}")),
+        },
         Err(e) => reasons.push(format!("/proc/config.gz: {}", e.reason)),
     }
     if let Some(rel) = release {

@@ -412,11 +412,13 @@ pub fn postmaster_args(args: &[String]) -> (Option<String>, Option<u16>, BTreeMa
     while i < args.len() {
         let a = args[i].as_str();
         let next = args.get(i + 1).cloned();
-        let (flag, inline) = if a.len() > 2 && a.starts_with('-') && !a.starts_with("--") {
-            (&a[..2], Some(a[2..].to_string()))
-        } else {
-            (a, None)
-        };
+        // A flag is one ASCII letter after '-': an argument whose second character is wider is no flag.
+        let (flag, inline) =
+            if a.len() > 2 && a.starts_with('-') && !a.starts_with("--") && a.is_char_boundary(2) {
+                (&a[..2], Some(a[2..].to_string()))
+            } else {
+                (a, None)
+            };
         let mut take = || {
             if inline.is_some() {
                 inline.clone()
@@ -453,6 +455,27 @@ pub fn postmaster_args(args: &[String]) -> (Option<String>, Option<u16>, BTreeMa
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn postmaster_args_multibyte_after_dash_is_no_flag() {
+        // Found by fuzzing (fuzz/corpus/cmdline/crash-postmaster-args-multibyte): slicing "-\u{fffd}..." at
+        // byte 2 panicked.
+        let args: Vec<String> = [
+            "postgres",
+            "-\u{fffd}ared_buffers=1GB",
+            "-D",
+            "/d",
+            "-\u{e9}",
+            "-p5433",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let (dir, port, settings) = postmaster_args(&args);
+        assert_eq!(dir.as_deref(), Some("/d"));
+        assert_eq!(port, Some(5433));
+        assert!(settings.is_empty());
+    }
 
     #[test]
     fn kv_kib_reads_meminfo_and_unitless() {

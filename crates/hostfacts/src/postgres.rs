@@ -203,13 +203,16 @@ pub fn main_segment(maps: &[parse::SmapsMapping]) -> Option<Segment> {
                 || p.starts_with("/SYSV")
                 || p.starts_with("/memfd:")
         })
-        .max_by_key(|m| m.end - m.start)
+        // Saturating: a header whose end is below its start (not one the kernel writes) counts as empty.
+        .max_by_key(|m| m.end.saturating_sub(m.start))
         .map(|m| Segment {
             mapping: m.path.clone(),
-            size_kib: (m.end - m.start) / 1024,
+            size_kib: m.end.saturating_sub(m.start) / 1024,
             kernel_page_size_kib: m.kib("KernelPageSize").max(4),
             thp_pmd_mapped_kib: m.kib("ShmemPmdMapped"),
-            hugetlb_kib: m.kib("Shared_Hugetlb") + m.kib("Private_Hugetlb"),
+            hugetlb_kib: m
+                .kib("Shared_Hugetlb")
+                .saturating_add(m.kib("Private_Hugetlb")),
         })
 }
 
@@ -533,6 +536,21 @@ fn settings(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn main_segment_end_below_start_and_huge_counts() {
+        // Found by fuzzing (fuzz/corpus/smaps/crash-main-segment-end-below-start): `end - start` underflowed.
+        let maps = parse::smaps(
+            "ff000-1000 rw-s 00000000 00:01 7 /SYSV00000000 (deleted)\n\
+             Shared_Hugetlb: 18446744073709551615 kB\nPrivate_Hugetlb: 1 kB\n\
+             1000-3000 rw-s 00000000 00:01 8 /dev/zero (deleted)\n",
+        );
+        let seg = main_segment(&maps).unwrap();
+        assert_eq!(seg.mapping, "/dev/zero (deleted)");
+        assert_eq!(seg.size_kib, 8);
+        let only_bad = main_segment(&maps[..1]).unwrap();
+        assert_eq!((only_bad.size_kib, only_bad.hugetlb_kib), (0, u64::MAX));
+    }
 
     #[test]
     fn classifies_titles() {

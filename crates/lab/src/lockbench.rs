@@ -767,7 +767,8 @@ impl CpuTimes {
         Self::parse(&std::fs::read_to_string("/proc/stat").ok()?)
     }
 
-    fn parse(text: &str) -> Option<Self> {
+    /// Parses the text of /proc/stat (its first, aggregate `cpu` line); public for the fuzz targets.
+    pub fn parse(text: &str) -> Option<Self> {
         let f: Vec<u64> = text
             .lines()
             .next()?
@@ -775,10 +776,13 @@ impl CpuTimes {
             .skip(1)
             .map_while(|f| f.parse().ok())
             .collect();
-        // guest and guest_nice are already in user and nice.
-        (f.len() >= 8).then(|| Self {
-            total: f[..8].iter().sum(),
-            idle: f[3] + f[4],
+        // guest and guest_nice are already in user and nice. Sums that overflow are no reading.
+        if f.len() < 8 {
+            return None;
+        }
+        Some(Self {
+            total: f[..8].iter().try_fold(0u64, |a, x| a.checked_add(*x))?,
+            idle: f[3].checked_add(f[4])?,
             steal: f[7],
         })
     }
@@ -1053,6 +1057,15 @@ mod tests {
         assert_eq!(b.share(a, |t| t.steal), None, "counters went back");
         assert!(CpuTimes::parse("cpu  1 2 3 4 5 6 7\n").is_none());
         assert!(CpuTimes::parse("").is_none());
+    }
+
+    #[test]
+    fn cpu_times_parse_overflowing_sum_is_no_reading() {
+        // Found by fuzzing (fuzz/corpus/proc_stat/crash-cpu-times-sum-overflow): the sum of the fields overflowed.
+        let max = u64::MAX;
+        assert!(CpuTimes::parse(&format!("cpu  {max} 1 0 0 0 0 0 0\n")).is_none());
+        assert!(CpuTimes::parse(&format!("cpu  0 0 0 {max} 1 0 0 0\n")).is_none());
+        assert!(CpuTimes::parse(&format!("cpu  0 0 0 {max} 0 0 0 0\n")).is_some());
         let now = CpuTimes::now();
         assert!(now.is_some(), "/proc/stat readable");
         assert!(CpuTimes::idle_pct_since(now).is_none_or(|p| (0.0..=100.0).contains(&p)));

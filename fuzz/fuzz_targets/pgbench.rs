@@ -1,0 +1,15 @@
+//! pgbench's output: the summary and the `progress:` lines.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    let progress = text
+        .lines()
+        .filter(|l| lab::pgbench::parse_progress(l.trim()).is_some())
+        .count();
+    if let Ok(s) = lab::pgbench::parse(&text) {
+        // Each progress line of the text is kept once.
+        assert_eq!(s.progress.len(), progress);
+    }
+});
