@@ -339,3 +339,77 @@ fn sigint_during_a_vm_run_leaves_nothing_behind() {
         );
     }
 }
+
+/// On the kernel built with the rseq time-slice extension (scripts/kernel-build-rseq, booted as `7.2-rseq`),
+/// under lazy: the audit says the extension is available, and `bench lock --locks pg,rseq` measures the rseq
+/// row (not skipped) with grants > 0 and its exclusion checks passing.
+#[test]
+fn rseq_lock_gets_grants_on_the_slice_extension_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let out_s = out.display().to_string();
+    let o = vm(&["--kernel", "7.2-rseq", "--", "audit", "--format", "json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let a = json(&o);
+    assert_eq!(
+        a["kernel"]["rseq_slice_extension"]["value"], true,
+        "{}",
+        a["kernel"]
+    );
+    let o = vm(&[
+        "--kernel",
+        "7.2-rseq",
+        "--",
+        "bench",
+        "lock",
+        "--locks",
+        "pg,rseq",
+        "--pages",
+        "4k",
+        "--workers",
+        "8x",
+        "--switch-preempt",
+        "lazy",
+        "--repeat",
+        "1",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--out",
+        &out_s,
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["host"]["kernel"]["preemption"]["model"], "lazy");
+    let cell = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["lock"] == "rseq")
+        .expect("an rseq cell");
+    assert_eq!(
+        cell["status"], "ok",
+        "measured, not skipped: {}",
+        cell["reason"]
+    );
+    let rep = &cell["reps"][0];
+    assert_eq!(rep["check"]["ok"], true, "exclusion: {}", rep["check"]);
+    let s = &rep["rseq_slice"];
+    assert!(s["requests"].as_u64().unwrap() > 0, "{s}");
+    assert!(
+        s["grants"].as_u64().unwrap() > 0,
+        "the kernel granted extensions: {s}"
+    );
+}
