@@ -1,0 +1,535 @@
+//! Bad input over every command, in one table: each case exits 2 with one line on stderr that names the
+//! offending value (or the fix), no panic, and nothing is left behind (no result file where none could be
+//! written, no temp file beside an output). None of these cases may start a measurement: they are refused
+//! before any work, so the whole table runs in a few seconds.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::cargo_bin;
+
+/// Inputs the cases refer to, made once in a temp dir.
+struct Inputs {
+    dir: tempfile::TempDir,
+}
+
+impl Inputs {
+    fn new() -> Inputs {
+        let dir = tempfile::tempdir().unwrap();
+        let w = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        w(
+            "future.json",
+            r#"{"schema_version": 999, "kind": "bench-lock"}"#,
+        );
+        w("teapot.json", r#"{"schema_version": 1, "kind": "teapot"}"#);
+        w(
+            "broken.json",
+            r#"{"schema_version": 1, "kind": "bench-lock", "cells": ["#,
+        );
+        w("empty.json", "");
+        w("text.txt", "not json at all\n");
+        std::fs::write(dir.path().join("binary.json"), [0xff, 0xfe, 0x00, 0x9f]).unwrap();
+        std::fs::create_dir(dir.path().join("a-directory")).unwrap();
+        std::fs::create_dir(dir.path().join("empty-dir")).unwrap();
+        Inputs { dir }
+    }
+    fn p(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+}
+
+fn repo_file(rel: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
+    let i = Inputs::new();
+    let lock = repo_file("docs/results/bench-lock-bars-aged-run1.json");
+    let sim = repo_file("docs/results/sim-96cpu-pg.json");
+    let fixture = repo_file("tests/fixtures/linux-7.0-lazy-debugfs");
+    let out = i.p("out.json");
+    // (arguments, what the one line must contain)
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        // The command line itself.
+        (vec!["bench".into()], "lock"),
+        (vec!["nosuchcommand".into()], "nosuchcommand"),
+        (vec!["audit".into(), "--nosuchflag".into()], "--nosuchflag"),
+        (vec!["audit".into(), "--format".into(), "xml".into()], "xml"),
+        (
+            vec![
+                "bench".into(),
+                "lock".into(),
+                "--workers".into(),
+                "-5".into(),
+            ],
+            "-5",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "lock".into(),
+                "--workers".into(),
+                "0".into(),
+            ],
+            "0",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "lock".into(),
+                "--workers".into(),
+                "many".into(),
+            ],
+            "many",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "lock".into(),
+                "--locks".into(),
+                "nosuchlock".into(),
+            ],
+            "nosuchlock",
+        ),
+        (
+            vec!["bench".into(), "lock".into(), "--pages".into(), "3k".into()],
+            "3k",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "lock".into(),
+                "--duration".into(),
+                "soon".into(),
+            ],
+            "soon",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "lock".into(),
+                "--duration".into(),
+                "1ms".into(),
+            ],
+            "1ms",
+        ),
+        (
+            vec!["bench".into(), "lock".into(), "--repeat".into(), "0".into()],
+            "0",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "lock".into(),
+                "--work-ns".into(),
+                "18446744073709551615".into(),
+            ],
+            "--work-ns",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "lock".into(),
+                "--cs-ns".into(),
+                "18446744073709551615".into(),
+            ],
+            "--cs-ns",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "lock".into(),
+                "--descriptors".into(),
+                "12".into(),
+            ],
+            "12",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "lock".into(),
+                "--start-age".into(),
+                "old".into(),
+            ],
+            "old",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "lock".into(),
+                "--switch-preempt".into(),
+                "sometimes".into(),
+            ],
+            "sometimes",
+        ),
+        // Outputs that cannot be written: refused before anything runs.
+        (
+            vec![
+                "bench".into(),
+                "lock".into(),
+                "--out".into(),
+                "/proc/x/r.json".into(),
+            ],
+            "/proc/x",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "lock".into(),
+                "--out".into(),
+                i.p("a-directory"),
+            ],
+            "a-directory",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "pg".into(),
+                "--out".into(),
+                "/proc/x/r.json".into(),
+            ],
+            "/proc/x",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "latency".into(),
+                "--out".into(),
+                "/proc/x/r.json".into(),
+            ],
+            "/proc/x",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "net".into(),
+                "--out".into(),
+                "/proc/x/r.json".into(),
+            ],
+            "/proc/x",
+        ),
+        (
+            vec!["sim".into(), "--out".into(), "/proc/x/r.json".into()],
+            "/proc/x",
+        ),
+        (
+            vec!["check".into(), "--out".into(), "/proc/x/r.json".into()],
+            "/proc/x",
+        ),
+        (
+            vec![
+                "report".into(),
+                lock.clone(),
+                "-o".into(),
+                "/proc/x/r.html".into(),
+            ],
+            "/proc/x",
+        ),
+        (
+            vec!["audit".into(), "--out".into(), "/proc/x/a.json".into()],
+            "/proc/x",
+        ),
+        // bench pg, latency, net.
+        (
+            vec!["bench".into(), "pg".into(), "--threads".into(), "0".into()],
+            "--threads",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "pg".into(),
+                "--shared-buffers".into(),
+                "lots".into(),
+            ],
+            "lots",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "pg".into(),
+                "--huge-pages".into(),
+                "maybe".into(),
+            ],
+            "maybe",
+        ),
+        (
+            vec!["bench".into(), "pg".into(), "--clients".into(), "0".into()],
+            "0",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "pg".into(),
+                "--driver".into(),
+                "hammerdb".into(),
+            ],
+            "hammerdb",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "pg".into(),
+                "--set".into(),
+                "work_mem".into(),
+            ],
+            "work_mem",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "latency".into(),
+                "--policy".into(),
+                "rr".into(),
+            ],
+            "rr",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "latency".into(),
+                "--interval".into(),
+                "0s".into(),
+            ],
+            "0s",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "net".into(),
+                "--tests".into(),
+                "sctp-stream".into(),
+            ],
+            "sctp-stream",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "net".into(),
+                "--msg-sizes".into(),
+                "0".into(),
+            ],
+            "0",
+        ),
+        // sim.
+        (vec!["sim".into(), "--set".into(), "cpus=0".into()], "cpus"),
+        (
+            vec!["sim".into(), "--set".into(), "workers=0".into()],
+            "workers",
+        ),
+        (
+            vec!["sim".into(), "--set".into(), "nosuch=1".into()],
+            "nosuch",
+        ),
+        (
+            vec!["sim".into(), "--set".into(), "spin_ns=fast".into()],
+            "fast",
+        ),
+        (vec!["sim".into(), "--cpus".into(), "0".into()], "0"),
+        (
+            vec!["sim".into(), "--models".into(), "sometimes".into()],
+            "sometimes",
+        ),
+        (
+            vec!["sim".into(), "--workload".into(), "olap".into()],
+            "olap",
+        ),
+        // Result files: compare, report, results.
+        (
+            vec!["compare".into(), i.p("future.json"), lock.clone()],
+            "999",
+        ),
+        (
+            vec!["compare".into(), i.p("teapot.json"), lock.clone()],
+            "teapot",
+        ),
+        (
+            vec!["compare".into(), i.p("broken.json"), lock.clone()],
+            "broken.json",
+        ),
+        (
+            vec!["compare".into(), i.p("empty.json"), lock.clone()],
+            "empty.json",
+        ),
+        (
+            vec!["compare".into(), i.p("text.txt"), lock.clone()],
+            "text.txt",
+        ),
+        (
+            vec!["compare".into(), i.p("binary.json"), lock.clone()],
+            "binary.json",
+        ),
+        (
+            vec!["compare".into(), "/nonexistent/r.json".into(), lock.clone()],
+            "/nonexistent",
+        ),
+        (vec!["compare".into(), lock.clone(), sim.clone()], "sim"),
+        (vec!["compare".into(), lock.clone()], "two"),
+        (
+            vec![
+                "report".into(),
+                i.p("future.json"),
+                "-o".into(),
+                i.p("r.html"),
+            ],
+            "999",
+        ),
+        (
+            vec![
+                "report".into(),
+                i.p("teapot.json"),
+                "-o".into(),
+                i.p("r.html"),
+            ],
+            "teapot",
+        ),
+        (
+            vec![
+                "report".into(),
+                i.p("empty-dir"),
+                "-o".into(),
+                i.p("r.html"),
+            ],
+            "empty-dir",
+        ),
+        (vec!["results".into(), i.p("future.json")], "999"),
+        // audit, hugepages, fleet, vm.
+        (
+            vec!["audit".into(), "--sysroot".into(), "/nonexistent".into()],
+            "/nonexistent",
+        ),
+        (vec!["audit".into(), "--pg".into(), "host=".into()], "--pg"),
+        (
+            vec![
+                "hugepages".into(),
+                "--shared-memory".into(),
+                "1GB".into(),
+                "--sysroot".into(),
+                "/nonexistent".into(),
+            ],
+            "/nonexistent",
+        ),
+        (
+            vec!["hugepages".into(), "--shared-memory".into(), "-1GB".into()],
+            "-1GB",
+        ),
+        (
+            vec![
+                "hugepages".into(),
+                "--shared-memory".into(),
+                "99999999PB".into(),
+            ],
+            "99999999PB",
+        ),
+        (
+            vec!["hugepages".into(), "--shared-memory".into(), "0".into()],
+            "0",
+        ),
+        (
+            vec![
+                "hugepages".into(),
+                "--page-size".into(),
+                "3MB".into(),
+                "--shared-memory".into(),
+                "1GB".into(),
+            ],
+            "3MB",
+        ),
+        (
+            vec!["hugepages".into(), "--data-dir".into(), i.p("empty-dir")],
+            "not a PostgreSQL data directory",
+        ),
+        (
+            vec!["hugepages".into(), "--data-dir".into(), i.p("text.txt")],
+            "not a PostgreSQL data directory",
+        ),
+        (
+            vec![
+                "hugepages".into(),
+                "--pid".into(),
+                "999999".into(),
+                "--sysroot".into(),
+                fixture.clone(),
+            ],
+            "999999",
+        ),
+        (vec!["fleet".into(), i.p("empty-dir")], "empty-dir"),
+        (vec!["fleet".into(), "/nonexistent".into()], "/nonexistent"),
+        (
+            vec![
+                "fleet".into(),
+                i.p("empty-dir"),
+                "--stale-after".into(),
+                "soon".into(),
+            ],
+            "soon",
+        ),
+        (
+            vec![
+                "vm".into(),
+                "--cpus".into(),
+                "100000".into(),
+                "--".into(),
+                "audit".into(),
+            ],
+            "100000",
+        ),
+        (
+            vec![
+                "vm".into(),
+                "--kernel".into(),
+                "0.1".into(),
+                "--".into(),
+                "audit".into(),
+            ],
+            "0.1",
+        ),
+    ];
+    assert!(cases.len() >= 45, "{} cases", cases.len());
+    let mut failed = Vec::new();
+    for (args, want) in &cases {
+        let t = Instant::now();
+        // `timeout` stops a case that started real work instead of refusing (it would show as exit 124).
+        let o = Command::new("timeout")
+            .arg("20")
+            .arg(cargo_bin("preemptlab"))
+            .args(args)
+            .env("PREEMPTLAB_STATE_DIR", i.p("state"))
+            .current_dir(i.dir.path())
+            .output()
+            .unwrap();
+        let label = args.join(" ");
+        let res = std::panic::catch_unwind(|| {
+            common::assert_refused(&o, &label, want);
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "{label}: refused before any work, took {:?}",
+                t.elapsed()
+            );
+            assert!(!Path::new(&out).exists(), "{label}: wrote {out}");
+        });
+        if res.is_err() {
+            failed.push(label);
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {} cases failed: {failed:#?}",
+        failed.len(),
+        cases.len()
+    );
+    // Nothing half-done beside the inputs: no temp file, no results/ directory.
+    let left: Vec<String> = std::fs::read_dir(i.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.') || n.contains("tmp") || n == "results" || n == "r.html")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
