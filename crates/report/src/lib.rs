@@ -2,6 +2,7 @@
 //! `markup` (alignment, wrapping, colour).
 
 pub mod audit_table;
+pub mod check;
 pub mod compare;
 mod compare_input;
 pub mod fleet;
