@@ -13,6 +13,7 @@ pub mod lock_table;
 pub mod markup;
 pub mod pg_table;
 pub mod prometheus;
+pub mod sim_table;
 pub mod svg;
 
 pub use markup::Style;
