@@ -146,13 +146,14 @@ pub fn basis_for_data_dir(
     if hps_kib == page_kib {
         let setting = "shared_memory_size_in_huge_pages";
         let value = postgres_c(&bin.dir, dir, setting)?;
-        let pages: i64 = value.parse().map_err(|e: std::num::ParseIntError| {
-            StoppedError::BadValue {
-                setting: setting.into(),
-                value: value.clone(),
-                reason: e.to_string(),
-            }
-        })?;
+        let pages: i64 =
+            value
+                .parse()
+                .map_err(|e: std::num::ParseIntError| StoppedError::BadValue {
+                    setting: setting.into(),
+                    value: value.clone(),
+                    reason: e.to_string(),
+                })?;
         if pages > 0 {
             return Ok(Basis::Postgres {
                 pages: pages as u64,

@@ -51,7 +51,11 @@ impl NoHugeBacking {
 
 /// The best huge-page backing this host can give a region of `bytes`: the 2 MB pool when it has the pages
 /// free or `may_grow` (root, and the run reserves them), else shared-memory THP when enabled.
-pub fn huge_backing(audit: &Audit, bytes: u64, may_grow: bool) -> Result<HugeBacking, NoHugeBacking> {
+pub fn huge_backing(
+    audit: &Audit,
+    bytes: u64,
+    may_grow: bool,
+) -> Result<HugeBacking, NoHugeBacking> {
     let pool = audit.memory.pool(2048);
     let free_2m = pool.map(|p| p.available()).unwrap_or(0);
     let need = bytes.div_ceil(2 << 20);

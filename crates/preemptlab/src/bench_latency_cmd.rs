@@ -60,7 +60,13 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
         }
     })
     .map_err(|e| anyhow!(e))?;
-    crate::term::print_result(a.format, &res, |md| report::latency_table::render(&res, md), &out, a.quiet);
+    crate::term::print_result(
+        a.format,
+        &res,
+        |md| report::latency_table::render(&res, md),
+        &out,
+        a.quiet,
+    );
     Ok(if res.envelope.interrupted {
         lab::guard::interrupted_exit_code()
     } else {

@@ -37,7 +37,12 @@ pub fn effect(res: &LockResult, what: &str, a: (&str, &str), b: (&str, &str)) ->
         }],
         NOISE,
     )[0];
-    let median = |c: &Cell| c.summary.as_ref().map(|s| s.ops_per_s.median).unwrap_or(0.0);
+    let median = |c: &Cell| {
+        c.summary
+            .as_ref()
+            .map(|s| s.ops_per_s.median)
+            .unwrap_or(0.0)
+    };
     Some(Effect {
         what: what.to_string(),
         a: format!("{} {}", a.0, a.1),

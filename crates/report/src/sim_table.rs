@@ -50,11 +50,7 @@ pub fn render(r: &SimResult, md: bool) -> String {
             c.workers.to_string(),
             c.sweep.clone().unwrap_or_default(),
             rate(s.throughput().median),
-            format!(
-                "{}..{}",
-                rate(s.throughput().min),
-                rate(s.throughput().max)
-            ),
+            format!("{}..{}", rate(s.throughput().min), rate(s.throughput().max)),
             format!("{base:.2}"),
             format!("{:.0}%", s.spinning.median * 100.0),
             format!("{:.0}%", s.idle.median * 100.0),

@@ -83,7 +83,8 @@ pub struct SimResult {
 impl SimSummary {
     /// Summarizes a cell's runs (`txn`: the workload counts transactions).
     pub fn of(reps: &[Outcome], txn: bool) -> SimSummary {
-        let f = |g: &dyn Fn(&Outcome) -> f64| stats::summarize(&reps.iter().map(g).collect::<Vec<_>>());
+        let f =
+            |g: &dyn Fn(&Outcome) -> f64| stats::summarize(&reps.iter().map(g).collect::<Vec<_>>());
         SimSummary {
             ops_per_s: f(&|o| o.ops_per_s),
             txn_per_s: txn.then(|| f(&|o| o.txn_per_s.unwrap_or(0.0))),

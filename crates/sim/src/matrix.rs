@@ -57,7 +57,11 @@ pub fn set_param(p: &Params, kv: &str) -> Result<Params, ParamError> {
     if !obj.contains_key(k) {
         return Err(ParamError::Unknown {
             name: k.to_string(),
-            known: obj.keys().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+            known: obj
+                .keys()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
         });
     }
     let value: serde_json::Value =
@@ -190,10 +194,7 @@ mod tests {
     fn set_param_sets_by_name_and_names_the_known_ones() {
         let p = set_param(&Params::default(), "hz=100").unwrap();
         assert_eq!(p.hz, 100);
-        assert_eq!(
-            set_param(&p, "hz").unwrap_err(),
-            ParamError::NotNameValue
-        );
+        assert_eq!(set_param(&p, "hz").unwrap_err(), ParamError::NotNameValue);
         assert!(matches!(
             set_param(&p, "nope=1"),
             Err(ParamError::Unknown { .. })
@@ -212,7 +213,10 @@ mod tests {
             models: vec![Model::None, Model::Full],
         };
         let cells = m.cells().unwrap();
-        let got: Vec<(u32, Model)> = cells.iter().map(|c| (c.params.hz, c.params.model)).collect();
+        let got: Vec<(u32, Model)> = cells
+            .iter()
+            .map(|c| (c.params.hz, c.params.model))
+            .collect();
         assert_eq!(
             got,
             vec![
