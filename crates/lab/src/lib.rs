@@ -1,5 +1,6 @@
 //! Experiments and the host-state guards they run under.
 //!
+//! - `check`: `check`'s plan (which locks, which huge-page backing) and its reproduction.
 //! - `guard`: SIGINT/SIGTERM flag, hugetlb pool guard with crash records.
 //! - `latency`: `bench latency`, cyclictest-style wakeup latency under a background load.
 //! - `lockbench`: `bench lock`, the StrategyGetBuffer-like workload.
@@ -14,6 +15,7 @@
 //! - `procsample`: per-second /proc sampling of a process tree (page tables, Pss, faults, switches).
 //! - `sysbench`: parsing sysbench 1.0's OLTP output.
 
+pub mod check;
 pub mod guard;
 pub mod latency;
 pub mod lockbench;

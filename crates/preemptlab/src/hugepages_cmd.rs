@@ -1,9 +1,6 @@
 //! `preemptlab hugepages`.
 
-use std::os::unix::fs::MetadataExt;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
 
 use anyhow::{anyhow, bail, Context, Result};
 use hostfacts::hugepages::{self, Basis};
@@ -29,80 +26,16 @@ fn default_page_kib(mem: &MemoryFacts) -> u64 {
     mem.default_huge_page_kib.get().copied().unwrap_or(2048)
 }
 
-/// Runs `postgres -D dir -C name` as the owner of `dir`, returning the value.
-fn postgres_c(bin: &Path, dir: &Path, name: &str) -> Result<String> {
-    let meta = std::fs::metadata(dir).with_context(|| format!("--data-dir {}", dir.display()))?;
-    let mut cmd = Command::new(bin.join("postgres"));
-    cmd.arg("-D").arg(dir).arg("-C").arg(name);
-    if hostfacts::host::is_root() {
-        if meta.uid() == 0 {
-            bail!("--data-dir {}: owned by root; PostgreSQL refuses to run as root (chown it to the postgres user)", dir.display());
+/// The sizing basis of a stopped server, with the flags that help when it fails.
+fn basis_for_data_dir(a: &HugepagesArgs, dir: &Path, page: u64, default: u64) -> Result<Basis> {
+    use hostfacts::stopped::{self, StoppedError as E};
+    stopped::basis_for_data_dir(a.pg_bin.as_deref(), dir, page, default).map_err(|e| match e {
+        E::NotDataDir { .. } | E::Unreadable { .. } | E::OwnedByRoot { .. } => {
+            anyhow!("--data-dir {e}")
         }
-        cmd.uid(meta.uid()).gid(meta.gid());
-    }
-    let out = cmd
-        .output()
-        .with_context(|| format!("running {}", bin.join("postgres").display()))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        bail!(
-            "postgres -D {} -C {name} failed: {} (the server must be stopped for runtime-computed settings; for a running one use --pg or --pid)",
-            dir.display(),
-            err.trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-fn basis_for_data_dir(
-    args: &HugepagesArgs,
-    dir: &Path,
-    page_kib: u64,
-    default_kib: u64,
-) -> Result<Basis> {
-    if !dir.is_dir() || !dir.join("PG_VERSION").is_file() {
-        bail!(
-            "--data-dir {}: not a PostgreSQL data directory (no PG_VERSION file); give the directory initdb made, the one holding postgresql.conf or PG_VERSION",
-            dir.display()
-        );
-    }
-    let version = std::fs::read_to_string(dir.join("PG_VERSION"))
-        .ok()
-        .and_then(|v| v.trim().parse::<u32>().ok());
-    let bin = hostfacts::pgbin::find(args.pg_bin.as_deref(), version).map_err(|e| anyhow!(e))?;
-    if bin.major.is_some_and(|m| m < 15) {
-        bail!("PostgreSQL {} cannot report shared_memory_size (15+ only): start it and use --pid, or pass --shared-memory", bin.major.unwrap_or(0));
-    }
-    let size = postgres_c(&bin.dir, dir, "shared_memory_size")?;
-    let size_kib = parse::size(&size)
-        .map_err(|e| anyhow!("shared_memory_size {size:?}: {e}"))?
-        .kib();
-    let hps = postgres_c(&bin.dir, dir, "huge_page_size")?;
-    let hps_kib = if hps == "0" {
-        default_kib
-    } else {
-        parse::size(&hps).map(|b| b.kib()).unwrap_or(default_kib)
-    };
-    let how = format!(
-        "{} -D {} -C",
-        bin.dir.join("postgres").display(),
-        dir.display()
-    );
-    if hps_kib == page_kib {
-        let pages: i64 = postgres_c(&bin.dir, dir, "shared_memory_size_in_huge_pages")?
-            .parse()
-            .context("shared_memory_size_in_huge_pages")?;
-        if pages > 0 {
-            return Ok(Basis::Postgres {
-                pages: pages as u64,
-                shared_memory_kib: Some(size_kib),
-                how,
-            });
-        }
-    }
-    Ok(Basis::PostgresSize {
-        shared_memory_kib: size_kib,
-        how,
+        E::TooOld { .. } => anyhow!("{e}: start it and use --pid, or pass --shared-memory"),
+        E::Failed { .. } => anyhow!("{e} (the server must be stopped for runtime-computed settings; for a running one use --pg or --pid)"),
+        e => anyhow!(e),
     })
 }
 
@@ -240,27 +173,8 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
             for s in &sized {
                 print!(
                     "{}",
-                    report::hugepages::render(&s.target, &s.plan, style, term::width())
+                    report::hugepages::render_sized(s, style, term::width())
                 );
-                if let Some(a) = &s.applied {
-                    if a.obtained >= a.requested && a.before >= a.requested {
-                        println!(
-                            "  applied      pool already holds {} >= {} pages: unchanged",
-                            a.before, a.requested
-                        );
-                    } else if a.obtained >= a.requested {
-                        println!(
-                            "  applied      {}: {} -> {} pages (asked {})",
-                            a.path, a.before, a.obtained, a.requested
-                        );
-                    } else {
-                        println!(
-                            "  applied      {}: {} -> {} pages, SHORT of {} (memory too fragmented: reserve at boot with hugepages= on the kernel command line, or drop caches and compact, then retry)",
-                            a.path, a.before, a.obtained, a.requested
-                        );
-                    }
-                }
-                println!();
             }
         }
     }

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use results::metrics::{pools, HOST_FACTS};
 pub use results::metrics::{Better, Metric, Unit, METRICS};
 use serde::Serialize;
-use stats::compare::{bootstrap_ratio, holm, mann_whitney, significant, welch};
+use stats::{judge, Sample};
 
 pub use crate::compare_input::{CellSamples, Input};
 use crate::markup::{columns, sig3, Align};
@@ -327,31 +327,27 @@ pub fn compare(
                 unmatched.insert(format!("{key} (only in {})", inputs[0].label));
                 continue;
             };
-            let family_start = rows.len();
-            for (mi, m) in METRICS
+            let chosen: Vec<(usize, &Metric)> = METRICS
                 .iter()
                 .enumerate()
                 .filter(|(_, m)| metrics_filter.is_none_or(|f| f.iter().any(|x| x == m.name)))
-            {
-                let (sa, sb) = (ca.samples[mi].as_slice(), cb.samples[mi].as_slice());
-                if sa.is_empty() || sb.is_empty() {
-                    continue;
-                }
-                let ci = bootstrap_ratio(sa, sb, m.centre, 10_000, 0.95, 0x5EED);
-                let (a, b) = (m.centre.of(sa), m.centre.of(sb));
+                .filter(|(mi, _)| !ca.samples[*mi].is_empty() && !cb.samples[*mi].is_empty())
+                .collect();
+            // The metrics of one cell are one family (stats::judge: interval, noise, Welch with Holm).
+            let family: Vec<Sample> = chosen
+                .iter()
+                .map(|(mi, m)| Sample {
+                    a: &ca.samples[*mi],
+                    b: &cb.samples[*mi],
+                    centre: m.centre,
+                })
+                .collect();
+            for (((_, m), s), j) in chosen.iter().zip(&family).zip(judge(&family, noise)) {
+                let ci = j.ci;
                 let change_pct = match m.better {
                     Better::Higher => (ci.ratio - 1.0) * 100.0,
                     Better::Lower => (1.0 - ci.ratio) * 100.0,
                 };
-                // Percentile-bootstrap intervals are too narrow with the 3-5 repetitions a bench makes; with
-                // several metrics per cell that flags drift as change. Welch's test must agree.
-                let w = welch(sa, sb);
-                // Provisional: the family's Holm correction below has the last word.
-                // One repetition on a side says nothing about its spread: never significant.
-                let sig = ci.ratio.is_finite()
-                    && sa.len() >= 2
-                    && sb.len() >= 2
-                    && significant(&ci, noise);
                 let range = |xs: &[f64]| {
                     (
                         xs.iter().copied().fold(f64::INFINITY, f64::min),
@@ -362,29 +358,19 @@ pub fn compare(
                     cell: key.clone(),
                     metric: m.name.to_string(),
                     against: bi + 1,
-                    a,
-                    a_range: range(sa),
-                    b,
-                    b_range: range(sb),
+                    a: m.centre.of(s.a),
+                    a_range: range(s.a),
+                    b: m.centre.of(s.b),
+                    b_range: range(s.b),
                     change_pct,
                     ratio: ci.ratio,
                     ci_lo: ci.lo,
                     ci_hi: ci.hi,
-                    mann_whitney_p: mann_whitney(sa, sb).p,
-                    welch_p: w.p,
-                    significant: sig,
-                    regression: sig && change_pct < 0.0,
+                    mann_whitney_p: j.mann_whitney_p,
+                    welch_p: j.welch_p,
+                    significant: j.significant,
+                    regression: j.significant && change_pct < 0.0,
                 });
-            }
-            // The metrics of one cell are one family: tested at 5% each, a false "change" somewhere in the
-            // family is far likelier than 5% (a CI run flagged acquire p99 and hold p99, Welch p 0.043 and
-            // 0.036, between the odd and even rounds of one run). Holm-Bonferroni on Welch's p keeps the
-            // family-wise rate at 5%.
-            let family = &mut rows[family_start..];
-            let ps: Vec<f64> = family.iter().map(|r| r.welch_p).collect();
-            for (r, keep) in family.iter_mut().zip(holm(&ps, 0.05)) {
-                r.significant &= keep;
-                r.regression = r.significant && r.change_pct < 0.0;
             }
         }
     }

@@ -1,7 +1,8 @@
-//! A huge page sizing plan as text.
+//! A huge page sizing plan as text, with what applying it did.
 
 use results::hostfacts::hugepages::Plan;
 use results::hostfacts::parse::Bytes;
+use results::hugepages::SizedPlan;
 
 use crate::markup::{field, Style};
 
@@ -56,5 +57,30 @@ pub fn render(title: &str, p: &Plan, style: Style, width: usize) -> String {
         "restart PostgreSQL; preemptlab audit should show 'on huge pages: yes'",
         width,
     ));
+    o
+}
+
+/// Renders a sized target: its plan, what applying it did (if asked), and a blank line.
+pub fn render_sized(s: &SizedPlan, style: Style, width: usize) -> String {
+    let mut o = render(&s.target, &s.plan, style, width);
+    if let Some(a) = &s.applied {
+        if a.obtained >= a.requested && a.before >= a.requested {
+            o.push_str(&format!(
+                "  applied      pool already holds {} >= {} pages: unchanged\n",
+                a.before, a.requested
+            ));
+        } else if a.obtained >= a.requested {
+            o.push_str(&format!(
+                "  applied      {}: {} -> {} pages (asked {})\n",
+                a.path, a.before, a.obtained, a.requested
+            ));
+        } else {
+            o.push_str(&format!(
+                "  applied      {}: {} -> {} pages, SHORT of {} (memory too fragmented: reserve at boot with hugepages= on the kernel command line, or drop caches and compact, then retry)\n",
+                a.path, a.before, a.obtained, a.requested
+            ));
+        }
+    }
+    o.push('\n');
     o
 }

@@ -2,16 +2,20 @@
 //! `markup` (alignment, wrapping, colour).
 
 pub mod audit_table;
+pub mod check;
 pub mod compare;
 mod compare_input;
 pub mod fleet;
 pub mod fleet_table;
 pub mod html;
 pub mod hugepages;
+pub mod latency_table;
 pub mod lock_table;
 pub mod markup;
+pub mod net_table;
 pub mod pg_table;
 pub mod prometheus;
+pub mod sim_table;
 pub mod svg;
 
 pub use markup::Style;

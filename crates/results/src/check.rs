@@ -1,5 +1,5 @@
 //! `check`: the audit, a short `bench lock` reproduction, the effects measured in it, a verdict and the
-//! fixes. (The decisions stay in the binary for now; this is the document's shape.)
+//! fixes: the document's shape (`lab::check` plans and runs the reproduction, `report::check` decides).
 
 use serde::{Deserialize, Serialize};
 
@@ -28,7 +28,7 @@ pub struct Effect {
     pub ci_lo: f64,
     /// Upper bound of the interval.
     pub ci_hi: f64,
-    /// The interval clears 1 by more than 2%.
+    /// The interval clears 1 by more than 2% and Welch's test agrees (`stats::judge`, as `compare`).
     pub significant: bool,
 }
 

@@ -2,7 +2,8 @@
 //! next to measured results. A repetition is the model's own [`sim::Outcome`].
 
 use serde::{Deserialize, Serialize};
-use sim::{Outcome, Params};
+/// The model's own types the schema holds.
+pub use sim::{Outcome, Params, Workload};
 use stats::Summary;
 
 use crate::{Envelope, Status};
@@ -77,4 +78,45 @@ pub struct SimResult {
     pub spec: SimSpec,
     /// The cells.
     pub cells: Vec<SimCell>,
+}
+
+impl SimSummary {
+    /// Summarizes a cell's runs (`txn`: the workload counts transactions).
+    pub fn of(reps: &[Outcome], txn: bool) -> SimSummary {
+        let f =
+            |g: &dyn Fn(&Outcome) -> f64| stats::summarize(&reps.iter().map(g).collect::<Vec<_>>());
+        SimSummary {
+            ops_per_s: f(&|o| o.ops_per_s),
+            txn_per_s: txn.then(|| f(&|o| o.txn_per_s.unwrap_or(0.0))),
+            spinning: f(&|o| o.cpu.spinning),
+            idle: f(&|o| o.cpu.idle),
+            lhp_per_s: f(&|o| o.lhp_per_s),
+            hold_p99_ns: f(&|o| o.hold_ns.p99 as f64),
+            acquire_p99_ns: f(&|o| o.acquire_ns.p99 as f64),
+            stalled_per_mop: f(&|o| o.stalled_per_mop),
+        }
+    }
+
+    /// The cell's throughput: transactions per second for the txn workload, else operations per second.
+    pub fn throughput(&self) -> &Summary {
+        self.txn_per_s.as_ref().unwrap_or(&self.ops_per_s)
+    }
+}
+
+impl SimCell {
+    /// A cell that ran: its parameters (`sim::matrix::Cell`), swept value and runs.
+    pub fn ran(p: &Params, sweep: Option<String>, reps: Vec<Outcome>) -> SimCell {
+        SimCell {
+            model: p.model.name().into(),
+            lock: p.lock.name().into(),
+            pages: p.pages.name().into(),
+            cpus: p.cpus,
+            workers: p.workers,
+            sweep,
+            status: Status::Ok,
+            reason: None,
+            summary: Some(SimSummary::of(&reps, p.workload == Workload::Txn)),
+            reps,
+        }
+    }
 }

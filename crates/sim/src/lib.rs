@@ -20,11 +20,13 @@
 //! | `lock` (`pg`, `futex`, `rseq`, `adaptive`) | acquisition and release; each algorithm's rules |
 //! | `memory` | the descriptor array, page faults and zeroing, the fault-path hypothesis |
 //! | `workload` (`lock`, `txn`) | what the workers do between acquisitions |
+//! | [`matrix`] | the model over CPUs x workers x pages x locks x models (x a swept parameter), seeds per run |
 //! | [`metrics`] | counters, histograms, CPU-time accounts and the [`Outcome`] |
 
 mod clock;
 mod event;
 mod lock;
+pub mod matrix;
 mod memory;
 pub mod metrics;
 pub mod params;

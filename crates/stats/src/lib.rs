@@ -5,6 +5,9 @@
 //! tables show the median with the min..max range next to it.
 
 pub mod compare;
+pub mod judge;
+
+pub use judge::{judge, Judgement, Sample};
 
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,148 @@
+//! `check`'s plan and reproduction: what to run (pg vs adaptive, 4 KB pages vs the best huge-page backing
+//! the host can give, 8x CPUs workers) and running it as a `bench lock` matrix. The effects, verdict and
+//! fixes are pure and live in `report::check`.
+
+use std::path::PathBuf;
+
+use hostfacts::Audit;
+
+use crate::lockbench::{self, Spec};
+use crate::lockrun::{self, LockResult, RunOptions};
+
+/// The huge-page backing the reproduction compares 4 KB pages with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HugeBacking {
+    /// The 2 MB hugetlb pool (free pages enough, or it may be grown).
+    Hugetlb2m,
+    /// Transparent huge pages for shared memory.
+    Thp,
+}
+
+impl HugeBacking {
+    /// The `bench lock` page backing name.
+    pub fn name(self) -> &'static str {
+        match self {
+            HugeBacking::Hugetlb2m => "hugetlb-2m",
+            HugeBacking::Thp => "thp",
+        }
+    }
+}
+
+/// Why the reproduction has no huge-page side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoHugeBacking {
+    /// Free pages in the 2 MB pool.
+    pub free_2m: u64,
+    /// Pages the reproduction's region needs.
+    pub need: u64,
+    /// `shmem_enabled` of transparent huge pages, as read.
+    pub thp_shmem: String,
+}
+
+impl NoHugeBacking {
+    /// The reason in words; `grow` says how the caller can grow the pool (the binary names its flag).
+    pub fn describe(&self, grow: &str) -> String {
+        format!(
+            "no huge pages to compare with: the 2 MB pool has {} free pages (needs {}; {grow}) and shared-memory THP is {}",
+            self.free_2m, self.need, self.thp_shmem
+        )
+    }
+}
+
+/// The best huge-page backing this host can give a region of `bytes`: the 2 MB pool when it has the pages
+/// free or `may_grow` (root, and the run reserves them), else shared-memory THP when enabled.
+pub fn huge_backing(
+    audit: &Audit,
+    bytes: u64,
+    may_grow: bool,
+) -> Result<HugeBacking, NoHugeBacking> {
+    let pool = audit.memory.pool(2048);
+    let free_2m = pool.map(|p| p.available()).unwrap_or(0);
+    let need = bytes.div_ceil(2 << 20);
+    if pool.is_some() && (free_2m >= need || may_grow) {
+        return Ok(HugeBacking::Hugetlb2m);
+    }
+    if let Some(s) = audit.memory.thp_shmem_enabled.get() {
+        if s == "advise" || s == "always" || s == "within_size" || s == "force" {
+            return Ok(HugeBacking::Thp);
+        }
+    }
+    Err(NoHugeBacking {
+        free_2m,
+        need,
+        thp_shmem: audit
+            .memory
+            .thp_shmem_enabled
+            .value
+            .as_deref()
+            .unwrap_or("unavailable")
+            .to_string(),
+    })
+}
+
+/// What the check reproduces.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The `bench lock` matrix.
+    pub spec: Spec,
+    /// The huge-page side, or why there is none.
+    pub huge: Result<HugeBacking, NoHugeBacking>,
+    /// CPUs of the host (the workers are 8x this, capped by the lock's waiter limit).
+    pub cpus: u32,
+}
+
+/// Plans the reproduction: `quick` (under 15 s) runs fewer, shorter repetitions; `reserve_hugepages` lets
+/// it grow the 2 MB pool when run as root.
+pub fn plan(audit: &Audit, quick: bool, reserve_hugepages: bool) -> Plan {
+    let cpus = audit.kernel.cpus.value.unwrap_or(1);
+    let descriptors: u64 = if quick { 1 << 21 } else { 4 << 20 };
+    let (duration_s, warmup_s, repeat) = if quick { (0.8, 0.2, 2) } else { (2.0, 0.5, 3) };
+    let bytes = lockbench::region_bytes(descriptors) as u64;
+    let huge = huge_backing(
+        audit,
+        bytes,
+        reserve_hugepages && hostfacts::host::is_root(),
+    );
+    let mut pages = vec!["4k".to_string()];
+    if let Ok(h) = &huge {
+        pages.push(h.name().to_string());
+    }
+    let workers = (8 * cpus).min(shmlock::MAX_WAITERS as u32);
+    let spec = Spec {
+        locks: vec!["pg".into(), "adaptive".into()],
+        pages,
+        workers_given: vec!["8x".into()],
+        workers: vec![workers],
+        duration_s,
+        warmup_s,
+        repeat,
+        descriptors,
+        cs_ns: 0,
+        work_ns: 1000,
+        reconnect_every: Some(lockbench::auto_reconnect_every(descriptors)),
+        reconnect_every_given: "auto".into(),
+        threads: false,
+        prefetch_next: false,
+        start_age: "uniform".into(),
+        seed: 1,
+    };
+    Plan { spec, huge, cpus }
+}
+
+/// Runs the plan's matrix, writing the result to `out` after each cell and calling `on_cell` with each.
+pub fn reproduce(
+    plan: &Plan,
+    reserve_hugepages: bool,
+    out: PathBuf,
+    on_cell: Box<dyn FnMut(&lockrun::Cell)>,
+) -> Result<LockResult, String> {
+    lockrun::run(
+        plan.spec.clone(),
+        RunOptions {
+            reserve_hugepages,
+            out,
+            progress: Box::new(|_, _, _, _, _, _| {}),
+            on_cell,
+        },
+    )
+}

@@ -1,0 +1,230 @@
+//! The model over a matrix: CPUs x workers x pages x locks (x one swept parameter) x models, each cell run
+//! `repeat` times with seeds `seed`, `seed + 1`, ... Parameters are set by name through their JSON form, so
+//! any field of [`Params`] can be overridden or swept without a flag of its own.
+
+use crate::{simulate, LockKind, Model, Outcome, Pages, Params};
+
+/// A parameter that cannot be set.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParamError {
+    /// Not `name=value`.
+    #[error("expected name=value, e.g. fault_4k_ns=2500")]
+    NotNameValue,
+    /// No such parameter.
+    #[error("no parameter {name:?} (known: {known})")]
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The parameters there are, comma-separated.
+        known: String,
+    },
+    /// The value does not fit the parameter.
+    #[error("{0}")]
+    Value(String),
+}
+
+/// A matrix that cannot run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MatrixError {
+    /// A dimension has no entry.
+    #[error("CPUs, models, locks and pages need at least one entry each")]
+    Empty,
+    /// The swept parameter is not `name=v1,v2,...` with at least one value.
+    #[error("expected name=v1,v2,...")]
+    SweepSyntax,
+    /// A swept value does not fit.
+    #[error("{name}={value}: {source}")]
+    Sweep {
+        /// The swept parameter.
+        name: String,
+        /// The value.
+        value: String,
+        /// Why.
+        source: ParamError,
+    },
+    /// A cell's parameters are out of range.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Applies `name=value` to the parameters through their JSON form (the value as JSON, else as a string).
+pub fn set_param(p: &Params, kv: &str) -> Result<Params, ParamError> {
+    let Some((k, v)) = kv.split_once('=') else {
+        return Err(ParamError::NotNameValue);
+    };
+    let mut j = serde_json::to_value(p).expect("params serialize");
+    let obj = j.as_object_mut().expect("an object");
+    if !obj.contains_key(k) {
+        return Err(ParamError::Unknown {
+            name: k.to_string(),
+            known: obj
+                .keys()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    let value: serde_json::Value =
+        serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+    obj.insert(k.to_string(), value);
+    serde_json::from_value(j).map_err(|e| ParamError::Value(e.to_string()))
+}
+
+/// A swept parameter and its values, parsed from `name=v1,v2,...` and checked against `base`.
+pub fn parse_sweep(base: &Params, s: &str) -> Result<(String, Vec<String>), MatrixError> {
+    let (k, vs) = s.split_once('=').ok_or(MatrixError::SweepSyntax)?;
+    let vals: Vec<String> = vs
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(String::from)
+        .collect();
+    if vals.is_empty() {
+        return Err(MatrixError::SweepSyntax);
+    }
+    for v in &vals {
+        set_param(base, &format!("{k}={v}")).map_err(|source| MatrixError::Sweep {
+            name: k.to_string(),
+            value: v.clone(),
+            source,
+        })?;
+    }
+    Ok((k.to_string(), vals))
+}
+
+/// The experiment: every combination of the dimensions, from `base`.
+#[derive(Debug, Clone)]
+pub struct Matrix {
+    /// The parameters every cell starts from.
+    pub base: Params,
+    /// CPU counts, each with its worker counts (they may be relative to the CPUs).
+    pub cpus: Vec<(u32, Vec<u32>)>,
+    /// Page sizes.
+    pub pages: Vec<Pages>,
+    /// Locks.
+    pub locks: Vec<LockKind>,
+    /// Preemption models.
+    pub models: Vec<Model>,
+    /// The swept parameter and its values.
+    pub sweep: Option<(String, Vec<String>)>,
+}
+
+/// One cell: its parameters and the swept value.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    /// The parameters (the seed is the first run's).
+    pub params: Params,
+    /// The swept parameter's value, when sweeping.
+    pub sweep: Option<String>,
+}
+
+impl Matrix {
+    /// The cells in run order (CPUs, workers, pages, locks, swept value, model), each validated.
+    pub fn cells(&self) -> Result<Vec<Cell>, MatrixError> {
+        if self.models.is_empty()
+            || self.locks.is_empty()
+            || self.pages.is_empty()
+            || self.cpus.is_empty()
+        {
+            return Err(MatrixError::Empty);
+        }
+        let sweep_vals: Vec<Option<String>> = match &self.sweep {
+            None => vec![None],
+            Some((_, vs)) => vs.iter().cloned().map(Some).collect(),
+        };
+        let mut cells = Vec::new();
+        for (c, workers) in &self.cpus {
+            for &w in workers {
+                for &pg in &self.pages {
+                    for &l in &self.locks {
+                        for sv in &sweep_vals {
+                            for &m in &self.models {
+                                let mut p = Params {
+                                    cpus: *c,
+                                    workers: w,
+                                    model: m,
+                                    lock: l,
+                                    pages: pg,
+                                    ..self.base.clone()
+                                };
+                                if let (Some((k, _)), Some(v)) = (&self.sweep, sv) {
+                                    p = set_param(&p, &format!("{k}={v}")).map_err(|source| {
+                                        MatrixError::Sweep {
+                                            name: k.clone(),
+                                            value: v.clone(),
+                                            source,
+                                        }
+                                    })?;
+                                }
+                                crate::validate(&p).map_err(MatrixError::Invalid)?;
+                                cells.push(Cell {
+                                    params: p,
+                                    sweep: sv.clone(),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(cells)
+    }
+}
+
+impl Cell {
+    /// Runs the cell `repeat` times, the r-th run with seed `seed + r`.
+    pub fn run(&self, repeat: u32) -> Result<Vec<Outcome>, MatrixError> {
+        (0..repeat)
+            .map(|r| {
+                simulate(&Params {
+                    seed: self.params.seed + r as u64,
+                    ..self.params.clone()
+                })
+                .map_err(MatrixError::Invalid)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_param_sets_by_name_and_names_the_known_ones() {
+        let p = set_param(&Params::default(), "hz=100").unwrap();
+        assert_eq!(p.hz, 100);
+        assert_eq!(set_param(&p, "hz").unwrap_err(), ParamError::NotNameValue);
+        assert!(matches!(
+            set_param(&p, "nope=1"),
+            Err(ParamError::Unknown { .. })
+        ));
+    }
+
+    #[test]
+    fn cells_come_in_run_order_with_the_sweep_inside_the_lock() {
+        let base = Params::default();
+        let m = Matrix {
+            sweep: Some(parse_sweep(&base, "hz=100,1000").unwrap()),
+            base,
+            cpus: vec![(4, vec![8])],
+            pages: vec![Pages::P4k],
+            locks: vec![LockKind::Pg],
+            models: vec![Model::None, Model::Full],
+        };
+        let cells = m.cells().unwrap();
+        let got: Vec<(u32, Model)> = cells
+            .iter()
+            .map(|c| (c.params.hz, c.params.model))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (100, Model::None),
+                (100, Model::Full),
+                (1000, Model::None),
+                (1000, Model::Full)
+            ]
+        );
+    }
+}
