@@ -18,24 +18,39 @@ pub fn check_writable(path: &Path) -> Result<(), String> {
         ));
     }
     let dir = parent(path);
-    std::fs::create_dir_all(dir).map_err(|e| {
-        format!(
-            "cannot create {} for the result: {} (choose another path with --out)",
-            dir.display(),
-            hostfacts::host::explain_io_error(&e)
-        )
-    })?;
-    tempfile::Builder::new()
-        .prefix(".preemptlab-check-")
-        .tempfile_in(dir)
-        .map(drop)
+    // The directories this check creates, deepest last: removed again afterwards, so that a run refused
+    // later (bad input found after the check) leaves nothing behind; the write creates them for good.
+    let mut created = Vec::new();
+    let mut d = Some(dir);
+    while let Some(x) = d.filter(|x| !x.as_os_str().is_empty() && !x.exists()) {
+        created.push(x.to_path_buf());
+        d = x.parent();
+    }
+    let res = std::fs::create_dir_all(dir)
         .map_err(|e| {
             format!(
-                "cannot write in {}: {} (choose another path with --out)",
+                "cannot create {} for the result: {} (choose another path with --out)",
                 dir.display(),
                 hostfacts::host::explain_io_error(&e)
             )
         })
+        .and_then(|()| {
+            tempfile::Builder::new()
+                .prefix(".preemptlab-check-")
+                .tempfile_in(dir)
+                .map(drop)
+                .map_err(|e| {
+                    format!(
+                        "cannot write in {}: {} (choose another path with --out)",
+                        dir.display(),
+                        hostfacts::host::explain_io_error(&e)
+                    )
+                })
+        });
+    for d in &created {
+        let _ = std::fs::remove_dir(d);
+    }
+    res
 }
 
 /// Writes `text` to `path` atomically: a temp file unique to this process in the same directory, then a
@@ -81,12 +96,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let e = check_writable(dir.path()).unwrap_err();
         assert!(e.contains("is a directory"), "{e}");
-        check_writable(&dir.path().join("sub/r.json")).unwrap();
-        // The check leaves only the directory it created.
-        assert_eq!(
-            std::fs::read_dir(dir.path().join("sub")).unwrap().count(),
-            0
-        );
+        check_writable(&dir.path().join("sub/deeper/r.json")).unwrap();
+        // The check leaves nothing, not even the directories it created to try.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

@@ -67,6 +67,12 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
             Ok(n) => Some(n),
         },
     };
+    // Longer than a second per operation is no lock benchmark; far longer overflows the deadline arithmetic.
+    for (flag, ns) in [("--cs-ns", a.cs_ns), ("--work-ns", a.work_ns)] {
+        if ns > 1_000_000_000 {
+            bail!("{flag} {ns}: at most 1000000000 (1 s of busy work per operation)");
+        }
+    }
     let spec = Spec {
         locks,
         pages,

@@ -88,7 +88,13 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
         duration_s,
         warmup_s,
         repeat: a.repeat,
-        threads: a.threads.unwrap_or(cpus).max(1),
+        threads: match a.threads {
+            Some(0) => {
+                bail!("--threads 0: pgbench needs at least one thread (default: one per CPU)")
+            }
+            Some(n) => n,
+            None => cpus.max(1),
+        },
         latency_sample: a.latency_sample,
         settings,
         huge_page_kib,

@@ -7,8 +7,13 @@ use results::Document;
 use crate::cli::{CompareArgs, CompareFormat, ReportArgs, ResultsArgs};
 
 fn load(path: &std::path::Path) -> Result<Document> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        anyhow!(
+            "{}: not a text file; give result files (JSON written by preemptlab)",
+            path.display()
+        )
+    })?;
     Document::from_text(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
 }
 
@@ -16,10 +21,24 @@ pub fn run(a: CompareArgs) -> Result<i32> {
     if !(0.0..1.0).contains(&a.noise) {
         bail!("--noise {}: a fraction from 0 to 1 (0.02 = 2%)", a.noise);
     }
-    let inputs: Vec<Input> = a
+    let docs: Vec<(String, Document)> = a
         .files
         .iter()
-        .map(|p| Input::new(p.display().to_string(), &load(p)?).map_err(|e| anyhow!(e)))
+        .map(|p| Ok((p.display().to_string(), load(p)?)))
+        .collect::<Result<_>>()?;
+    // Results of different kinds have no cells in common: refuse rather than report "no cells matched".
+    if let Some((first, d0)) = docs.first() {
+        if let Some((other, d)) = docs.iter().find(|(_, d)| d.kind() != d0.kind()) {
+            bail!(
+                "compare needs results of one kind: {first} is {}, {other} is {}",
+                d0.kind(),
+                d.kind()
+            );
+        }
+    }
+    let inputs: Vec<Input> = docs
+        .iter()
+        .map(|(name, doc)| Input::new(name.clone(), doc).map_err(|e| anyhow!(e)))
         .collect::<Result<_>>()?;
     if a.base.is_some() && a.by.is_none() {
         bail!("--base needs --by FIELD: the value of that field the others are set against (--by lock --base pg)");

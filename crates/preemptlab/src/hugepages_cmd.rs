@@ -41,6 +41,10 @@ fn basis_for_data_dir(a: &HugepagesArgs, dir: &Path, page: u64, default: u64) ->
 
 pub fn run(args: HugepagesArgs) -> Result<i32> {
     let host = match &args.sysroot {
+        Some(d) if !d.is_dir() => bail!(
+            "--sysroot {}: not a directory (give a tree holding proc/ and sys/)",
+            d.display()
+        ),
         Some(d) => Host::at(d),
         None => Host::live(),
     };

@@ -44,6 +44,56 @@ fn usage_line(e: &clap::Error) -> String {
         })
 }
 
+/// `preemptlab bench` without a subcommand: the choices, in one line.
+fn missing_subcommand() -> String {
+    use clap::CommandFactory;
+    let words: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let mut cmd = cli::Cli::command();
+    let mut path = Vec::new();
+    for w in &words {
+        match cmd.find_subcommand(w) {
+            Some(sub) => {
+                path.push(w.clone());
+                cmd = sub.clone();
+            }
+            None => break,
+        }
+    }
+    let subs: Vec<String> = cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .map(|s| s.get_name().to_string())
+        .collect();
+    format!(
+        "{} needs a subcommand: {} (preemptlab {} --help)",
+        path.join(" "),
+        subs.join(", "),
+        path.join(" ")
+    )
+}
+
+/// A negative number given to an option (`--workers -5`) reads to clap as an unknown flag (`-5`): say what it
+/// is, with the value as given.
+fn negative_value(e: &clap::Error) -> Option<String> {
+    if e.kind() != clap::error::ErrorKind::UnknownArgument {
+        return None;
+    }
+    let args: Vec<String> = std::env::args().collect();
+    let i = args
+        .iter()
+        .position(|a| a.len() > 1 && a.starts_with('-') && a.as_bytes()[1].is_ascii_digit())?;
+    let flag = args
+        .get(i.checked_sub(1)?)
+        .filter(|f| f.starts_with("--"))?;
+    Some(format!(
+        "{flag} {}: a negative value; give a positive one (see preemptlab --help)",
+        args[i]
+    ))
+}
+
 fn main() {
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
@@ -51,15 +101,28 @@ fn main() {
         Err(e)
             if matches!(
                 e.kind(),
-                clap::error::ErrorKind::DisplayHelp
-                    | clap::error::ErrorKind::DisplayVersion
-                    | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
             ) =>
         {
             e.exit()
         }
+        // A bare `preemptlab` prints its help, as clap does; a command missing its subcommand (`bench`)
+        // is one line naming the choices.
+        Err(e)
+            if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                && std::env::args().count() <= 1 =>
+        {
+            e.exit()
+        }
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprintln!("preemptlab: {}", missing_subcommand());
+            std::process::exit(2)
+        }
         Err(e) => {
-            eprintln!("preemptlab: {}", usage_line(&e));
+            eprintln!(
+                "preemptlab: {}",
+                negative_value(&e).unwrap_or_else(|| usage_line(&e))
+            );
             std::process::exit(2)
         }
     };

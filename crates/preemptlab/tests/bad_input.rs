@@ -298,7 +298,7 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
                 "--interval".into(),
                 "0s".into(),
             ],
-            "0s",
+            "--interval",
         ),
         (
             vec![
@@ -370,7 +370,10 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
             vec!["compare".into(), "/nonexistent/r.json".into(), lock.clone()],
             "/nonexistent",
         ),
-        (vec!["compare".into(), lock.clone(), sim.clone()], "sim"),
+        (
+            vec!["compare".into(), lock.clone(), sim.clone()],
+            "one kind",
+        ),
         (vec!["compare".into(), lock.clone()], "two"),
         (
             vec![
@@ -399,7 +402,7 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
             ],
             "empty-dir",
         ),
-        (vec!["results".into(), i.p("future.json")], "999"),
+        (vec!["results".into(), i.p("future.json")], "future.json"),
         // audit, hugepages, fleet, vm.
         (
             vec!["audit".into(), "--sysroot".into(), "/nonexistent".into()],

@@ -18,10 +18,20 @@ pub enum ParamError {
         /// The parameters there are, comma-separated.
         known: String,
     },
+    /// A dimension of the matrix, which every cell sets from its own list: set as a parameter it would be
+    /// overridden without a word.
+    #[error("{name} is a dimension of the matrix (each cell sets it): give its values as the matrix's {name} list, not as a parameter")]
+    Dimension {
+        /// The name given.
+        name: String,
+    },
     /// The value does not fit the parameter.
     #[error("{0}")]
     Value(String),
 }
+
+/// The parameters every cell sets from the matrix's own lists.
+pub const DIMENSIONS: [&str; 5] = ["cpus", "workers", "model", "lock", "pages"];
 
 /// A matrix that cannot run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -52,6 +62,16 @@ pub fn set_param(p: &Params, kv: &str) -> Result<Params, ParamError> {
     let Some((k, v)) = kv.split_once('=') else {
         return Err(ParamError::NotNameValue);
     };
+    if DIMENSIONS.contains(&k) {
+        return Err(ParamError::Dimension {
+            name: k.to_string(),
+        });
+    }
+    assign(p, k, v)
+}
+
+/// Sets `k` to `v` (any field, dimensions included: a sweep over one overrides the matrix's value).
+fn assign(p: &Params, k: &str, v: &str) -> Result<Params, ParamError> {
     let mut j = serde_json::to_value(p).expect("params serialize");
     let obj = j.as_object_mut().expect("an object");
     if !obj.contains_key(k) {
@@ -83,7 +103,7 @@ pub fn parse_sweep(base: &Params, s: &str) -> Result<(String, Vec<String>), Matr
         return Err(MatrixError::SweepSyntax);
     }
     for v in &vals {
-        set_param(base, &format!("{k}={v}")).map_err(|source| MatrixError::Sweep {
+        assign(base, k, v).map_err(|source| MatrixError::Sweep {
             name: k.to_string(),
             value: v.clone(),
             source,
@@ -148,12 +168,10 @@ impl Matrix {
                                     ..self.base.clone()
                                 };
                                 if let (Some((k, _)), Some(v)) = (&self.sweep, sv) {
-                                    p = set_param(&p, &format!("{k}={v}")).map_err(|source| {
-                                        MatrixError::Sweep {
-                                            name: k.clone(),
-                                            value: v.clone(),
-                                            source,
-                                        }
+                                    p = assign(&p, k, v).map_err(|source| MatrixError::Sweep {
+                                        name: k.clone(),
+                                        value: v.clone(),
+                                        source,
                                     })?;
                                 }
                                 crate::validate(&p).map_err(MatrixError::Invalid)?;
