@@ -1,24 +1,16 @@
-//! Result files (JSON of every kind) through the loader `compare` and `report` use: the binary's
-//! `compare_cmd::load` (UTF-8 text, then JSON), then `compare`, `compare --by` and `report`'s HTML.
-//! `load` below is the one line to repoint when the loader moves.
+//! Result files (JSON of every kind) through the loader `compare`, `report` and `results` use
+//! (`results::Document::from_text`: UTF-8 text, then the typed document of its kind), then `compare`,
+//! `compare --by` and `report`'s HTML page.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use report::compare::{self, Input};
-use serde_json::Value;
-
-fn load(data: &[u8]) -> Option<Value> {
-    serde_json::from_str(std::str::from_utf8(data).ok()?).ok()
-}
+use results::Document;
 
 fuzz_target!(|data: &[u8]| {
-    let Some(doc) = load(data) else { return };
-    let a = Input {
-        label: "a.json".into(),
-        doc: doc.clone(),
-    };
-    let b = Input {
-        label: "b.json".into(),
-        doc: doc.clone(),
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(doc) = Document::from_text(text) else { return };
+    let (Ok(a), Ok(b)) = (Input::new("a.json", &doc), Input::new("b.json", &doc)) else {
+        return;
     };
     if let Ok(c) = compare::compare(&[a.clone(), b], 0.02, None) {
         // A file set against itself differs in nothing.
@@ -36,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = report::html::render(
         &[report::html::Doc {
             label: "a.json".into(),
-            value: doc,
+            doc,
         }],
         "2026-11-22 00:00:00",
     );
