@@ -313,7 +313,7 @@ pub fn findings(
                     id: "preempt-upgrade-4k".into(),
                     severity: Severity::Warn,
                     instance: Some(pm),
-                    title: format!("instance {pm} runs on 4 KB shared memory: safe under '{model}', exposed after an upgrade to Linux 7.0 (full/lazy only)"),
+                    title: format!("instance {pm} runs on 4 KB shared memory: no collapse is published under '{model}', but Linux 7.0 offers only full/lazy, where it is exposed, and the pages cost page tables now"),
                     evidence: vec![model_line.clone(), seg_line.clone()],
                     fix: fix_huge_pages(inst, pool.as_ref()),
                     pool: pool.clone(),
