@@ -1,6 +1,7 @@
 //! Experiments and the host-state guards they run under.
 //!
 //! - `check`: `check`'s plan (which locks, which huge-page backing) and its reproduction.
+//! - `files`: input files: `*.json` found in the paths given, read on every CPU, result documents loaded.
 //! - `guard`: SIGINT/SIGTERM flag, hugetlb pool guard with crash records.
 //! - `latency`: `bench latency`, cyclictest-style wakeup latency under a background load.
 //! - `lockbench`: `bench lock`, the StrategyGetBuffer-like workload.
@@ -16,6 +17,7 @@
 //! - `sysbench`: parsing sysbench 1.0's OLTP output.
 
 pub mod check;
+pub mod files;
 pub mod guard;
 pub mod latency;
 pub mod lockbench;

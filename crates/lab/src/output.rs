@@ -6,6 +6,7 @@
 //! reader never sees a half-written file, and two runs writing beside each other never share a temp file.
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// Can `path` be written? Creates its directory, then creates and removes a temp file there. The error
@@ -76,6 +77,77 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
     tmp.persist(path)
         .map(drop)
         .map_err(|e| format!("renaming into {}: {}", path.display(), e.error))
+}
+
+/// Can `path` be published with [`publish`]? Its directory must already exist (a directory that readers
+/// watch, such as node_exporter's textfile directory, is the operator's to create: a typo should not
+/// silently make a new one), `path` must not be a directory, and it must have a file name. Checked before
+/// any work; the error names the path and what to do.
+pub fn check_publishable(path: &Path) -> Result<(), String> {
+    let dir = parent(path);
+    if !dir.is_dir() {
+        return Err(format!(
+            "{}: directory {} does not exist (create it, or give a path in an existing directory)",
+            path.display(),
+            dir.display()
+        ));
+    }
+    if path.is_dir() {
+        return Err(format!(
+            "{}: is a directory (give a file name, e.g. {}/preemptlab.prom)",
+            path.display(),
+            path.display()
+        ));
+    }
+    if path.file_name().is_none() {
+        return Err(format!("{}: give a file name", path.display()));
+    }
+    Ok(())
+}
+
+/// Writes `text` to `path` for readers that may look at any moment and may run as another user (a
+/// textfile collector scraping on its own schedule): a temp file in the same directory (same file system,
+/// so the rename is atomic), named `.NAME.PID-NANOS.tmp` so that two concurrent runs never share one and a
+/// collector reading only `*.prom` never picks it up, written, fsynced, made world-readable (0644), then
+/// renamed over `path`. A reader opens either the old file or the new one, never a half-written one. The
+/// directory is not created (see [`check_publishable`]); the temp file is removed on any failure.
+pub fn publish(path: &Path, text: &str) -> Result<(), String> {
+    let dir = parent(path);
+    let name = path
+        .file_name()
+        .ok_or_else(|| format!("{}: give a file name", path.display()))?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let tmp = dir.join(format!(
+        ".{}.{}-{nanos}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| -> Result<(), String> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&tmp)
+            .map_err(|e| {
+                format!(
+                    "creating {} (is {} writable?): {e}",
+                    tmp.display(),
+                    dir.display()
+                )
+            })?;
+        f.write_all(text.as_bytes())
+            .and_then(|()| f.sync_all())
+            .map_err(|e| format!("writing {}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, path)
+            .map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), path.display()))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 fn parent(path: &Path) -> &Path {

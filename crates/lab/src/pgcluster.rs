@@ -168,6 +168,10 @@ impl Cluster {
             cmd.env("HOME", &self.root).env("USER", &self.run_as.user);
         }
         cmd.current_dir(&self.root);
+        // Its own process group: a hang-up or Ctrl-C meant for the bench (sent to the terminal's foreground
+        // group) must not kill initdb or pg_ctl halfway, which leaves PostgreSQL's shared memory segments
+        // behind; the bench sees the signal, lets the step finish, and removes the cluster.
+        cmd.process_group(0);
         cmd
     }
 

@@ -47,11 +47,12 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
         bail!("--load hackbench: no hackbench binary; apt-get install rt-tests");
     }
     let out = a
+        .result
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("bench-latency", lab::result::unix_now()));
     crate::term::claim_output(&out)?;
-    let quiet = a.quiet;
+    let quiet = a.result.quiet;
     // Switched back when this function returns, by any path.
     let _preempt = crate::switch::preempt(&a.preempt)?;
     let res = latency::run(spec, &out, cpus, |c| {
@@ -61,11 +62,11 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
     })
     .map_err(|e| anyhow!(e))?;
     crate::term::print_result(
-        a.format,
+        a.result.format,
         &res,
         |md| report::latency_table::render(&res, md),
         &out,
-        a.quiet,
+        a.result.quiet,
     );
     Ok(if res.envelope.interrupted {
         lab::guard::interrupted_exit_code()

@@ -30,11 +30,12 @@ pub fn run(a: BenchNetArgs) -> Result<i32> {
         ));
     }
     let out = a
+        .result
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("bench-net", lab::result::unix_now()));
     crate::term::claim_output(&out)?;
-    let quiet = a.quiet;
+    let quiet = a.result.quiet;
     // Switched back when this function returns, by any path.
     let _preempt = crate::switch::preempt(&a.preempt)?;
     let res = net::run(spec, &out, |c| {
@@ -44,11 +45,11 @@ pub fn run(a: BenchNetArgs) -> Result<i32> {
     })
     .map_err(|e| anyhow!(e))?;
     crate::term::print_result(
-        a.format,
+        a.result.format,
         &res,
         |md| report::net_table::render(&res, md),
         &out,
-        a.quiet,
+        a.result.quiet,
     );
     Ok(if res.envelope.interrupted {
         lab::guard::interrupted_exit_code()

@@ -116,11 +116,12 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
         bail!("--reserve-hugepages resizes the hugetlb pool: run as root, or leave it out and grow the pool yourself");
     }
     let out = a
+        .result
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("bench-pg", lab::result::unix_now()));
     crate::term::claim_output(&out)?;
-    let tty = std::io::stderr().is_terminal() && !a.quiet;
+    let tty = std::io::stderr().is_terminal() && !a.result.quiet;
     let bar = tty.then(|| {
         let pb = indicatif::ProgressBar::new(1000);
         pb.set_style(
@@ -133,7 +134,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
         pb
     });
     let pb = bar.clone();
-    let quiet = a.quiet;
+    let quiet = a.result.quiet;
     let opts = RunOptions {
         reserve_hugepages: a.reserve_hugepages,
         out: out.clone(),
@@ -171,7 +172,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
             report::pg_table::render(&res)
         }
     };
-    crate::term::print_result(a.format, &res, table, &out, a.quiet);
+    crate::term::print_result(a.result.format, &res, table, &out, a.result.quiet);
     if res.envelope.interrupted {
         eprintln!(
             "preemptlab: interrupted; the runs measured so far are in {} (the cluster is removed)",

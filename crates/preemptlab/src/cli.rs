@@ -167,15 +167,8 @@ pub struct SimArgs {
     /// Sweep one parameter: name=v1,v2,... (adds a column).
     #[arg(long, value_name = "NAME=V1,V2")]
     pub sweep: Option<String>,
-    /// The result file (default: results/sim-<time>.json).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Output format on stdout.
-    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
-    pub format: TableFormat,
-    /// No per-cell lines on stderr.
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub result: ResultArgs,
 }
 
 #[derive(Debug, Args)]
@@ -245,6 +238,20 @@ pub enum BenchCommand {
     Net(BenchNetArgs),
 }
 
+/// `--out`, `--format` and `--quiet` of every command that writes a result file (the benches and `sim`).
+#[derive(Debug, Args)]
+pub struct ResultArgs {
+    /// The result file (default: results/<command>-<time>.json, e.g. results/bench-lock-<time>.json).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
+    pub format: TableFormat,
+    /// No progress or per-cell lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
 /// Every bench's `--switch-preempt`.
 #[derive(Debug, Args)]
 pub struct SwitchPreemptArgs {
@@ -276,15 +283,8 @@ pub struct BenchNetArgs {
     pub netns: bool,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
-    /// The result file (default: results/bench-net-<time>.json).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Output format on stdout.
-    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
-    pub format: TableFormat,
-    /// No per-cell lines on stderr.
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub result: ResultArgs,
 }
 
 #[derive(Debug, Args)]
@@ -323,15 +323,8 @@ pub struct BenchLatencyArgs {
     pub allow_deep_idle: bool,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
-    /// The result file (default: results/bench-latency-<time>.json).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Output format on stdout.
-    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
-    pub format: TableFormat,
-    /// No per-cell lines on stderr.
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub result: ResultArgs,
 }
 
 #[derive(Debug, Args)]
@@ -402,15 +395,8 @@ pub struct BenchPgArgs {
     pub reserve_hugepages: bool,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
-    /// The result file (default: results/bench-pg-<time>.json).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Output format on stdout.
-    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
-    pub format: TableFormat,
-    /// No progress or per-run lines on stderr.
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub result: ResultArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -492,15 +478,8 @@ pub struct BenchLockArgs {
     pub seed: u64,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
-    /// The result file (default: results/bench-lock-<time>.json).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Output format on stdout.
-    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
-    pub format: TableFormat,
-    /// No progress or per-cell lines on stderr.
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub result: ResultArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

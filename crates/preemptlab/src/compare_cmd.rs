@@ -1,21 +1,11 @@
 //! `preemptlab compare` and `preemptlab results`.
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
+use lab::files::{self, load_document as load, FilesError};
 use report::compare::{self, Input};
 use results::Document;
 
 use crate::cli::{CompareArgs, CompareFormat, ReportArgs, ResultsArgs};
-
-fn load(path: &std::path::Path) -> Result<Document> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let text = String::from_utf8(bytes).map_err(|_| {
-        anyhow!(
-            "{}: not a text file; give result files (JSON written by preemptlab)",
-            path.display()
-        )
-    })?;
-    Document::from_text(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
-}
 
 pub fn run(a: CompareArgs) -> Result<i32> {
     if !(0.0..1.0).contains(&a.noise) {
@@ -84,67 +74,23 @@ pub fn run(a: CompareArgs) -> Result<i32> {
 }
 
 pub fn list(a: ResultsArgs) -> Result<i32> {
-    let rd = std::fs::read_dir(&a.dir).with_context(|| {
-        format!(
-            "listing {} (results are written there by the benches)",
-            a.dir.display()
-        )
+    let paths = files::json_in_dir(&a.dir).map_err(|e| match e {
+        FilesError::ListDir { dir, err } => anyhow!(
+            "listing {} (results are written there by the benches): {err}",
+            dir.display()
+        ),
+        e => anyhow!(e),
     })?;
-    let mut rows = Vec::new();
-    for e in rd.filter_map(|e| e.ok()) {
-        let p = e.path();
-        if p.extension().and_then(|x| x.to_str()) != Some("json") {
-            continue;
-        }
-        let Ok(doc) = load(&p) else { continue };
-        let (Some(env), Some(cells)) = (doc.envelope(), doc.cells()) else {
-            continue;
-        };
-        let ok = cells
-            .iter()
-            .filter(|c| c.status == results::Status::Ok)
-            .count();
-        rows.push(vec![
-            env.started_utc.clone(),
-            env.kind.clone(),
-            format!("{ok}/{}", cells.len()),
-            if env.interrupted {
-                "interrupted".into()
-            } else {
-                String::new()
-            },
-            p.display().to_string(),
-        ]);
-    }
-    rows.sort();
-    print!(
-        "{}",
-        report::markup::columns(
-            &["started (UTC)", "kind", "cells ok", "", "file"],
-            &[report::markup::Align::Left; 5],
-            &rows,
-            0,
-            160
-        )
-    );
+    let docs: Vec<_> = paths
+        .iter()
+        .filter_map(|p| Some((p.display().to_string(), load(p).ok()?)))
+        .collect();
+    print!("{}", report::results_list::render(&docs));
     Ok(0)
 }
 
 pub fn report(a: ReportArgs) -> Result<i32> {
-    let mut files = Vec::new();
-    for p in &a.inputs {
-        if p.is_dir() {
-            let mut v: Vec<_> = std::fs::read_dir(p)
-                .with_context(|| format!("listing {}", p.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.extension().and_then(|x| x.to_str()) == Some("json"))
-                .collect();
-            v.sort();
-            files.extend(v);
-        } else {
-            files.push(p.clone());
-        }
-    }
+    let files = files::json_files_flat(&a.inputs)?;
     if files.is_empty() {
         bail!(
             "no result files found in {} (give .json result files or a directory of them)",

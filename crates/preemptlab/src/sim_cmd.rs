@@ -64,6 +64,7 @@ pub fn run(a: SimArgs) -> Result<i32> {
         e => anyhow!(e),
     })?;
     let out = a
+        .result
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("sim", lab::result::unix_now()));
@@ -85,18 +86,18 @@ pub fn run(a: SimArgs) -> Result<i32> {
             break;
         }
         let cell = SimCell::ran(&c.params, c.sweep.clone(), c.run(a.repeat)?);
-        if !a.quiet {
+        if !a.result.quiet {
             eprintln!("{}", report::sim_table::cell_line(&cell));
         }
         res.cells.push(cell);
         lab::result::write(&out, &res).map_err(|e| anyhow!(e))?;
     }
     crate::term::print_result(
-        a.format,
+        a.result.format,
         &res,
         |md| report::sim_table::render(&res, md),
         &out,
-        a.quiet,
+        a.result.quiet,
     );
     Ok(if res.envelope.interrupted {
         lab::guard::interrupted_exit_code()

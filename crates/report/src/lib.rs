@@ -15,6 +15,7 @@ pub mod markup;
 pub mod net_table;
 pub mod pg_table;
 pub mod prometheus;
+pub mod results_list;
 pub mod sim_table;
 pub mod svg;
 

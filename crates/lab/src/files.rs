@@ -1,0 +1,208 @@
+//! Input files named on the command line: finding the `*.json` files in the paths given, and reading many
+//! of them on every CPU.
+//!
+//! The pure side (parsing, assessing, comparing) lives in `results` and `report`; this module only finds
+//! and reads, and hands each file's text to the caller's function. Errors name the path; the binary adds
+//! what to do.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use results::Document;
+
+/// Why the input files could not be found or read.
+#[derive(Debug, thiserror::Error)]
+pub enum FilesError {
+    /// A path given does not exist or cannot be looked at (`why` is the explained I/O error).
+    #[error("{}: {why}", path.display())]
+    Missing { path: PathBuf, why: String },
+    /// A directory given holds no `*.json` file.
+    #[error("{}: no *.json files in this directory", dir.display())]
+    NoJson { dir: PathBuf },
+    /// A directory could not be listed.
+    #[error("reading directory {}: {err}", dir.display())]
+    ReadDir { dir: PathBuf, err: std::io::Error },
+    /// A directory could not be listed (its `*.json` files only).
+    #[error("listing {}: {err}", dir.display())]
+    ListDir { dir: PathBuf, err: std::io::Error },
+    /// An entry of a directory could not be looked at.
+    #[error("{}: {err}", path.display())]
+    Entry { path: PathBuf, err: std::io::Error },
+    /// A file could not be read.
+    #[error("reading {}: {err}", path.display())]
+    Read { path: PathBuf, err: std::io::Error },
+    /// A file is not text (a binary, or another encoding).
+    #[error("{}: not a text file; give result files (JSON written by preemptlab)", path.display())]
+    NotText { path: PathBuf },
+    /// A file is not a result document this version reads.
+    #[error("{}: {why}", path.display())]
+    Parse { path: PathBuf, why: String },
+}
+
+/// Adds the `*.json` files under `dir` (recursively, skipping hidden entries) to `out`. Symlinked
+/// directories are not followed (no loops); symlinked files are read.
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), FilesError> {
+    let rd = std::fs::read_dir(dir).map_err(|err| FilesError::ReadDir {
+        dir: dir.to_path_buf(),
+        err,
+    })?;
+    for e in rd {
+        let e = e.map_err(|err| FilesError::ReadDir {
+            dir: dir.to_path_buf(),
+            err,
+        })?;
+        if e.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let path = e.path();
+        let ft = e.file_type().map_err(|err| FilesError::Entry {
+            path: path.clone(),
+            err,
+        })?;
+        if ft.is_dir() {
+            walk(&path, out)?;
+        } else if path.extension().is_some_and(|x| x == "json") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Every file named, and the `*.json` files of every directory named (recursively), sorted and without
+/// repeats. A directory without any is an error, as is a path that does not exist.
+pub fn json_files_deep(paths: &[PathBuf]) -> Result<Vec<PathBuf>, FilesError> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| FilesError::Missing {
+            path: p.clone(),
+            why: hostfacts::host::explain_io_error(&e),
+        })?;
+        if meta.is_dir() {
+            let before = out.len();
+            walk(p, &mut out)?;
+            if out.len() == before {
+                return Err(FilesError::NoJson { dir: p.clone() });
+            }
+        } else {
+            out.push(p.clone());
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Every file named, and the `*.json` files directly in every directory named (each directory's sorted),
+/// in the order given. Unreadable directory entries are skipped.
+pub fn json_files_flat(paths: &[PathBuf]) -> Result<Vec<PathBuf>, FilesError> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut v = json_in_dir(p)?;
+            v.sort();
+            files.extend(v);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    Ok(files)
+}
+
+/// The `*.json` files directly in `dir`, in directory order; unreadable entries are skipped.
+pub fn json_in_dir(dir: &Path) -> Result<Vec<PathBuf>, FilesError> {
+    Ok(std::fs::read_dir(dir)
+        .map_err(|err| FilesError::ListDir {
+            dir: dir.to_path_buf(),
+            err,
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|f| f.extension().and_then(|x| x.to_str()) == Some("json"))
+        .collect())
+}
+
+/// Reads and parses one result document.
+pub fn load_document(path: &Path) -> Result<Document, FilesError> {
+    let bytes = std::fs::read(path).map_err(|err| FilesError::Read {
+        path: path.to_path_buf(),
+        err,
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| FilesError::NotText {
+        path: path.to_path_buf(),
+    })?;
+    Document::from_text(&text).map_err(|e| FilesError::Parse {
+        path: path.to_path_buf(),
+        why: e.to_string(),
+    })
+}
+
+/// Reads every file and hands `(name, text or the explained read error)` to `f`, spreading the files over
+/// the available CPUs (one thread per 64 files at most); the results come back in the order of `paths`.
+pub fn read_all<T: Send>(
+    paths: &[PathBuf],
+    f: impl Fn(String, Result<String, String>) -> T + Sync,
+) -> Vec<T> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(paths.len().div_ceil(64).max(1));
+    let next = AtomicUsize::new(0);
+    let one = |p: &PathBuf| {
+        let text = std::fs::read_to_string(p).map_err(|e| hostfacts::host::explain_io_error(&e));
+        f(p.display().to_string(), text)
+    };
+    let parts: Vec<Vec<(usize, T)>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut got = Vec::new();
+                    loop {
+                        // Relaxed: the counter only hands out distinct indices; results are joined below.
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(p) = paths.get(i) else { break };
+                        got.push((i, one(p)));
+                    }
+                    got
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("a file reader panicked"))
+            .collect()
+    });
+    let mut all: Vec<(usize, T)> = parts.into_iter().flatten().collect();
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, t)| t).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_json_files_and_keeps_order() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/b.json"), "2").unwrap();
+        std::fs::write(dir.path().join("a.json"), "1").unwrap();
+        std::fs::write(dir.path().join(".hidden.json"), "x").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+        let got = json_files_deep(&[dir.path().to_path_buf()]).unwrap();
+        assert_eq!(
+            got,
+            vec![dir.path().join("a.json"), dir.path().join("sub/b.json")]
+        );
+        assert_eq!(
+            json_files_flat(&[dir.path().to_path_buf()]).unwrap().len(),
+            1
+        );
+        let texts = read_all(&got, |_, t| t.unwrap());
+        assert_eq!(texts, vec!["1", "2"]);
+        let empty = dir.path().join("sub2");
+        std::fs::create_dir(&empty).unwrap();
+        assert!(matches!(
+            json_files_deep(&[empty]),
+            Err(FilesError::NoJson { .. })
+        ));
+    }
+}

@@ -1,0 +1,40 @@
+//! `preemptlab results`: one line per result file (start time, kind, cells that ran, interrupted), oldest
+//! first.
+
+use results::Document;
+
+use crate::markup::{columns, Align};
+
+/// The listing of `docs` (each with its file name). Documents without an envelope or cells (audits, fleet
+/// answers) are left out.
+pub fn render(docs: &[(String, Document)]) -> String {
+    let mut rows: Vec<Vec<String>> = docs
+        .iter()
+        .filter_map(|(file, doc)| {
+            let (env, cells) = (doc.envelope()?, doc.cells()?);
+            let ok = cells
+                .iter()
+                .filter(|c| c.status == results::Status::Ok)
+                .count();
+            Some(vec![
+                env.started_utc.clone(),
+                env.kind.clone(),
+                format!("{ok}/{}", cells.len()),
+                if env.interrupted {
+                    "interrupted".into()
+                } else {
+                    String::new()
+                },
+                file.clone(),
+            ])
+        })
+        .collect();
+    rows.sort();
+    columns(
+        &["started (UTC)", "kind", "cells ok", "", "file"],
+        &[Align::Left; 5],
+        &rows,
+        0,
+        160,
+    )
+}
