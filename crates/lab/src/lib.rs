@@ -1,5 +1,7 @@
 //! Experiments and the host-state guards they run under.
 //!
+//! - `cpustat`: the machine's CPU steal and idle share from /proc/stat.
+//! - `fork`: forking worker processes, reaping them, killing the ones left on drop.
 //! - `guard`: SIGINT/SIGTERM flag, hugetlb pool guard with crash records.
 //! - `latency`: `bench latency`, cyclictest-style wakeup latency under a background load.
 //! - `lockbench`: `bench lock`, the StrategyGetBuffer-like workload.
@@ -12,8 +14,11 @@
 //! - `pgbouncer`: a session pooler in front of a throwaway cluster.
 //! - `pool`: hugetlb pool shares that concurrent runs hold and give back.
 //! - `procsample`: per-second /proc sampling of a process tree (page tables, Pss, faults, switches).
+//! - `rusage`: the one getrusage wrapper.
 //! - `sysbench`: parsing sysbench 1.0's OLTP output.
 
+pub mod cpustat;
+pub mod fork;
 pub mod guard;
 pub mod latency;
 pub mod lockbench;
@@ -27,6 +32,7 @@ pub mod pgrun;
 pub mod pool;
 pub mod procsample;
 pub mod result;
+pub mod rusage;
 pub mod sysbench;
 
 /// The first `name` on PATH, then in the `extra` directories (e.g. `/usr/sbin` for daemons).
