@@ -1,5 +1,6 @@
 //! Experiments and the host-state guards they run under.
 //!
+//! - `child`: child processes (drivers, loads) in their own process group, stopped on a stop signal.
 //! - `cpustat`: the machine's CPU steal and idle share from /proc/stat.
 //! - `fork`: forking worker processes, reaping them, killing the ones left on drop.
 //! - `guard`: SIGINT/SIGTERM flag, hugetlb pool guard with crash records.
@@ -10,6 +11,7 @@
 //! - `pgbench`: parsing pgbench's summary and progress output (PostgreSQL 13 to 17).
 //! - `pgcluster`: throwaway PostgreSQL clusters (initdb in a private temp dir, run as an unprivileged
 //!   user, unix socket only, removed on drop).
+//! - `pgdriver`: pgbench and sysbench: command lines, output parsing, latencies.
 //! - `pgrun`: `bench pg`, the huge_pages x shared_buffers x clients matrix over pgbench or sysbench.
 //! - `pgbouncer`: a session pooler in front of a throwaway cluster.
 //! - `pool`: hugetlb pool shares that concurrent runs hold and give back.
@@ -17,6 +19,7 @@
 //! - `rusage`: the one getrusage wrapper.
 //! - `sysbench`: parsing sysbench 1.0's OLTP output.
 
+pub mod child;
 pub mod cpustat;
 pub mod fork;
 pub mod guard;
@@ -28,6 +31,7 @@ pub mod output;
 pub mod pgbench;
 pub mod pgbouncer;
 pub mod pgcluster;
+pub mod pgdriver;
 pub mod pgrun;
 pub mod pool;
 pub mod procsample;
