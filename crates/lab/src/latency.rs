@@ -106,10 +106,7 @@ fn now_ns() -> u64 {
 }
 
 fn thread_nivcsw() -> u64 {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_THREAD on this thread with a valid out pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    ru.ru_nivcsw as u64
+    crate::rusage::Usage::now(crate::rusage::Who::Thread).nivcsw
 }
 
 struct ThreadOut {

@@ -19,6 +19,8 @@
 //! - `rusage`: the one getrusage wrapper.
 //! - `sysbench`: parsing sysbench 1.0's OLTP output.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod child;
 pub mod cpustat;
 pub mod fork;

@@ -564,7 +564,7 @@ fn run_config(
             Some(&lat_prefix),
         );
         let argv = argv(&cmd);
-        let stat0 = crate::cpustat::CpuTimes::now();
+        let stat0 = crate::cpustat::now();
         let pss = match spec.pss.as_str() {
             "every" => Pss::Every,
             "never" => Pss::Never,
@@ -580,7 +580,7 @@ fn run_config(
             &mut |frac, tps| progress(d, t, &label, "measure", frac, tps),
         );
         let sampled = sampler.stop();
-        let steal_pct = crate::cpustat::CpuTimes::steal_pct_since(stat0);
+        let steal_pct = crate::cpustat::steal_pct_since(stat0);
         let text = match ran {
             Ok(Driven::Interrupted) => return Ok(()),
             Ok(Driven::Done(text)) => text,

@@ -16,7 +16,7 @@ use super::layout::{
 use super::worker::{de, hist, process_worker, worker, WorkerCfg, WorkerOut};
 use super::workload::start_age;
 use super::{failed, BenchError, Percentiles, Rep, RseqSlice, Spec};
-use crate::cpustat::CpuTimes;
+use crate::cpustat;
 use crate::fork::Children;
 use crate::guard;
 use crate::rusage::Who;
@@ -95,7 +95,7 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
     let progress = input.progress;
     let warmup = Duration::from_secs_f64(spec.warmup_s);
     let duration = Duration::from_secs_f64(spec.duration_s);
-    let stat0 = CpuTimes::now();
+    let stat0 = cpustat::now();
     let measured;
     if spec.threads {
         let result = std::thread::scope(|scope| -> Result<(Vec<WorkerOut>, Window), BenchError> {
@@ -199,7 +199,7 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
         return Err(failed(format!("a worker failed: {e}")));
     }
     let mut rep = summarize_rep(&sh, &perm, &outs, measured.length, input.workers, respawns)?;
-    rep.steal_pct = CpuTimes::steal_pct_since(stat0);
+    rep.steal_pct = cpustat::steal_pct_since(stat0);
     rep.idle_pct = measured.idle_pct;
     if !rep.check.ok {
         return Err(failed(format!(
@@ -277,9 +277,9 @@ fn drive<L>(
     wait(PHASE_WARMUP, "warm-up", warmup, progress)?;
     c.phase.store(PHASE_MEASURE, Ordering::Release);
     let m0 = Instant::now();
-    let idle0 = CpuTimes::now();
+    let idle0 = cpustat::now();
     wait(PHASE_MEASURE, "measure", duration, progress)?;
-    let idle_pct = CpuTimes::idle_pct_since(idle0);
+    let idle_pct = cpustat::idle_pct_since(idle0);
     let length = m0.elapsed();
     c.phase.store(PHASE_STOP, Ordering::Release);
     Ok(Window { length, idle_pct })
