@@ -6,16 +6,13 @@
 //! `huge_pages=on` but ran on 4 KB pages fails instead of yielding a data point. Hugetlb pools grown for a
 //! configuration are restored after its server stops; the cluster goes on every exit path.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::child::{Child, Ended};
 use crate::guard::{self, PoolGuard};
 use crate::pgbouncer::{self, PgBouncer};
 use crate::pgcluster::Cluster;
-use crate::pgdriver::Target;
+use crate::pgdriver::{argv, drive, Driven, Target};
 use crate::procsample::{Pss, Sampler};
 use crate::result::{self};
 
@@ -611,75 +608,6 @@ fn run_config(
     }
     drop(bouncer);
     Ok(())
-}
-
-fn argv(cmd: &Command) -> Vec<String> {
-    std::iter::once(cmd.get_program())
-        .chain(cmd.get_args())
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect()
-}
-
-enum Driven {
-    Done(String),
-    Interrupted,
-}
-
-/// Runs a driver to completion (output to files under `stem`), polling for SIGINT, calling `live` with
-/// the latest per-second TPS it printed. A run exceeding its time by a minute is killed.
-fn drive(
-    mut cmd: Command,
-    stem: &Path,
-    seconds: u64,
-    live: &mut dyn FnMut(f64, f64),
-) -> Result<Driven, String> {
-    let out_path = stem.with_extension("out");
-    let err_path = stem.with_extension("err");
-    let out = File::create(&out_path).map_err(|e| e.to_string())?;
-    let err = File::create(&err_path).map_err(|e| e.to_string())?;
-    let mut child = Child::spawn(
-        &mut cmd,
-        Stdio::from(out),
-        Stdio::from(err),
-        Duration::from_secs(5),
-    )
-    .map_err(|e| e.to_string())?;
-    let t = Instant::now();
-    let ended = child
-        .wait(
-            Duration::from_secs(seconds + 60),
-            Duration::from_millis(500),
-            || {
-                // The fraction of the run's time gone, and the driver's last progress line's TPS (0 before
-                // it).
-                let frac = (t.elapsed().as_secs_f64() / seconds.max(1) as f64).min(1.0);
-                let tps = latest_tps(&err_path).or_else(|| latest_tps(&out_path));
-                live(frac, tps.unwrap_or(0.0));
-            },
-        )
-        .map_err(|e| e.to_string())?;
-    let status = match ended {
-        Ended::Interrupted => return Ok(Driven::Interrupted),
-        Ended::Exited(st) => st,
-    };
-    let text = format!(
-        "{}\n{}",
-        std::fs::read_to_string(&err_path).unwrap_or_default(),
-        std::fs::read_to_string(&out_path).unwrap_or_default()
-    );
-    if !status.success() {
-        return Err(format!(
-            "{} exited with {status}: {}",
-            child.program(),
-            crate::child::tail(&text, 3)
-        ));
-    }
-    Ok(Driven::Done(text))
-}
-
-fn latest_tps(path: &Path) -> Option<f64> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines().rev().find_map(Driver::progress_tps)
 }
 
 fn segment_check(cluster: &Cluster, pm: u32, spec: &Spec) -> SegmentCheck {
