@@ -16,6 +16,7 @@ pub mod pgbin;
 pub mod pgquery;
 pub mod pool_record;
 pub mod postgres;
+pub mod procfs;
 pub mod stopped;
 
 pub use audit::{audit, host_facts, Audit, HostFacts};

@@ -5,13 +5,14 @@
 //! oversubscribed; `hackbench`; any command). Memory is locked (`mlockall`) as cyclictest -m does.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+use crate::child::Child;
 use crate::guard;
 use crate::result::{self};
 
@@ -105,10 +106,7 @@ fn now_ns() -> u64 {
 }
 
 fn thread_nivcsw() -> u64 {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_THREAD on this thread with a valid out pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    ru.ru_nivcsw as u64
+    crate::rusage::Usage::now(crate::rusage::Who::Thread).nivcsw
 }
 
 struct ThreadOut {
@@ -280,7 +278,6 @@ pub struct Load {
 impl Load {
     /// Starts `what`: none, lock, hackbench, or a shell command.
     pub fn start(what: &str, cpus: u32, seconds: f64) -> Result<Load, String> {
-        use std::os::unix::process::CommandExt;
         let mut tmp = None;
         let mut cmd = match what {
             "none" => {
@@ -334,11 +331,18 @@ impl Load {
                 c
             }
         };
-        cmd.stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .stdin(Stdio::null())
-            .process_group(0);
-        let child = cmd.spawn().map_err(|e| {
+        // SIGINT lets a bench lock load clean up; SIGKILL after 10 s.
+        let child = Child::spawn(
+            &mut cmd,
+            Stdio::null(),
+            Stdio::null(),
+            Duration::from_secs(10),
+        )
+        .map_err(|e| {
+            let e = match e {
+                crate::child::ChildError::Spawn { source, .. } => source.to_string(),
+                e => e.to_string(),
+            };
             if what == "hackbench" {
                 format!("--load hackbench: {e} (apt-get install rt-tests)")
             } else {
@@ -355,28 +359,15 @@ impl Load {
     pub fn alive(&mut self) -> bool {
         match &mut self.child {
             None => true,
-            Some(c) => matches!(c.try_wait(), Ok(None)),
+            Some(c) => c.try_wait().is_none(),
         }
     }
 }
 
 impl Drop for Load {
     fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let pg = c.id() as i32;
-            // SAFETY: signalling the process group we created. SIGINT lets bench lock clean up; then KILL.
-            unsafe { libc::kill(-pg, libc::SIGINT) };
-            let t = Instant::now();
-            while t.elapsed() < Duration::from_secs(10) {
-                if let Ok(Some(_)) = c.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            // SAFETY: as above; harmless when the group is gone.
-            unsafe { libc::kill(-pg, libc::SIGKILL) };
-            let _ = c.wait();
-        }
+        // Stops the load's process group (crate::child).
+        drop(self.child.take());
         if let Some(p) = self.tmp.take() {
             let _ = std::fs::remove_file(p);
         }

@@ -2,6 +2,9 @@
 //!
 //! - `check`: `check`'s plan (which locks, which huge-page backing) and its reproduction.
 //! - `files`: input files: `*.json` found in the paths given, read on every CPU, result documents loaded.
+//! - `child`: child processes (drivers, loads) in their own process group, stopped on a stop signal.
+//! - `cpustat`: the machine's CPU steal and idle share from /proc/stat.
+//! - `fork`: forking worker processes, reaping them, killing the ones left on drop.
 //! - `guard`: SIGINT/SIGTERM flag, hugetlb pool guard with crash records.
 //! - `latency`: `bench latency`, cyclictest-style wakeup latency under a background load.
 //! - `lockbench`: `bench lock`, the StrategyGetBuffer-like workload.
@@ -10,14 +13,21 @@
 //! - `pgbench`: parsing pgbench's summary and progress output (PostgreSQL 13 to 17).
 //! - `pgcluster`: throwaway PostgreSQL clusters (initdb in a private temp dir, run as an unprivileged
 //!   user, unix socket only, removed on drop).
+//! - `pgdriver`: pgbench and sysbench: command lines, output parsing, latencies.
 //! - `pgrun`: `bench pg`, the huge_pages x shared_buffers x clients matrix over pgbench or sysbench.
 //! - `pgbouncer`: a session pooler in front of a throwaway cluster.
 //! - `pool`: hugetlb pool shares that concurrent runs hold and give back.
 //! - `procsample`: per-second /proc sampling of a process tree (page tables, Pss, faults, switches).
+//! - `rusage`: the one getrusage wrapper.
 //! - `sysbench`: parsing sysbench 1.0's OLTP output.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod check;
+pub mod child;
+pub mod cpustat;
 pub mod files;
+pub mod fork;
 pub mod guard;
 pub mod latency;
 pub mod lockbench;
@@ -27,10 +37,12 @@ pub mod output;
 pub mod pgbench;
 pub mod pgbouncer;
 pub mod pgcluster;
+pub mod pgdriver;
 pub mod pgrun;
 pub mod pool;
 pub mod procsample;
 pub mod result;
+pub mod rusage;
 pub mod sysbench;
 
 /// The first `name` on PATH, then in the `extra` directories (e.g. `/usr/sbin` for daemons).

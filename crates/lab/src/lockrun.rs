@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use shmlock::shm::{Backing, ShmRegion};
 use shmlock::LockKind;
 
+use crate::fork::Children;
 use crate::guard::{self, PoolGuard};
 use crate::lockbench::{self, BenchError, Rep, RepInput, Spec};
 use crate::result::{self};
@@ -22,28 +23,22 @@ pub fn measure_fault_cost() -> Result<FaultCost, String> {
     let region = ShmRegion::new(PAGES * 4096, Backing::Page4k)?;
     region.populate_write()?;
     let slot = ShmRegion::new(4096, Backing::Page4k)?;
-    // SAFETY: single-threaded fork; the child only touches the shared regions and _exits.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(format!("fork: {}", std::io::Error::last_os_error()));
-    }
-    if pid == 0 {
-        let p = region.as_ptr();
-        let t = Instant::now();
-        for i in 0..PAGES {
-            // SAFETY: i * 4096 < region length.
-            unsafe { std::ptr::write_volatile(p.add(i * 4096), 1u8) };
-        }
-        let ns = t.elapsed().as_nanos() as u64;
-        // SAFETY: the slot region is 4096 bytes, u64-aligned.
-        unsafe {
-            std::ptr::write_volatile(slot.as_ptr() as *mut u64, ns);
-            libc::_exit(0);
-        }
-    }
-    let mut st = 0;
-    // SAFETY: waiting for our child.
-    unsafe { libc::waitpid(pid, &mut st, 0) };
+    let mut child = Children::new();
+    child
+        .spawn((), c"plab-faultcal", || {
+            let p = region.as_ptr();
+            let t = Instant::now();
+            for i in 0..PAGES {
+                // SAFETY: i * 4096 < region length.
+                unsafe { std::ptr::write_volatile(p.add(i * 4096), 1u8) };
+            }
+            let ns = t.elapsed().as_nanos() as u64;
+            // SAFETY: the slot region is 4096 bytes, page-aligned, so u64-aligned.
+            unsafe { std::ptr::write_volatile(slot.as_ptr() as *mut u64, ns) };
+            0
+        })
+        .map_err(|e| format!("fork: {e}"))?;
+    child.reap_all(Duration::from_secs(60), |_, _| {});
     // SAFETY: the child wrote the u64 before exiting.
     let ns = unsafe { std::ptr::read_volatile(slot.as_ptr() as *const u64) };
     if ns == 0 {

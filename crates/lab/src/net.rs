@@ -85,15 +85,12 @@ fn delta(a: &BTreeMap<String, i64>, b: &BTreeMap<String, i64>) -> BTreeMap<Strin
 }
 
 fn thread_use() -> EndUse {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_THREAD with a valid out pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let u = crate::rusage::Usage::now(crate::rusage::Who::Thread);
     EndUse {
-        user_s: tv(ru.ru_utime),
-        sys_s: tv(ru.ru_stime),
-        nvcsw: ru.ru_nvcsw as u64,
-        nivcsw: ru.ru_nivcsw as u64,
+        user_s: u.user_ns as f64 / 1e9,
+        sys_s: u.sys_ns as f64 / 1e9,
+        nvcsw: u.nvcsw,
+        nivcsw: u.nivcsw,
     }
 }
 

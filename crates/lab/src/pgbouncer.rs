@@ -47,9 +47,10 @@ impl PgBouncer {
         if hostfacts::host::is_root() {
             let r = cluster.run_as();
             cmd.uid(r.uid).gid(r.gid);
-            // SAFETY: chown of a file we just wrote in our private directory.
             let c = std::ffi::CString::new(ini.as_os_str().to_string_lossy().as_bytes())
                 .map_err(|e| e.to_string())?;
+            // SAFETY: chown of a file we just wrote in our private directory; `c` is NUL-terminated
+            // and outlives the call.
             unsafe { libc::chown(c.as_ptr(), r.uid, r.gid) };
         }
         let out = cmd

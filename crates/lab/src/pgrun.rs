@@ -6,16 +6,14 @@
 //! `huge_pages=on` but ran on 4 KB pages fails instead of yielding a data point. Hugetlb pools grown for a
 //! configuration are restored after its server stops; the cluster goes on every exit path.
 
-use std::fs::File;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::guard::{self, PoolGuard};
 use crate::pgbouncer::{self, PgBouncer};
 use crate::pgcluster::Cluster;
-use crate::procsample::{Pss, Sampled, Sampler};
+use crate::pgdriver::{argv, drive, Driven, Target};
+use crate::procsample::{Pss, Sampler};
 use crate::result::{self};
 
 pub use results::pg::{
@@ -23,13 +21,9 @@ pub use results::pg::{
 };
 pub use results::Status;
 
-/// The database the benchmark tables live in.
-pub const DB: &str = "bench";
-
-/// pgbench's built-in scripts.
-pub const PGBENCH_BUILTINS: [&str; 3] = ["select-only", "simple-update", "tpcb-like"];
-/// sysbench's OLTP tests this bench drives.
-pub const SYSBENCH_TESTS: [&str; 3] = ["oltp_point_select", "oltp_read_only", "oltp_read_write"];
+pub use crate::pgdriver::{
+    parse_latency_log, read_latency_log, Driver, DB, PGBENCH_BUILTINS, SYSBENCH_TESTS,
+};
 
 /// Live progress: (runs done, runs in all, cell label, phase, fraction of the current run done, live TPS).
 pub type ProgressFn = Box<dyn FnMut(usize, usize, &str, &str, f64, f64)>;
@@ -123,9 +117,12 @@ pub fn validate(spec: &Spec, mem_total_kib: Option<u64>) -> Result<Option<String
             ));
         }
     }
-    let builtin = match spec.driver.as_str() {
-        "pgbench" => PGBENCH_BUILTINS.contains(&spec.script.as_str()),
-        "sysbench" => {
+    let driver: Driver = spec
+        .driver
+        .parse()
+        .map_err(|_| format!("--driver {}: expected pgbench or sysbench", spec.driver))?;
+    if driver == Driver::Sysbench {
+        {
             if spec.reconnect {
                 return Err(
                     "--reconnect needs --driver pgbench (sysbench keeps its connections)".into(),
@@ -134,21 +131,15 @@ pub fn validate(spec: &Spec, mem_total_kib: Option<u64>) -> Result<Option<String
             if spec.protocol == "extended" {
                 return Err("--protocol extended: sysbench has prepared or simple".into());
             }
-            SYSBENCH_TESTS.contains(&spec.script.as_str())
         }
-        d => return Err(format!("--driver {d}: expected pgbench or sysbench")),
-    };
-    if builtin {
+    }
+    if driver.builtins().contains(&spec.script.as_str()) {
         return Ok(None);
     }
     let path = Path::new(&spec.script);
     let looks_like_file = spec.script.contains('/') || spec.script.contains('.');
     if !looks_like_file {
-        let names: &[&str] = if spec.driver == "pgbench" {
-            &PGBENCH_BUILTINS
-        } else {
-            &SYSBENCH_TESTS
-        };
+        let names = driver.builtins();
         return Err(format!(
             "--script {}: not a built-in {} script ({}) nor a file path",
             spec.script,
@@ -177,22 +168,11 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, String> {
         eprintln!("preemptlab: {line}");
     }
     let bin = hostfacts::pgbin::find(Some(Path::new(&spec.pg_bin)), None)?;
-    let pgbench = bin.dir.join("pgbench");
-    if spec.driver == "pgbench" && !pgbench.is_file() {
-        return Err(format!(
-            "no pgbench in {}: apt-get install postgresql-client-{}",
-            bin.dir.display(),
-            bin.major.unwrap_or(15)
-        ));
-    }
-    let sysbench = if spec.driver == "sysbench" {
-        Some(
-            crate::which("sysbench", &[])
-                .ok_or("--driver sysbench: no sysbench binary; apt-get install sysbench")?,
-        )
-    } else {
-        None
-    };
+    let driver: Driver = spec
+        .driver
+        .parse()
+        .map_err(|e: crate::pgdriver::UnknownDriver| e.to_string())?;
+    let exe = driver.find(&bin)?;
     let bouncer_bin = match &spec.pooler {
         Some(_) => Some(pgbouncer::find()?),
         None => None,
@@ -226,7 +206,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, String> {
     spec.pg_version = pg_version(&cluster);
     res.spec.pg_version = spec.pg_version.clone();
     (opts.progress)(0, 1, "loading", "init", 0.0, 0.0);
-    res.setup = load(&mut cluster, &spec, sysbench.as_deref())?;
+    res.setup = load(&mut cluster, &spec, driver, &exe)?;
     result::write(&opts.out, &res)?;
 
     let per_round = res.cells.len();
@@ -271,7 +251,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, String> {
                 &mut res,
                 cells.clone(),
                 bouncer_bin.as_deref(),
-                sysbench.as_deref(),
+                (driver, &exe),
                 &mut opts,
                 &mut done,
                 total,
@@ -411,7 +391,7 @@ fn reserve(
     Ok(None)
 }
 
-fn load(cluster: &mut Cluster, spec: &Spec, sysbench: Option<&Path>) -> Result<Setup, String> {
+fn load(cluster: &mut Cluster, spec: &Spec, driver: Driver, exe: &Path) -> Result<Setup, String> {
     let mut settings = vec![
         ("fsync".to_string(), "off".to_string()),
         ("max_wal_size".to_string(), "8GB".to_string()),
@@ -429,32 +409,16 @@ fn load(cluster: &mut Cluster, spec: &Spec, sysbench: Option<&Path>) -> Result<S
                 .map_err(|e| format!("--prewarm: {e} (pg_prewarm ships with Debian's postgresql-NN server package)"))?;
         }
         let t = Instant::now();
-        let out = match sysbench {
-            None => {
-                let mut cmd = cluster.command("pgbench");
-                cmd.args(["-i", "-q", "-s", &spec.scale.to_string()]);
-                conn_args(
-                    &mut cmd,
-                    cluster.socket_dir().as_path(),
-                    cluster.port(),
-                    &cluster.run_as().user,
-                );
-                cmd.arg(DB).output()
-            }
-            Some(sb) => {
-                let mut cmd = Command::new(sb);
-                cmd.arg(&spec.script);
-                sysbench_conn(
-                    &mut cmd,
-                    cluster.socket_dir().as_path(),
-                    cluster.port(),
-                    cluster,
-                    spec,
-                );
-                cmd.args(["--threads=2", "prepare"]).output()
-            }
-        }
-        .map_err(|e| format!("running the data load: {e}"))?;
+        let sock = cluster.socket_dir();
+        let target = Target {
+            sock: &sock,
+            port: cluster.port(),
+            cluster,
+        };
+        let out = driver
+            .load_command(exe, &target, spec)
+            .output()
+            .map_err(|e| format!("running the data load: {e}"))?;
         if !out.status.success() {
             return Err(format!(
                 "loading the data failed: {}{}",
@@ -466,17 +430,8 @@ fn load(cluster: &mut Cluster, spec: &Spec, sysbench: Option<&Path>) -> Result<S
         cluster
             .psql(DB, "VACUUM ANALYZE")
             .map_err(|e| e.to_string())?;
-        if spec.driver == "pgbench" && spec.script_text.is_some() {
-            // pgbench parses the script before connecting; one transaction also proves it runs here.
-            let mut cmd = cluster.command("pgbench");
-            cmd.args(["-n", "-t", "1", "-c", "1", "-f", &spec.script]);
-            conn_args(
-                &mut cmd,
-                cluster.socket_dir().as_path(),
-                cluster.port(),
-                &cluster.run_as().user,
-            );
-            let out = cmd.arg(DB).output().map_err(|e| e.to_string())?;
+        if let Some(mut cmd) = driver.script_check_command(&target, spec) {
+            let out = cmd.output().map_err(|e| e.to_string())?;
             if !out.status.success() {
                 let err = String::from_utf8_lossy(&out.stderr);
                 return Err(format!(
@@ -511,25 +466,6 @@ fn load(cluster: &mut Cluster, spec: &Spec, sysbench: Option<&Path>) -> Result<S
     Ok(setup)
 }
 
-fn conn_args(cmd: &mut Command, sock: &Path, port: u16, user: &str) {
-    cmd.arg("-h")
-        .arg(sock)
-        .arg("-p")
-        .arg(port.to_string())
-        .arg("-U")
-        .arg(user);
-}
-
-fn sysbench_conn(cmd: &mut Command, sock: &Path, port: u16, cluster: &Cluster, spec: &Spec) {
-    cmd.arg("--db-driver=pgsql")
-        .arg(format!("--pgsql-host={}", sock.display()))
-        .arg(format!("--pgsql-port={port}"))
-        .arg(format!("--pgsql-user={}", cluster.run_as().user))
-        .arg(format!("--pgsql-db={DB}"))
-        .arg("--tables=1")
-        .arg(format!("--table-size={}", spec.scale as u64 * 100_000));
-}
-
 #[allow(clippy::too_many_arguments)]
 fn run_config(
     cluster: &mut Cluster,
@@ -539,7 +475,7 @@ fn run_config(
     res: &mut PgResult,
     cells: std::ops::Range<usize>,
     bouncer_bin: Option<&Path>,
-    sysbench: Option<&Path>,
+    (driver, exe): (Driver, &Path),
     opts: &mut RunOptions,
     done: &mut usize,
     total: usize,
@@ -597,12 +533,10 @@ fn run_config(
             sock: &sock,
             port,
             cluster,
-            spec,
-            sysbench,
         };
         if spec.warmup_s > 0 {
             (opts.progress)(*done, total, &label, "warm-up", 0.0, 0.0);
-            let cmd = target.command(clients, spec.warmup_s, None);
+            let cmd = driver.run_command(exe, &target, spec, clients, spec.warmup_s, None);
             let (d, t) = (*done, total);
             let progress = &mut opts.progress;
             let ran = drive(
@@ -618,9 +552,16 @@ fn run_config(
             }
         }
         let lat_prefix = cluster.root().join(format!("lat-{round}-{c}"));
-        let cmd = target.command(clients, spec.duration_s, Some(&lat_prefix));
+        let cmd = driver.run_command(
+            exe,
+            &target,
+            spec,
+            clients,
+            spec.duration_s,
+            Some(&lat_prefix),
+        );
         let argv = argv(&cmd);
-        let stat0 = crate::lockbench::CpuTimes::now();
+        let stat0 = crate::cpustat::now();
         let pss = match spec.pss.as_str() {
             "every" => Pss::Every,
             "never" => Pss::Never,
@@ -636,7 +577,7 @@ fn run_config(
             &mut |frac, tps| progress(d, t, &label, "measure", frac, tps),
         );
         let sampled = sampler.stop();
-        let steal_pct = crate::lockbench::CpuTimes::steal_pct_since(stat0);
+        let steal_pct = crate::cpustat::steal_pct_since(stat0);
         let text = match ran {
             Ok(Driven::Interrupted) => return Ok(()),
             Ok(Driven::Done(text)) => text,
@@ -646,7 +587,7 @@ fn run_config(
         if let Some(why) = backing_error(&hp, &seg) {
             return Err(Fail::Cell(why));
         }
-        let mut rep = parse_run(spec, &text, &lat_prefix).map_err(Fail::Cell)?;
+        let mut rep = driver.parse_run(&text, &lat_prefix).map_err(Fail::Cell)?;
         rep.round = round;
         rep.command = argv;
         rep.steal_pct = steal_pct;
@@ -667,283 +608,6 @@ fn run_config(
     }
     drop(bouncer);
     Ok(())
-}
-
-struct Target<'a> {
-    sock: &'a Path,
-    port: u16,
-    cluster: &'a Cluster,
-    spec: &'a Spec,
-    sysbench: Option<&'a Path>,
-}
-
-impl Target<'_> {
-    fn command(&self, clients: u32, seconds: u64, lat_prefix: Option<&Path>) -> Command {
-        let spec = self.spec;
-        match self.sysbench {
-            None => {
-                let mut cmd = Command::new(self.cluster.bin().dir.join("pgbench"));
-                conn_args(&mut cmd, self.sock, self.port, &self.cluster.run_as().user);
-                cmd.arg("-n")
-                    .arg("-c")
-                    .arg(clients.to_string())
-                    .arg("-j")
-                    .arg(spec.threads.min(clients).max(1).to_string())
-                    .arg("-T")
-                    .arg(seconds.to_string())
-                    .arg("-M")
-                    .arg(&spec.protocol);
-                if spec.script_text.is_some() {
-                    cmd.arg("-f").arg(&spec.script);
-                } else {
-                    cmd.arg("-b").arg(&spec.script);
-                }
-                if spec.reconnect {
-                    cmd.arg("-C");
-                }
-                if let Some(p) = lat_prefix {
-                    cmd.arg("-P").arg("1");
-                    if spec.latency_sample > 0.0 {
-                        cmd.arg("-l").arg(format!("--log-prefix={}", p.display()));
-                        if spec.latency_sample < 1.0 {
-                            cmd.arg(format!("--sampling-rate={}", spec.latency_sample));
-                        }
-                    }
-                }
-                cmd.arg(DB);
-                cmd
-            }
-            Some(sb) => {
-                let mut cmd = Command::new(sb);
-                cmd.arg(&spec.script);
-                sysbench_conn(&mut cmd, self.sock, self.port, self.cluster, spec);
-                cmd.arg(format!("--threads={clients}"))
-                    .arg(format!("--time={seconds}"))
-                    .arg("--report-interval=1")
-                    .arg("--percentile=99");
-                if spec.protocol == "simple" {
-                    cmd.arg("--db-ps-mode=disable");
-                }
-                cmd.arg("run");
-                cmd
-            }
-        }
-    }
-}
-
-fn argv(cmd: &Command) -> Vec<String> {
-    std::iter::once(cmd.get_program())
-        .chain(cmd.get_args())
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect()
-}
-
-enum Driven {
-    Done(String),
-    Interrupted,
-}
-
-/// Runs a driver to completion (output to files under `stem`), polling for SIGINT, calling `live` with
-/// the latest per-second TPS it printed. A run exceeding its time by a minute is killed.
-fn drive(
-    mut cmd: Command,
-    stem: &Path,
-    seconds: u64,
-    live: &mut dyn FnMut(f64, f64),
-) -> Result<Driven, String> {
-    let out_path = stem.with_extension("out");
-    let err_path = stem.with_extension("err");
-    let out = File::create(&out_path).map_err(|e| e.to_string())?;
-    let err = File::create(&err_path).map_err(|e| e.to_string())?;
-    // Its own process group: a terminal's Ctrl-C reaches preemptlab, which stops the driver itself.
-    cmd.stdout(Stdio::from(out))
-        .stderr(Stdio::from(err))
-        .stdin(Stdio::null())
-        .process_group(0);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("starting {}: {e}", cmd.get_program().to_string_lossy()))?;
-    let t = Instant::now();
-    let limit = Duration::from_secs(seconds + 60);
-    let mut last_live = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
-            break st;
-        }
-        if guard::interrupted() || t.elapsed() > limit {
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-            let w = Instant::now();
-            while child.try_wait().map_err(|e| e.to_string())?.is_none() {
-                if w.elapsed() > Duration::from_secs(5) {
-                    let _ = child.kill();
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if guard::interrupted() {
-                return Ok(Driven::Interrupted);
-            }
-            return Err(format!(
-                "still running {} s after its end; killed",
-                limit.as_secs()
-            ));
-        }
-        if last_live.elapsed() > Duration::from_millis(500) {
-            last_live = Instant::now();
-            // The fraction of the run's time gone, and the driver's last progress line's TPS (0 before it).
-            let frac = (t.elapsed().as_secs_f64() / seconds.max(1) as f64).min(1.0);
-            let tps = latest_tps(&err_path).or_else(|| latest_tps(&out_path));
-            live(frac, tps.unwrap_or(0.0));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let text = format!(
-        "{}\n{}",
-        std::fs::read_to_string(&err_path).unwrap_or_default(),
-        std::fs::read_to_string(&out_path).unwrap_or_default()
-    );
-    if !status.success() {
-        let tail: Vec<&str> = text
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .rev()
-            .take(3)
-            .collect();
-        return Err(format!(
-            "{} exited with {status}: {}",
-            cmd.get_program().to_string_lossy(),
-            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-        ));
-    }
-    Ok(Driven::Done(text))
-}
-
-fn latest_tps(path: &Path) -> Option<f64> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines().rev().find_map(|l| {
-        crate::pgbench::parse_progress(l.trim())
-            .map(|p| p.tps)
-            .or_else(|| crate::sysbench::parse_interval(l.trim()).map(|i| i.tps))
-    })
-}
-
-/// Parses a measured run's output (and pgbench's sampled transaction log) into a repetition.
-fn parse_run(spec: &Spec, text: &str, lat_prefix: &Path) -> Result<Rep, String> {
-    let mut rep = Rep {
-        round: 0,
-        tps: 0.0,
-        transactions: 0,
-        failed: 0,
-        latency_ms: Latency::default(),
-        connection_ms: None,
-        series: Vec::new(),
-        page_tables_kib: 0,
-        pss_kib: 0,
-        host_page_tables_kib: 0,
-        minflt_per_tx: 0.0,
-        nivcsw_per_tx: 0.0,
-        nvcsw_per_tx: 0.0,
-        sampled: Sampled::default(),
-        segment: SegmentCheck::default(),
-        steal_pct: None,
-        command: Vec::new(),
-    };
-    if spec.driver == "sysbench" {
-        let r = crate::sysbench::parse(text)?;
-        rep.tps = r.tps;
-        rep.transactions = r.transactions;
-        rep.failed = r.ignored_errors.unwrap_or(0);
-        rep.latency_ms = Latency {
-            mean: r.latency_avg_ms,
-            stddev: None,
-            p50: None,
-            p90: None,
-            p99: r.latency_pct_ms.filter(|_| r.percentile == Some(99.0)),
-            max: r.latency_max_ms,
-            sampled: r.transactions,
-        };
-        rep.series = r
-            .intervals
-            .iter()
-            .map(|i| Point {
-                t_s: i.t_s,
-                tps: i.tps,
-                latency_ms: i.latency_pct_ms,
-            })
-            .collect();
-        return Ok(rep);
-    }
-    let s = crate::pgbench::parse(text)?;
-    rep.tps = s.tps;
-    rep.transactions = s.transactions;
-    rep.failed = s.failed.unwrap_or(0);
-    rep.connection_ms = s.initial_connection_ms.or(s.average_connection_ms);
-    rep.series = s
-        .progress
-        .iter()
-        .map(|p| Point {
-            t_s: p.t_s,
-            tps: p.tps,
-            latency_ms: p.latency_ms,
-        })
-        .collect();
-    let mut lat = read_latency_log(lat_prefix);
-    lat.mean = s.latency_avg_ms;
-    lat.stddev = s.latency_stddev_ms;
-    rep.latency_ms = lat;
-    Ok(rep)
-}
-
-/// Reads pgbench's per-transaction logs `<prefix>.<pid>[.<thread>]` (column 3 is the latency in us;
-/// failed or skipped transactions carry a word there and are left out) and removes them.
-pub fn read_latency_log(prefix: &Path) -> Latency {
-    let mut us: Vec<f64> = Vec::new();
-    let (Some(dir), Some(stem)) = (prefix.parent(), prefix.file_name().and_then(|s| s.to_str()))
-    else {
-        return Latency::default();
-    };
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return Latency::default();
-    };
-    for e in rd.filter_map(|e| e.ok()) {
-        let name = e.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !name.starts_with(&format!("{stem}.")) {
-            continue;
-        }
-        if let Ok(text) = std::fs::read_to_string(e.path()) {
-            us.extend(parse_latency_log(&text));
-        }
-        let _ = std::fs::remove_file(e.path());
-    }
-    latency_of(&mut us)
-}
-
-/// The latencies (us) of one pgbench transaction log.
-pub fn parse_latency_log(text: &str) -> Vec<f64> {
-    text.lines()
-        .filter_map(|l| l.split_whitespace().nth(2)?.parse::<f64>().ok())
-        .collect()
-}
-
-fn latency_of(us: &mut [f64]) -> Latency {
-    if us.is_empty() {
-        return Latency::default();
-    }
-    us.sort_by(|a, b| a.total_cmp(b));
-    let q = |p: f64| {
-        let i = ((p * us.len() as f64).ceil() as usize).clamp(1, us.len()) - 1;
-        us[i] / 1000.0
-    };
-    Latency {
-        mean: None,
-        stddev: None,
-        p50: Some(q(0.50)),
-        p90: Some(q(0.90)),
-        p99: Some(q(0.99)),
-        max: Some(us[us.len() - 1] / 1000.0),
-        sampled: us.len() as u64,
-    }
 }
 
 fn segment_check(cluster: &Cluster, pm: u32, spec: &Spec) -> SegmentCheck {
@@ -1009,21 +673,6 @@ pub fn summarize(reps: &[Rep]) -> Option<CellSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn latency_log_lines_of_pg13_to_17() {
-        // client tx latency_us script epoch us [lag] [retries]; failed/skipped transactions carry a word.
-        let text = "0 51 197 0 1795326076 72631\n1 52 181 0 1795326076 72890 12\n3 7 failed 0 1795326076 1 0\n2 9 skipped 0 1795326076 5 100\n";
-        assert_eq!(parse_latency_log(text), vec![197.0, 181.0]);
-        let mut us: Vec<f64> = (1..=1000).map(|i| i as f64).collect();
-        let l = latency_of(&mut us);
-        assert_eq!(
-            (l.p50, l.p90, l.p99, l.max),
-            (Some(0.5), Some(0.9), Some(0.99), Some(1.0))
-        );
-        assert_eq!(l.sampled, 1000);
-        assert_eq!(latency_of(&mut []), Latency::default());
-    }
 
     fn spec() -> Spec {
         Spec {
