@@ -272,15 +272,19 @@ pub fn parse_audit(text: &str) -> Result<Audit, String> {
 }
 
 fn explain_parse_error(text: &str, e: &serde_json::Error) -> String {
-    let value = match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(v) => v,
+    /// What any JSON object says of its version (absent fields are None).
+    #[derive(serde::Deserialize)]
+    struct Versioned {
+        schema_version: Option<u64>,
+    }
+    let version = match serde_json::from_str::<Versioned>(text) {
+        Ok(v) => v.schema_version,
         Err(_) => {
             return format!(
                 "not JSON ({e}): expected the output of `preemptlab audit --format json`"
             )
         }
     };
-    let version = value.get("schema_version").and_then(|v| v.as_u64());
     match version {
         None => format!("JSON but not a preemptlab audit (no schema_version; {e}): expected the output of `preemptlab audit --format json`"),
         Some(v) if v != u64::from(hostfacts::audit::SCHEMA_VERSION) => format!(
@@ -289,6 +293,23 @@ fn explain_parse_error(text: &str, e: &serde_json::Error) -> String {
         ),
         Some(_) => format!("not a complete audit ({e}): rerun `preemptlab audit --format json`"),
     }
+}
+
+/// The fleet of audits already loaded (a report page's inputs), judged as of the newest audit among them.
+pub fn of_audits(audits: &[(&str, &Audit)]) -> Fleet {
+    let opts = Options {
+        now_unix_s: audits
+            .iter()
+            .map(|(_, a)| a.generated_unix_s)
+            .max()
+            .unwrap_or(0),
+        stale_after_s: DEFAULT_STALE_AFTER_S,
+    };
+    let loaded = audits
+        .iter()
+        .map(|(file, a)| Loaded::Host(Box::new(assess(file, a, &opts))))
+        .collect();
+    combine(loaded, &opts)
 }
 
 /// Parses and assesses one file's text.

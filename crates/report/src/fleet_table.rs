@@ -308,3 +308,43 @@ pub fn markdown(f: &Fleet) -> String {
     }
     o
 }
+
+/// The fleet as a section of the HTML report: the hosts (at-risk first) and every instance not on huge
+/// pages with its exact fix.
+pub fn html(f: &Fleet) -> String {
+    use crate::html::esc;
+    let t = &f.totals;
+    let mut o = format!(
+        "<h2>Fleet</h2><p>{} hosts: {} at risk, {} warn, {} ok; {} of {} PostgreSQL instances on 4 KB pages</p>",
+        t.hosts, t.at_risk, t.warn, t.ok, t.instances_4k, t.instances
+    );
+    o.push_str("<table><tr><th>host</th><th>verdict</th><th>kernel</th><th>model</th><th>findings</th></tr>");
+    for h in &f.hosts {
+        o.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&h.host),
+            h.verdict.as_str(),
+            esc(&h.kernel),
+            h.preempt_model,
+            esc(&h.finding_ids.join(", "))
+        ));
+    }
+    o.push_str("</table>");
+    if !f.not_on_huge_pages.is_empty() {
+        o.push_str("<table><tr><th>host</th><th>postmaster</th><th>fix</th></tr>");
+        for i in &f.not_on_huge_pages {
+            o.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
+                esc(&i.host),
+                i.postmaster_pid,
+                i.fix
+                    .iter()
+                    .map(|l| esc(l))
+                    .collect::<Vec<_>>()
+                    .join("<br>")
+            ));
+        }
+        o.push_str("</table>");
+    }
+    o
+}

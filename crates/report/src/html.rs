@@ -21,7 +21,7 @@ use stats::Summary;
 use crate::lock_table::{ns, rate};
 use crate::svg::{bar_chart, line_chart, ranged_bar_chart, Axis, Series};
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -654,6 +654,17 @@ pub fn render(docs: &[Doc], generated_utc: &str) -> String {
     });
     if let Some(h) = host {
         let _ = write!(o, "<h2>Host</h2>{h}");
+    }
+    // Several hosts' audits: the fleet's answer first (at-risk hosts first, each instance's exact fix).
+    let audits: Vec<(&str, &Audit)> = docs
+        .iter()
+        .filter_map(|d| match &d.doc {
+            Document::Audit(a) => Some((d.label.as_str(), &**a)),
+            _ => None,
+        })
+        .collect();
+    if audits.len() >= 2 {
+        o.push_str(&crate::fleet_table::html(&crate::fleet::of_audits(&audits)));
     }
     for d in docs {
         let audit = match &d.doc {

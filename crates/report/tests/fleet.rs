@@ -266,3 +266,37 @@ fn table_and_markdown_snapshots() {
     );
     insta::assert_snapshot!("fleet-markdown", report::fleet_table::markdown(&f));
 }
+
+/// `report` over several hosts' audits has a fleet section: the at-risk host first, each instance's fix.
+#[test]
+fn report_page_has_a_fleet_section_for_several_audits() {
+    use results::Document;
+    let docs: Vec<report::html::Doc> = [
+        "debian-6.1-voluntary",
+        "linux-7.0-lazy-debugfs",
+        "this-machine-pg15-4k",
+    ]
+    .iter()
+    .map(|n| report::html::Doc {
+        label: format!("{n}.json"),
+        doc: Document::from_text(&json(&audit(n, 0))).unwrap(),
+    })
+    .collect();
+    let page = report::html::render(&docs, "2026-11-22 00:00:00");
+    let fleet = &page[page.find("<h2>Fleet</h2>").expect("a fleet section")..];
+    let first_row = &fleet[fleet.find("<td>").unwrap()..];
+    assert!(
+        first_row.starts_with("<td>linux-7.0-lazy-debugfs</td><td>at-risk</td>"),
+        "{first_row:.200}"
+    );
+    let plan = hostfacts::hugepages::plan_for_instance(
+        &audit("linux-7.0-lazy-debugfs", 0).instances[0],
+        &audit("linux-7.0-lazy-debugfs", 0).memory,
+        None,
+    )
+    .unwrap();
+    assert!(fleet.contains(&format!("sysctl -w vm.nr_hugepages={}", plan.pool_target)));
+    // One audit alone is no fleet.
+    let page = report::html::render(&docs[..1], "2026-11-22 00:00:00");
+    assert!(!page.contains("<h2>Fleet</h2>"));
+}
