@@ -108,7 +108,8 @@ pub fn json_files_flat(paths: &[PathBuf]) -> Result<Vec<PathBuf>, FilesError> {
     Ok(files)
 }
 
-/// The `*.json` files directly in `dir`, in directory order; unreadable entries are skipped.
+/// The `*.json` files directly in `dir` (hidden ones skipped), in directory order; unreadable entries are
+/// skipped.
 pub fn json_in_dir(dir: &Path) -> Result<Vec<PathBuf>, FilesError> {
     Ok(std::fs::read_dir(dir)
         .map_err(|err| FilesError::ListDir {
@@ -117,6 +118,12 @@ pub fn json_in_dir(dir: &Path) -> Result<Vec<PathBuf>, FilesError> {
         })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|f| f.extension().and_then(|x| x.to_str()) == Some("json"))
+        // Hidden files (an editor's, a half-written temp file) are skipped, as the deep walk does.
+        .filter(|f| {
+            !f.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with('.'))
+        })
         .collect())
 }
 
