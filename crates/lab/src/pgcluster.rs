@@ -182,8 +182,10 @@ impl Cluster {
             self.socket_dir().display(),
             self.port
         );
+        // pg_ctl hands these options to the shell: each `name=value` is single-quoted, so a value such as
+        // `1; DROP` reaches the server as a value (which it refuses) and never the shell as a command.
         for (k, v) in settings {
-            opts.push_str(&format!(" -c {k}={v}"));
+            opts.push_str(&format!(" -c {}", shell_quote(&format!("{k}={v}"))));
         }
         let log = self.root.join("server.log");
         let out = self
@@ -196,23 +198,16 @@ impl Cluster {
             .output()
             .map_err(|e| step("running pg_ctl start", e.to_string()))?;
         if !out.status.success() {
-            let tail = fs::read_to_string(&log).unwrap_or_default();
-            let tail: Vec<&str> = tail
-                .lines()
-                .rev()
-                .take(8)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            return Err(step(
-                "starting the throwaway server",
-                format!(
-                    "{}\n{}",
-                    String::from_utf8_lossy(&out.stderr).trim(),
-                    tail.join("\n")
-                ),
-            ));
+            let log_text = fs::read_to_string(&log).unwrap_or_default();
+            let detail = server_failure_cause(&log_text).unwrap_or_else(|| {
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            });
+            return Err(step("starting the throwaway server", detail));
         }
         self.running = true;
         Ok(())
@@ -330,6 +325,21 @@ impl Drop for Cluster {
     }
 }
 
+/// `s` single-quoted for the shell (a `'` inside becomes `'\''`).
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The server's own reason for not starting, from its log: the first FATAL (or PANIC/ERROR) message, without
+/// the timestamp and pid prefix, e.g. `unrecognized configuration parameter "nosuch_guc"`.
+fn server_failure_cause(log: &str) -> Option<String> {
+    ["FATAL:", "PANIC:", "ERROR:"].iter().find_map(|level| {
+        log.lines()
+            .find_map(|l| l.split_once(level))
+            .map(|(_, msg)| msg.trim().to_string())
+    })
+}
+
 fn check(out: &Output, what: &str) -> Result<(), ClusterError> {
     if out.status.success() {
         Ok(())
@@ -376,4 +386,22 @@ fn make_private_dir(parent: &Path, run_as: &RunAs) -> Result<PathBuf, ClusterErr
         }
     }
     Err(step("creating the cluster dir", "100 names taken"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_settings_reach_the_shell_quoted_and_failures_name_their_cause() {
+        assert_eq!(shell_quote("work_mem=1; DROP"), "'work_mem=1; DROP'");
+        assert_eq!(shell_quote("a='b'"), r"'a='\''b'\'''");
+        let log = "2026-11-22 23:35:59.891 GMT [22637] LOG:  starting\n\
+                   2026-11-22 23:35:59.891 GMT [22637] FATAL:  unrecognized configuration parameter \"nosuch_guc\"\n";
+        assert_eq!(
+            server_failure_cause(log).as_deref(),
+            Some("unrecognized configuration parameter \"nosuch_guc\"")
+        );
+        assert_eq!(server_failure_cause("LOG:  fine\n"), None);
+    }
 }
