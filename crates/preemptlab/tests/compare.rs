@@ -147,11 +147,13 @@ fn real_runs_page_backing_flagged_same_config_not() {
     // roughly doubles); the same configuration must not be flagged at 25%.
     let (o, v) = compare(&[&s1, &s2], &["--noise", "0.25"]);
     assert!(o.status.success());
+    // Throughput only: the tail metrics of one configuration also swing between halves when anything else
+    // runs on the machine (acquire p99 246 ns vs 2.7 us with two niced fuzzers beside it).
     let flagged: Vec<&Value> = v["rows"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|r| r["significant"] == true)
+        .filter(|r| r["significant"] == true && r["metric"] == "ops/s")
         .collect();
     assert!(
         flagged.is_empty(),
