@@ -34,7 +34,9 @@ pub struct HugePool {
 impl HugePool {
     /// Pages committed to mappings: faulted in plus reserved.
     pub fn committed(&self) -> u64 {
-        self.total.saturating_sub(self.free) + self.reserved
+        self.total
+            .saturating_sub(self.free)
+            .saturating_add(self.reserved)
     }
     /// Pages committed to others than preemptlab's own benches.
     pub fn committed_by_users(&self) -> u64 {
@@ -46,7 +48,8 @@ impl HugePool {
     }
     /// Memory the pool pins, in kB.
     pub fn pinned_kib(&self) -> u64 {
-        self.total * self.page_size_kib
+        // Saturating: the counts come from text a kernel (or a fixture) wrote.
+        self.total.saturating_mul(self.page_size_kib)
     }
 }
 
@@ -183,5 +186,28 @@ pub fn read(host: &Host) -> MemoryFacts {
         overcommit_memory: host
             .fact("/proc/sys/vm/overcommit_memory")
             .and_then(|t| t.parse::<u32>()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_arithmetic_saturates_on_absurd_counts_regression() {
+        // Found by fuzzing (fuzz/corpus/hugepages_sysfs/crash-pinned-kib-overflow): pinned_kib multiplied a
+        // huge nr_hugepages by the page size and overflowed.
+        let p = HugePool {
+            page_size_kib: 1 << 30,
+            total: u64::MAX / 2,
+            free: 0,
+            reserved: u64::MAX,
+            surplus: 0,
+            overcommit: 0,
+            held_by_preemptlab: 0,
+        };
+        assert_eq!(p.pinned_kib(), u64::MAX);
+        assert_eq!(p.committed(), u64::MAX);
+        assert_eq!(p.available(), 0);
     }
 }
