@@ -277,14 +277,12 @@ fn explain_parse_error(text: &str, e: &serde_json::Error) -> String {
     struct Versioned {
         schema_version: Option<u64>,
     }
-    let version = match serde_json::from_str::<Versioned>(text) {
-        Ok(v) => v.schema_version,
-        Err(_) => {
-            return format!(
-                "not JSON ({e}): expected the output of `preemptlab audit --format json`"
-            )
-        }
-    };
+    if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+        return format!("not JSON ({e}): expected the output of `preemptlab audit --format json`");
+    }
+    let version = serde_json::from_str::<Versioned>(text)
+        .ok()
+        .and_then(|v| v.schema_version);
     match version {
         None => format!("JSON but not a preemptlab audit (no schema_version; {e}): expected the output of `preemptlab audit --format json`"),
         Some(v) if v != u64::from(hostfacts::audit::SCHEMA_VERSION) => format!(
