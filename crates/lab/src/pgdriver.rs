@@ -108,9 +108,7 @@ impl Driver {
                 cmd
             }
             Self::Sysbench => {
-                let mut cmd = Command::new(exe);
-                cmd.arg(&spec.script);
-                sysbench_conn(&mut cmd, t, spec);
+                let mut cmd = sysbench_command(exe, t, spec);
                 cmd.args(["--threads=2", "prepare"]);
                 cmd
             }
@@ -177,9 +175,7 @@ impl Driver {
                 cmd
             }
             Self::Sysbench => {
-                let mut cmd = Command::new(exe);
-                cmd.arg(&spec.script);
-                sysbench_conn(&mut cmd, t, spec);
+                let mut cmd = sysbench_command(exe, t, spec);
                 cmd.arg(format!("--threads={clients}"))
                     .arg(format!("--time={seconds}"))
                     .arg("--report-interval=1")
@@ -279,6 +275,14 @@ fn pgbench_conn(cmd: &mut Command, t: &Target<'_>) {
         .arg(t.port.to_string())
         .arg("-U")
         .arg(&t.cluster.run_as().user);
+}
+
+/// sysbench with the script and its connection to the cluster, the part every sysbench step shares.
+fn sysbench_command(exe: &Path, t: &Target<'_>, spec: &Spec) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.arg(&spec.script);
+    sysbench_conn(&mut cmd, t, spec);
+    cmd
 }
 
 fn sysbench_conn(cmd: &mut Command, t: &Target<'_>, spec: &Spec) {

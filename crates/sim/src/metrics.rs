@@ -176,7 +176,7 @@ impl Metrics {
             cpu_ns_per_op: busy as f64 / ops,
             sleeps_per_op: self.sleeps as f64 / ops,
             switches_per_op: self.switches as f64 / ops,
-            jain: jain(per_task),
+            jain: stats::jain(per_task),
             cpu: CpuSplit {
                 useful: f(self.acct[Acct::Useful as usize]),
                 spinning: f(self.acct[Acct::Spin as usize]),
@@ -190,28 +190,10 @@ impl Metrics {
     }
 }
 
-/// Jain's fairness index: 1 when all are equal, 1/n when one does everything.
-fn jain(xs: &[f64]) -> f64 {
-    let s: f64 = xs.iter().sum();
-    let s2: f64 = xs.iter().map(|x| x * x).sum();
-    if s2 == 0.0 {
-        return 1.0;
-    }
-    s * s / (xs.len() as f64 * s2)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::test_support::quick;
     use crate::{Model, Pages};
-
-    #[test]
-    fn jain_is_one_for_equal_shares_and_one_over_n_for_one_worker() {
-        assert_eq!(jain(&[3.0, 3.0, 3.0]), 1.0);
-        assert_eq!(jain(&[6.0, 0.0, 0.0]), 1.0 / 3.0);
-        assert_eq!(jain(&[0.0, 0.0]), 1.0);
-    }
 
     #[test]
     fn cpu_time_adds_up_and_one_worker_never_waits() {
