@@ -261,3 +261,62 @@ impl Resolved {
         self.from.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lock_result() -> LockResult {
+        let p = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/results/bench-lock-ceiling-immortal.json"
+        );
+        load_lock("--like", Path::new(p)).unwrap()
+    }
+
+    fn axis<'a>(l: &'a Like, name: &str) -> Option<&'a str> {
+        l.axes.iter().find(|a| a.0 == name).map(|a| a.1.as_str())
+    }
+
+    fn param<'a>(l: &'a Like, name: &str) -> Option<&'a str> {
+        l.params.iter().find(|a| a.0 == name).map(|a| a.1.as_str())
+    }
+
+    #[test]
+    fn like_takes_the_measured_matrix() {
+        let mut r = lock_result();
+        r.spec.locks = vec!["pg".into(), "tas".into(), "adaptive".into()];
+        r.spec.pages = vec!["4k".into(), "4k-populate".into(), "hugetlb-2m".into()];
+        r.spec.workers = vec![2, 16];
+        r.spec.cs_ns = 300;
+        r.spec.work_ns = 2000;
+        r.spec.reconnect_every = None;
+        let l = like(&r).unwrap();
+        assert_eq!(axis(&l, "cpus"), Some("2"));
+        assert_eq!(axis(&l, "hz"), Some("250"));
+        assert_eq!(axis(&l, "workers"), Some("2,16"));
+        assert_eq!(axis(&l, "locks"), Some("pg,adaptive"));
+        assert_eq!(axis(&l, "pages"), Some("4k,2m"));
+        assert_eq!(param(&l, "work_ns"), Some("2000"));
+        // The model's pop (200 ns) plus the bench's extra busy work.
+        assert_eq!(param(&l, "cs_ns"), Some("500"));
+        assert_eq!(param(&l, "reconnect_every"), Some("0"));
+        assert_eq!(param(&l, "descriptors"), Some("16777216"));
+        assert_eq!(l.notes.len(), 2, "{:?}", l.notes);
+        assert!(l.notes[0].contains("tas") && l.notes[1].contains("4k-populate"));
+    }
+
+    #[test]
+    fn like_refuses_a_matrix_the_model_cannot_run() {
+        let mut r = lock_result();
+        r.spec.pages = vec!["thp".into()];
+        assert!(like(&r).unwrap_err().contains("thp"));
+    }
+
+    #[test]
+    fn a_result_without_costs_is_refused_with_the_fix() {
+        let r = lock_result();
+        let e = costs_taken("--costs-from", Path::new("old.json"), &r).unwrap_err();
+        assert!(e.to_string().contains("re-run bench lock"), "{e}");
+    }
+}
