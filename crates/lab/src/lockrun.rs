@@ -182,10 +182,15 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
     } else {
         None
     };
+    // What the model takes (`sim --costs-from`), measured before the cells.
+    let costs = lockbench::costs::measure()
+        .map_err(|e| eprintln!("preemptlab: costs not measured: {e}"))
+        .ok();
     let mut res = LockResult {
         envelope: result::envelope("bench-lock"),
         spec: spec.clone(),
         fault_cost,
+        costs,
         cells: Vec::new(),
     };
     // Backing-major order within a round: one region alive at a time, shared by the round's cells.

@@ -142,6 +142,10 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
     // Switched back when this function returns, by any path.
     let _preempt = crate::switch::preempt(&a.preempt)?;
     let res = lockrun::run(spec, opts).map_err(|e| anyhow!(e))?;
+    if let (Some(c), false) = (&res.costs, a.result.quiet) {
+        let fault = res.fault_cost.as_ref().map(|f| f.ns_per_fault);
+        eprintln!("{}", lab::lockbench::costs::line(c, fault));
+    }
     let table = |md| {
         if md {
             report::lock_table::markdown(&res)

@@ -127,24 +127,32 @@ pub enum VmAccel {
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
-    /// CPU counts (comma-separated).
-    #[arg(long, default_value = "96")]
-    pub cpus: String,
-    /// Worker processes: numbers or multiples of the CPU count (1024, 8x).
-    #[arg(long, default_value = "1024")]
-    pub workers: String,
+    /// CPU counts (comma-separated) [default: 96, or --like's].
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Worker processes: numbers or multiples of the CPU count (1024, 8x) [default: 1024, or --like's].
+    #[arg(long)]
+    pub workers: Option<String>,
     /// Preemption models: none, voluntary, full, lazy. The first is the baseline of the ratios.
     #[arg(long, default_value = "none,lazy")]
     pub models: String,
-    /// Locks: pg, futex, rseq, adaptive.
-    #[arg(long, default_value = "pg")]
-    pub locks: String,
-    /// Page sizes: 4k, 2m.
-    #[arg(long, default_value = "4k,2m")]
-    pub pages: String,
-    /// Timer ticks per second.
-    #[arg(long, default_value_t = 250)]
-    pub hz: u32,
+    /// Locks: pg, futex, rseq, adaptive [default: pg, or --like's].
+    #[arg(long)]
+    pub locks: Option<String>,
+    /// Page sizes: 4k, 2m [default: 4k,2m, or --like's].
+    #[arg(long)]
+    pub pages: Option<String>,
+    /// Timer ticks per second [default: 250, or --like's].
+    #[arg(long)]
+    pub hz: Option<u32>,
+    /// Take the costs a bench lock result measured (fault, spin, syscall, context switch, wakes) as the
+    /// model's parameters; --set wins.
+    #[arg(long, value_name = "RESULT.json")]
+    pub costs_from: Option<PathBuf>,
+    /// Take the matrix of a bench lock result (its host's CPUs and HZ, its workers, locks, pages, work and
+    /// critical section); explicit flags win.
+    #[arg(long, value_name = "RESULT.json")]
+    pub like: Option<PathBuf>,
     /// What the workers run: lock (bench lock's operation) or txn (pgbench-like transactions with client
     /// round trips; throughput in transactions per second).
     #[arg(long, default_value = "lock")]

@@ -25,23 +25,26 @@ pub fn run(a: SimArgs) -> Result<i32> {
     if a.repeat == 0 || a.repeat > 1000 {
         bail!("--repeat {}: 1..1000", a.repeat);
     }
+    let from = crate::sim_from::resolve(&a)?;
     let mut base = Params {
-        hz: a.hz,
+        hz: from.hz,
         duration_ns: dur.as_nanos() as u64,
         warmup_ns: warm.as_nanos() as u64,
         seed: a.seed,
         workload: Workload::parse(&a.workload).map_err(|e| anyhow!("--workload {e}"))?,
         ..Params::default()
     };
+    // The files' parameters first, so --set wins.
+    base = from.apply(&base)?;
     for kv in &a.set {
         base = matrix::set_param(&base, kv).with_context(|| format!("--set {kv}"))?;
     }
     let mut cpus = Vec::new();
-    for c in list(&a.cpus) {
+    for c in list(&from.cpus) {
         let n: u32 = c
             .parse()
             .map_err(|_| anyhow!("--cpus {c}: expected a number"))?;
-        let (_, workers) = lockrun::parse_counts("--workers", "workers", &a.workers, n, 100_000)
+        let (_, workers) = lockrun::parse_counts("--workers", "workers", &from.workers, n, 100_000)
             .map_err(|e| anyhow!(e))?;
         cpus.push((n, workers));
     }
@@ -52,8 +55,8 @@ pub fn run(a: SimArgs) -> Result<i32> {
     let m = Matrix {
         base: base.clone(),
         cpus,
-        pages: each("--pages", &a.pages, Pages::parse)?,
-        locks: each("--locks", &a.locks, LockKind::parse)?,
+        pages: each("--pages", &from.pages, Pages::parse)?,
+        locks: each("--locks", &from.locks, LockKind::parse)?,
         models: each("--models", &a.models, Model::parse)?,
         sweep: sweep.clone(),
     };
@@ -76,6 +79,7 @@ pub fn run(a: SimArgs) -> Result<i32> {
             set: a.set.clone(),
             sweep,
             repeat: a.repeat,
+            from_files: from.files(),
         },
         cells: Vec::new(),
     };

@@ -341,6 +341,27 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
             vec!["sim".into(), "--workload".into(), "olap".into()],
             "olap",
         ),
+        // sim --costs-from / --like: only a bench-lock result, and for costs one that measured them.
+        (
+            vec!["sim".into(), "--costs-from".into(), sim.clone()],
+            "not a bench-lock one",
+        ),
+        (
+            vec!["sim".into(), "--costs-from".into(), lock.clone()],
+            "re-run bench lock with this version",
+        ),
+        (
+            vec!["sim".into(), "--like".into(), sim.clone()],
+            "not a bench-lock one",
+        ),
+        (
+            vec!["sim".into(), "--like".into(), i.p("text.txt")],
+            "text.txt",
+        ),
+        (
+            vec!["sim".into(), "--costs-from".into(), i.p("no-such.json")],
+            "no-such.json",
+        ),
         // Result files: compare, report, results.
         (
             vec!["compare".into(), i.p("future.json"), lock.clone()],

@@ -5,6 +5,10 @@ use stats::Summary;
 
 use crate::{Envelope, Status};
 
+/// The costs `bench lock` measures before its cells: the model's record of them, so the bench writes what
+/// `sim --costs-from` reads.
+pub use sim::costs::Costs;
+
 /// What to run: one cell of the matrix, one repetition.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CellSpec {
@@ -249,6 +253,43 @@ pub struct LockResult {
     pub spec: Spec,
     /// The fault cost behind the ceiling.
     pub fault_cost: Option<FaultCost>,
+    /// Kernel and lock costs measured before the cells, the ones `sim --costs-from` takes (null in results
+    /// written before they were recorded).
+    #[serde(default)]
+    pub costs: Option<Costs>,
     /// The cells, in run order.
     pub cells: Vec<Cell>,
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Document;
+
+    /// A result written before `costs` was recorded loads, with none; one with them keeps them.
+    #[test]
+    fn costs_are_optional_and_round_trip() {
+        let old = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/results/bench-lock-ceiling-immortal.json"
+        ))
+        .unwrap();
+        assert!(!old.contains("\"costs\""));
+        let Ok(Document::Lock(mut r)) = Document::from_text(&old) else {
+            panic!("an old bench-lock result loads");
+        };
+        assert_eq!(r.costs, None);
+        assert!(r.fault_cost.is_some());
+        r.costs = Some(super::Costs {
+            spin_ns: 17.0,
+            syscall_ns: 84.5,
+            switch_half_round_trip_ns: 1073.5,
+            futex_wake_nobody_ns: 141.3,
+            futex_wake_remote_ns: None,
+        });
+        let text = serde_json::to_string(&r).unwrap();
+        let Ok(Document::Lock(back)) = Document::from_text(&text) else {
+            panic!("a result with costs loads");
+        };
+        assert_eq!(back, r);
+    }
 }

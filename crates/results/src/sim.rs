@@ -66,6 +66,22 @@ pub struct SimSpec {
     pub sweep: Option<(String, Vec<String>)>,
     /// Runs per cell.
     pub repeat: u32,
+    /// Parameters and matrix axes taken from result files (`--costs-from`, `--like`), where an explicit
+    /// flag or `--set` did not override them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub from_files: Vec<FromFile>,
+}
+
+/// What one file gave a sim run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FromFile {
+    /// The flag that named it (`--costs-from`, `--like`).
+    pub flag: String,
+    /// The file as given.
+    pub file: String,
+    /// Each parameter or axis taken (`spec.params`' name, or the flag's name for an axis) and the field of
+    /// the file it came from.
+    pub taken: Vec<(String, String)>,
 }
 
 /// A `sim` result file.

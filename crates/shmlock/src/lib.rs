@@ -29,6 +29,7 @@ pub mod spin;
 pub mod tas;
 pub mod ticket;
 pub mod ttas;
+pub mod wake_cost;
 
 use std::fmt;
 

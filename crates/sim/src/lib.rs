@@ -13,6 +13,7 @@
 //! | module | concept |
 //! |---|---|
 //! | [`params`] | the choices and parameters, grouped by concern, and their validation |
+//! | [`costs`] | costs measured by `bench lock` and the parameters they set |
 //! | `event`, `clock`, `rng` | what can happen; virtual time and the event heap; the seeded RNG |
 //! | `sim` | the model's state, the event loop, the dispatch of a phase's end |
 //! | `task` | a worker process and its phases |
@@ -24,6 +25,7 @@
 //! | [`metrics`] | counters, histograms, CPU-time accounts and the [`Outcome`] |
 
 mod clock;
+pub mod costs;
 mod event;
 mod lock;
 pub mod matrix;

@@ -17,11 +17,12 @@
 //! operations the workers counted, and the free list must still be a consistent permutation.
 
 //!
-//! The modules: [`layout`] (the region: lock area, control block, slots, descriptors and the free list
+//! The modules: [`costs`] (the kernel and lock costs the model takes, measured before the cells), [`layout`] (the region: lock area, control block, slots, descriptors and the free list
 //! through them), [`workload`] (what one operation does), `worker` (the loop a process or thread runs and
 //! its report) and `rep` (one repetition: start, phase, reap, check, sum). The matrix of cells and
 //! repetitions is [`crate::lockrun`]; forking and reaping go through [`crate::fork`].
 
+pub mod costs;
 pub mod layout;
 mod rep;
 mod worker;

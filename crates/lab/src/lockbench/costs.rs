@@ -1,0 +1,182 @@
+//! The kernel and lock costs the model takes (`sim::costs`), measured once per `bench lock` run before its
+//! cells, on the machine the bench runs on (a guest included): a spin-loop iteration, a syscall round
+//! trip, a context switch between two processes on one CPU, `futex_wake` with nobody queued and waking a
+//! sleeper on another CPU. Each is the median of many timed repetitions; all of them take well under a
+//! second. The minor fault is the run's `fault_cost` ([`crate::lockrun::measure_fault_cost`]).
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use shmlock::pg::MAX_SPINS_PER_DELAY;
+use shmlock::shm::{Backing, ShmRegion};
+use shmlock::spin::cpu_relax;
+use shmlock::{futex, wake_cost};
+
+use crate::fork::Children;
+
+pub use results::lock::Costs;
+
+/// Timed batches per figure (the median over them is the figure).
+const BATCHES: usize = 201;
+/// Wakes of a remote sleeper (each lets it fall asleep for 50 us first).
+const WAKE_ROUNDS: usize = 1000;
+/// Round trips per timed batch of the context-switch ping-pong.
+const SWITCH_BATCH: u32 = 10;
+/// Untimed round trips before the batches.
+const SWITCH_WARMUP: u32 = 100;
+
+/// Median ns per call of `f`, timed in `BATCHES` batches of `per_batch` calls.
+fn per_call(per_batch: u32, mut f: impl FnMut()) -> f64 {
+    let mut v: Vec<f64> = (0..BATCHES)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..per_batch {
+                f();
+            }
+            t.elapsed().as_nanos() as f64 / per_batch as f64
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// One iteration of the `pg` lock's spin on a held lock (s_lock's `TAS_SPIN` reads the word, sees it taken,
+/// `perform_spin_delay` pauses), timed over a full `spins_per_delay` round.
+fn spin_ns() -> f64 {
+    let word = AtomicU32::new(1);
+    per_call(1, || {
+        let mut spins = 0;
+        while black_box(&word).load(Ordering::Relaxed) != 0 && spins < MAX_SPINS_PER_DELAY {
+            cpu_relax();
+            spins += 1;
+        }
+    }) / MAX_SPINS_PER_DELAY as f64
+}
+
+fn syscall_ns() -> f64 {
+    per_call(100, || {
+        // SAFETY: getppid has no preconditions; through syscall(2) so libc cannot cache it.
+        black_box(unsafe { libc::syscall(libc::SYS_getppid) });
+    })
+}
+
+fn futex_wake_nobody_ns() -> f64 {
+    let word = AtomicU32::new(0);
+    per_call(100, || {
+        black_box(futex::wake(&word, 1));
+    })
+}
+
+/// Two processes pinned to one CPU hand a futex word back and forth (each waits for its turn, takes it,
+/// passes it on and wakes the other); half the median round trip.
+fn switch_half_round_trip_ns() -> Result<f64, String> {
+    let cpu = *wake_cost::allowed_cpus()
+        .first()
+        .ok_or("no CPU in this process's affinity mask")?;
+    let shm = ShmRegion::new(4096, Backing::Page4k)?;
+    // SAFETY: the region is 4096 bytes, page-aligned and zeroed: a valid AtomicU32 (the turn: 0 or 1) at
+    // offset 0, and an f64 slot for the result at offset 64, both shared with the children.
+    let turn = unsafe { &*(shm.as_ptr() as *const AtomicU32) };
+    // SAFETY: as above; offset 64 is inside the region and 8-byte aligned.
+    let out = unsafe { shm.as_ptr().add(64) as *mut f64 };
+    let mut kids = Children::new();
+    for me in 0..2u32 {
+        kids.spawn((), c"plab-switchcal", move || {
+            if wake_cost::pin(cpu).is_err() {
+                return 1;
+            }
+            let mut pass = || {
+                while turn.load(Ordering::Acquire) != me {
+                    futex::wait(turn, 1 - me, Some(Duration::from_secs(1)));
+                }
+                turn.store(1 - me, Ordering::Release);
+                futex::wake(turn, 1);
+            };
+            // Both make the same number of passes; the first one's pass is a round trip (it waits for the
+            // other's).
+            for _ in 0..SWITCH_WARMUP {
+                pass();
+            }
+            if me == 1 {
+                for _ in 0..SWITCH_BATCH * BATCHES as u32 {
+                    pass();
+                }
+                return 0;
+            }
+            let ns = per_call(SWITCH_BATCH, &mut pass) / 2.0;
+            // SAFETY: `out` points into the shared region (see above).
+            unsafe { std::ptr::write_volatile(out, ns) };
+            0
+        })
+        .map_err(|e| format!("fork: {e}"))?;
+    }
+    let mut ok = true;
+    kids.reap_all(Duration::from_secs(30), |_, exit| ok &= exit.success());
+    // SAFETY: the child wrote the f64 before exiting (or it is still 0.0).
+    let ns = unsafe { std::ptr::read_volatile(out) };
+    if !ok || ns <= 0.0 {
+        return Err("the context-switch calibration children failed".into());
+    }
+    Ok(ns)
+}
+
+/// Measures the costs. A figure that cannot be measured here (the remote wake on one CPU) is null; a
+/// failure of the ping-pong children is an error.
+pub fn measure() -> Result<Costs, String> {
+    let remote = wake_cost::measure(WAKE_ROUNDS, false).ok().and_then(|w| {
+        let mut v = w.woke;
+        v.sort_unstable();
+        (v.len() >= WAKE_ROUNDS / 2).then(|| v[v.len() / 2] as f64)
+    });
+    Ok(Costs {
+        spin_ns: spin_ns(),
+        syscall_ns: syscall_ns(),
+        switch_half_round_trip_ns: switch_half_round_trip_ns()?,
+        futex_wake_nobody_ns: futex_wake_nobody_ns(),
+        futex_wake_remote_ns: remote,
+    })
+}
+
+/// The costs as one line, with the fault cost when measured.
+pub fn line(c: &Costs, fault_ns: Option<f64>) -> String {
+    let us = |ns: f64| {
+        if ns >= 1000.0 {
+            format!("{:.2} us", ns / 1000.0)
+        } else {
+            format!("{ns:.0} ns")
+        }
+    };
+    let fault = fault_ns.map_or(String::new(), |f| format!("fault (4 KB) {}, ", us(f)));
+    let remote = c
+        .futex_wake_remote_ns
+        .map_or("not measured (one CPU)".into(), us);
+    format!(
+        "measured costs: {fault}spin iteration {}, syscall {}, context switch (half round trip) {}, futex_wake with nobody queued {}, waking a sleeper on another CPU {remote}",
+        us(c.spin_ns),
+        us(c.syscall_ns),
+        us(c.switch_half_round_trip_ns),
+        us(c.futex_wake_nobody_ns),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_costs_are_measured_and_plausible() {
+        let t = Instant::now();
+        let c = measure().unwrap();
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        for (name, v) in [
+            ("spin", c.spin_ns),
+            ("syscall", c.syscall_ns),
+            ("switch", c.switch_half_round_trip_ns),
+            ("wake", c.futex_wake_nobody_ns),
+        ] {
+            assert!(v > 0.0 && v < 1e7, "{name} {v}");
+        }
+        assert!(line(&c, Some(1200.0)).contains("fault (4 KB) 1.20 us"));
+    }
+}

@@ -1,0 +1,184 @@
+//! Costs measured on a machine and the parameters they set. `bench lock` measures [`Costs`] once per run
+//! (`lab::lockbench::costs`) and records them in its result; `preemptlab sim --costs-from FILE` sets the
+//! parameters [`taken`] maps them to, so the model runs with the costs of the machine (or guest) the bench
+//! ran on. docs/model.md ("Costs from a measurement") says what is taken and what stays a default.
+
+use serde::{Deserialize, Serialize};
+
+use crate::matrix;
+use crate::Params;
+
+/// What `bench lock` measures before its cells, each the median of many repetitions, ns. The minor fault
+/// is not here: the result's `fault_cost` has it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Costs {
+    /// One iteration of the `pg` lock's spin loop on a held lock: the test (a load of the lock word) and
+    /// `pause`.
+    pub spin_ns: f64,
+    /// A syscall round trip (`getppid`).
+    pub syscall_ns: f64,
+    /// Two processes pinned to one CPU handing a futex back and forth: half a round trip, which is one
+    /// `futex_wake` of a waiter on the same CPU, one `futex_wait` and one context switch.
+    pub switch_half_round_trip_ns: f64,
+    /// `futex_wake` with nobody queued.
+    pub futex_wake_nobody_ns: f64,
+    /// What `futex_wake` costs the waker when it wakes a task sleeping on another, idle CPU
+    /// (`shmlock::wake_cost`). Null where the bench's process may use only one CPU.
+    pub futex_wake_remote_ns: Option<f64>,
+}
+
+/// One parameter set from a measurement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Taken {
+    /// The parameter (`spec.params`' name).
+    pub param: &'static str,
+    /// Its value.
+    pub value: u64,
+    /// The measurement it comes from, as the lock result names it.
+    pub from: &'static str,
+}
+
+fn ns(v: f64) -> u64 {
+    if v.is_finite() && v > 0.0 {
+        v.round() as u64
+    } else {
+        0
+    }
+}
+
+/// The parameters the costs (and the result's fault cost, ns per fault, when measured) set:
+///
+/// - `fault_4k_ns` = the fault cost. The sim charges it per fault, which maps a fault-around group; the
+///   bench's fault calibration writes, so each of its faults maps one page (write faults on shared memory
+///   take no fault-around), and the extra page-table entries a read fault maps are not in the figure.
+/// - `spin_ns`, `syscall_ns` as measured; `futex_wake_ns` (the model's wake of a waiter on a busy CPU)
+///   = the wake with nobody queued, as the defaults were derived.
+/// - `futex_wake_idle_ns` = the remote wake less the wake with nobody queued: what waking a sleeper on an
+///   idle CPU costs the waker on top.
+/// - `ctx_switch_ns` = the half round trip less what the model charges separately for it (`futex_wake_ns`
+///   and the `futex_wait` syscall, `syscall_ns`), at least half the half round trip: the subtraction must
+///   not let noise in the syscall figures erase the switch.
+pub fn taken(c: &Costs, fault_ns: Option<f64>) -> Vec<Taken> {
+    let mut out = Vec::new();
+    if let Some(f) = fault_ns {
+        out.push(Taken {
+            param: "fault_4k_ns",
+            value: ns(f).max(1),
+            from: "fault_cost.ns_per_fault",
+        });
+    }
+    let syscall = ns(c.syscall_ns).max(1);
+    let wake = ns(c.futex_wake_nobody_ns).max(1);
+    let half = ns(c.switch_half_round_trip_ns);
+    out.push(Taken {
+        param: "spin_ns",
+        value: ns(c.spin_ns).max(1),
+        from: "costs.spin_ns",
+    });
+    out.push(Taken {
+        param: "syscall_ns",
+        value: syscall,
+        from: "costs.syscall_ns",
+    });
+    out.push(Taken {
+        param: "ctx_switch_ns",
+        value: half.saturating_sub(syscall + wake).max(half / 2).max(1),
+        from: "costs.switch_half_round_trip_ns",
+    });
+    out.push(Taken {
+        param: "futex_wake_ns",
+        value: wake,
+        from: "costs.futex_wake_nobody_ns",
+    });
+    if let Some(r) = c.futex_wake_remote_ns {
+        out.push(Taken {
+            param: "futex_wake_idle_ns",
+            value: ns(r).saturating_sub(wake),
+            from: "costs.futex_wake_remote_ns",
+        });
+    }
+    out
+}
+
+/// `p` with the taken parameters set.
+pub fn apply(p: &Params, taken: &[Taken]) -> Params {
+    taken.iter().fold(p.clone(), |p, t| {
+        matrix::set_param(&p, &format!("{}={}", t.param, t.value))
+            .expect("taken names integer parameters")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn costs() -> Costs {
+        Costs {
+            spin_ns: 38.4,
+            syscall_ns: 95.0,
+            switch_half_round_trip_ns: 1900.0,
+            futex_wake_nobody_ns: 210.0,
+            futex_wake_remote_ns: Some(12_210.0),
+        }
+    }
+
+    fn value(t: &[Taken], name: &str) -> Option<u64> {
+        t.iter().find(|x| x.param == name).map(|x| x.value)
+    }
+
+    #[test]
+    fn each_measurement_sets_its_parameter() {
+        let t = taken(&costs(), Some(1351.05));
+        assert_eq!(value(&t, "fault_4k_ns"), Some(1351));
+        assert_eq!(value(&t, "spin_ns"), Some(38));
+        assert_eq!(value(&t, "syscall_ns"), Some(95));
+        assert_eq!(value(&t, "futex_wake_ns"), Some(210));
+        // On top of the wake that finds nobody.
+        assert_eq!(value(&t, "futex_wake_idle_ns"), Some(12_000));
+        // The half round trip less the wait's syscall and the wake.
+        assert_eq!(value(&t, "ctx_switch_ns"), Some(1900 - 95 - 210));
+        let p = apply(&Params::default(), &t);
+        assert_eq!(p.fault_4k_ns, 1351);
+        assert_eq!(p.ctx_switch_ns, 1595);
+        assert_eq!(p.futex_wake_idle_ns, 12_000);
+        // What no measurement covers stays the default.
+        assert_eq!(p.ipi_ns, Params::default().ipi_ns);
+        assert_eq!(p.fault_around_pages, Params::default().fault_around_pages);
+    }
+
+    #[test]
+    fn missing_measurements_leave_their_defaults() {
+        let c = Costs {
+            futex_wake_remote_ns: None,
+            ..costs()
+        };
+        let t = taken(&c, None);
+        assert_eq!(value(&t, "fault_4k_ns"), None);
+        assert_eq!(value(&t, "futex_wake_idle_ns"), None);
+        let p = apply(&Params::default(), &t);
+        assert_eq!(p.fault_4k_ns, Params::default().fault_4k_ns);
+        assert_eq!(p.futex_wake_idle_ns, 0);
+    }
+
+    #[test]
+    fn noisy_figures_cannot_erase_the_switch_or_go_negative() {
+        let c = Costs {
+            switch_half_round_trip_ns: 250.0,
+            futex_wake_remote_ns: Some(100.0),
+            spin_ns: f64::NAN,
+            ..costs()
+        };
+        let t = taken(&c, Some(-3.0));
+        assert_eq!(value(&t, "ctx_switch_ns"), Some(125));
+        assert_eq!(value(&t, "futex_wake_idle_ns"), Some(0));
+        assert_eq!(value(&t, "spin_ns"), Some(1));
+        assert_eq!(value(&t, "fault_4k_ns"), Some(1));
+    }
+
+    #[test]
+    fn costs_round_trip_through_json() {
+        let c = costs();
+        let j = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<Costs>(&j).unwrap(), c);
+    }
+}
