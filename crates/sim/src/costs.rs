@@ -100,6 +100,52 @@ pub fn taken(c: &Costs, fault_ns: Option<f64>) -> Vec<Taken> {
     out
 }
 
+/// The operation as one uncontended worker ran it: `bench lock`'s `pg` cells with a single worker, medians
+/// over their repetitions, ns. The model's per-operation user costs (`cs_ns`, `op_ns`, `access_4k_ns`)
+/// were calibrated on the development machine; a machine (or a guest under software emulation) that runs
+/// the same code several times slower needs its own, and these cells carry them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Uncontended {
+    /// The bench's work outside the lock per operation (`spec.work_ns`).
+    pub work_ns: u64,
+    /// CPU per operation on 2 MB pages (no faults to speak of).
+    pub cpu_2m_ns: f64,
+    /// Hold time p50 on 2 MB pages: the pop under the lock, nobody to hand the line over to.
+    pub hold_2m_p50_ns: f64,
+    /// CPU per operation on 4 KB pages and its minor faults per operation, when measured.
+    pub cpu_4k: Option<(f64, f64)>,
+}
+
+/// The per-operation parameters an uncontended run sets:
+///
+/// - `cs_ns` = the hold p50 on 2 MB pages (with one worker nobody waits, so the hold is the pop);
+/// - `op_ns` = CPU per operation on 2 MB pages less the work and the critical section;
+/// - `access_4k_ns` = CPU per operation on 4 KB pages less that on 2 MB pages and less its faults at
+///   `fault_ns` each (when the fault cost was measured).
+pub fn op_taken(u: &Uncontended, fault_ns: Option<f64>) -> Vec<Taken> {
+    let cs = ns(u.hold_2m_p50_ns).max(1);
+    let mut out = vec![
+        Taken {
+            param: "cs_ns",
+            value: cs,
+            from: "cells[pg, 1 worker, hugetlb-2m].hold_ns.p50",
+        },
+        Taken {
+            param: "op_ns",
+            value: ns(u.cpu_2m_ns).saturating_sub(u.work_ns + cs).max(1),
+            from: "cells[pg, 1 worker, hugetlb-2m].cpu_ns_per_op",
+        },
+    ];
+    if let (Some((cpu_4k, faults)), Some(f)) = (u.cpu_4k, fault_ns) {
+        out.push(Taken {
+            param: "access_4k_ns",
+            value: ns(cpu_4k - u.cpu_2m_ns - faults * f),
+            from: "cells[pg, 1 worker, 4k].cpu_ns_per_op",
+        });
+    }
+    out
+}
+
 /// `p` with the taken parameters set.
 pub fn apply(p: &Params, taken: &[Taken]) -> Params {
     taken.iter().fold(p.clone(), |p, t| {
@@ -173,6 +219,29 @@ mod tests {
         assert_eq!(value(&t, "futex_wake_idle_ns"), Some(0));
         assert_eq!(value(&t, "spin_ns"), Some(1));
         assert_eq!(value(&t, "fault_4k_ns"), Some(1));
+    }
+
+    #[test]
+    fn an_uncontended_run_sets_the_operation() {
+        let u = Uncontended {
+            work_ns: 1000,
+            cpu_2m_ns: 2215.0,
+            hold_2m_p50_ns: 393.0,
+            cpu_4k: Some((4139.0, 0.2)),
+        };
+        let t = op_taken(&u, Some(3232.0));
+        assert_eq!(value(&t, "cs_ns"), Some(393));
+        assert_eq!(value(&t, "op_ns"), Some(2215 - 1000 - 393));
+        // 4139 - 2215 - 0.2 x 3232 = 1277.6
+        assert_eq!(value(&t, "access_4k_ns"), Some(1278));
+        // No fault cost: no 4 KB access figure; a faster-than-work machine cannot go negative.
+        let fast = Uncontended {
+            cpu_2m_ns: 900.0,
+            ..u
+        };
+        let t = op_taken(&fast, None);
+        assert_eq!(value(&t, "op_ns"), Some(1));
+        assert_eq!(value(&t, "access_4k_ns"), None);
     }
 
     #[test]
