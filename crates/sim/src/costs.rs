@@ -25,6 +25,11 @@ pub struct Costs {
     /// What `futex_wake` costs the waker when it wakes a task sleeping on another, idle CPU
     /// (`shmlock::wake_cost`). Null where the bench's process may use only one CPU.
     pub futex_wake_remote_ns: Option<f64>,
+    /// Mapping an existing (zeroed) 2 MB hugetlb page in a new process: a fresh process's first touch of
+    /// it. Null when the run had no hugetlb-2m cells that could run (no pool with free pages), and in
+    /// results written before it was measured.
+    #[serde(default)]
+    pub fault_2m_map_ns: Option<f64>,
 }
 
 /// One parameter set from a measurement.
@@ -55,6 +60,7 @@ fn ns(v: f64) -> u64 {
 ///   = the wake with nobody queued, as the defaults were derived.
 /// - `futex_wake_idle_ns` = the remote wake less the wake with nobody queued: what waking a sleeper on an
 ///   idle CPU costs the waker on top.
+/// - `fault_2m_map_ns` as measured.
 /// - `ctx_switch_ns` = the half round trip less what the model charges separately for it (`futex_wake_ns`
 ///   and the `futex_wait` syscall, `syscall_ns`), at least half the half round trip: the subtraction must
 ///   not let noise in the syscall figures erase the switch.
@@ -95,6 +101,13 @@ pub fn taken(c: &Costs, fault_ns: Option<f64>) -> Vec<Taken> {
             param: "futex_wake_idle_ns",
             value: ns(r).saturating_sub(wake),
             from: "costs.futex_wake_remote_ns",
+        });
+    }
+    if let Some(m) = c.fault_2m_map_ns {
+        out.push(Taken {
+            param: "fault_2m_map_ns",
+            value: ns(m).max(1),
+            from: "costs.fault_2m_map_ns",
         });
     }
     out
@@ -165,6 +178,7 @@ mod tests {
             switch_half_round_trip_ns: 1900.0,
             futex_wake_nobody_ns: 210.0,
             futex_wake_remote_ns: Some(12_210.0),
+            fault_2m_map_ns: Some(2_480.4),
         }
     }
 
@@ -183,10 +197,12 @@ mod tests {
         assert_eq!(value(&t, "futex_wake_idle_ns"), Some(12_000));
         // The half round trip less the wait's syscall and the wake.
         assert_eq!(value(&t, "ctx_switch_ns"), Some(1900 - 95 - 210));
+        assert_eq!(value(&t, "fault_2m_map_ns"), Some(2480));
         let p = apply(&Params::default(), &t);
         assert_eq!(p.fault_4k_ns, 1351);
         assert_eq!(p.ctx_switch_ns, 1595);
         assert_eq!(p.futex_wake_idle_ns, 12_000);
+        assert_eq!(p.fault_2m_map_ns, 2480);
         // What no measurement covers stays the default.
         assert_eq!(p.ipi_ns, Params::default().ipi_ns);
         assert_eq!(p.fault_around_pages, Params::default().fault_around_pages);
@@ -196,14 +212,17 @@ mod tests {
     fn missing_measurements_leave_their_defaults() {
         let c = Costs {
             futex_wake_remote_ns: None,
+            fault_2m_map_ns: None,
             ..costs()
         };
         let t = taken(&c, None);
         assert_eq!(value(&t, "fault_4k_ns"), None);
         assert_eq!(value(&t, "futex_wake_idle_ns"), None);
+        assert_eq!(value(&t, "fault_2m_map_ns"), None);
         let p = apply(&Params::default(), &t);
         assert_eq!(p.fault_4k_ns, Params::default().fault_4k_ns);
         assert_eq!(p.futex_wake_idle_ns, 0);
+        assert_eq!(p.fault_2m_map_ns, Params::default().fault_2m_map_ns);
     }
 
     #[test]
@@ -249,5 +268,10 @@ mod tests {
         let c = costs();
         let j = serde_json::to_string(&c).unwrap();
         assert_eq!(serde_json::from_str::<Costs>(&j).unwrap(), c);
+        // Costs recorded before the 2 MB mapping was measured load without it.
+        let mut v: serde_json::Value = serde_json::from_str(&j).unwrap();
+        v.as_object_mut().unwrap().remove("fault_2m_map_ns");
+        let old: Costs = serde_json::from_value(v).unwrap();
+        assert_eq!(old.fault_2m_map_ns, None);
     }
 }
