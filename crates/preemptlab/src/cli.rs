@@ -206,6 +206,7 @@ pub struct CompareArgs {
     pub files: Vec<PathBuf>,
     /// Set the values of this cell field against each other instead of files against files (`--by lock`:
     /// every lock against the first, each cell matched on its other fields); several files are pooled.
+    /// `--by preempt` splits the files by the host's preemption model instead (runs under none, lazy, ...).
     #[arg(long, value_name = "FIELD")]
     pub by: Option<String>,
     /// With --by: the value the others are compared with (default: the first that appears).

@@ -2,61 +2,27 @@
 
 use anyhow::{anyhow, bail, Result};
 use lab::files::{self, load_document as load, FilesError};
-use report::compare::{self, Input};
+use report::compare::{self, CompareError};
 use results::Document;
 
 use crate::cli::{CompareArgs, CompareFormat, ReportArgs, ResultsArgs};
 
 pub fn run(a: CompareArgs) -> Result<i32> {
-    if !(0.0..1.0).contains(&a.noise) {
-        bail!("--noise {}: a fraction from 0 to 1 (0.02 = 2%)", a.noise);
-    }
     let docs: Vec<(String, Document)> = a
         .files
         .iter()
         .map(|p| Ok((p.display().to_string(), load(p)?)))
         .collect::<Result<_>>()?;
-    // Results of different kinds have no cells in common: refuse rather than report "no cells matched".
-    if let Some((first, d0)) = docs.first() {
-        if let Some((other, d)) = docs.iter().find(|(_, d)| d.kind() != d0.kind()) {
-            bail!(
-                "compare needs results of one kind: {first} is {}, {other} is {}",
-                d0.kind(),
-                d.kind()
-            );
-        }
-    }
-    let inputs: Vec<Input> = docs
-        .iter()
-        .map(|(name, doc)| Input::new(name.clone(), doc).map_err(|e| anyhow!(e)))
-        .collect::<Result<_>>()?;
-    if a.base.is_some() && a.by.is_none() {
-        bail!("--base needs --by FIELD: the value of that field the others are set against (--by lock --base pg)");
-    }
-    let inputs = match &a.by {
-        Some(field) => {
-            compare::split_by(&inputs, field, a.base.as_deref()).map_err(|e| anyhow!(e))?
-        }
-        None if inputs.len() < 2 => bail!(
-            "compare needs two result files, or one with --by FIELD (e.g. --by lock) to set its cells against each other"
-        ),
-        None => inputs,
+    let opts = compare::Options {
+        noise: a.noise,
+        by: a.by.as_deref().map(compare::By::parse),
+        base: a.base.clone(),
+        metrics: a
+            .metrics
+            .as_deref()
+            .map(|m| m.split(',').map(|s| s.trim().to_string()).collect()),
     };
-    let filter: Option<Vec<String>> = a
-        .metrics
-        .as_ref()
-        .map(|m| m.split(',').map(|s| s.trim().to_string()).collect());
-    if let Some(f) = &filter {
-        for name in f {
-            if !compare::METRICS.iter().any(|m| m.name == name) {
-                bail!(
-                    "--metrics {name}: unknown (known: {})",
-                    compare::METRICS.map(|m| m.name).join(", ")
-                );
-            }
-        }
-    }
-    let c = compare::compare(&inputs, a.noise, filter.as_deref()).map_err(|e| anyhow!(e))?;
+    let c = compare::run(&docs, &opts).map_err(|e| flag_context(e, &a))?;
     match a.format {
         CompareFormat::Table => print!("{}", compare::table(&c)),
         CompareFormat::Markdown => print!("{}", compare::markdown(&c)),
@@ -71,6 +37,30 @@ pub fn run(a: CompareArgs) -> Result<i32> {
     } else {
         0
     })
+}
+
+/// The library's error with the flag that gave the value, and the flag that fixes it.
+fn flag_context(e: CompareError, a: &CompareArgs) -> anyhow::Error {
+    let by = a.by.as_deref().unwrap_or_default();
+    let base = a.base.as_deref().unwrap_or_default();
+    match e {
+        CompareError::Noise(_) => anyhow!("--noise {e}"),
+        CompareError::UnknownMetric { .. } => anyhow!("--metrics {e}"),
+        CompareError::TooFew => anyhow!("{e}: give another file, or --by FIELD (e.g. --by lock)"),
+        CompareError::BaseWithoutAxis => {
+            anyhow!("--base {base}: {e}: add --by (--by lock --base pg)")
+        }
+        CompareError::NoBase { .. } => anyhow!("--base {base}: {e}"),
+        CompareError::PoolHosts { .. } | CompareError::PoolSpecs { .. } => {
+            anyhow!("--by {by}: {e} (without --by)")
+        }
+        CompareError::PoolKinds { .. }
+        | CompareError::NoHost(_)
+        | CompareError::NoField { .. }
+        | CompareError::OneValue { .. }
+        | CompareError::NoInputs => anyhow!("--by {by}: {e}"),
+        CompareError::NotResult { .. } | CompareError::Kinds { .. } => anyhow!(e),
+    }
 }
 
 pub fn list(a: ResultsArgs) -> Result<i32> {

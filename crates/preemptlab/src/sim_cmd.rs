@@ -2,31 +2,20 @@
 //! (x one swept parameter), `repeat` seeds per cell (`sim::matrix`), written in the bench result schema so
 //! `compare` and `report` read it next to measured results.
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Result};
 use lab::lockrun;
 use results::sim::{SimCell, SimResult, SimSpec};
-use sim::matrix::{self, Matrix};
-use sim::{LockKind, Model, Pages, Params, Workload};
+use sim::matrix::{Axis, MatrixError, Request, RequestError};
+use sim::{Params, Workload};
 
 use crate::cli::split_list as list;
 use crate::cli::SimArgs;
 
-/// Parses each entry of a comma-separated flag.
-fn each<T>(flag: &str, s: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>> {
-    list(s)
-        .iter()
-        .map(|x| parse(x).map_err(|e| anyhow!("{flag} {e}")))
-        .collect()
-}
-
 pub fn run(a: SimArgs) -> Result<i32> {
     let dur = lockrun::parse_duration(&a.duration).map_err(|e| anyhow!("--duration: {e}"))?;
     let warm = lockrun::parse_duration(&a.warmup).map_err(|e| anyhow!("--warmup: {e}"))?;
-    if a.repeat == 0 || a.repeat > 1000 {
-        bail!("--repeat {}: 1..1000", a.repeat);
-    }
     let from = crate::sim_from::resolve(&a)?;
-    let mut base = Params {
+    let base = Params {
         hz: from.hz,
         duration_ns: dur.as_nanos() as u64,
         warmup_ns: warm.as_nanos() as u64,
@@ -34,11 +23,6 @@ pub fn run(a: SimArgs) -> Result<i32> {
         workload: Workload::parse(&a.workload).map_err(|e| anyhow!("--workload {e}"))?,
         ..Params::default()
     };
-    // The files' parameters first, so --set wins.
-    base = from.apply(&base)?;
-    for kv in &a.set {
-        base = matrix::set_param(&base, kv).with_context(|| format!("--set {kv}"))?;
-    }
     let mut cpus = Vec::new();
     for c in list(&from.cpus) {
         let n: u32 = c
@@ -48,24 +32,19 @@ pub fn run(a: SimArgs) -> Result<i32> {
             .map_err(|e| anyhow!(e))?;
         cpus.push((n, workers));
     }
-    let sweep = match &a.sweep {
-        None => None,
-        Some(s) => Some(matrix::parse_sweep(&base, s).with_context(|| format!("--sweep {s}"))?),
-    };
-    let m = Matrix {
-        base: base.clone(),
+    let (models, locks, pages) = (list(&a.models), list(&from.locks), list(&from.pages));
+    let req = Request {
+        // The files' parameters first, so --set wins.
+        base: from.apply(&base)?,
+        set: &a.set,
         cpus,
-        pages: each("--pages", &from.pages, Pages::parse)?,
-        locks: each("--locks", &from.locks, LockKind::parse)?,
-        models: each("--models", &a.models, Model::parse)?,
-        sweep: sweep.clone(),
+        models: &models,
+        locks: &locks,
+        pages: &pages,
+        sweep: a.sweep.as_deref(),
+        repeat: a.repeat,
     };
-    let cells = m.cells().map_err(|e| match e {
-        matrix::MatrixError::Empty => {
-            anyhow!("--cpus, --models, --locks and --pages need at least one entry each")
-        }
-        e => anyhow!(e),
-    })?;
+    let (m, cells) = req.matrix().map_err(flag_context)?;
     let out = a
         .result
         .out
@@ -75,9 +54,9 @@ pub fn run(a: SimArgs) -> Result<i32> {
     let mut res = SimResult {
         envelope: lab::result::envelope("sim"),
         spec: SimSpec {
-            params: base,
+            params: m.base,
             set: a.set.clone(),
-            sweep,
+            sweep: m.sweep,
             repeat: a.repeat,
             from_files: from.files(),
         },
@@ -110,17 +89,27 @@ pub fn run(a: SimArgs) -> Result<i32> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use shmlock::adaptive::{PARK_TIMEOUT_MAX, PARK_TIMEOUT_MIN, SPIN_BUDGET};
-
-    /// The model's `adaptive` runs with the real lock's constants unless told otherwise.
-    #[test]
-    fn model_adaptive_uses_the_real_locks_constants() {
-        let p = sim::Params::default();
-        assert_eq!(p.adaptive_spin_ns, SPIN_BUDGET.as_nanos() as u64);
-        assert_eq!(p.adaptive_park_min_ns, PARK_TIMEOUT_MIN.as_nanos() as u64);
-        assert_eq!(p.adaptive_park_max_ns, PARK_TIMEOUT_MAX.as_nanos() as u64);
-        assert_eq!(shmlock::adaptive::SLOTS as u32, sim::ADAPTIVE_SLOTS);
+/// The library's error with the flag that gave the value.
+fn flag_context(e: RequestError) -> anyhow::Error {
+    match &e {
+        RequestError::Repeat(_) => anyhow!("--repeat {e}"),
+        RequestError::Set { .. } => anyhow!("--set {e}"),
+        RequestError::Sweep { .. } => anyhow!("--sweep {e}"),
+        RequestError::Axis { axis, .. } => {
+            let flag = match axis {
+                Axis::Models => "--models",
+                Axis::Locks => "--locks",
+                Axis::Pages => "--pages",
+            };
+            anyhow!("{flag} {e}")
+        }
+        RequestError::Matrix(MatrixError::Empty) => {
+            anyhow!("--cpus, --models, --locks and --pages need at least one entry each")
+        }
+        RequestError::Matrix(MatrixError::Invalid(i)) => match i.name {
+            "cpus" | "workers" | "hz" => anyhow!("--{e}"),
+            name => anyhow!("{e} (--set {name}=VALUE in that range)"),
+        },
+        RequestError::Matrix(_) => anyhow!(e),
     }
 }

@@ -330,3 +330,45 @@ fn by_lock_within_and_across_files() {
         refused(&args);
     }
 }
+
+/// The VM campaign's runs (docs/results/vm/lock-6.18: five guests per model, booted preempt=none,
+/// voluntary, full, lazy) pooled per model, every model set against none, cell by cell.
+#[test]
+fn by_preempt_pools_the_vm_campaign_per_model() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results/vm/lock-6.18");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let (o, v) = compare(&refs, &["--by", "preempt", "--base", "none"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let inputs: Vec<&str> = v["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_str().unwrap())
+        .collect();
+    assert_eq!(inputs[0], "preempt=none (5 files pooled)");
+    assert!(
+        inputs.contains(&"preempt=lazy (5 files pooled)"),
+        "{inputs:?}"
+    );
+    assert_eq!(inputs.len(), 4);
+    let models = v["host_diffs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["fact"] == "preemption")
+        .unwrap();
+    assert_eq!(models["values"][0], "none");
+    assert!(v["rows"].as_array().unwrap().len() > 3);
+    // One model only: refused in one line.
+    refused(&[
+        files[0].display().to_string(),
+        "--by".into(),
+        "preempt".into(),
+    ]);
+}

@@ -122,7 +122,7 @@ fn bad_input_is_one_line_and_exit_2() {
         (vec!["--set", "nope=1"], "no parameter \"nope\""),
         (vec!["--cpus", "0"], "--cpus 0"),
         (vec!["--sweep", "hz"], "name=v1,v2"),
-        (vec!["--set", "fault_block_p=2"], "--fault-block-p 2"),
+        (vec!["--set", "fault_block_p=2"], "fault_block_p 2: 0..1"),
         (
             vec!["--workload", "oltp"],
             "--workload oltp: expected lock or txn",

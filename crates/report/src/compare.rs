@@ -13,11 +13,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use results::metrics::{pools, HOST_FACTS};
 pub use results::metrics::{Better, Metric, Unit, METRICS};
+use results::Document;
 use serde::Serialize;
 use stats::{judge, Sample};
 
 pub use crate::compare_input::{CellSamples, Input};
 use crate::markup::{columns, sig3, Align};
+pub use crate::pool::{split, By};
 
 /// A difference in host facts or spec.
 #[derive(Debug, Clone, Serialize)]
@@ -89,136 +91,185 @@ impl Comparison {
     }
 }
 
-/// Splits result files along one key field of their cells (`lock`, `pages`, `huge_pages`, ...): one
-/// input per value of `field`, holding that value's cells, so that `compare` sets the values against each
-/// other (each cell matched on its other key fields) instead of files against files. The values come in the
-/// order they first appear, `base` (when given) first. Several files are pooled: a cell's repetitions from
-/// every file are taken together, which needs the files to be runs of one configuration (same kind and the
-/// same scalar spec fields but `repeat`; the matrix lists may differ). Errors name the fix.
-pub fn split_by(inputs: &[Input], field: &str, base: Option<&str>) -> Result<Vec<Input>, String> {
-    let Some(first) = inputs.first() else {
-        return Err("compare --by needs at least one result file".into());
+/// Why a comparison could not be made. The messages name the offending value and the fix; the caller
+/// adds which option gave it.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// The noise threshold is no fraction.
+    #[error("{0}: a fraction from 0 to 1 (0.02 = 2%)")]
+    Noise(f64),
+    /// A document that is no bench or sim result.
+    #[error("{label}: a {kind} document, not a bench or sim result; compare reads result files")]
+    NotResult {
+        /// The input.
+        label: String,
+        /// What it is.
+        kind: String,
+    },
+    /// Results of different kinds have no cells in common.
+    #[error("compare needs results of one kind: {a} is {a_kind}, {b} is {b_kind}")]
+    Kinds {
+        /// The first input.
+        a: String,
+        /// Its kind.
+        a_kind: String,
+        /// The first input of another kind.
+        b: String,
+        /// Its kind.
+        b_kind: String,
+    },
+    /// One input and nothing to split it along.
+    #[error("compare needs two result files, or one split along a field of its cells (lock, pages, ...)")]
+    TooFew,
+    /// A base value without an axis to find it on.
+    #[error("a base value needs an axis to split along (a cell field such as lock, or preempt)")]
+    BaseWithoutAxis,
+    /// A metric name not in the catalogue.
+    #[error("{name}: unknown metric (known: {known})")]
+    UnknownMetric {
+        /// The name given.
+        name: String,
+        /// The known names.
+        known: String,
+    },
+    /// Nothing to pool.
+    #[error("no result files to pool")]
+    NoInputs,
+    /// Pooled files of different benches.
+    #[error("{a} is a {a_kind} result and {b} a {b_kind} result: only runs of one bench pool")]
+    PoolKinds {
+        /// The first input.
+        a: String,
+        /// Its kind.
+        a_kind: String,
+        /// The other input.
+        b: String,
+        /// Its kind.
+        b_kind: String,
+    },
+    /// Pooled files from different hosts.
+    #[error(
+        "{a} and {b} differ in the host's {fact} ({a_value} vs {b_value}): only runs of one host pool; \
+         set such files against each other file by file"
+    )]
+    PoolHosts {
+        /// The first input.
+        a: String,
+        /// The other input.
+        b: String,
+        /// The host fact.
+        fact: String,
+        /// Its value in `a`.
+        a_value: String,
+        /// Its value in `b`.
+        b_value: String,
+    },
+    /// Pooled files of different configurations.
+    #[error(
+        "{a} and {b} differ in spec.{field} ({a_value} vs {b_value}): only runs of one configuration \
+         pool; set such files against each other file by file"
+    )]
+    PoolSpecs {
+        /// The first input.
+        a: String,
+        /// The other input.
+        b: String,
+        /// The spec field.
+        field: String,
+        /// Its value in `a`.
+        a_value: String,
+        /// Its value in `b`.
+        b_value: String,
+    },
+    /// A file without host facts, split by preemption model.
+    #[error("{0} records no host facts, so no preemption model")]
+    NoHost(String),
+    /// No cell has the field split along.
+    #[error("the cells have no field {field} (they have: {}; or preempt, the host's preemption model)", have.join(", "))]
+    NoField {
+        /// The field.
+        field: String,
+        /// The fields the cells have.
+        have: Vec<String>,
+    },
+    /// The base value does not occur.
+    #[error("no {} has {by}={base} (values: {})", if *preempt { "file" } else { "cell" }, values.join(", "))]
+    NoBase {
+        /// The axis.
+        by: String,
+        /// The base asked for.
+        base: String,
+        /// The values that occur.
+        values: Vec<String>,
+        /// Split by preemption model.
+        preempt: bool,
+    },
+    /// The axis has one value.
+    #[error(
+        "every {} has {by}={value}: nothing to set against it ({})",
+        if *preempt { "file" } else { "cell" },
+        if *preempt { "add runs under other preemption models" } else { "pick a field that varies" }
+    )]
+    OneValue {
+        /// The axis.
+        by: String,
+        /// Its one value.
+        value: String,
+        /// Split by preemption model.
+        preempt: bool,
+    },
+}
+
+/// What `compare` is asked: the noise threshold, an axis to split pooled files along (and its base value),
+/// the metrics to show.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// A change counts only when the interval of the ratio clears 1 by more than this (0.02 = 2%).
+    pub noise: f64,
+    /// Split the (pooled) inputs along this axis instead of setting files against files.
+    pub by: Option<By>,
+    /// With `by`: the value the others are set against (default: the first that appears).
+    pub base: Option<String>,
+    /// Only these metrics (names as in [`METRICS`]).
+    pub metrics: Option<Vec<String>>,
+}
+
+/// Compares labelled documents as asked: checks the options, reduces each document to its input, splits
+/// them when asked, and builds the comparison.
+pub fn run(docs: &[(String, Document)], o: &Options) -> Result<Comparison, CompareError> {
+    if !(0.0..1.0).contains(&o.noise) {
+        return Err(CompareError::Noise(o.noise));
+    }
+    if let Some(names) = &o.metrics {
+        if let Some(name) = names.iter().find(|n| Metric::named(n).is_none()) {
+            return Err(CompareError::UnknownMetric {
+                name: name.clone(),
+                known: METRICS.map(|m| m.name).join(", "),
+            });
+        }
+    }
+    // Results of different kinds have no cells in common: refuse rather than report "no cells matched".
+    if let Some((first, d0)) = docs.first() {
+        if let Some((other, d)) = docs.iter().find(|(_, d)| d.kind() != d0.kind()) {
+            return Err(CompareError::Kinds {
+                a: first.clone(),
+                a_kind: d0.kind().to_string(),
+                b: other.clone(),
+                b_kind: d.kind().to_string(),
+            });
+        }
+    }
+    let inputs: Vec<Input> = docs
+        .iter()
+        .map(|(name, doc)| Input::new(name.clone(), doc))
+        .collect::<Result<_, _>>()?;
+    let inputs = match (&o.by, &o.base) {
+        (Some(by), base) => split(&inputs, by, base.as_deref())?,
+        (None, Some(_)) => return Err(CompareError::BaseWithoutAxis),
+        (None, None) if inputs.len() < 2 => return Err(CompareError::TooFew),
+        (None, None) => inputs,
     };
-    // Pooling runs of different configurations would mix what compare is meant to keep apart.
-    let scalar_spec = |i: &Input| -> BTreeMap<String, String> {
-        i.spec
-            .iter()
-            .filter(|f| f.name != "repeat" && !f.list)
-            .map(|f| (f.name.clone(), f.json.clone()))
-            .collect()
-    };
-    let spec0 = scalar_spec(first);
-    for i in &inputs[1..] {
-        if i.kind != first.kind {
-            return Err(format!(
-                "{} is a {} result and {} a {} result: --by pools runs of one bench",
-                first.label, first.kind, i.label, i.kind
-            ));
-        }
-        // Runs on different hosts (or kernels, preemption models, ...) are not one sample either.
-        if let Some(f) = HOST_FACTS
-            .iter()
-            .find(|f| first.host_fact(f.get) != i.host_fact(f.get))
-        {
-            return Err(format!(
-                "{} and {} differ in the host's {} ({} vs {}): --by pools runs of one host; compare \
-                 such files without --by",
-                first.label,
-                i.label,
-                f.label,
-                first.host_fact(f.get).unwrap_or_else(|| "-".into()),
-                i.host_fact(f.get).unwrap_or_else(|| "-".into())
-            ));
-        }
-        let spec = scalar_spec(i);
-        let keys: BTreeSet<&String> = spec0.keys().chain(spec.keys()).collect();
-        let differs = keys.into_iter().find(|k| spec0.get(*k) != spec.get(*k));
-        if let Some(k) = differs {
-            return Err(format!(
-                "{} and {} differ in spec.{k} ({} vs {}): --by pools runs of one configuration; compare \
-                 such files without --by",
-                first.label,
-                i.label,
-                spec0.get(k).map(String::as_str).unwrap_or("-"),
-                spec.get(k).map(String::as_str).unwrap_or("-")
-            ));
-        }
-    }
-    // value of `field` -> cell key (the other key fields) -> the pooled cell.
-    let mut order: Vec<String> = Vec::new();
-    let mut groups: BTreeMap<String, BTreeMap<String, CellSamples>> = BTreeMap::new();
-    let mut seen_fields = BTreeSet::new();
-    for i in inputs {
-        for c in &i.cells {
-            seen_fields.extend(c.key.keys().cloned());
-            let Some(v) = c.key.get(field) else { continue };
-            if !order.contains(v) {
-                order.push(v.clone());
-            }
-            let key = c
-                .key
-                .iter()
-                .filter(|(k, _)| k.as_str() != field)
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ");
-            let cell = groups
-                .entry(v.clone())
-                .or_default()
-                .entry(key)
-                .or_insert_with(|| CellSamples {
-                    key: c.key.clone(),
-                    samples: vec![Vec::new(); METRICS.len()],
-                });
-            for (pooled, more) in cell.samples.iter_mut().zip(&c.samples) {
-                pooled.extend_from_slice(more);
-            }
-        }
-    }
-    if order.is_empty() {
-        return Err(format!(
-            "--by {field}: the cells have no such field (they have: {})",
-            seen_fields.into_iter().collect::<Vec<_>>().join(", ")
-        ));
-    }
-    if let Some(b) = base {
-        let Some(pos) = order.iter().position(|v| v == b) else {
-            return Err(format!(
-                "--base {b}: no cell has {field}={b} (values: {})",
-                order.join(", ")
-            ));
-        };
-        let b = order.remove(pos);
-        order.insert(0, b);
-    }
-    if order.len() < 2 {
-        return Err(format!(
-            "--by {field}: every cell has {field}={}; nothing to set against it (pick a field that varies)",
-            order[0]
-        ));
-    }
-    let pooled = if inputs.len() > 1 {
-        format!(" ({} files pooled)", inputs.len())
-    } else {
-        String::new()
-    };
-    Ok(order
-        .into_iter()
-        .map(|v| {
-            let cells: Vec<CellSamples> = groups
-                .remove(&v)
-                .unwrap_or_default()
-                .into_values()
-                .collect();
-            Input {
-                label: format!("{field}={v}{pooled}"),
-                kind: first.kind,
-                host: first.host.clone(),
-                spec: first.spec.clone(),
-                cells,
-            }
-        })
-        .collect())
+    compare(&inputs, o.noise, o.metrics.as_deref())
 }
 
 /// Builds the comparison. Errors name the input that is not a result file.
@@ -226,9 +277,9 @@ pub fn compare(
     inputs: &[Input],
     noise: f64,
     metrics_filter: Option<&[String]>,
-) -> Result<Comparison, String> {
+) -> Result<Comparison, CompareError> {
     if inputs.len() < 2 {
-        return Err("compare needs at least two result files".into());
+        return Err(CompareError::TooFew);
     }
     // Host facts and spec fields that differ.
     let mut host_diffs = Vec::new();
@@ -658,7 +709,7 @@ mod tests {
                 ("adaptive", 16, &[100.0, 99.0, 101.0]),
             ],
         );
-        let split = split_by(std::slice::from_ref(&run1), "lock", None).unwrap();
+        let split = super::split(std::slice::from_ref(&run1), &By::parse("lock"), None).unwrap();
         assert_eq!(
             split.iter().map(|i| i.label.as_str()).collect::<Vec<_>>(),
             ["lock=pg", "lock=adaptive"]
@@ -671,14 +722,19 @@ mod tests {
         assert!(!at("workers=16").significant);
         assert!(c.spec_diffs.iter().any(|d| d.fact == "cell lock"));
         // --base puts that value first: adaptive is the baseline, pg 1/1.5 of it.
-        let split = split_by(std::slice::from_ref(&run1), "lock", Some("adaptive")).unwrap();
+        let split = super::split(
+            std::slice::from_ref(&run1),
+            &By::parse("lock"),
+            Some("adaptive"),
+        )
+        .unwrap();
         assert_eq!(split[0].label, "lock=adaptive");
         let r = row_at(&split, "workers=8");
         assert!(r.regression && (r.ratio - 1.0 / 1.5).abs() < 0.01, "{r:?}");
         // Two runs of one configuration pool their repetitions (repeat may differ).
         let mut run2 = lock_run("run2", 1, &[("pg", 8, &[97.0]), ("adaptive", 8, &[151.0])]);
         run2.spec[2].json = "1".into();
-        let split = split_by(&[run1.clone(), run2], "lock", None).unwrap();
+        let split = super::split(&[run1.clone(), run2], &By::parse("lock"), None).unwrap();
         assert!(split[0].label.contains("2 files pooled"));
         let r = row_at(&split, "workers=8");
         assert_eq!((r.a_range.0, r.b_range.1), (97.0, 152.0));
@@ -688,18 +744,21 @@ mod tests {
     fn by_field_refuses_what_it_cannot_pool_or_find() {
         let run1 = lock_run("run1", 1, &[("pg", 8, &[1.0]), ("adaptive", 8, &[2.0])]);
         let other_seed = lock_run("run2", 2, &[("pg", 8, &[1.0]), ("adaptive", 8, &[2.0])]);
-        let e = split_by(&[run1.clone(), other_seed], "lock", None).unwrap_err();
-        assert!(e.contains("spec.seed (1 vs 2)"), "{e}");
-        let e = split_by(std::slice::from_ref(&run1), "clients", None).unwrap_err();
-        assert!(e.contains("they have: lock, pages, workers"), "{e}");
-        let e = split_by(std::slice::from_ref(&run1), "lock", Some("mcs")).unwrap_err();
-        assert!(e.contains("values: pg, adaptive"), "{e}");
-        let e = split_by(std::slice::from_ref(&run1), "pages", None).unwrap_err();
-        assert!(e.contains("every cell has pages=4k"), "{e}");
+        let e = split(&[run1.clone(), other_seed], &By::parse("lock"), None).unwrap_err();
+        assert!(e.to_string().contains("spec.seed (1 vs 2)"), "{e}");
+        let e = split(std::slice::from_ref(&run1), &By::parse("clients"), None).unwrap_err();
+        assert!(
+            e.to_string().contains("they have: lock, pages, workers"),
+            "{e}"
+        );
+        let e = split(std::slice::from_ref(&run1), &By::parse("lock"), Some("mcs")).unwrap_err();
+        assert!(e.to_string().contains("values: pg, adaptive"), "{e}");
+        let e = split(std::slice::from_ref(&run1), &By::parse("pages"), None).unwrap_err();
+        assert!(e.to_string().contains("every cell has pages=4k"), "{e}");
         let mut pg = run1.clone();
         pg.kind = Kind::BenchPg;
-        let e = split_by(&[run1, pg], "lock", None).unwrap_err();
-        assert!(e.contains("pools runs of one bench"), "{e}");
+        let e = split(&[run1, pg], &By::parse("lock"), None).unwrap_err();
+        assert!(e.to_string().contains("runs of one bench pool"), "{e}");
     }
 
     #[test]

@@ -8,6 +8,8 @@ use results::host::HostFacts;
 use results::metrics::METRICS;
 use results::{Document, Kind};
 
+use crate::compare::CompareError;
+
 /// One cell of an input: its key fields and, per metric of [`METRICS`] (same index), the repetitions'
 /// values.
 #[derive(Debug, Clone)]
@@ -18,7 +20,7 @@ pub struct CellSamples {
     pub samples: Vec<Vec<f64>>,
 }
 
-/// One input: a result file (or a part of one, see [`split_by`]).
+/// One input: a result file (or a part of one, see [`split`](crate::compare::split)).
 #[derive(Debug, Clone)]
 pub struct Input {
     /// A label (the file name).
@@ -35,13 +37,13 @@ pub struct Input {
 
 impl Input {
     /// The input of a loaded document; errors when it is not a bench or sim result.
-    pub fn new(label: impl Into<String>, doc: &Document) -> Result<Input, String> {
+    pub fn new(label: impl Into<String>, doc: &Document) -> Result<Input, CompareError> {
         let label = label.into();
         let (Some(cells), Some(spec)) = (doc.cells(), doc.spec_fields()) else {
-            return Err(format!(
-                "{label}: a {} document, not a bench or sim result; compare reads result files",
-                doc.kind()
-            ));
+            return Err(CompareError::NotResult {
+                label,
+                kind: doc.kind().to_string(),
+            });
         };
         let cells = cells
             .into_iter()

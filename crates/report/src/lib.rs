@@ -14,6 +14,7 @@ pub mod lock_table;
 pub mod markup;
 pub mod net_table;
 pub mod pg_table;
+mod pool;
 pub mod prometheus;
 pub mod results_list;
 pub mod sim_table;

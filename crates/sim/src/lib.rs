@@ -40,11 +40,11 @@ mod workload;
 
 pub use lock::ADAPTIVE_SLOTS;
 pub use metrics::{CpuSplit, Outcome, Pcts};
-pub use params::{validate, LockKind, Model, Pages, Params, Workload};
+pub use params::{validate, Invalid, LockKind, Model, Pages, Params, UnknownName, Workload};
 pub use sched::base_slice_ns;
 
 /// Runs the model.
-pub fn simulate(p: &Params) -> Result<Outcome, String> {
+pub fn simulate(p: &Params) -> Result<Outcome, Invalid> {
     validate(p)?;
     Ok(sim::Sim::new(p.clone()).run())
 }

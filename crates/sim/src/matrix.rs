@@ -2,7 +2,7 @@
 //! `repeat` times with seeds `seed`, `seed + 1`, ... Parameters are set by name through their JSON form, so
 //! any field of [`Params`] can be overridden or swept without a flag of its own.
 
-use crate::{simulate, LockKind, Model, Outcome, Pages, Params};
+use crate::{simulate, Invalid, LockKind, Model, Outcome, Pages, Params, UnknownName};
 
 /// A parameter that cannot be set.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -53,8 +53,8 @@ pub enum MatrixError {
         source: ParamError,
     },
     /// A cell's parameters are out of range.
-    #[error("{0}")]
-    Invalid(String),
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
 }
 
 /// Applies `name=value` to the parameters through their JSON form (the value as JSON, else as a string).
@@ -204,6 +204,120 @@ impl Cell {
     }
 }
 
+/// The axis of the matrix a name was given for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Axis {
+    /// Preemption models.
+    Models,
+    /// Locks.
+    Locks,
+    /// Page sizes.
+    Pages,
+}
+
+/// A sim run as asked, its choices still by name: the base parameters, `name=value` overrides applied in
+/// order, the axes, one swept parameter, the runs per cell.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// Parameters before the overrides.
+    pub base: Params,
+    /// `name=value` overrides, applied in order.
+    pub set: &'a [String],
+    /// CPU counts, each with its worker counts.
+    pub cpus: Vec<(u32, Vec<u32>)>,
+    /// Preemption models by name; the first is the baseline of the ratios.
+    pub models: &'a [String],
+    /// Locks by name.
+    pub locks: &'a [String],
+    /// Page sizes by name.
+    pub pages: &'a [String],
+    /// `name=v1,v2,...`.
+    pub sweep: Option<&'a str>,
+    /// Runs per cell, each with its own seed.
+    pub repeat: u32,
+}
+
+/// The most runs per cell.
+pub const MAX_REPEAT: u32 = 1000;
+
+/// A request that makes no matrix. The messages name the value; the caller adds which option gave it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RequestError {
+    /// Runs per cell out of range.
+    #[error("{0}: 1..1000 runs a cell")]
+    Repeat(u32),
+    /// An override that does not apply.
+    #[error("{kv}: {source}")]
+    Set {
+        /// The override.
+        kv: String,
+        /// Why.
+        source: ParamError,
+    },
+    /// A sweep that does not apply.
+    #[error("{sweep}: {source}")]
+    Sweep {
+        /// The sweep as given.
+        sweep: String,
+        /// Why.
+        source: MatrixError,
+    },
+    /// A name no value of the axis has.
+    #[error("{source}")]
+    Axis {
+        /// The axis.
+        axis: Axis,
+        /// Why.
+        source: UnknownName,
+    },
+    /// The matrix cannot run.
+    #[error(transparent)]
+    Matrix(#[from] MatrixError),
+}
+
+impl Request<'_> {
+    /// The matrix asked for, and its cells in run order.
+    pub fn matrix(&self) -> Result<(Matrix, Vec<Cell>), RequestError> {
+        if self.repeat == 0 || self.repeat > MAX_REPEAT {
+            return Err(RequestError::Repeat(self.repeat));
+        }
+        let mut base = self.base.clone();
+        for kv in self.set {
+            base = set_param(&base, kv).map_err(|source| RequestError::Set {
+                kv: kv.clone(),
+                source,
+            })?;
+        }
+        let sweep = match self.sweep {
+            None => None,
+            Some(s) => Some(parse_sweep(&base, s).map_err(|source| RequestError::Sweep {
+                sweep: s.to_string(),
+                source,
+            })?),
+        };
+        fn each<T>(
+            axis: Axis,
+            names: &[String],
+            parse: fn(&str) -> Result<T, UnknownName>,
+        ) -> Result<Vec<T>, RequestError> {
+            names
+                .iter()
+                .map(|n| parse(n).map_err(|source| RequestError::Axis { axis, source }))
+                .collect()
+        }
+        let m = Matrix {
+            base,
+            cpus: self.cpus.clone(),
+            pages: each(Axis::Pages, self.pages, Pages::parse)?,
+            locks: each(Axis::Locks, self.locks, LockKind::parse)?,
+            models: each(Axis::Models, self.models, Model::parse)?,
+            sweep,
+        };
+        let cells = m.cells()?;
+        Ok((m, cells))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,5 +358,62 @@ mod tests {
                 (1000, Model::Full)
             ]
         );
+    }
+
+    #[test]
+    fn a_request_applies_set_then_sweep_and_names_what_is_wrong() {
+        let names = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let (set, models, locks, pages) = (
+            names(&["hz=100"]),
+            names(&["none", "lazy"]),
+            names(&["pg"]),
+            names(&["4k"]),
+        );
+        let req = Request {
+            base: Params::default(),
+            set: &set,
+            cpus: vec![(4, vec![8, 16])],
+            models: &models,
+            locks: &locks,
+            pages: &pages,
+            sweep: Some("spin_ns=10,20"),
+            repeat: 1,
+        };
+        let (m, cells) = req.matrix().unwrap();
+        assert_eq!(m.base.hz, 100);
+        assert_eq!(cells.len(), 2 * 2 * 2);
+        let bad_model = names(&["sometimes"]);
+        let e = Request {
+            models: &bad_model,
+            ..req.clone()
+        }
+        .matrix()
+        .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                RequestError::Axis {
+                    axis: Axis::Models,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "sometimes: expected none, voluntary, full or lazy"
+        );
+        let e = Request {
+            repeat: 0,
+            ..req.clone()
+        }
+        .matrix()
+        .unwrap_err();
+        assert_eq!(e, RequestError::Repeat(0));
+        let zero = Request {
+            cpus: vec![(0, vec![8])],
+            ..req
+        };
+        assert_eq!(zero.matrix().unwrap_err().to_string(), "cpus 0: 1..4096");
     }
 }

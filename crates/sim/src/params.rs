@@ -11,6 +11,28 @@ use serde::{Deserialize, Serialize};
 
 use crate::lock::adaptive;
 
+/// A name none of a choice's values has.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{given}: expected {expected}")]
+pub struct UnknownName {
+    /// The name given.
+    pub given: String,
+    /// The names there are, as a phrase (`4k or 2m`).
+    pub expected: &'static str,
+}
+
+/// A parameter outside the range the model works with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name} {value}: {range}")]
+pub struct Invalid {
+    /// The parameter (as in [`Params`]).
+    pub name: &'static str,
+    /// Its value.
+    pub value: String,
+    /// What it may be.
+    pub range: &'static str,
+}
+
 /// Preemption model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -27,13 +49,16 @@ pub enum Model {
 
 impl Model {
     /// Parses `none|voluntary|full|lazy`.
-    pub fn parse(s: &str) -> Result<Model, String> {
+    pub fn parse(s: &str) -> Result<Model, UnknownName> {
         match s {
             "none" => Ok(Model::None),
             "voluntary" => Ok(Model::Voluntary),
             "full" => Ok(Model::Full),
             "lazy" => Ok(Model::Lazy),
-            _ => Err(format!("{s}: expected none, voluntary, full or lazy")),
+            _ => Err(UnknownName {
+                given: s.to_string(),
+                expected: "none, voluntary, full or lazy",
+            }),
         }
     }
     /// The name.
@@ -66,13 +91,16 @@ pub enum LockKind {
 
 impl LockKind {
     /// Parses `pg|futex|rseq|adaptive`.
-    pub fn parse(s: &str) -> Result<LockKind, String> {
+    pub fn parse(s: &str) -> Result<LockKind, UnknownName> {
         match s {
             "pg" => Ok(LockKind::Pg),
             "futex" => Ok(LockKind::Futex),
             "rseq" => Ok(LockKind::Rseq),
             "adaptive" => Ok(LockKind::Adaptive),
-            _ => Err(format!("{s}: expected pg, futex, rseq or adaptive")),
+            _ => Err(UnknownName {
+                given: s.to_string(),
+                expected: "pg, futex, rseq or adaptive",
+            }),
         }
     }
     /// The name.
@@ -99,11 +127,14 @@ pub enum Pages {
 
 impl Pages {
     /// Parses `4k|2m` (also `hugetlb-2m`).
-    pub fn parse(s: &str) -> Result<Pages, String> {
+    pub fn parse(s: &str) -> Result<Pages, UnknownName> {
         match s {
             "4k" => Ok(Pages::P4k),
             "2m" | "hugetlb-2m" => Ok(Pages::P2m),
-            _ => Err(format!("{s}: expected 4k or 2m")),
+            _ => Err(UnknownName {
+                given: s.to_string(),
+                expected: "4k or 2m",
+            }),
         }
     }
     /// The name.
@@ -131,11 +162,14 @@ pub enum Workload {
 
 impl Workload {
     /// Parses `lock|txn`.
-    pub fn parse(s: &str) -> Result<Workload, String> {
+    pub fn parse(s: &str) -> Result<Workload, UnknownName> {
         match s {
             "lock" => Ok(Workload::Lock),
             "txn" => Ok(Workload::Txn),
-            _ => Err(format!("{s}: expected lock or txn")),
+            _ => Err(UnknownName {
+                given: s.to_string(),
+                expected: "lock or txn",
+            }),
         }
     }
     /// The name.
@@ -322,30 +356,53 @@ impl Default for Params {
 }
 
 /// Checks the parameters a run cannot work with.
-pub fn validate(p: &Params) -> Result<(), String> {
+pub fn validate(p: &Params) -> Result<(), Invalid> {
+    let bad = |name, value: &dyn ToString, range| {
+        Err(Invalid {
+            name,
+            value: value.to_string(),
+            range,
+        })
+    };
     if p.cpus == 0 || p.cpus > 4096 {
-        return Err(format!("--cpus {}: 1..4096", p.cpus));
+        return bad("cpus", &p.cpus, "1..4096");
     }
     if p.workers == 0 || p.workers > 100_000 {
-        return Err(format!("--workers {}: 1..100000", p.workers));
+        return bad("workers", &p.workers, "1..100000");
     }
     if p.hz == 0 || p.hz > 10_000 {
-        return Err(format!("--hz {}: 1..10000", p.hz));
+        return bad("hz", &p.hz, "1..10000");
     }
     if p.duration_ns == 0 {
-        return Err("--duration: more than 0".into());
+        return bad("duration_ns", &p.duration_ns, "more than 0");
     }
     if !(0.0..=1.0).contains(&p.fault_block_p) {
-        return Err(format!("--fault-block-p {}: 0..1", p.fault_block_p));
+        return bad("fault_block_p", &p.fault_block_p, "0..1");
     }
     if p.adaptive_park_min_ns == 0 || p.adaptive_park_max_ns < p.adaptive_park_min_ns {
-        return Err(format!(
-            "adaptive_park_min_ns {} / adaptive_park_max_ns {}: min more than 0, max at least min",
-            p.adaptive_park_min_ns, p.adaptive_park_max_ns
-        ));
+        return bad(
+            "adaptive_park_min_ns/adaptive_park_max_ns",
+            &format!("{}/{}", p.adaptive_park_min_ns, p.adaptive_park_max_ns),
+            "min more than 0, max at least min",
+        );
     }
     if p.descriptors < 1024 {
-        return Err(format!("--descriptors {}: at least 1024", p.descriptors));
+        return bad("descriptors", &p.descriptors, "at least 1024");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use shmlock::adaptive::{PARK_TIMEOUT_MAX, PARK_TIMEOUT_MIN, SLOTS, SPIN_BUDGET};
+
+    /// The model's `adaptive` runs with the real lock's constants unless told otherwise.
+    #[test]
+    fn model_adaptive_uses_the_real_locks_constants() {
+        let p = super::Params::default();
+        assert_eq!(p.adaptive_spin_ns, SPIN_BUDGET.as_nanos() as u64);
+        assert_eq!(p.adaptive_park_min_ns, PARK_TIMEOUT_MIN.as_nanos() as u64);
+        assert_eq!(p.adaptive_park_max_ns, PARK_TIMEOUT_MAX.as_nanos() as u64);
+        assert_eq!(SLOTS as u32, crate::ADAPTIVE_SLOTS);
+    }
 }
