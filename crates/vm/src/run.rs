@@ -124,14 +124,55 @@ pub fn find_out_arg(command: &[String]) -> Option<(usize, String, bool)> {
     found
 }
 
-/// The guest script (pure): `dir` is the shared directory, `argv` the full command line to run.
-pub fn guest_script(dir: &Path, argv: &[String]) -> String {
+/// The module tree of a kernel unpacked from a package (`<root>/usr/lib/modules/<name>` or
+/// `<root>/lib/modules/<name>` holding `modules.dep`, `<root>` an ancestor of the image), or the image's own
+/// directory when it holds `modules.dep`; None for a build without modules.
+pub fn module_tree(k: &Kernel) -> Option<PathBuf> {
+    let has_dep = |d: &Path| d.join("modules.dep").is_file();
+    let dir = k.image.parent()?;
+    if has_dep(dir) {
+        return Some(dir.to_path_buf());
+    }
+    k.image.ancestors().skip(1).take(4).find_map(|root| {
+        ["usr/lib/modules", "lib/modules"]
+            .iter()
+            .map(|t| root.join(t).join(&k.name))
+            .find(|d| has_dep(d))
+    })
+}
+
+/// The guest script (pure): `dir` is the shared directory, `argv` the full command line to run, `config`
+/// and `modules` the booted kernel's config file and module tree when the host has them: the guest sees
+/// the host's root filesystem, whose /boot and module trees belong to the host's kernel, so they are put
+/// where the guest kernel's tools look (`/boot/config-RELEASE` for the audit, `/usr/lib/modules/RELEASE`
+/// for modprobe, e.g. veth for `bench net --netns`), on tmpfs mounts that exist only in the guest.
+pub fn guest_script(
+    dir: &Path,
+    argv: &[String],
+    config: Option<&Path>,
+    modules: Option<&Path>,
+) -> String {
     let d = sh_quote(&dir.display().to_string());
     let cmd: Vec<String> = argv.iter().map(|a| sh_quote(a)).collect();
+    let mut setup = String::new();
+    if let Some(c) = config {
+        setup.push_str(&format!(
+            "mount -t tmpfs preemptlab-boot /boot && cp {} \"/boot/config-$(uname -r)\"\n",
+            sh_quote(&c.display().to_string())
+        ));
+    }
+    if let Some(m) = modules {
+        setup.push_str(&format!(
+            "mount -t tmpfs preemptlab-modules /usr/lib/modules && mkdir \"/usr/lib/modules/$(uname -r)\" && \
+             mount --bind {} \"/usr/lib/modules/$(uname -r)\"\n",
+            sh_quote(&m.display().to_string())
+        ));
+    }
     format!(
         "#!/bin/sh\n\
          # preemptlab vm: runs in the guest as root\n\
          d={d}\n\
+         {setup}\
          grep -q ' /sys/kernel/debug debugfs ' /proc/mounts || mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null\n\
          cat /proc/uptime > \"$d/uptime\"\n\
          cat /proc/cmdline > \"$d/cmdline\"\n\
@@ -454,8 +495,12 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
     let mut argv = vec![opts.exe.display().to_string()];
     argv.extend(command);
     let script = tmp.path().join("guest.sh");
-    std::fs::write(&script, guest_script(&shared, &argv))
-        .map_err(|e| VmError::io(format!("writing {}", script.display()), e))?;
+    let modules = module_tree(&kernel);
+    std::fs::write(
+        &script,
+        guest_script(&shared, &argv, kernel.config.as_deref(), modules.as_deref()),
+    )
+    .map_err(|e| VmError::io(format!("writing {}", script.display()), e))?;
 
     let mut append = String::new();
     if let Some(m) = opts.preempt {
@@ -640,10 +685,49 @@ mod tests {
         let sc = guest_script(
             Path::new("/tmp/x y"),
             &s(&["/bin/preemptlab", "bench", "it's"]),
+            None,
+            None,
         );
         assert!(sc.contains("d='/tmp/x y'"));
         assert!(sc.contains("'/bin/preemptlab' 'bench' 'it'\\''s' > \"$d/stdout\""));
         assert!(sc.contains("mount -t debugfs"));
+        assert!(!sc.contains("/boot") && !sc.contains("modules"));
+        // The kernel's own config and modules where the guest's tools look, quoted.
+        let sc = guest_script(
+            Path::new("/tmp/s"),
+            &s(&["/bin/preemptlab", "audit"]),
+            Some(Path::new("/c/config-7.2 x")),
+            Some(Path::new("/c/usr/lib/modules/7.2")),
+        );
+        assert!(sc.contains("cp '/c/config-7.2 x' \"/boot/config-$(uname -r)\""));
+        assert!(
+            sc.contains("mount --bind '/c/usr/lib/modules/7.2' \"/usr/lib/modules/$(uname -r)\"")
+        );
+        assert!(sc.find("/boot").unwrap() < sc.find("\"$d/started\"").unwrap());
+    }
+
+    #[test]
+    fn module_tree_of_an_unpacked_package() {
+        let t = tempfile::tempdir().unwrap();
+        let m = t.path().join("usr/lib/modules/7.2.1");
+        std::fs::create_dir_all(&m).unwrap();
+        std::fs::write(m.join("modules.dep"), "").unwrap();
+        std::fs::write(m.join("vmlinuz"), "").unwrap();
+        let k = |image: PathBuf| Kernel {
+            name: "7.2.1".into(),
+            image,
+            config: None,
+        };
+        // The image inside the module tree (Debian's 7.x packages) and in <root>/boot (6.x).
+        assert_eq!(module_tree(&k(m.join("vmlinuz"))), Some(m.clone()));
+        std::fs::create_dir_all(t.path().join("boot")).unwrap();
+        assert_eq!(
+            module_tree(&k(t.path().join("boot/vmlinuz-7.2.1"))),
+            Some(m)
+        );
+        // A build directory without modules.
+        let b = tempfile::tempdir().unwrap();
+        assert_eq!(module_tree(&k(b.path().join("bzImage"))), None);
     }
 
     #[test]
