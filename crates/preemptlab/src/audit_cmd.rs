@@ -61,7 +61,7 @@ fn audit(args: &AuditArgs) -> Result<i32> {
 
     let text = match args.format {
         AuditFormat::Table => {
-            report::audit_table::render(&audit, term::style(args.color), term::width())
+            report::audit_table::render(&audit, term::style(&args.color), term::width())
         }
         AuditFormat::Json => report::json(&audit),
         AuditFormat::Prometheus => report::prometheus::render(&audit),

@@ -4,13 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Splits a comma-separated flag value into its non-empty, trimmed entries.
-pub fn split_list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(|x| x.trim().to_string())
-        .filter(|x| !x.is_empty())
-        .collect()
-}
+pub use lab::options::list as split_list;
 
 /// Find, reproduce, measure and fix lock-holder preemption (Linux 7.0 + PostgreSQL on 4 KB pages).
 #[derive(Debug, Parser)]
@@ -66,9 +60,8 @@ pub struct FleetArgs {
     /// Exit with code 1 when a host's verdict is at or above this (warn: warn or at-risk; critical: at-risk).
     #[arg(long, value_enum)]
     pub fail_on: Option<FailOn>,
-    /// Colour in the table format.
-    #[arg(long, value_enum, default_value_t = Color::Auto)]
-    pub color: Color,
+    #[command(flatten)]
+    pub color: ColorArgs,
 }
 
 #[derive(Debug, Args)]
@@ -346,14 +339,14 @@ pub struct BenchPgArgs {
     #[arg(long)]
     pub script: Option<String>,
     /// The load driver.
-    #[arg(long, value_enum, default_value_t = Driver::Pgbench)]
-    pub driver: Driver,
+    #[arg(long, default_value = "pgbench", value_parser = lab::pgopts::DRIVERS)]
+    pub driver: String,
     /// Put a pooler between the clients and the server (persistent server connections, as in docs/references.md#page-table-cost).
-    #[arg(long, value_enum)]
-    pub pooler: Option<Pooler>,
+    #[arg(long, value_parser = lab::pgopts::POOLERS)]
+    pub pooler: Option<String>,
     /// Query protocol.
-    #[arg(long, value_enum, default_value_t = Protocol::Prepared)]
-    pub protocol: Protocol,
+    #[arg(long, default_value = "prepared", value_parser = lab::pgopts::PROTOCOLS)]
+    pub protocol: String,
     /// A new connection per transaction (pgbench -C): fresh backends and page tables all the time.
     #[arg(long)]
     pub reconnect: bool,
@@ -384,8 +377,8 @@ pub struct BenchPgArgs {
     /// When to read the cluster's Pss: once near the end of each run, in every sample, or never.
     /// Reading it walks every backend's page tables (about 0.5 s of CPU per pass at 32 backends on 2 GB of
     /// 4 KB-page buffers, measured), which lowers the TPS being measured when done every second.
-    #[arg(long, value_enum, default_value_t = PssWhen::End)]
-    pub pss: PssWhen,
+    #[arg(long, default_value = "end", value_parser = lab::pgopts::PSS_WHEN)]
+    pub pss: String,
     /// Directory of PostgreSQL's binaries.
     #[arg(long, value_name = "DIR")]
     pub pg_bin: Option<PathBuf>,
@@ -397,31 +390,6 @@ pub struct BenchPgArgs {
     pub preempt: SwitchPreemptArgs,
     #[command(flatten)]
     pub result: ResultArgs,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Driver {
-    Pgbench,
-    Sysbench,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PssWhen {
-    End,
-    Every,
-    Never,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Pooler {
-    Pgbouncer,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Protocol {
-    Simple,
-    Extended,
-    Prepared,
 }
 
 #[derive(Debug, Args)]
@@ -508,6 +476,14 @@ pub enum FailOn {
     Critical,
 }
 
+/// `--color` of every command that prints a table.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct ColorArgs {
+    /// Colour in the table format.
+    #[arg(long, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Color {
     Auto,
@@ -536,9 +512,8 @@ pub struct CheckArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlainFormat::Table)]
     pub format: PlainFormat,
-    /// Colour in the table format.
-    #[arg(long, value_enum, default_value_t = Color::Auto)]
-    pub color: Color,
+    #[command(flatten)]
+    pub color: ColorArgs,
 }
 
 #[derive(Debug, Args)]
@@ -559,9 +534,8 @@ pub struct AuditArgs {
     /// else JSON. For node_exporter's textfile collector: --format prometheus --out DIR/preemptlab.prom.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Colour in the table format.
-    #[arg(long, value_enum, default_value_t = Color::Auto)]
-    pub color: Color,
+    #[command(flatten)]
+    pub color: ColorArgs,
 }
 
 #[derive(Debug, Args)]
@@ -593,7 +567,6 @@ pub struct HugepagesArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlainFormat::Table)]
     pub format: PlainFormat,
-    /// Colour in the table format.
-    #[arg(long, value_enum, default_value_t = Color::Auto)]
-    pub color: Color,
+    #[command(flatten)]
+    pub color: ColorArgs,
 }

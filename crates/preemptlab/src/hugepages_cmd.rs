@@ -173,7 +173,7 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
             })
         ),
         PlainFormat::Table => {
-            let style = term::style(args.color);
+            let style = term::style(&args.color);
             for s in &sized {
                 print!(
                     "{}",
