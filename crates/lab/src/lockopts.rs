@@ -8,36 +8,63 @@ use crate::options::{self, HostShape, OptionError};
 
 /// `bench lock`'s options as given.
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct LockOptions {
-    /// Locks, comma-separated (`pg,futex`).
+    /// Locks: pg, tas, ttas, ticket, mcs, futex, pthread, adaptive, rseq (comma-separated).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, default_value = "pg,futex,pthread,adaptive")
+    )]
     pub locks: String,
-    /// Page backings, comma-separated (`4k,hugetlb-2m`).
+    /// Page backings: 4k, 4k-populate, thp, hugetlb-2m, hugetlb-1g.
+    #[cfg_attr(feature = "cli", arg(long, default_value = "4k,hugetlb-2m"))]
     pub pages: String,
-    /// Worker counts: numbers or multiples of the CPU count (`1x,4x,8`).
+    /// Worker counts: numbers or multiples of the CPU count (1x,4x,8x,16x).
+    #[cfg_attr(feature = "cli", arg(long, default_value = "1x,4x,8x"))]
     pub workers: String,
-    /// Measured time per repetition (`3s`).
+    /// Measured time per repetition (3s, 500ms).
+    #[cfg_attr(feature = "cli", arg(long, default_value = "3s"))]
     pub duration: String,
-    /// Warm-up per repetition (`1s`).
+    /// Warm-up per repetition, not measured.
+    #[cfg_attr(feature = "cli", arg(long, default_value = "1s"))]
     pub warmup: String,
     /// Repetitions per cell.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 3))]
     pub repeat: u32,
-    /// Buffer descriptors (default: sized to the host's RAM).
+    /// Buffer descriptors of 64 bytes (default: sized to the host, 1 GiB of descriptors when RAM allows).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub descriptors: Option<u64>,
-    /// Busy time inside the critical section, ns.
+    /// Extra busy time inside the critical section, ns.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 0))]
     pub cs_ns: u64,
     /// Busy time outside the lock per operation, ns.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 1000))]
     pub work_ns: u64,
-    /// Worker life in operations: a number, `auto` or `none`.
+    /// Replace each worker process after K operations (fresh page tables, like new backends): a number,
+    /// `none` (workers live for the whole run), or `auto` = 5 pops per 64 KB fault-around group of the
+    /// descriptor array, the fault density of the reported backends (docs/notes/2026-11-22-lock-bench-worker-lifetime-and-start-ages.md).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_name = "K|auto|none", default_value = "auto")
+    )]
     pub reconnect_every: String,
-    /// First workers' ages: `uniform` or `young`.
+    /// With --reconnect-every: the first workers start at random ages spread over a life (`uniform`: each
+    /// first maps what a worker of its age would have), so the measured window sees the steady state at
+    /// any worker count; `young`: all start new together (as results without this field did).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "uniform|young", default_value = "uniform",
+          value_parser = ["uniform", "young"]))]
     pub start_age: String,
-    /// Threads instead of processes.
+    /// Threads instead of fork()ed processes (shared page tables: far fewer faults).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub threads: bool,
-    /// Touch the free-list head's descriptor before acquiring.
+    /// Touch the free-list head's descriptor before acquiring (moves its fault out of the lock).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub prefetch_next: bool,
-    /// Grow hugetlb pools for hugetlb cells (needs root).
+    /// Grow hugetlb pools for hugetlb cells (root); restored afterwards, also on Ctrl-C.
+    #[cfg_attr(feature = "cli", arg(long))]
     pub reserve_hugepages: bool,
-    /// Seed.
+    /// Seed for the free-list permutation and the workers.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 1))]
     pub seed: u64,
 }
 

@@ -31,46 +31,71 @@ const BENCH_SETTINGS: [&str; 5] = [
 
 /// `bench pg`'s options as given.
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct PgOptions {
-    /// huge_pages settings, comma-separated (`off,on`).
+    /// huge_pages settings: off, on, try (comma-separated).
+    #[cfg_attr(feature = "cli", arg(long, default_value = "off,on"))]
     pub huge_pages: String,
-    /// Client counts: numbers or multiples of the CPU count (`16x`).
+    /// Client counts: numbers or multiples of the CPU count (16x).
+    #[cfg_attr(feature = "cli", arg(long, default_value = "16x"))]
     pub clients: String,
-    /// shared_buffers sizes, comma-separated (`2GB`).
+    /// shared_buffers sizes (comma-separated, e.g. 1GB,4GB).
+    #[cfg_attr(feature = "cli", arg(long, default_value = "2GB"))]
     pub shared_buffers: String,
-    /// pgbench's scaling factor.
+    /// Scale: pgbench's scaling factor (100 = 10 M accounts, about 1.5 GB); sysbench gets as many rows.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 100))]
     pub scale: u32,
-    /// A built-in script or a file (default: the driver's point select).
+    /// pgbench: select-only, simple-update, tpcb-like or a script FILE; sysbench: oltp_point_select,
+    /// oltp_read_only, oltp_read_write or a .lua FILE (default: select-only / oltp_point_select).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub script: Option<String>,
-    /// `pgbench` or `sysbench`.
+    /// The load driver.
+    #[cfg_attr(feature = "cli", arg(long, default_value = "pgbench", value_parser = DRIVERS))]
     pub driver: String,
-    /// `pgbouncer`, if any.
+    /// Put a pooler between the clients and the server (persistent server connections, as in docs/references.md#page-table-cost).
+    #[cfg_attr(feature = "cli", arg(long, value_parser = POOLERS))]
     pub pooler: Option<String>,
-    /// `simple`, `extended` or `prepared`.
+    /// Query protocol.
+    #[cfg_attr(feature = "cli", arg(long, default_value = "prepared", value_parser = PROTOCOLS))]
     pub protocol: String,
-    /// A new connection per transaction.
+    /// A new connection per transaction (pgbench -C): fresh backends and page tables all the time.
+    #[cfg_attr(feature = "cli", arg(long))]
     pub reconnect: bool,
-    /// pg_prewarm after each server start.
+    /// Load every table and index into shared_buffers with pg_prewarm after each server start.
+    #[cfg_attr(feature = "cli", arg(long))]
     pub prewarm: bool,
-    /// Measured time per run, whole seconds (`10s`).
+    /// Measured time per run, whole seconds (10s, 1m).
+    #[cfg_attr(feature = "cli", arg(long, default_value = "10s"))]
     pub duration: String,
-    /// Warm-up per run, whole seconds (`5s`, `0`).
+    /// Warm-up per run (a separate driver run just before; 0 for none).
+    #[cfg_attr(feature = "cli", arg(long, default_value = "5s"))]
     pub warmup: String,
-    /// Rounds.
+    /// Rounds: each runs every configuration once.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 3))]
     pub repeat: u32,
-    /// Driver threads (default: the CPU count).
+    /// Driver threads (pgbench -j; default: the CPU count).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub threads: Option<u32>,
-    /// Fraction of transactions logged for latencies.
+    /// Fraction of transactions pgbench logs for the latency percentiles (0 = none).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 0.1))]
     pub latency_sample: f64,
-    /// Extra server settings, `name=value` each.
+    /// Extra server setting, name=value (repeatable).
+    #[cfg_attr(feature = "cli", arg(long = "set", value_name = "NAME=VALUE"))]
     pub set: Vec<String>,
-    /// Time between /proc samples (`1s`).
+    /// Seconds between /proc samples of the cluster.
+    #[cfg_attr(feature = "cli", arg(long, default_value = "1s"))]
     pub sample_interval: String,
-    /// `end`, `every` or `never`.
+    /// When to read the cluster's Pss: once near the end of each run, in every sample, or never.
+    /// Reading it walks every backend's page tables (about 0.5 s of CPU per pass at 32 backends on 2 GB of
+    /// 4 KB-page buffers, measured), which lowers the TPS being measured when done every second.
+    #[cfg_attr(feature = "cli", arg(long, default_value = "end", value_parser = PSS_WHEN))]
     pub pss: String,
-    /// Directory of PostgreSQL's binaries (default: found).
+    /// Directory of PostgreSQL's binaries.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "DIR"))]
     pub pg_bin: Option<PathBuf>,
-    /// Grow the hugetlb pool per configuration (needs root).
+    /// Grow the hugetlb pool to what each configuration's server needs (its own
+    /// shared_memory_size_in_huge_pages plus 2%) (root); restored after each, also on Ctrl-C.
+    #[cfg_attr(feature = "cli", arg(long))]
     pub reserve_hugepages: bool,
 }
 

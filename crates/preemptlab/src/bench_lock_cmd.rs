@@ -1,7 +1,7 @@
 //! `preemptlab bench lock`.
 
 use anyhow::{anyhow, Result};
-use lab::lockopts::{self, LockOptions};
+use lab::lockopts;
 use lab::lockrun::{self, RunOptions};
 use lab::options::HostShape;
 
@@ -9,30 +9,13 @@ use crate::cli::BenchLockArgs;
 use crate::term;
 
 pub fn run(a: BenchLockArgs) -> Result<i32> {
-    let opts = LockOptions {
-        locks: a.locks,
-        pages: a.pages,
-        workers: a.workers,
-        duration: a.duration,
-        warmup: a.warmup,
-        repeat: a.repeat,
-        descriptors: a.descriptors,
-        cs_ns: a.cs_ns,
-        work_ns: a.work_ns,
-        reconnect_every: a.reconnect_every,
-        start_age: a.start_age,
-        threads: a.threads,
-        prefetch_next: a.prefetch_next,
-        reserve_hugepages: a.reserve_hugepages,
-        seed: a.seed,
-    };
-    let spec = opts.spec(&HostShape::live()).map_err(term::flags)?;
+    let spec = a.opts.spec(&HostShape::live()).map_err(term::flags)?;
     let out = term::result_path(&a.result, "bench-lock")?;
     let bar = term::bar(a.result.quiet, "{prefix:>9} [{bar:30}] {msg}");
     let pb = bar.clone();
     let print = term::cell_printer(bar, a.result.quiet);
     let run_opts = RunOptions {
-        reserve_hugepages: a.reserve_hugepages,
+        reserve_hugepages: a.opts.reserve_hugepages,
         out: out.clone(),
         progress: Box::new(move |ci, n, label, phase, frac, rate| {
             if let Some(pb) = &pb {

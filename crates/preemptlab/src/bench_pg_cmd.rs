@@ -2,43 +2,21 @@
 
 use anyhow::{anyhow, Result};
 use lab::options::HostShape;
-use lab::pgopts::{self, PgOptions};
+use lab::pgopts;
 use lab::pgrun::{self, RunOptions};
 
 use crate::cli::BenchPgArgs;
 use crate::term;
 
 pub fn run(a: BenchPgArgs) -> Result<i32> {
-    let opts = PgOptions {
-        huge_pages: a.huge_pages,
-        clients: a.clients,
-        shared_buffers: a.shared_buffers,
-        scale: a.scale,
-        script: a.script,
-        driver: a.driver,
-        pooler: a.pooler,
-        protocol: a.protocol,
-        reconnect: a.reconnect,
-        prewarm: a.prewarm,
-        duration: a.duration,
-        warmup: a.warmup,
-        repeat: a.repeat,
-        threads: a.threads,
-        latency_sample: a.latency_sample,
-        set: a.set,
-        sample_interval: a.sample_interval,
-        pss: a.pss,
-        pg_bin: a.pg_bin,
-        reserve_hugepages: a.reserve_hugepages,
-    };
-    let spec = opts.spec(&HostShape::live()).map_err(term::flags)?;
+    let spec = a.opts.spec(&HostShape::live()).map_err(term::flags)?;
     let out = term::result_path(&a.result, "bench-pg")?;
     let template = "{prefix:>7} [{bar:30}] {elapsed_precise} {msg}";
     let bar = term::bar(a.result.quiet, template);
     let pb = bar.clone();
     let print = term::cell_printer(bar, a.result.quiet);
     let run_opts = RunOptions {
-        reserve_hugepages: a.reserve_hugepages,
+        reserve_hugepages: a.opts.reserve_hugepages,
         out: out.clone(),
         parent_dir: None,
         progress: Box::new(move |done, total, label, phase, frac, tps| {

@@ -322,70 +322,8 @@ pub struct BenchLatencyArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchPgArgs {
-    /// huge_pages settings: off, on, try (comma-separated).
-    #[arg(long, default_value = "off,on")]
-    pub huge_pages: String,
-    /// Client counts: numbers or multiples of the CPU count (16x).
-    #[arg(long, default_value = "16x")]
-    pub clients: String,
-    /// shared_buffers sizes (comma-separated, e.g. 1GB,4GB).
-    #[arg(long, default_value = "2GB")]
-    pub shared_buffers: String,
-    /// Scale: pgbench's scaling factor (100 = 10 M accounts, about 1.5 GB); sysbench gets as many rows.
-    #[arg(long, default_value_t = 100)]
-    pub scale: u32,
-    /// pgbench: select-only, simple-update, tpcb-like or a script FILE; sysbench: oltp_point_select,
-    /// oltp_read_only, oltp_read_write or a .lua FILE (default: select-only / oltp_point_select).
-    #[arg(long)]
-    pub script: Option<String>,
-    /// The load driver.
-    #[arg(long, default_value = "pgbench", value_parser = lab::pgopts::DRIVERS)]
-    pub driver: String,
-    /// Put a pooler between the clients and the server (persistent server connections, as in docs/references.md#page-table-cost).
-    #[arg(long, value_parser = lab::pgopts::POOLERS)]
-    pub pooler: Option<String>,
-    /// Query protocol.
-    #[arg(long, default_value = "prepared", value_parser = lab::pgopts::PROTOCOLS)]
-    pub protocol: String,
-    /// A new connection per transaction (pgbench -C): fresh backends and page tables all the time.
-    #[arg(long)]
-    pub reconnect: bool,
-    /// Load every table and index into shared_buffers with pg_prewarm after each server start.
-    #[arg(long)]
-    pub prewarm: bool,
-    /// Measured time per run, whole seconds (10s, 1m).
-    #[arg(long, default_value = "10s")]
-    pub duration: String,
-    /// Warm-up per run (a separate driver run just before; 0 for none).
-    #[arg(long, default_value = "5s")]
-    pub warmup: String,
-    /// Rounds: each runs every configuration once.
-    #[arg(long, default_value_t = 3)]
-    pub repeat: u32,
-    /// Driver threads (pgbench -j; default: the CPU count).
-    #[arg(long)]
-    pub threads: Option<u32>,
-    /// Fraction of transactions pgbench logs for the latency percentiles (0 = none).
-    #[arg(long, default_value_t = 0.1)]
-    pub latency_sample: f64,
-    /// Extra server setting, name=value (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    pub set: Vec<String>,
-    /// Seconds between /proc samples of the cluster.
-    #[arg(long, default_value = "1s")]
-    pub sample_interval: String,
-    /// When to read the cluster's Pss: once near the end of each run, in every sample, or never.
-    /// Reading it walks every backend's page tables (about 0.5 s of CPU per pass at 32 backends on 2 GB of
-    /// 4 KB-page buffers, measured), which lowers the TPS being measured when done every second.
-    #[arg(long, default_value = "end", value_parser = lab::pgopts::PSS_WHEN)]
-    pub pss: String,
-    /// Directory of PostgreSQL's binaries.
-    #[arg(long, value_name = "DIR")]
-    pub pg_bin: Option<PathBuf>,
-    /// Grow the hugetlb pool to what each configuration's server needs (its own
-    /// shared_memory_size_in_huge_pages plus 2%) (root); restored after each, also on Ctrl-C.
-    #[arg(long)]
-    pub reserve_hugepages: bool,
+    #[command(flatten)]
+    pub opts: lab::pgopts::PgOptions,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
     #[command(flatten)]
@@ -394,56 +332,8 @@ pub struct BenchPgArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchLockArgs {
-    /// Locks: pg, tas, ttas, ticket, mcs, futex, pthread, adaptive, rseq (comma-separated).
-    #[arg(long, default_value = "pg,futex,pthread,adaptive")]
-    pub locks: String,
-    /// Page backings: 4k, 4k-populate, thp, hugetlb-2m, hugetlb-1g.
-    #[arg(long, default_value = "4k,hugetlb-2m")]
-    pub pages: String,
-    /// Worker counts: numbers or multiples of the CPU count (1x,4x,8x,16x).
-    #[arg(long, default_value = "1x,4x,8x")]
-    pub workers: String,
-    /// Measured time per repetition (3s, 500ms).
-    #[arg(long, default_value = "3s")]
-    pub duration: String,
-    /// Warm-up per repetition, not measured.
-    #[arg(long, default_value = "1s")]
-    pub warmup: String,
-    /// Repetitions per cell.
-    #[arg(long, default_value_t = 3)]
-    pub repeat: u32,
-    /// Buffer descriptors of 64 bytes (default: sized to the host, 1 GiB of descriptors when RAM allows).
-    #[arg(long)]
-    pub descriptors: Option<u64>,
-    /// Extra busy time inside the critical section, ns.
-    #[arg(long, default_value_t = 0)]
-    pub cs_ns: u64,
-    /// Busy time outside the lock per operation, ns.
-    #[arg(long, default_value_t = 1000)]
-    pub work_ns: u64,
-    /// Replace each worker process after K operations (fresh page tables, like new backends): a number,
-    /// `none` (workers live for the whole run), or `auto` = 5 pops per 64 KB fault-around group of the
-    /// descriptor array, the fault density of the reported backends (docs/notes/2026-11-22-lock-bench-worker-lifetime-and-start-ages.md).
-    #[arg(long, value_name = "K|auto|none", default_value = "auto")]
-    pub reconnect_every: String,
-    /// With --reconnect-every: the first workers start at random ages spread over a life (`uniform`: each
-    /// first maps what a worker of its age would have), so the measured window sees the steady state at
-    /// any worker count; `young`: all start new together (as results without this field did).
-    #[arg(long, value_name = "uniform|young", default_value = "uniform",
-          value_parser = ["uniform", "young"])]
-    pub start_age: String,
-    /// Threads instead of fork()ed processes (shared page tables: far fewer faults).
-    #[arg(long)]
-    pub threads: bool,
-    /// Touch the free-list head's descriptor before acquiring (moves its fault out of the lock).
-    #[arg(long)]
-    pub prefetch_next: bool,
-    /// Grow hugetlb pools for hugetlb cells (root); restored afterwards, also on Ctrl-C.
-    #[arg(long)]
-    pub reserve_hugepages: bool,
-    /// Seed for the free-list permutation and the workers.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub opts: lab::lockopts::LockOptions,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
     #[command(flatten)]
