@@ -366,6 +366,14 @@ pub enum FailOn {
     Critical,
 }
 
+/// `--sysroot` of the commands that read a host.
+#[derive(Debug, Args)]
+pub struct SysrootArgs {
+    /// Read /proc, /sys, /boot and /dev/kmsg under DIR instead of this host (fixtures, copies of other hosts).
+    #[arg(long, value_name = "DIR")]
+    pub sysroot: Option<PathBuf>,
+}
+
 /// `--color` of every command that prints a table.
 #[derive(Debug, Clone, Copy, Args)]
 pub struct ColorArgs {
@@ -408,9 +416,8 @@ pub struct CheckArgs {
 
 #[derive(Debug, Args)]
 pub struct AuditArgs {
-    /// Read /proc, /sys, /boot and /dev/kmsg under DIR instead of this host (fixtures, copies of other hosts).
-    #[arg(long, value_name = "DIR")]
-    pub sysroot: Option<PathBuf>,
+    #[command(flatten)]
+    pub sysroot: SysrootArgs,
     /// Also ask a running server for its settings, read-only, 5 s connect timeout (repeatable).
     #[arg(long = "pg", value_name = "DSN")]
     pub pg: Vec<String>,
@@ -449,11 +456,10 @@ pub struct HugepagesArgs {
     #[arg(long, value_name = "DIR")]
     pub pg_bin: Option<PathBuf>,
     /// Grow the pool to the target now (root); reports how many pages the kernel actually gave.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "sysroot")]
     pub apply: bool,
-    /// Read host files under DIR instead of this host.
-    #[arg(long, value_name = "DIR", conflicts_with = "apply")]
-    pub sysroot: Option<PathBuf>,
+    #[command(flatten)]
+    pub sysroot: SysrootArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlainFormat::Table)]
     pub format: PlainFormat,
