@@ -46,6 +46,23 @@ pub fn explain_io_error(err: &io::Error) -> String {
     }
 }
 
+/// Why a directory is no captured host tree.
+#[derive(Debug, thiserror::Error)]
+pub enum SysrootError {
+    /// Not a directory at all.
+    #[error("{}: not a directory (give a tree holding proc/ and sys/)", .dir.display())]
+    NotADirectory {
+        /// The path given.
+        dir: PathBuf,
+    },
+    /// A directory without proc/ or sys/.
+    #[error("{}: holds neither proc/ nor sys/ (give the root of a captured host tree)", .dir.display())]
+    NoHostTree {
+        /// The path given.
+        dir: PathBuf,
+    },
+}
+
 /// True when this process runs with effective uid 0.
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -68,7 +85,19 @@ impl Host {
         }
     }
 
-    /// Another host's files copied under `root` (`--sysroot`).
+    /// Another host's files copied under `root`, checked to be a captured host tree (proc/ or sys/).
+    pub fn at_checked(root: &Path) -> Result<Self, SysrootError> {
+        let dir = root.to_path_buf();
+        if !root.is_dir() {
+            return Err(SysrootError::NotADirectory { dir });
+        }
+        if !root.join("proc").is_dir() && !root.join("sys").is_dir() {
+            return Err(SysrootError::NoHostTree { dir });
+        }
+        Ok(Host::at(dir))
+    }
+
+    /// A host whose files are read under `root` (fixtures, copies of other hosts), unchecked.
     pub fn at(root: impl Into<PathBuf>) -> Self {
         let root = root.into();
         let live = root == Path::new("/");

@@ -18,6 +18,7 @@ pub mod pool_record;
 pub mod postgres;
 pub mod procfs;
 pub mod stopped;
+pub mod targets;
 
 pub use audit::{audit, host_facts, Audit, HostFacts};
 pub use fact::Fact;

@@ -1,7 +1,33 @@
-//! Finding PostgreSQL's binaries: `--pg-bin DIR`, `pg_config --bindir`, `/usr/lib/postgresql/*/bin`.
+//! Finding PostgreSQL's binaries (a directory the caller names, `pg_config --bindir`,
+//! `/usr/lib/postgresql/*/bin`) and asking them what they know: `postgres --describe-config` lists every
+//! server setting the build has (one per line, the name first, tab-separated; PostgreSQL's
+//! `src/backend/utils/misc/help_config.c`).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Why no binaries, or no answer from them.
+#[derive(Debug, thiserror::Error)]
+pub enum PgBinError {
+    /// The directory the caller named has no `postgres`.
+    #[error("{}: no postgres binary there", .dir.display())]
+    NotThere {
+        /// The directory named.
+        dir: PathBuf,
+    },
+    /// None found in the usual places.
+    #[error("no PostgreSQL server binaries found (looked in /usr/lib/postgresql/*/bin and pg_config --bindir): {INSTALL_HINT}")]
+    NotFound,
+    /// `postgres --describe-config` could not run or failed.
+    #[error("{} --describe-config failed: {why}", .bin.display())]
+    DescribeConfig {
+        /// The binary.
+        bin: PathBuf,
+        /// Its error or stderr.
+        why: String,
+    },
+}
 
 /// Where a binary directory was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,7 +40,7 @@ pub struct BinDir {
 
 /// The Debian package to suggest when nothing is found.
 pub const INSTALL_HINT: &str =
-    "install PostgreSQL's server: apt-get install postgresql-15 (Debian), or pass --pg-bin DIR";
+    "install PostgreSQL's server: apt-get install postgresql-15 (Debian), or name the directory of its binaries";
 
 fn major_of(dir: &Path) -> Option<u32> {
     let out = Command::new(dir.join("postgres"))
@@ -28,7 +54,7 @@ fn major_of(dir: &Path) -> Option<u32> {
 }
 
 /// Finds a binary directory holding `postgres`. `wanted_major` prefers that version.
-pub fn find(explicit: Option<&Path>, wanted_major: Option<u32>) -> Result<BinDir, String> {
+pub fn find(explicit: Option<&Path>, wanted_major: Option<u32>) -> Result<BinDir, PgBinError> {
     if let Some(d) = explicit {
         if d.join("postgres").is_file() {
             return Ok(BinDir {
@@ -36,10 +62,9 @@ pub fn find(explicit: Option<&Path>, wanted_major: Option<u32>) -> Result<BinDir
                 major: major_of(d),
             });
         }
-        return Err(format!(
-            "--pg-bin {}: no postgres binary there",
-            d.display()
-        ));
+        return Err(PgBinError::NotThere {
+            dir: d.to_path_buf(),
+        });
     }
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Ok(rd) = std::fs::read_dir("/usr/lib/postgresql") {
@@ -70,5 +95,56 @@ pub fn find(explicit: Option<&Path>, wanted_major: Option<u32>) -> Result<BinDir
             return Ok(BinDir { dir: c, major });
         }
     }
-    Err(format!("no PostgreSQL server binaries found (looked in /usr/lib/postgresql/*/bin and pg_config --bindir): {INSTALL_HINT}"))
+    Err(PgBinError::NotFound)
+}
+
+/// The setting names in `postgres --describe-config` output: the first tab-separated column, lower-case
+/// (PostgreSQL matches names case-insensitively).
+pub fn parse_setting_names(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter_map(|l| l.split('\t').next())
+        .map(|n| n.trim().to_ascii_lowercase())
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+impl BinDir {
+    /// Every server setting this build of PostgreSQL knows, from `postgres --describe-config`.
+    pub fn setting_names(&self) -> Result<BTreeSet<String>, PgBinError> {
+        let bin = self.dir.join("postgres");
+        let fail = |why: String| PgBinError::DescribeConfig {
+            bin: bin.clone(),
+            why,
+        };
+        let out = Command::new(&bin)
+            .arg("--describe-config")
+            .output()
+            .map_err(|e| fail(e.to_string()))?;
+        if !out.status.success() {
+            return Err(fail(
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            ));
+        }
+        let names = parse_setting_names(&String::from_utf8_lossy(&out.stdout));
+        if names.is_empty() {
+            return Err(fail("it listed no settings".into()));
+        }
+        Ok(names)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setting_names_are_the_first_column_lower_case() {
+        let text = "archive_command\tsighup\tWrite-Ahead Log / Archiving\tSTRING\t\t\t\tSets it.\t\n\
+                    Work_Mem\tuser\tResource Usage / Memory\tINTEGER\t4096\t64\t2147483647\tSets it.\t\n";
+        let names = parse_setting_names(text);
+        assert_eq!(
+            names.into_iter().collect::<Vec<_>>(),
+            ["archive_command", "work_mem"]
+        );
+    }
 }

@@ -35,8 +35,8 @@ pub enum StoppedError {
         dir: PathBuf,
     },
     /// No PostgreSQL binaries of the directory's version.
-    #[error("{0}")]
-    NoBinaries(String),
+    #[error(transparent)]
+    NoBinaries(#[from] crate::pgbin::PgBinError),
     /// The server predates the runtime-computed settings.
     #[error("PostgreSQL {major} cannot report shared_memory_size (15+ only)")]
     TooOld {

@@ -8,13 +8,16 @@
 //! - `guard`: SIGINT/SIGTERM flag, hugetlb pool guard with crash records.
 //! - `latency`: `bench latency`, cyclictest-style wakeup latency under a background load.
 //! - `lockbench`: `bench lock`, the StrategyGetBuffer-like workload.
+//! - `lockopts`: `bench lock`'s options as given, checked and resolved into its spec.
 //! - `net`: `bench net`, TCP/UDP stream and ping-pong over loopback or a veth pair between namespaces.
+//! - `options`: what the benches' options share: lists, durations, counts, the host's shape, `OptionError`.
 //! - `output`: result files checked before any work and written atomically.
 //! - `pgbench`: parsing pgbench's summary and progress output (PostgreSQL 13 to 17).
 //! - `pgcluster`: throwaway PostgreSQL clusters (initdb in a private temp dir, run as an unprivileged
 //!   user, unix socket only, removed on drop).
 //! - `pgdriver`: pgbench and sysbench: command lines, output parsing, latencies.
 //! - `pgrun`: `bench pg`, the huge_pages x shared_buffers x clients matrix over pgbench or sysbench.
+//! - `pgopts`: `bench pg`'s options as given, checked (setting names too) before any cluster exists.
 //! - `pgbouncer`: a session pooler in front of a throwaway cluster.
 //! - `pool`: hugetlb pool shares that concurrent runs hold and give back.
 //! - `procsample`: per-second /proc sampling of a process tree (page tables, Pss, faults, switches).
@@ -31,13 +34,16 @@ pub mod fork;
 pub mod guard;
 pub mod latency;
 pub mod lockbench;
+pub mod lockopts;
 pub mod lockrun;
 pub mod net;
+pub mod options;
 pub mod output;
 pub mod pgbench;
 pub mod pgbouncer;
 pub mod pgcluster;
 pub mod pgdriver;
+pub mod pgopts;
 pub mod pgrun;
 pub mod pool;
 pub mod procsample;

@@ -319,19 +319,8 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
     Ok(res)
 }
 
-/// Resolves worker counts: `8` or `4x` (times the online CPUs).
-pub fn parse_workers(list: &str, cpus: u32) -> Result<(Vec<String>, Vec<u32>), String> {
-    parse_counts(
-        "--workers",
-        "workers",
-        list,
-        cpus,
-        shmlock::MAX_WAITERS as u32,
-    )
-}
-
 /// Resolves a list of counts given as numbers or multiples of the CPUs (`8`, `4x`), each 1..=`max`;
-/// errors name `flag`.
+/// errors name `flag` (see `options::counts`).
 pub fn parse_counts(
     flag: &str,
     what: &str,
@@ -339,67 +328,7 @@ pub fn parse_counts(
     cpus: u32,
     max: u32,
 ) -> Result<(Vec<String>, Vec<u32>), String> {
-    let mut given = Vec::new();
-    let mut out = Vec::new();
-    for w in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let bad = || format!("{flag} {w}: expected a number or a multiple of CPUs like 4x");
-        let n = if let Some(m) = w.strip_suffix('x') {
-            let f: f64 = m.parse().map_err(|_| bad())?;
-            (f * cpus as f64).round() as u32
-        } else {
-            w.parse().map_err(|_| bad())?
-        };
-        if n == 0 || n > max {
-            return Err(format!("{flag} {w}: must be 1..{max} {what}"));
-        }
-        given.push(w.to_string());
-        out.push(n);
-    }
-    if out.is_empty() {
-        return Err(format!("{flag}: empty list"));
-    }
-    Ok((given, out))
+    crate::options::counts("counts", what, list, cpus, max).map_err(|e| e.render(|_| flag.into()))
 }
 
-/// Parses a duration: `3s`, `500ms`, `2m`, `1.5` (seconds).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix("us") {
-        (n, 1e-6)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (expected e.g. 3s, 500ms, 2m)"))?;
-    if !v.is_finite() || v < 0.0 || v * mult > 86_400.0 {
-        return Err(format!("{s:?} is out of range (0 to 24 h)"));
-    }
-    Ok(Duration::from_secs_f64(v * mult))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn workers_and_durations() {
-        assert_eq!(parse_workers("1x,4x,8", 2).unwrap().1, vec![2, 8, 8]);
-        assert!(parse_workers("0", 2).is_err());
-        assert!(parse_workers("lots", 2).is_err());
-        assert!(parse_workers("5000", 2).is_err());
-        assert_eq!(parse_duration("3s").unwrap(), Duration::from_secs(3));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("-1s").is_err());
-    }
-}
+pub use crate::options::duration as parse_duration;

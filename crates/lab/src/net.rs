@@ -110,22 +110,15 @@ fn add_use(a: &mut EndUse, b: &EndUse) {
     a.nivcsw += b.nivcsw;
 }
 
-/// Parses a size: `64`, `1K`, `16K`, `64K`, `1M` (binary units).
+/// A message size: `64`, `1K`, `16K`, `64K`, `1M` (binary units, `hostfacts::parse::size`), 1 byte to 16M.
 pub fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let (num, mult) = match t.chars().last() {
-        Some('K') | Some('k') => (&t[..t.len() - 1], 1024),
-        Some('M') | Some('m') => (&t[..t.len() - 1], 1 << 20),
-        _ => (t, 1),
-    };
-    let n: usize = num
-        .parse()
-        .map_err(|_| format!("--msg-sizes {s}: expected a byte count like 64, 1K, 16K"))?;
-    let v = n * mult;
-    if v == 0 || v > 16 << 20 {
-        return Err(format!("--msg-sizes {s}: 1 byte..16M"));
+    let bytes = hostfacts::parse::size(s)
+        .map_err(|_| format!("{s}: expected a byte count like 64, 1K, 16K"))?
+        .0;
+    if bytes == 0 || bytes > 16 << 20 {
+        return Err(format!("{s}: 1 byte..16M"));
     }
-    Ok(v)
+    Ok(bytes as usize)
 }
 
 /// Validates the spec; errors name the flag.
@@ -707,6 +700,7 @@ mod tests {
         assert_eq!(parse_size("64"), Ok(64));
         assert_eq!(parse_size("16K"), Ok(16384));
         assert!(parse_size("0").is_err() && parse_size("x").is_err() && parse_size("32M").is_err());
+        assert_eq!(parse_size("1M"), Ok(1 << 20));
         let s = Spec {
             tests: vec!["udp-stream".into()],
             msg_sizes: vec![65_536],

@@ -45,121 +45,6 @@ pub struct RunOptions {
     pub on_rep: RepFn,
 }
 
-/// Checks values the matrix would otherwise reject late: settings, sizes, scripts, the driver, and that
-/// the configurations fit in memory. Returns the script's text when it is a file.
-pub fn validate(spec: &Spec, mem_total_kib: Option<u64>) -> Result<Option<String>, String> {
-    for h in &spec.huge_pages {
-        if !["off", "on", "try"].contains(&h.as_str()) {
-            return Err(format!("--huge-pages {h}: expected off, on or try"));
-        }
-    }
-    if spec.huge_pages.is_empty() || spec.shared_buffers.is_empty() || spec.clients.is_empty() {
-        return Err(
-            "--huge-pages, --shared-buffers and --clients need at least one entry each".into(),
-        );
-    }
-    for sb in &spec.shared_buffers {
-        let b = hostfacts::parse::size(sb)
-            .map_err(|e| format!("--shared-buffers {sb}: {e} (e.g. 2GB, 512MB)"))?;
-        if b.0 < 1 << 20 {
-            return Err(format!("--shared-buffers {sb}: at least 1MB"));
-        }
-        if let Some(total) = mem_total_kib {
-            if b.0 / 1024 > total / 2 {
-                return Err(format!(
-                    "--shared-buffers {sb}: more than half of this host's {} MiB of RAM; choose a smaller size",
-                    total / 1024
-                ));
-            }
-        }
-    }
-    if spec.scale == 0 || spec.scale > 100_000 {
-        return Err(format!("--scale {}: 1..100000", spec.scale));
-    }
-    if !["simple", "extended", "prepared"].contains(&spec.protocol.as_str()) {
-        return Err(format!(
-            "--protocol {}: expected simple, extended or prepared",
-            spec.protocol
-        ));
-    }
-    if spec.duration_s == 0 {
-        return Err("--duration: at least 1s (the drivers count whole seconds)".into());
-    }
-    if spec.repeat == 0 || spec.repeat > 1000 {
-        return Err(format!("--repeat {}: 1..1000", spec.repeat));
-    }
-    if !(0.0..=1.0).contains(&spec.latency_sample) {
-        return Err(format!(
-            "--latency-sample {}: a fraction from 0 to 1",
-            spec.latency_sample
-        ));
-    }
-    if !["end", "every", "never"].contains(&spec.pss.as_str()) {
-        return Err(format!("--pss {}: expected end, every or never", spec.pss));
-    }
-    if let Some(p) = &spec.pooler {
-        if p != "pgbouncer" {
-            return Err(format!("--pooler {p}: expected pgbouncer"));
-        }
-    }
-    for (k, _) in &spec.settings {
-        if [
-            "shared_buffers",
-            "huge_pages",
-            "port",
-            "listen_addresses",
-            "unix_socket_directories",
-        ]
-        .contains(&k.as_str())
-        {
-            return Err(format!(
-                "--set {k}: set by the bench itself (use --shared-buffers / --huge-pages)"
-            ));
-        }
-    }
-    let driver: Driver = spec
-        .driver
-        .parse()
-        .map_err(|_| format!("--driver {}: expected pgbench or sysbench", spec.driver))?;
-    if driver == Driver::Sysbench {
-        {
-            if spec.reconnect {
-                return Err(
-                    "--reconnect needs --driver pgbench (sysbench keeps its connections)".into(),
-                );
-            }
-            if spec.protocol == "extended" {
-                return Err("--protocol extended: sysbench has prepared or simple".into());
-            }
-        }
-    }
-    if driver.builtins().contains(&spec.script.as_str()) {
-        return Ok(None);
-    }
-    let path = Path::new(&spec.script);
-    let looks_like_file = spec.script.contains('/') || spec.script.contains('.');
-    if !looks_like_file {
-        let names = driver.builtins();
-        return Err(format!(
-            "--script {}: not a built-in {} script ({}) nor a file path",
-            spec.script,
-            spec.driver,
-            names.join(", ")
-        ));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "--script {}: {}",
-            spec.script,
-            hostfacts::host::explain_io_error(&e)
-        )
-    })?;
-    if text.trim().is_empty() {
-        return Err(format!("--script {}: the file is empty", spec.script));
-    }
-    Ok(Some(text))
-}
-
 /// Runs the matrix. Errors are one line naming the fix; everything the run created is gone when it
 /// returns, also after SIGINT (then `envelope.interrupted` is set and the cells not reached say so).
 pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, String> {
@@ -167,7 +52,8 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, String> {
     for line in guard::recover_stale_pools() {
         eprintln!("preemptlab: {line}");
     }
-    let bin = hostfacts::pgbin::find(Some(Path::new(&spec.pg_bin)), None)?;
+    let bin =
+        hostfacts::pgbin::find(Some(Path::new(&spec.pg_bin)), None).map_err(|e| e.to_string())?;
     let driver: Driver = spec
         .driver
         .parse()
@@ -700,66 +586,6 @@ mod tests {
             sample_interval_s: 1.0,
             pss: "end".into(),
         }
-    }
-
-    #[test]
-    fn validation_names_the_flag() {
-        assert_eq!(validate(&spec(), Some(1 << 24)), Ok(None));
-        type Change = Box<dyn Fn(&mut Spec)>;
-        let cases: Vec<(Change, &str)> = vec![
-            (
-                Box::new(|s| s.huge_pages = vec!["maybe".into()]),
-                "--huge-pages maybe",
-            ),
-            (
-                Box::new(|s| s.shared_buffers = vec!["lots".into()]),
-                "--shared-buffers lots",
-            ),
-            (
-                Box::new(|s| s.shared_buffers = vec!["64GB".into()]),
-                "more than half",
-            ),
-            (Box::new(|s| s.scale = 0), "--scale 0"),
-            (Box::new(|s| s.protocol = "fast".into()), "--protocol fast"),
-            (
-                Box::new(|s| s.script = "select-everything".into()),
-                "not a built-in pgbench script",
-            ),
-            (
-                Box::new(|s| s.script = "/nonexistent/x.sql".into()),
-                "--script /nonexistent/x.sql",
-            ),
-            (
-                Box::new(|s| s.driver = "hammerdb".into()),
-                "--driver hammerdb",
-            ),
-            (
-                Box::new(|s| s.pooler = Some("odyssey".into())),
-                "--pooler odyssey",
-            ),
-            (
-                Box::new(|s| s.settings = vec![("huge_pages".into(), "on".into())]),
-                "--set huge_pages",
-            ),
-            (
-                Box::new(|s| {
-                    s.driver = "sysbench".into();
-                    s.script = "oltp_point_select".into();
-                    s.reconnect = true
-                }),
-                "--reconnect needs --driver pgbench",
-            ),
-        ];
-        for (change, want) in cases {
-            let mut s = spec();
-            change(&mut s);
-            let e = validate(&s, Some(1 << 24)).unwrap_err();
-            assert!(e.contains(want), "{e} should contain {want}");
-        }
-        let mut s = spec();
-        s.driver = "sysbench".into();
-        s.script = "oltp_read_write".into();
-        assert_eq!(validate(&s, Some(1 << 24)), Ok(None));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! `--out FILE` is published for readers that may look at any moment (`lab::output::publish`: temp file,
 //! fsync, rename), and refused before any work when its directory does not exist.
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use hostfacts::{Host, Severity};
 
 use crate::cli::{AuditArgs, AuditFormat, FailOn};
@@ -33,19 +33,8 @@ pub fn run(args: AuditArgs) -> Result<i32> {
 }
 
 fn audit(args: &AuditArgs) -> Result<i32> {
-    let host = match &args.sysroot {
-        Some(dir) => {
-            if !dir.is_dir() {
-                bail!(
-                    "--sysroot {}: not a directory (give a tree holding proc/ and sys/)",
-                    dir.display()
-                );
-            }
-            if !dir.join("proc").is_dir() && !dir.join("sys").is_dir() {
-                bail!("--sysroot {}: holds neither proc/ nor sys/ (give the root of a captured host tree)", dir.display());
-            }
-            Host::at(dir)
-        }
+    let host = match &args.sysroot.sysroot {
+        Some(dir) => Host::at_checked(dir).map_err(|e| anyhow!("--sysroot {e}"))?,
         None => Host::live(),
     };
     if let Some(path) = &args.out {
@@ -61,7 +50,7 @@ fn audit(args: &AuditArgs) -> Result<i32> {
 
     let text = match args.format {
         AuditFormat::Table => {
-            report::audit_table::render(&audit, term::style(args.color), term::width())
+            report::audit_table::render(&audit, term::style(&args.color), term::width())
         }
         AuditFormat::Json => report::json(&audit),
         AuditFormat::Prometheus => report::prometheus::render(&audit),

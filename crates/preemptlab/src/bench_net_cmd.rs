@@ -14,7 +14,7 @@ pub fn run(a: BenchNetArgs) -> Result<i32> {
         .iter()
         .map(|s| net::parse_size(s))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| anyhow!(e))?;
+        .map_err(|e| anyhow!("--msg-sizes {e}"))?;
     let spec = Spec {
         tests: list(&a.tests),
         msg_sizes: sizes,

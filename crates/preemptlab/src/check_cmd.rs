@@ -72,7 +72,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         PlainFormat::Json => print!("{}", report::json(&doc)),
         PlainFormat::Table => print!(
             "{}",
-            report::check::render(&doc, term::style(a.color), term::width())
+            report::check::render(&doc, term::style(&a.color), term::width())
         ),
     }
     if !quiet {

@@ -4,13 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Splits a comma-separated flag value into its non-empty, trimmed entries.
-pub fn split_list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(|x| x.trim().to_string())
-        .filter(|x| !x.is_empty())
-        .collect()
-}
+pub use lab::options::list as split_list;
 
 /// Find, reproduce, measure and fix lock-holder preemption (Linux 7.0 + PostgreSQL on 4 KB pages).
 #[derive(Debug, Parser)]
@@ -66,9 +60,8 @@ pub struct FleetArgs {
     /// Exit with code 1 when a host's verdict is at or above this (warn: warn or at-risk; critical: at-risk).
     #[arg(long, value_enum)]
     pub fail_on: Option<FailOn>,
-    /// Colour in the table format.
-    #[arg(long, value_enum, default_value_t = Color::Auto)]
-    pub color: Color,
+    #[command(flatten)]
+    pub color: ColorArgs,
 }
 
 #[derive(Debug, Args)]
@@ -339,153 +332,18 @@ pub struct BenchLatencyArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchPgArgs {
-    /// huge_pages settings: off, on, try (comma-separated).
-    #[arg(long, default_value = "off,on")]
-    pub huge_pages: String,
-    /// Client counts: numbers or multiples of the CPU count (16x).
-    #[arg(long, default_value = "16x")]
-    pub clients: String,
-    /// shared_buffers sizes (comma-separated, e.g. 1GB,4GB).
-    #[arg(long, default_value = "2GB")]
-    pub shared_buffers: String,
-    /// Scale: pgbench's scaling factor (100 = 10 M accounts, about 1.5 GB); sysbench gets as many rows.
-    #[arg(long, default_value_t = 100)]
-    pub scale: u32,
-    /// pgbench: select-only, simple-update, tpcb-like or a script FILE; sysbench: oltp_point_select,
-    /// oltp_read_only, oltp_read_write or a .lua FILE (default: select-only / oltp_point_select).
-    #[arg(long)]
-    pub script: Option<String>,
-    /// The load driver.
-    #[arg(long, value_enum, default_value_t = Driver::Pgbench)]
-    pub driver: Driver,
-    /// Put a pooler between the clients and the server (persistent server connections, as in docs/references.md#page-table-cost).
-    #[arg(long, value_enum)]
-    pub pooler: Option<Pooler>,
-    /// Query protocol.
-    #[arg(long, value_enum, default_value_t = Protocol::Prepared)]
-    pub protocol: Protocol,
-    /// A new connection per transaction (pgbench -C): fresh backends and page tables all the time.
-    #[arg(long)]
-    pub reconnect: bool,
-    /// Load every table and index into shared_buffers with pg_prewarm after each server start.
-    #[arg(long)]
-    pub prewarm: bool,
-    /// Measured time per run, whole seconds (10s, 1m).
-    #[arg(long, default_value = "10s")]
-    pub duration: String,
-    /// Warm-up per run (a separate driver run just before; 0 for none).
-    #[arg(long, default_value = "5s")]
-    pub warmup: String,
-    /// Rounds: each runs every configuration once.
-    #[arg(long, default_value_t = 3)]
-    pub repeat: u32,
-    /// Driver threads (pgbench -j; default: the CPU count).
-    #[arg(long)]
-    pub threads: Option<u32>,
-    /// Fraction of transactions pgbench logs for the latency percentiles (0 = none).
-    #[arg(long, default_value_t = 0.1)]
-    pub latency_sample: f64,
-    /// Extra server setting, name=value (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    pub set: Vec<String>,
-    /// Seconds between /proc samples of the cluster.
-    #[arg(long, default_value = "1s")]
-    pub sample_interval: String,
-    /// When to read the cluster's Pss: once near the end of each run, in every sample, or never.
-    /// Reading it walks every backend's page tables (about 0.5 s of CPU per pass at 32 backends on 2 GB of
-    /// 4 KB-page buffers, measured), which lowers the TPS being measured when done every second.
-    #[arg(long, value_enum, default_value_t = PssWhen::End)]
-    pub pss: PssWhen,
-    /// Directory of PostgreSQL's binaries.
-    #[arg(long, value_name = "DIR")]
-    pub pg_bin: Option<PathBuf>,
-    /// Grow the hugetlb pool to what each configuration's server needs (its own
-    /// shared_memory_size_in_huge_pages plus 2%) (root); restored after each, also on Ctrl-C.
-    #[arg(long)]
-    pub reserve_hugepages: bool,
+    #[command(flatten)]
+    pub opts: lab::pgopts::PgOptions,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
     #[command(flatten)]
     pub result: ResultArgs,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Driver {
-    Pgbench,
-    Sysbench,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PssWhen {
-    End,
-    Every,
-    Never,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Pooler {
-    Pgbouncer,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Protocol {
-    Simple,
-    Extended,
-    Prepared,
-}
-
 #[derive(Debug, Args)]
 pub struct BenchLockArgs {
-    /// Locks: pg, tas, ttas, ticket, mcs, futex, pthread, adaptive, rseq (comma-separated).
-    #[arg(long, default_value = "pg,futex,pthread,adaptive")]
-    pub locks: String,
-    /// Page backings: 4k, 4k-populate, thp, hugetlb-2m, hugetlb-1g.
-    #[arg(long, default_value = "4k,hugetlb-2m")]
-    pub pages: String,
-    /// Worker counts: numbers or multiples of the CPU count (1x,4x,8x,16x).
-    #[arg(long, default_value = "1x,4x,8x")]
-    pub workers: String,
-    /// Measured time per repetition (3s, 500ms).
-    #[arg(long, default_value = "3s")]
-    pub duration: String,
-    /// Warm-up per repetition, not measured.
-    #[arg(long, default_value = "1s")]
-    pub warmup: String,
-    /// Repetitions per cell.
-    #[arg(long, default_value_t = 3)]
-    pub repeat: u32,
-    /// Buffer descriptors of 64 bytes (default: sized to the host, 1 GiB of descriptors when RAM allows).
-    #[arg(long)]
-    pub descriptors: Option<u64>,
-    /// Extra busy time inside the critical section, ns.
-    #[arg(long, default_value_t = 0)]
-    pub cs_ns: u64,
-    /// Busy time outside the lock per operation, ns.
-    #[arg(long, default_value_t = 1000)]
-    pub work_ns: u64,
-    /// Replace each worker process after K operations (fresh page tables, like new backends): a number,
-    /// `none` (workers live for the whole run), or `auto` = 5 pops per 64 KB fault-around group of the
-    /// descriptor array, the fault density of the reported backends (docs/notes/2026-11-22-lock-bench-worker-lifetime-and-start-ages.md).
-    #[arg(long, value_name = "K|auto|none", default_value = "auto")]
-    pub reconnect_every: String,
-    /// With --reconnect-every: the first workers start at random ages spread over a life (`uniform`: each
-    /// first maps what a worker of its age would have), so the measured window sees the steady state at
-    /// any worker count; `young`: all start new together (as results without this field did).
-    #[arg(long, value_name = "uniform|young", default_value = "uniform",
-          value_parser = ["uniform", "young"])]
-    pub start_age: String,
-    /// Threads instead of fork()ed processes (shared page tables: far fewer faults).
-    #[arg(long)]
-    pub threads: bool,
-    /// Touch the free-list head's descriptor before acquiring (moves its fault out of the lock).
-    #[arg(long)]
-    pub prefetch_next: bool,
-    /// Grow hugetlb pools for hugetlb cells (root); restored afterwards, also on Ctrl-C.
-    #[arg(long)]
-    pub reserve_hugepages: bool,
-    /// Seed for the free-list permutation and the workers.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub opts: lab::lockopts::LockOptions,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
     #[command(flatten)]
@@ -518,6 +376,22 @@ pub enum FailOn {
     Critical,
 }
 
+/// `--sysroot` of the commands that read a host.
+#[derive(Debug, Args)]
+pub struct SysrootArgs {
+    /// Read /proc, /sys, /boot and /dev/kmsg under DIR instead of this host (fixtures, copies of other hosts).
+    #[arg(long, value_name = "DIR")]
+    pub sysroot: Option<PathBuf>,
+}
+
+/// `--color` of every command that prints a table.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct ColorArgs {
+    /// Colour in the table format.
+    #[arg(long, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Color {
     Auto,
@@ -546,16 +420,14 @@ pub struct CheckArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlainFormat::Table)]
     pub format: PlainFormat,
-    /// Colour in the table format.
-    #[arg(long, value_enum, default_value_t = Color::Auto)]
-    pub color: Color,
+    #[command(flatten)]
+    pub color: ColorArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct AuditArgs {
-    /// Read /proc, /sys, /boot and /dev/kmsg under DIR instead of this host (fixtures, copies of other hosts).
-    #[arg(long, value_name = "DIR")]
-    pub sysroot: Option<PathBuf>,
+    #[command(flatten)]
+    pub sysroot: SysrootArgs,
     /// Also ask a running server for its settings, read-only, 5 s connect timeout (repeatable).
     #[arg(long = "pg", value_name = "DSN")]
     pub pg: Vec<String>,
@@ -569,9 +441,8 @@ pub struct AuditArgs {
     /// else JSON. For node_exporter's textfile collector: --format prometheus --out DIR/preemptlab.prom.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Colour in the table format.
-    #[arg(long, value_enum, default_value_t = Color::Auto)]
-    pub color: Color,
+    #[command(flatten)]
+    pub color: ColorArgs,
 }
 
 #[derive(Debug, Args)]
@@ -595,15 +466,13 @@ pub struct HugepagesArgs {
     #[arg(long, value_name = "DIR")]
     pub pg_bin: Option<PathBuf>,
     /// Grow the pool to the target now (root); reports how many pages the kernel actually gave.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "sysroot")]
     pub apply: bool,
-    /// Read host files under DIR instead of this host.
-    #[arg(long, value_name = "DIR", conflicts_with = "apply")]
-    pub sysroot: Option<PathBuf>,
+    #[command(flatten)]
+    pub sysroot: SysrootArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlainFormat::Table)]
     pub format: PlainFormat,
-    /// Colour in the table format.
-    #[arg(long, value_enum, default_value_t = Color::Auto)]
-    pub color: Color,
+    #[command(flatten)]
+    pub color: ColorArgs,
 }

@@ -40,7 +40,7 @@ pub fn run(args: FleetArgs) -> Result<i32> {
         TableFormat::Markdown => print!("{}", report::fleet_table::markdown(&answer)),
         TableFormat::Table => print!(
             "{}",
-            report::fleet_table::render(&answer, term::style(args.color), term::width())
+            report::fleet_table::render(&answer, term::style(&args.color), term::width())
         ),
     }
     let fail = match args.fail_on {

@@ -2,7 +2,11 @@
 
 use std::io::IsTerminal;
 
-use crate::cli::Color;
+use std::path::PathBuf;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::cli::{Color, ColorArgs, ResultArgs};
 
 /// Prints a result on stdout in `format` (`table(markdown)` renders the two text forms) and, unless quiet,
 /// says on stderr where its file is.
@@ -25,8 +29,8 @@ pub fn print_result<T: serde::Serialize>(
 }
 
 /// Whether to colour stdout.
-pub fn style(color: Color) -> report::Style {
-    let on = match color {
+pub fn style(color: &ColorArgs) -> report::Style {
+    let on = match color.color {
         Color::Always => true,
         Color::Never => false,
         Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
@@ -66,4 +70,52 @@ pub fn write_atomic(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
 /// Checks before any work that the result can be written to `path` (one line naming the path and the fix).
 pub fn claim_output(path: &std::path::Path) -> anyhow::Result<()> {
     lab::output::check_writable(path).map_err(anyhow::Error::msg)
+}
+
+/// The result file of a command that writes one (`--out`, else results/<kind>-<time>.json), checked to be
+/// writable before any work.
+pub fn result_path(r: &ResultArgs, kind: &str) -> anyhow::Result<PathBuf> {
+    let out = r
+        .out
+        .clone()
+        .unwrap_or_else(|| lab::result::default_path(kind, lab::result::unix_now()));
+    claim_output(&out)?;
+    Ok(out)
+}
+
+/// A progress bar on stderr in this layout, only on a TTY and when not quiet.
+pub fn bar(quiet: bool, template: &str) -> Option<ProgressBar> {
+    (std::io::stderr().is_terminal() && !quiet).then(|| {
+        let pb = ProgressBar::new(1000);
+        let style = ProgressStyle::with_template(template).expect("valid template");
+        pb.set_style(style.progress_chars("=> "));
+        pb
+    })
+}
+
+/// Prints a per-cell line on stderr: above the bar when there is one, else plainly unless quiet.
+pub fn cell_printer(bar: Option<ProgressBar>, quiet: bool) -> impl Fn(String) {
+    move |line| match &bar {
+        Some(pb) => pb.println(line),
+        None if !quiet => eprintln!("{line}"),
+        None => {}
+    }
+}
+
+/// The exit of a bench: interrupted (the stop signal's code, after `said`), cells failed (an error listing
+/// them), or 0.
+pub fn bench_exit(interrupted: bool, said: String, failures: Vec<String>) -> anyhow::Result<i32> {
+    if interrupted {
+        eprintln!("preemptlab: interrupted; {said}");
+        return Ok(lab::guard::interrupted_exit_code());
+    }
+    if !failures.is_empty() {
+        anyhow::bail!("{} cells failed: {}", failures.len(), failures.join("; "));
+    }
+    Ok(0)
+}
+
+/// A library's option error as one line naming the flags (`reconnect_every` is `--reconnect-every`).
+pub fn flags(e: lab::options::OptionError) -> anyhow::Error {
+    anyhow::anyhow!(e.render(|o| format!("--{}", o.replace('_', "-"))))
 }

@@ -282,6 +282,16 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
             ],
             "work_mem",
         ),
+        // A setting PostgreSQL does not know: refused from `postgres --describe-config` before any cluster.
+        (
+            vec![
+                "bench".into(),
+                "pg".into(),
+                "--set".into(),
+                "nosuch_guc=1".into(),
+            ],
+            "--set nosuch_guc=1: PostgreSQL 15 has no setting \"nosuch_guc\"; check the spelling",
+        ),
         (
             vec![
                 "bench".into(),

@@ -1,0 +1,195 @@
+//! Which pools `hugepages` sizes, and on what basis: a size given, a stopped data directory, a server asked
+//! over a connection, or the running instances (one by postmaster PID, or all). Each target gets its page
+//! size (given, else the instance's `huge_page_size`, else the host's default) and a basis.
+
+use std::path::Path;
+
+use crate::hugepages::{self, Basis, SizingError};
+use crate::memory::MemoryFacts;
+use crate::parse;
+use crate::pgquery::ServerInfo;
+use crate::postgres::PgInstance;
+use crate::stopped::{self, StoppedError};
+use crate::Host;
+
+/// What to size, as asked.
+#[derive(Debug, Clone, Default)]
+pub struct Request<'a> {
+    /// A shared memory size (`120GB`).
+    pub shared_memory: Option<&'a str>,
+    /// A stopped server's data directory.
+    pub data_dir: Option<&'a Path>,
+    /// Its binaries (else found by its version).
+    pub pg_bin: Option<&'a Path>,
+    /// A running postmaster.
+    pub pid: Option<u32>,
+    /// The huge page size (`2MB`, `1GB`).
+    pub page_size: Option<&'a str>,
+    /// Whether the servers asked (`servers`) were named by the caller.
+    pub asked_servers: bool,
+}
+
+/// One pool to size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    /// What it is for (`instance 1234 (/var/lib/...)`).
+    pub label: String,
+    /// What the size rests on.
+    pub basis: Basis,
+    /// Page size, KiB.
+    pub page_kib: u64,
+    /// Pages of that pool the instance already holds.
+    pub own_pages: u64,
+}
+
+/// Why no target.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// The page size does not parse or is not a huge page size.
+    #[error("{value}: {why}")]
+    PageSize {
+        /// As given.
+        value: String,
+        /// Why.
+        why: String,
+    },
+    /// The shared memory size does not parse or is zero.
+    #[error("{value}: {why}")]
+    SharedMemory {
+        /// As given.
+        value: String,
+        /// Why.
+        why: String,
+    },
+    /// The stopped server could not be sized.
+    #[error(transparent)]
+    Stopped(#[from] StoppedError),
+    /// No running postmaster has that PID.
+    #[error("{pid}: not a running postmaster")]
+    NoSuchPid {
+        /// The PID asked for.
+        pid: u32,
+        /// The postmasters that run.
+        running: Vec<u32>,
+    },
+    /// The servers asked returned nothing.
+    #[error("the server returned nothing")]
+    NoServer,
+    /// A server (not a local process) could not be sized from its own figures.
+    #[error(transparent)]
+    Server(SizingError),
+    /// A local instance could not be sized.
+    #[error(transparent)]
+    Instance(SizingError),
+    /// Nothing to size: no PostgreSQL runs and nothing was named.
+    #[error("no running PostgreSQL found")]
+    NoneRunning,
+}
+
+/// A huge page size: 2 MB or 1 GB, in KiB.
+pub fn page_size_kib(s: &str) -> Result<u64, TargetError> {
+    let bad = |why: String| TargetError::PageSize {
+        value: s.into(),
+        why,
+    };
+    let kib = parse::size(s).map_err(|e| bad(e.to_string()))?.kib();
+    if kib != 2048 && kib != 1 << 20 {
+        return Err(bad(
+            "use 2MB or 1GB (the x86_64 and arm64 huge page sizes)".into()
+        ));
+    }
+    Ok(kib)
+}
+
+/// The targets `req` names on `host` (`servers`: what the servers asked returned).
+pub fn targets(
+    host: &Host,
+    mem: &MemoryFacts,
+    req: &Request,
+    servers: &[ServerInfo],
+) -> Result<Vec<Target>, TargetError> {
+    let default_kib = mem.default_huge_page_kib.get().copied().unwrap_or(2048);
+    let explicit = req.page_size.map(page_size_kib).transpose()?;
+    let page = explicit.unwrap_or(default_kib);
+    let target = |label: String, basis: Basis, page_kib: u64, own_pages: u64| Target {
+        label,
+        basis,
+        page_kib,
+        own_pages,
+    };
+    if let Some(s) = req.shared_memory {
+        let b = parse::size(s).map_err(|e| TargetError::SharedMemory {
+            value: s.into(),
+            why: e.to_string(),
+        })?;
+        if b.0 == 0 {
+            return Err(TargetError::SharedMemory {
+                value: s.into(),
+                why: "must be more than zero".into(),
+            });
+        }
+        let basis = Basis::Given {
+            size_kib: b.0.div_ceil(1024),
+        };
+        return Ok(vec![target(
+            format!("{s} of shared memory"),
+            basis,
+            page,
+            0,
+        )]);
+    }
+    if let Some(dir) = req.data_dir {
+        let basis = stopped::basis_for_data_dir(req.pg_bin, dir, page, default_kib)?;
+        let label = format!("stopped instance {}", dir.display());
+        return Ok(vec![target(label, basis, page, 0)]);
+    }
+    let (instances, unmatched) = crate::postgres::discover(host, servers);
+    let chosen: Vec<&PgInstance> = if let Some(pid) = req.pid {
+        let i = instances.iter().find(|i| i.postmaster_pid == pid);
+        vec![i.ok_or_else(|| TargetError::NoSuchPid {
+            pid,
+            running: instances.iter().map(|i| i.postmaster_pid).collect(),
+        })?]
+    } else if req.asked_servers {
+        match instances.iter().find(|i| i.server.is_some()) {
+            Some(i) => vec![i],
+            None => {
+                // A remote server: size from its own figures alone.
+                let s = unmatched.first().ok_or(TargetError::NoServer)?;
+                let basis =
+                    hugepages::server_basis(s, page == default_kib).map_err(TargetError::Server)?;
+                return Ok(vec![target(format!("server {}", s.dsn), basis, page, 0)]);
+            }
+        }
+    } else if instances.is_empty() {
+        return Err(TargetError::NoneRunning);
+    } else {
+        instances.iter().collect()
+    };
+    let mut out = Vec::new();
+    for inst in chosen {
+        let page = explicit
+            .or_else(|| crate::findings::instance_huge_page_kib(inst, mem))
+            .unwrap_or(default_kib);
+        let (basis, own) = hugepages::instance_basis(inst, page).map_err(TargetError::Instance)?;
+        let label = format!(
+            "instance {} ({})",
+            inst.postmaster_pid,
+            inst.data_dir.value.as_deref().unwrap_or("?")
+        );
+        out.push(target(label, basis, page, own));
+    }
+    Ok(out)
+}
+
+/// A warning when a plan would pin most of the host's RAM (over 90%).
+pub fn pins_most_ram(label: &str, plan: &hugepages::Plan, mem: &MemoryFacts) -> Option<String> {
+    let ram = *mem.total_kib.get()?;
+    (plan.pinned_kib as f64 > 0.9 * ram as f64).then(|| {
+        format!(
+            "{label}: the pool would pin {} of this host's {} of RAM",
+            parse::Bytes::from_kib(plan.pinned_kib),
+            parse::Bytes::from_kib(ram)
+        )
+    })
+}
