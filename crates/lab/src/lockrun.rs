@@ -182,8 +182,14 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
     } else {
         None
     };
-    // What the model takes (`sim --costs-from`), measured before the cells.
-    let costs = lockbench::costs::measure()
+    // What the model takes (`sim --costs-from`), measured before the cells; the 2 MB mapping when the
+    // hugetlb-2m cells can run.
+    let map_2m = backings
+        .iter()
+        .zip(&backing_skip)
+        .any(|(&b, skip)| b == Backing::Hugetlb2m && skip.is_none())
+        .then(|| (lockbench::region_bytes(spec.descriptors) as u64).div_ceil(2 << 20));
+    let costs = lockbench::costs::measure(map_2m)
         .map_err(|e| eprintln!("preemptlab: costs not measured: {e}"))
         .ok();
     let mut res = LockResult {

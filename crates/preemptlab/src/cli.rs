@@ -146,9 +146,10 @@ pub struct SimArgs {
     #[arg(long)]
     pub hz: Option<u32>,
     /// Take the costs a bench lock result measured (fault, spin, syscall, context switch, wakes) as the
-    /// model's parameters; --set wins.
+    /// model's parameters; repeat it for several runs of one machine: each parameter is their median;
+    /// --set wins.
     #[arg(long, value_name = "RESULT.json")]
-    pub costs_from: Option<PathBuf>,
+    pub costs_from: Vec<PathBuf>,
     /// Take the matrix of a bench lock result (its host's CPUs and HZ, its workers, locks, pages, work and
     /// critical section); explicit flags win.
     #[arg(long, value_name = "RESULT.json")]

@@ -57,10 +57,40 @@ pub fn costs_taken(flag: &str, path: &Path, r: &LockResult) -> Result<Vec<Taken>
             path.display()
         );
     };
-    Ok(sim::costs::taken(
-        c,
-        r.fault_cost.as_ref().map(|f| f.ns_per_fault),
-    ))
+    let fault = r.fault_cost.as_ref().map(|f| f.ns_per_fault);
+    let mut t = sim::costs::taken(c, fault);
+    if let Some(u) = uncontended(r) {
+        t.extend(sim::costs::op_taken(&u, fault));
+    }
+    Ok(t)
+}
+
+/// The `pg` cells with one worker, when `r` has them (`bench lock --locks pg --workers 1`): the operation's
+/// own costs on this machine.
+fn uncontended(r: &LockResult) -> Option<sim::costs::Uncontended> {
+    let median = |mut v: Vec<f64>| -> Option<f64> {
+        v.retain(|x| x.is_finite());
+        v.sort_by(f64::total_cmp);
+        (!v.is_empty()).then(|| v[v.len() / 2])
+    };
+    let cell = |pages: &str| {
+        r.cells
+            .iter()
+            .find(|c| c.lock == "pg" && c.pages == pages && c.workers == 1 && !c.reps.is_empty())
+    };
+    let c2 = cell("hugetlb-2m")?;
+    let cpu_4k = cell("4k").and_then(|c| {
+        Some((
+            median(c.reps.iter().map(|x| x.cpu_ns_per_op).collect())?,
+            median(c.reps.iter().map(|x| x.minflt_per_op).collect())?,
+        ))
+    });
+    Some(sim::costs::Uncontended {
+        work_ns: r.spec.work_ns,
+        cpu_2m_ns: median(c2.reps.iter().map(|x| x.cpu_ns_per_op).collect())?,
+        hold_2m_p50_ns: median(c2.reps.iter().map(|x| x.hold_ns.p50 as f64).collect())?,
+        cpu_4k,
+    })
 }
 
 /// The names `--set` overrides.
@@ -229,19 +259,40 @@ pub fn resolve(a: &SimArgs) -> Result<Resolved> {
             taken,
         });
     }
-    if let Some(path) = &a.costs_from {
+    // Several runs of one machine: each parameter is the median of what the runs give (TCG guests
+    // scatter by a factor of several between runs; one run's figures would be luck).
+    let mut values: Vec<(&'static str, &'static str, Vec<u64>)> = Vec::new();
+    for path in &a.costs_from {
         let r = load_lock("--costs-from", path)?;
-        let t = costs_taken("--costs-from", path, &r)?;
-        let mut taken = Vec::new();
-        for x in t {
-            out.params.push((x.param.to_string(), x.value.to_string()));
-            if !overridden.contains(&x.param) {
-                taken.push((x.param.to_string(), x.from.to_string()));
+        for x in costs_taken("--costs-from", path, &r)? {
+            match values.iter_mut().find(|(p, _, _)| *p == x.param) {
+                Some((_, _, v)) => v.push(x.value),
+                None => values.push((x.param, x.from, vec![x.value])),
             }
         }
+    }
+    let mut taken = Vec::new();
+    for (param, from, mut v) in values {
+        v.sort_unstable();
+        out.params
+            .push((param.to_string(), v[v.len() / 2].to_string()));
+        if !overridden.contains(&param) {
+            let from = match a.costs_from.len() {
+                1 => from.to_string(),
+                n => format!("{from} (median of {} of {n} files)", v.len()),
+            };
+            taken.push((param.to_string(), from));
+        }
+    }
+    if !a.costs_from.is_empty() {
         out.from.push(FromFile {
             flag: "--costs-from".into(),
-            file: path.display().to_string(),
+            file: a
+                .costs_from
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(","),
             taken,
         });
     }

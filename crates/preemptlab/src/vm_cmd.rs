@@ -82,6 +82,11 @@ pub fn run(args: VmArgs) -> Result<i32> {
             b.boot_s,
             b.wall_s
         );
+        if let Some(p) = b.host_other_busy_pct.filter(|p| *p >= 5.0) {
+            eprintln!(
+                "preemptlab vm: other processes used {p:.0}% of the host's CPU meanwhile: the guest's figures are disturbed; measure on an idle host"
+            );
+        }
     }
     std::io::stderr().write_all(&out.stderr)?;
     std::io::stdout().write_all(&out.stdout)?;

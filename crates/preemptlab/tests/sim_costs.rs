@@ -42,6 +42,8 @@ fn sim_takes_a_real_bench_lock_results_costs_and_matrix() {
     ] {
         assert!(costs[k].as_f64().unwrap() > 0.0, "{k}: {costs}");
     }
+    // No hugetlb-2m cell: the 2 MB mapping is not measured, and its parameter keeps the default.
+    assert!(costs["fault_2m_map_ns"].is_null(), "{costs}");
 
     let out = dir.path().join("sim.json");
     let o = Command::new(cargo_bin("preemptlab"))
@@ -67,6 +69,10 @@ fn sim_takes_a_real_bench_lock_results_costs_and_matrix() {
     assert_eq!(
         p["fault_4k_ns"].as_u64(),
         Some(round(&b["fault_cost"]["ns_per_fault"]).max(1))
+    );
+    assert_eq!(
+        p["fault_2m_map_ns"].as_u64(),
+        Some(sim::Params::default().fault_2m_map_ns)
     );
     // --set wins over the file, and the record says the file did not set it.
     assert_eq!(p["syscall_ns"].as_u64(), Some(123));

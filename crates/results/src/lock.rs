@@ -285,6 +285,7 @@ mod tests {
             switch_half_round_trip_ns: 1073.5,
             futex_wake_nobody_ns: 141.3,
             futex_wake_remote_ns: None,
+            fault_2m_map_ns: Some(2410.0),
         });
         let text = serde_json::to_string(&r).unwrap();
         let Ok(Document::Lock(back)) = Document::from_text(&text) else {

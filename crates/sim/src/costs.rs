@@ -25,6 +25,11 @@ pub struct Costs {
     /// What `futex_wake` costs the waker when it wakes a task sleeping on another, idle CPU
     /// (`shmlock::wake_cost`). Null where the bench's process may use only one CPU.
     pub futex_wake_remote_ns: Option<f64>,
+    /// Mapping an existing (zeroed) 2 MB hugetlb page in a new process: a fresh process's first touch of
+    /// it. Null when the run had no hugetlb-2m cells that could run (no pool with free pages), and in
+    /// results written before it was measured.
+    #[serde(default)]
+    pub fault_2m_map_ns: Option<f64>,
 }
 
 /// One parameter set from a measurement.
@@ -55,6 +60,7 @@ fn ns(v: f64) -> u64 {
 ///   = the wake with nobody queued, as the defaults were derived.
 /// - `futex_wake_idle_ns` = the remote wake less the wake with nobody queued: what waking a sleeper on an
 ///   idle CPU costs the waker on top.
+/// - `fault_2m_map_ns` as measured.
 /// - `ctx_switch_ns` = the half round trip less what the model charges separately for it (`futex_wake_ns`
 ///   and the `futex_wait` syscall, `syscall_ns`), at least half the half round trip: the subtraction must
 ///   not let noise in the syscall figures erase the switch.
@@ -97,6 +103,59 @@ pub fn taken(c: &Costs, fault_ns: Option<f64>) -> Vec<Taken> {
             from: "costs.futex_wake_remote_ns",
         });
     }
+    if let Some(m) = c.fault_2m_map_ns {
+        out.push(Taken {
+            param: "fault_2m_map_ns",
+            value: ns(m).max(1),
+            from: "costs.fault_2m_map_ns",
+        });
+    }
+    out
+}
+
+/// The operation as one uncontended worker ran it: `bench lock`'s `pg` cells with a single worker, medians
+/// over their repetitions, ns. The model's per-operation user costs (`cs_ns`, `op_ns`, `access_4k_ns`)
+/// were calibrated on the development machine; a machine (or a guest under software emulation) that runs
+/// the same code several times slower needs its own, and these cells carry them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Uncontended {
+    /// The bench's work outside the lock per operation (`spec.work_ns`).
+    pub work_ns: u64,
+    /// CPU per operation on 2 MB pages (no faults to speak of).
+    pub cpu_2m_ns: f64,
+    /// Hold time p50 on 2 MB pages: the pop under the lock, nobody to hand the line over to.
+    pub hold_2m_p50_ns: f64,
+    /// CPU per operation on 4 KB pages and its minor faults per operation, when measured.
+    pub cpu_4k: Option<(f64, f64)>,
+}
+
+/// The per-operation parameters an uncontended run sets:
+///
+/// - `cs_ns` = the hold p50 on 2 MB pages (with one worker nobody waits, so the hold is the pop);
+/// - `op_ns` = CPU per operation on 2 MB pages less the work and the critical section;
+/// - `access_4k_ns` = CPU per operation on 4 KB pages less that on 2 MB pages and less its faults at
+///   `fault_ns` each (when the fault cost was measured).
+pub fn op_taken(u: &Uncontended, fault_ns: Option<f64>) -> Vec<Taken> {
+    let cs = ns(u.hold_2m_p50_ns).max(1);
+    let mut out = vec![
+        Taken {
+            param: "cs_ns",
+            value: cs,
+            from: "cells[pg, 1 worker, hugetlb-2m].hold_ns.p50",
+        },
+        Taken {
+            param: "op_ns",
+            value: ns(u.cpu_2m_ns).saturating_sub(u.work_ns + cs).max(1),
+            from: "cells[pg, 1 worker, hugetlb-2m].cpu_ns_per_op",
+        },
+    ];
+    if let (Some((cpu_4k, faults)), Some(f)) = (u.cpu_4k, fault_ns) {
+        out.push(Taken {
+            param: "access_4k_ns",
+            value: ns(cpu_4k - u.cpu_2m_ns - faults * f),
+            from: "cells[pg, 1 worker, 4k].cpu_ns_per_op",
+        });
+    }
     out
 }
 
@@ -119,6 +178,7 @@ mod tests {
             switch_half_round_trip_ns: 1900.0,
             futex_wake_nobody_ns: 210.0,
             futex_wake_remote_ns: Some(12_210.0),
+            fault_2m_map_ns: Some(2_480.4),
         }
     }
 
@@ -137,10 +197,12 @@ mod tests {
         assert_eq!(value(&t, "futex_wake_idle_ns"), Some(12_000));
         // The half round trip less the wait's syscall and the wake.
         assert_eq!(value(&t, "ctx_switch_ns"), Some(1900 - 95 - 210));
+        assert_eq!(value(&t, "fault_2m_map_ns"), Some(2480));
         let p = apply(&Params::default(), &t);
         assert_eq!(p.fault_4k_ns, 1351);
         assert_eq!(p.ctx_switch_ns, 1595);
         assert_eq!(p.futex_wake_idle_ns, 12_000);
+        assert_eq!(p.fault_2m_map_ns, 2480);
         // What no measurement covers stays the default.
         assert_eq!(p.ipi_ns, Params::default().ipi_ns);
         assert_eq!(p.fault_around_pages, Params::default().fault_around_pages);
@@ -150,14 +212,17 @@ mod tests {
     fn missing_measurements_leave_their_defaults() {
         let c = Costs {
             futex_wake_remote_ns: None,
+            fault_2m_map_ns: None,
             ..costs()
         };
         let t = taken(&c, None);
         assert_eq!(value(&t, "fault_4k_ns"), None);
         assert_eq!(value(&t, "futex_wake_idle_ns"), None);
+        assert_eq!(value(&t, "fault_2m_map_ns"), None);
         let p = apply(&Params::default(), &t);
         assert_eq!(p.fault_4k_ns, Params::default().fault_4k_ns);
         assert_eq!(p.futex_wake_idle_ns, 0);
+        assert_eq!(p.fault_2m_map_ns, Params::default().fault_2m_map_ns);
     }
 
     #[test]
@@ -176,9 +241,37 @@ mod tests {
     }
 
     #[test]
+    fn an_uncontended_run_sets_the_operation() {
+        let u = Uncontended {
+            work_ns: 1000,
+            cpu_2m_ns: 2215.0,
+            hold_2m_p50_ns: 393.0,
+            cpu_4k: Some((4139.0, 0.2)),
+        };
+        let t = op_taken(&u, Some(3232.0));
+        assert_eq!(value(&t, "cs_ns"), Some(393));
+        assert_eq!(value(&t, "op_ns"), Some(2215 - 1000 - 393));
+        // 4139 - 2215 - 0.2 x 3232 = 1277.6
+        assert_eq!(value(&t, "access_4k_ns"), Some(1278));
+        // No fault cost: no 4 KB access figure; a faster-than-work machine cannot go negative.
+        let fast = Uncontended {
+            cpu_2m_ns: 900.0,
+            ..u
+        };
+        let t = op_taken(&fast, None);
+        assert_eq!(value(&t, "op_ns"), Some(1));
+        assert_eq!(value(&t, "access_4k_ns"), None);
+    }
+
+    #[test]
     fn costs_round_trip_through_json() {
         let c = costs();
         let j = serde_json::to_string(&c).unwrap();
         assert_eq!(serde_json::from_str::<Costs>(&j).unwrap(), c);
+        // Costs recorded before the 2 MB mapping was measured load without it.
+        let mut v: serde_json::Value = serde_json::from_str(&j).unwrap();
+        v.as_object_mut().unwrap().remove("fault_2m_map_ns");
+        let old: Costs = serde_json::from_value(v).unwrap();
+        assert_eq!(old.fault_2m_map_ns, None);
     }
 }

@@ -35,6 +35,12 @@ pub struct VmBlock {
     pub guest_uptime_at_start_s: Option<f64>,
     /// Seconds from starting virtme-ng until it exited.
     pub wall_s: f64,
+    /// The share of the host's CPU capacity that other processes used meanwhile (all CPUs' busy time
+    /// less the guest's and preemptlab's own), %: the guest's vCPUs are host threads, so a host busy with
+    /// other work slows the guest unevenly; results with a few % or more here are disturbed. Null where
+    /// unreadable or in results written before it was recorded.
+    #[serde(default)]
+    pub host_other_busy_pct: Option<f64>,
     /// The command run in the guest (after `preemptlab`).
     pub command: Vec<String>,
 }
@@ -72,6 +78,7 @@ mod tests {
             guest_preempt_after: Some("full (lazy)".into()),
             boot_s: 12.5,
             guest_uptime_at_start_s: Some(4.2),
+            host_other_busy_pct: Some(0.4),
             wall_s: 20.0,
             command: vec!["audit".into()],
         }

@@ -315,6 +315,54 @@ impl Drop for Group {
     }
 }
 
+/// The host's CPU time so far: all CPUs' busy time (/proc/stat) and what this process and its reaped
+/// children (virtme-ng, and QEMU under it) used, ns.
+#[derive(Debug, Clone, Copy)]
+struct HostLoad {
+    busy_ns: u64,
+    ours_ns: u64,
+}
+
+impl HostLoad {
+    fn now() -> Option<Self> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let t = hostfacts::procfs::CpuTimes::parse(&stat)?;
+        // SAFETY: sysconf only reads a configuration value.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        if hz <= 0 {
+            return None;
+        }
+        let jiffies = t.total.checked_sub(t.idle)?.checked_sub(t.steal)?;
+        Some(Self {
+            busy_ns: jiffies.checked_mul(1_000_000_000)? / hz as u64,
+            ours_ns: rusage_ns(libc::RUSAGE_SELF)? + rusage_ns(libc::RUSAGE_CHILDREN)?,
+        })
+    }
+
+    /// The share of the host's CPU capacity that processes other than the guest (and this one) used
+    /// since `self`, over `wall`, %: a guest's vCPUs are host threads, so a busy host slows the guest
+    /// unevenly and its results with it. None when unreadable.
+    fn others_pct(self, wall: Duration) -> Option<f64> {
+        let later = Self::now()?;
+        let busy = later.busy_ns.checked_sub(self.busy_ns)? as f64;
+        let ours = later.ours_ns.checked_sub(self.ours_ns)? as f64;
+        let capacity = wall.as_nanos() as f64 * f64::from(host_cpus());
+        (capacity > 0.0).then(|| ((busy - ours).max(0.0) / capacity * 100.0).min(100.0))
+    }
+}
+
+/// User + system CPU of `who` (RUSAGE_SELF, RUSAGE_CHILDREN), ns.
+fn rusage_ns(who: libc::c_int) -> Option<u64> {
+    // SAFETY: rusage is plain data; all-zero is a valid value for getrusage to overwrite.
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `r` is a valid, writable rusage for the duration of the call.
+    if unsafe { libc::getrusage(who, &mut r) } != 0 {
+        return None;
+    }
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    Some(ns(r.ru_utime) + ns(r.ru_stime))
+}
+
 fn read_trim(p: &Path) -> Option<String> {
     std::fs::read_to_string(p)
         .ok()
@@ -438,6 +486,7 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
         path_var.push(":");
         path_var.push(p);
     }
+    let load0 = HostLoad::now();
     let started = Instant::now();
     let child = Command::new(&vng)
         .args(&args)
@@ -481,6 +530,7 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
     group.done = true;
     let wall = started.elapsed();
     drop(group); // kills a QEMU that outlived vng
+    let host_other_busy_pct = load0.and_then(|l| l.others_pct(wall));
 
     let status: i32 = match read_trim(&status_file).and_then(|s| s.parse().ok()) {
         Some(s) => s,
@@ -512,6 +562,7 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
         guest_uptime_at_start_s: read_trim(&shared.join("uptime"))
             .and_then(|u| u.split_whitespace().next()?.parse().ok()),
         wall_s: wall.as_secs_f64(),
+        host_other_busy_pct,
         command: opts.command.clone(),
     };
     let mut stdout = std::fs::read(shared.join("stdout")).unwrap_or_default();

@@ -1,0 +1,45 @@
+//! `bench lock`'s cost measurement (`lab::lockbench::costs`) on this machine. A test binary of its own: the
+//! measurement pins processes and keeps both CPUs busy for a fraction of a second, which makes the library's
+//! timing tests (`latency::tests`) miss their periods when it runs beside them.
+
+use std::time::{Duration, Instant};
+
+use lab::lockbench::costs::{line, measure};
+
+#[test]
+fn the_costs_are_measured_and_plausible() {
+    let t = Instant::now();
+    let c = measure(None).unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    for (name, v) in [
+        ("spin", c.spin_ns),
+        ("syscall", c.syscall_ns),
+        ("switch", c.switch_half_round_trip_ns),
+        ("wake", c.futex_wake_nobody_ns),
+    ] {
+        assert!(v > 0.0 && v < 1e7, "{name} {v}");
+    }
+    assert_eq!(c.fault_2m_map_ns, None);
+    assert!(line(&c, Some(1200.0)).contains("fault (4 KB) 1.20 us"));
+    assert!(!line(&c, None).contains("2 MB"));
+
+    // The 2 MB mapping, where a pool has free pages (none is grown for a test): measured and plausible;
+    // null without a pool.
+    let free: u64 =
+        std::fs::read_to_string("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+    let c = measure(Some(free.clamp(1, 2))).unwrap();
+    match c.fault_2m_map_ns {
+        Some(ns) => {
+            assert!(free > 0);
+            assert!(ns > 0.0 && ns < 1e7, "{ns}");
+            assert!(line(&c, None).contains("mapping a 2 MB page"));
+        }
+        None => eprintln!("2 MB mapping not measured here ({free} free 2 MB pages)"),
+    }
+    if free == 0 {
+        assert_eq!(c.fault_2m_map_ns, None);
+    }
+}
