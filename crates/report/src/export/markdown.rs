@@ -1,4 +1,4 @@
-//! Markdown: the comparison, and every bench and sim result.
+//! Markdown: the comparison, the fleet, and every bench and sim result.
 
 use results::latency::LatencyResult;
 use results::lock::LockResult;
@@ -8,6 +8,7 @@ use results::sim::SimResult;
 
 use super::{cells_of, header, Exporter};
 use crate::compare::Comparison;
+use crate::fleet::Fleet;
 
 /// The Markdown exporter.
 #[derive(Debug, Clone, Copy)]
@@ -16,6 +17,12 @@ pub struct Markdown;
 impl Exporter<Comparison> for Markdown {
     fn export(&self, c: &Comparison) -> String {
         markdown(c)
+    }
+}
+
+impl Exporter<Fleet> for Markdown {
+    fn export(&self, f: &Fleet) -> String {
+        crate::fleet_table::markdown(f)
     }
 }
 

@@ -1,5 +1,5 @@
 //! Exporters, in the manner of hyperfine's `src/export/`: one [`Exporter`] trait, one module per format
-//! (text table, Markdown, CSV, JSON), each implementing it for the documents that format applies to. The
+//! (text table, Markdown, CSV, JSON, HTML), each implementing it for the documents that format applies to. The
 //! table-like formats share `markup` (alignment, numbers) and the comparison's parts below (its header,
 //! the cells of a row). [`export`] picks the format's exporter.
 
@@ -7,11 +7,13 @@ use crate::compare::{Comparison, Metric, Row, Unit};
 use crate::markup::sig3;
 
 mod csv;
+mod html;
 mod json;
 mod markdown;
 mod table;
 
 pub use self::csv::Csv;
+pub use self::html::Html;
 pub use self::json::Json;
 pub use self::markdown::Markdown;
 pub use self::table::Table;
@@ -215,5 +217,18 @@ mod tests {
             export(Format::Table, r).unwrap(),
             crate::lock_table::render(r)
         );
+    }
+
+    /// The fleet's Markdown and HTML exporters are its section renderers, on a fixture host's audit.
+    #[test]
+    fn fleet_in_markdown_and_html() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/linux-7.0-lazy-debugfs");
+        let audit = hostfacts::audit(&hostfacts::Host::at(root), &[]);
+        let f = crate::fleet::of_audits(&[("a.json", &audit)]);
+        let html = Html.export(&f);
+        assert_eq!(html, crate::fleet_table::html(&f));
+        assert!(html.contains('<'), "{html}");
+        assert_eq!(Markdown.export(&f), crate::fleet_table::markdown(&f));
     }
 }
