@@ -3,7 +3,8 @@
 //! `compare --by` and `report`'s HTML page.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use report::compare::{self, Input};
+use report::compare::{self, By, Input};
+use report::export::{export, Format};
 use results::Document;
 
 fuzz_target!(|data: &[u8]| {
@@ -15,13 +16,15 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(c) = compare::compare(&[a.clone(), b], 0.02, None) {
         // A file set against itself differs in nothing.
         assert!(!c.has_regression());
-        let _ = (compare::table(&c), compare::markdown(&c), compare::csv(&c));
-        let _ = report::json(&c);
+        for f in [Format::Table, Format::Markdown, Format::Csv, Format::Json] {
+            let _ = export(f, &c);
+        }
     }
-    for field in ["lock", "pages", "huge_pages"] {
-        if let Ok(split) = compare::split_by(std::slice::from_ref(&a), field, None) {
+    // A file against a copy of itself: the preemption split pools the two and finds one model.
+    for by in ["lock", "pages", "huge_pages", "preempt"] {
+        if let Ok(split) = compare::split(&[a.clone(), a.clone()], &By::parse(by), None) {
             if let Ok(c) = compare::compare(&split, 0.02, None) {
-                let _ = compare::table(&c);
+                let _ = export(Format::Table, &c);
             }
         }
     }

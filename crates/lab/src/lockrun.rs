@@ -70,7 +70,7 @@ fn summarize(reps: &[Rep], fault: Option<&FaultCost>, cpus: u32) -> CellSummary 
             / stats::median(
                 &reps
                     .iter()
-                    .map(|r| r.hold_ns.mean.max(1.0))
+                    .map(|r| r.hold_ns.mean.unwrap_or(0.0).max(1.0))
                     .collect::<Vec<_>>(),
             ),
         cpu_ceiling_ops_per_s: cpus.max(1) as f64 * 1e9

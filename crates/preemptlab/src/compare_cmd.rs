@@ -3,6 +3,7 @@
 use anyhow::{anyhow, bail, Result};
 use lab::files::{self, load_document as load, FilesError};
 use report::compare::{self, CompareError};
+use report::export::{export, Format};
 use results::Document;
 
 use crate::cli::{CompareArgs, CompareFormat, ReportArgs, ResultsArgs};
@@ -23,12 +24,14 @@ pub fn run(a: CompareArgs) -> Result<i32> {
             .map(|m| m.split(',').map(|s| s.trim().to_string()).collect()),
     };
     let c = compare::run(&docs, &opts).map_err(|e| flag_context(e, &a))?;
-    match a.format {
-        CompareFormat::Table => print!("{}", compare::table(&c)),
-        CompareFormat::Markdown => print!("{}", compare::markdown(&c)),
-        CompareFormat::Json => print!("{}", report::json(&c)),
-        CompareFormat::Csv => print!("{}", compare::csv(&c)),
-    }
+    let format = match a.format {
+        CompareFormat::Table => Format::Table,
+        CompareFormat::Markdown => Format::Markdown,
+        CompareFormat::Json => Format::Json,
+        CompareFormat::Csv => Format::Csv,
+    };
+    // Every format applies to a comparison.
+    print!("{}", export(format, &c).unwrap_or_default());
     if c.rows.is_empty() {
         eprintln!("preemptlab: no cells matched between the inputs (different benches or different matrices?)");
     }

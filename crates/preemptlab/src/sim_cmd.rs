@@ -4,6 +4,7 @@
 
 use anyhow::{anyhow, Result};
 use lab::lockrun;
+use report::export::{export, Format};
 use results::sim::{SimCell, SimResult, SimSpec};
 use sim::matrix::{Axis, MatrixError, Request, RequestError};
 use sim::{Params, Workload};
@@ -78,7 +79,10 @@ pub fn run(a: SimArgs) -> Result<i32> {
     crate::term::print_result(
         a.result.format,
         &res,
-        |md| report::sim_table::render(&res, md),
+        |md| {
+            let format = if md { Format::Markdown } else { Format::Table };
+            export(format, &res).unwrap_or_default()
+        },
         &out,
         a.result.quiet,
     );

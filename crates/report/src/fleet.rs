@@ -255,41 +255,65 @@ pub struct Assessed {
     pub full_touch_kib: u64,
 }
 
+/// Why a file is no audit this preemptlab reads; each message names the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuditError {
+    /// Nothing in the file.
+    #[error("empty file (the audit did not run or was cut short: rerun `preemptlab audit --format json`)")]
+    Empty,
+    /// Another schema version.
+    #[error("audit schema_version {found}, this preemptlab reads {supported} (run the same preemptlab version on the hosts)")]
+    Version {
+        /// The file's version.
+        found: u64,
+        /// The version read here.
+        supported: u32,
+    },
+    /// Not JSON.
+    #[error("not JSON ({0}): expected the output of `preemptlab audit --format json`")]
+    NotJson(String),
+    /// JSON without a schema version.
+    #[error("JSON but not a preemptlab audit (no schema_version; {0}): expected the output of `preemptlab audit --format json`")]
+    NotAudit(String),
+    /// An audit with fields missing or malformed.
+    #[error("not a complete audit ({0}): rerun `preemptlab audit --format json`")]
+    Incomplete(String),
+}
+
 /// Parses an audit document, with a reason that names the fix when it is not one.
-pub fn parse_audit(text: &str) -> Result<Audit, String> {
+pub fn parse_audit(text: &str) -> Result<Audit, AuditError> {
     if text.trim().is_empty() {
-        return Err("empty file (the audit did not run or was cut short: rerun `preemptlab audit --format json`)".into());
+        return Err(AuditError::Empty);
     }
     match serde_json::from_str::<Audit>(text) {
         Ok(a) if a.schema_version == hostfacts::audit::SCHEMA_VERSION => Ok(a),
-        Ok(a) => Err(format!(
-            "audit schema_version {}, this preemptlab reads {} (run the same preemptlab version on the hosts)",
-            a.schema_version,
-            hostfacts::audit::SCHEMA_VERSION
-        )),
+        Ok(a) => Err(AuditError::Version {
+            found: u64::from(a.schema_version),
+            supported: hostfacts::audit::SCHEMA_VERSION,
+        }),
         Err(e) => Err(explain_parse_error(text, &e)),
     }
 }
 
-fn explain_parse_error(text: &str, e: &serde_json::Error) -> String {
+fn explain_parse_error(text: &str, e: &serde_json::Error) -> AuditError {
     /// What any JSON object says of its version (absent fields are None).
     #[derive(serde::Deserialize)]
     struct Versioned {
         schema_version: Option<u64>,
     }
     if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
-        return format!("not JSON ({e}): expected the output of `preemptlab audit --format json`");
+        return AuditError::NotJson(e.to_string());
     }
     let version = serde_json::from_str::<Versioned>(text)
         .ok()
         .and_then(|v| v.schema_version);
     match version {
-        None => format!("JSON but not a preemptlab audit (no schema_version; {e}): expected the output of `preemptlab audit --format json`"),
-        Some(v) if v != u64::from(hostfacts::audit::SCHEMA_VERSION) => format!(
-            "audit schema_version {v}, this preemptlab reads {} (run the same preemptlab version on the hosts)",
-            hostfacts::audit::SCHEMA_VERSION
-        ),
-        Some(_) => format!("not a complete audit ({e}): rerun `preemptlab audit --format json`"),
+        None => AuditError::NotAudit(e.to_string()),
+        Some(v) if v != u64::from(hostfacts::audit::SCHEMA_VERSION) => AuditError::Version {
+            found: v,
+            supported: hostfacts::audit::SCHEMA_VERSION,
+        },
+        Some(_) => AuditError::Incomplete(e.to_string()),
     }
 }
 
@@ -316,7 +340,7 @@ pub fn load(file: &str, text: &str, opts: &Options) -> Loaded {
         Ok(a) => Loaded::Host(Box::new(assess(file, &a, opts))),
         Err(reason) => Loaded::Failed(Failed {
             file: file.to_string(),
-            reason,
+            reason: reason.to_string(),
         }),
     }
 }
@@ -619,28 +643,38 @@ pub fn combine(loaded: Vec<Loaded>, opts: &Options) -> Fleet {
     }
 }
 
+/// An age that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgeError {
+    /// No number first.
+    #[error("{0:?}: use a number and a unit: 90m, 36h, 2d, 1w")]
+    Number(String),
+    /// No known unit.
+    #[error("{0:?}: use a number and a unit (s, m, h, d, w): 90m, 36h, 2d, 1w")]
+    Unit(String),
+    /// More seconds than fit.
+    #[error("{0:?}: too large")]
+    TooLarge(String),
+}
+
 /// Parses an age such as `90m`, `36h`, `2d` or `1w` into seconds.
-pub fn parse_age(text: &str) -> Result<u64, String> {
+pub fn parse_age(text: &str) -> Result<u64, AgeError> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let n: u64 = num
         .parse()
-        .map_err(|_| format!("{text:?}: use a number and a unit: 90m, 36h, 2d, 1w"))?;
+        .map_err(|_| AgeError::Number(text.to_string()))?;
     let mult = match unit.trim() {
         "s" => 1,
         "m" | "min" => 60,
         "h" => 3600,
         "d" => 86_400,
         "w" => 7 * 86_400,
-        _ => {
-            return Err(format!(
-                "{text:?}: use a number and a unit (s, m, h, d, w): 90m, 36h, 2d, 1w"
-            ))
-        }
+        _ => return Err(AgeError::Unit(text.to_string())),
     };
     n.checked_mul(mult)
-        .ok_or_else(|| format!("{text:?}: too large"))
+        .ok_or_else(|| AgeError::TooLarge(text.to_string()))
 }
 
 /// An age in seconds, short: `45s`, `12m`, `5.0h`, `3.2d`.
@@ -668,7 +702,7 @@ mod tests {
         assert_eq!(parse_age("90m"), Ok(5400));
         assert_eq!(parse_age("1w"), Ok(604_800));
         assert_eq!(parse_age("36h"), Ok(129_600));
-        assert!(parse_age("2").unwrap_err().contains("unit"));
+        assert!(parse_age("2").unwrap_err().to_string().contains("unit"));
         assert!(parse_age("two days").is_err());
         assert!(parse_age("2x").is_err());
         assert!(parse_age("99999999999999999999d").is_err());

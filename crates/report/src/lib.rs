@@ -5,6 +5,7 @@ pub mod audit_table;
 pub mod check;
 pub mod compare;
 mod compare_input;
+pub mod export;
 pub mod fleet;
 pub mod fleet_table;
 pub mod html;

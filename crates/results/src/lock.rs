@@ -60,22 +60,8 @@ pub struct Spec {
     pub seed: u64,
 }
 
-/// Percentiles of a latency distribution, in ns.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
-pub struct Percentiles {
-    /// Mean.
-    pub mean: f64,
-    /// Median.
-    pub p50: u64,
-    /// 90th percentile.
-    pub p90: u64,
-    /// 99th percentile.
-    pub p99: u64,
-    /// 99.9th percentile.
-    pub p999: u64,
-    /// Maximum.
-    pub max: u64,
-}
+/// Percentiles of a latency distribution, in ns (one definition, in `stats`, shared with the sim).
+pub use stats::Percentiles;
 
 /// The correctness check of one repetition.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

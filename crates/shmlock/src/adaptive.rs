@@ -50,6 +50,19 @@
 //!
 //! `PARKED` is cleared only when a wake finds nobody queued; a parker that raced with that sees the word
 //! change (its futex wait fails with EAGAIN) and sets it again: no lost wakeups.
+//!
+//! **Memory ordering.** Exclusion and the publication of the critical section rest on two operations only:
+//! the Acquire compare-exchange that sets `LOCKED` (`try_take` and the fast path of `lock`)
+//! and the Release `fetch_and` that clears it in `unlock`. Everything else is Relaxed, for one of three
+//! reasons named at each site: (a) *hint*: the owner word, the spinner slots and the `PARKED`/`WAKING`/
+//! `STALLED` bits decide only whether a waiter spins, parks or wakes someone, never whether it holds the
+//! lock, and no data is handed over through them, so a stale value costs a spin, a park or a wake, and a
+//! missed wake is bounded by the park timeout (rule 5); (b) *one location*: every read-modify-write of
+//! `state` acts on the latest value in that word's single modification order whatever its ordering, so a
+//! `PARKED` set by a waiter is either seen by the unlock's `fetch_and` or makes the waiter's
+//! compare-exchange fail; and the futex wait compares the word in the kernel atomically with going to sleep
+//! (futex(2)), so a wake cannot fall between the check and the sleep; (c) *failure*: a failed
+//! compare-exchange takes nothing and reads nothing the lock protects.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -134,7 +147,7 @@ fn online_cpus() -> u32 {
 impl AdaptiveLock {
     #[inline(always)]
     fn try_take(&self, s: u32) -> bool {
-        // Acquire: pairs with the Release fetch_and in unlock().
+        // Acquire: pairs with the Release fetch_and in unlock(). Relaxed on failure: (c) in the module doc.
         s & LOCKED == 0
             && self
                 .state
@@ -147,6 +160,7 @@ impl AdaptiveLock {
         let now = now_ns();
         let stale = STALE_SLOT.as_nanos() as u64;
         for (i, slot) in self.slots[..w.max_spinners as usize].iter().enumerate() {
+            // Relaxed: slots are hints (a); the compare-exchange below acts on the slot's latest value (b).
             let t = slot.load(Ordering::Relaxed);
             if (t == 0 || now.saturating_sub(t) > stale)
                 && slot
@@ -164,6 +178,8 @@ impl AdaptiveLock {
         let stale = STALE_SLOT.as_nanos() as u64;
         let mut now = 0;
         for slot in &self.slots {
+            // Relaxed: a hint (a); a stale stamp skips a wake the sleeper's timeout makes up for, or wakes one
+            // that was not needed.
             let t = slot.load(Ordering::Relaxed);
             if t != 0 {
                 if now == 0 {
@@ -180,6 +196,9 @@ impl AdaptiveLock {
     /// Records the new hold (called by the holder right after taking the lock).
     #[inline(always)]
     fn record_owner(&self) {
+        // Relaxed: only holders write the owner word, each after its Acquire on `state`, which follows the
+        // previous holder's Release, which follows that holder's store here: this load sees the latest
+        // sequence number by happens-before. Waiters read it as a hint (a).
         let seq = (self.owner.load(Ordering::Relaxed) >> 32).wrapping_add(1);
         self.owner
             .store((seq << 32) | this_cpu() as u64, Ordering::Relaxed);
@@ -193,6 +212,7 @@ impl AdaptiveLock {
         let mut timeout = PARK_TIMEOUT_MIN;
         let mut me = this_cpu();
         loop {
+            // Relaxed: a snapshot to choose the next step; taking the lock goes through try_take's Acquire.
             let s = self.state.load(Ordering::Relaxed);
             if s & LOCKED == 0 {
                 if self.try_take(s) {
@@ -203,12 +223,14 @@ impl AdaptiveLock {
             // 1-2: a bounded spin, unless the holder cannot be running (it took the lock on this CPU, and
             // this waiter is what runs here now), or a spinner already waited a whole budget for this very
             // hold, or every spinner slot is taken by a running spinner.
+            // Relaxed: a hint (a): a stale owner makes this waiter spin or park when the other was better.
             let owner = self.owner.load(Ordering::Relaxed);
             if s & STALLED == 0 && owner as u32 != me {
                 if let Some((slot, stamp)) = self.claim_slot(w) {
                     let mut i = 0;
                     let mut got = false;
                     while i < w.spin_iterations {
+                        // Relaxed: a poll; the take is try_take's Acquire.
                         let s = self.state.load(Ordering::Relaxed);
                         if self.try_take(s) {
                             got = true;
@@ -218,6 +240,7 @@ impl AdaptiveLock {
                         i += 1;
                     }
                     // Give the slot back unless a newcomer took it over while this spinner was descheduled.
+                    // Relaxed: a hint (a), on the slot's latest value (b).
                     let _ = self.slots[slot].compare_exchange(
                         stamp,
                         0,
@@ -230,6 +253,8 @@ impl AdaptiveLock {
                     }
                     // The same hold outlasted the whole budget: its holder is descheduled (or in a long
                     // fault). Say so, so that later arrivals park at once instead of spinning too.
+                    // Relaxed: STALLED and the owner are hints (a); the compare-exchange fails if the word
+                    // changed (b), and if it marks a newer hold by mistake, arrivals park for that one hold.
                     let s = self.state.load(Ordering::Relaxed);
                     if s & (LOCKED | STALLED) == LOCKED
                         && self.owner.load(Ordering::Relaxed) == owner
@@ -245,6 +270,8 @@ impl AdaptiveLock {
                 }
             }
             // 3: park. Announce ourselves with PARKED, then sleep while the word still says so.
+            // Relaxed: (b): the unlock's fetch_and either follows this in the word's order and sees PARKED,
+            // or precedes it and makes it fail; the futex wait then rechecks the word in the kernel.
             let parked = s | PARKED;
             if s & PARKED == 0
                 && self
@@ -259,6 +286,7 @@ impl AdaptiveLock {
             timeout = (timeout * 2).min(PARK_TIMEOUT_MAX);
             me = this_cpu();
             // We may be the wakee: let the next unlock wake another sleeper if needed.
+            // Relaxed: WAKING is a hint (a) and the fetch_and acts on the latest value (b).
             if self.state.load(Ordering::Relaxed) & WAKING != 0 {
                 self.state.fetch_and(!WAKING, Ordering::Relaxed);
             }
@@ -270,6 +298,8 @@ impl AdaptiveLock {
     fn wake_one(&self) {
         // Claim the single in-flight wake; give up if someone holds the lock again (their unlock will
         // reconsider), a wake is already in flight, or nobody is parked any more.
+        // Relaxed: WAKING and PARKED are hints (a) on one word (b); the wakee takes the lock through
+        // try_take's Acquire, nothing is handed to it here.
         let mut cur = self.state.load(Ordering::Relaxed);
         loop {
             if cur & (LOCKED | WAKING) != 0 || cur & PARKED == 0 {
@@ -287,6 +317,7 @@ impl AdaptiveLock {
         }
         if futex::wake(&self.state, 1) == 0 {
             // Nobody was queued: clear the marks (a parker in flight sees the change and re-marks).
+            // Relaxed: (b), and the parker's futex wait fails with EAGAIN on the changed word.
             self.state.fetch_and(!(PARKED | WAKING), Ordering::Relaxed);
         }
     }
@@ -309,6 +340,7 @@ impl RawLock for AdaptiveLock {
 
     #[inline]
     fn lock(&self, w: &mut AdaptiveWaiter) -> Acquired {
+        // Acquire: pairs with the Release fetch_and in unlock(); Relaxed on failure: (c) in the module doc.
         let a = if self
             .state
             .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)

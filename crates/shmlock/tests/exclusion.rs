@@ -27,7 +27,10 @@ struct Shared<L> {
     data: *mut Data,
 }
 
+// SAFETY: the pointers point into `_region`, which the struct owns and which stays mapped while it
+// lives; the lock is built for concurrent use and the data is touched only under it (or through atomics).
 unsafe impl<L> Send for Shared<L> {}
+// SAFETY: as for Send: shared references only reach the lock's own synchronised API and atomics.
 unsafe impl<L> Sync for Shared<L> {}
 
 fn shared<L: RawLock>() -> Shared<L> {
@@ -54,8 +57,11 @@ fn critical<L: RawLock>(s: &Shared<L>, w: &mut L::Waiter) {
         data.violations.fetch_add(1, Ordering::Relaxed);
     }
     // A non-atomic read-modify-write, slow enough to expose overlap.
+    // SAFETY: `counter` is a live, aligned u64 in the mapped region; the lock is held, so only this
+    // worker touches it (a second one inside would be the violation the test counts).
     let v = unsafe { std::ptr::read_volatile(&data.counter) };
     std::hint::spin_loop();
+    // SAFETY: as for the read above.
     unsafe { std::ptr::write_volatile(&mut data.counter, v + 1) };
     data.in_cs.fetch_sub(1, Ordering::Relaxed);
     lock.unlock(w);
@@ -112,10 +118,13 @@ fn fork_workers<L: RawLock>(
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0, "fork failed");
         if pid == 0 {
+            // SAFETY: the child inherited the MAP_SHARED region, which stays mapped until it exits.
             let mut w = unsafe { &*s.lock }.waiter(id);
             for _ in 0..iters {
                 critical(s, &mut w);
             }
+            // SAFETY: _exit ends the forked child without running the parent's atexit handlers or
+            // destructors twice.
             unsafe { libc::_exit(0) };
         }
         pid
@@ -139,6 +148,7 @@ fn wait_all(pids: &[libc::pid_t], timeout: Duration, k: LockKind) {
             }
             if t.elapsed() > timeout {
                 for &p in pids {
+                    // SAFETY: killing our own children, which we have not reaped yet.
                     unsafe { libc::kill(p, libc::SIGKILL) };
                 }
                 panic!("{k}: workers did not finish within {timeout:?}: deadlock?");
@@ -153,6 +163,7 @@ fn processes_case<L: RawLock>(k: LockKind) {
     let s = shared::<L>();
     let pids = fork_workers(&s, 0..procs, iters);
     wait_all(&pids, Duration::from_secs(120), k);
+    // SAFETY: the region is mapped for as long as `s` lives, and every worker has exited.
     let d = unsafe { &*s.data };
     assert_eq!(d.violations.load(Ordering::Relaxed), 0, "{k}");
     assert_eq!(d.counter, procs as u64 * iters, "{k}");
@@ -163,10 +174,13 @@ fn sigstop_case<L: RawLock>(k: LockKind) {
     const ITERS: u64 = 1_000;
     let s = shared::<L>();
     // The holder: takes the lock, says so, and keeps it until told to release.
+    // SAFETY: the child only runs lock operations on shared memory and exits with _exit.
     let holder = unsafe { libc::fork() };
     assert!(holder >= 0);
     if holder == 0 {
+        // SAFETY: the child inherited the MAP_SHARED region, mapped until it exits.
         let lock = unsafe { &*s.lock };
+        // SAFETY: as above; the data's flags are atomics, shared with the parent by design.
         let d = unsafe { &*s.data };
         let mut w = lock.waiter(100);
         lock.lock(&mut w);
@@ -175,8 +189,11 @@ fn sigstop_case<L: RawLock>(k: LockKind) {
             std::thread::sleep(Duration::from_millis(1));
         }
         lock.unlock(&mut w);
+        // SAFETY: _exit ends the forked child without running the parent's destructors.
         unsafe { libc::_exit(0) };
     }
+    // SAFETY: the region is mapped for as long as `s` lives; the parent reads only atomics and, with
+    // volatile reads, the counter.
     let d = unsafe { &*s.data };
     let t = Instant::now();
     while d.holding.load(Ordering::Acquire) == 0 {
@@ -191,10 +208,12 @@ fn sigstop_case<L: RawLock>(k: LockKind) {
     let waiters = fork_workers(&s, 0..WAITERS, ITERS);
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
+        // SAFETY: a live, aligned u64 in the mapped region; a racy value is what the test looks for.
         unsafe { std::ptr::read_volatile(&d.counter) },
         0,
         "{k}: a waiter entered while the stopped holder held the lock"
     );
+    // SAFETY: signalling our own child.
     unsafe { libc::kill(holder, libc::SIGCONT) };
     d.release.store(1, Ordering::Release);
     let mut all = waiters;
@@ -202,6 +221,7 @@ fn sigstop_case<L: RawLock>(k: LockKind) {
     wait_all(&all, Duration::from_secs(120), k);
     assert_eq!(d.violations.load(Ordering::Relaxed), 0, "{k}");
     assert_eq!(
+        // SAFETY: every worker has exited; the region is still mapped.
         unsafe { std::ptr::read_volatile(&d.counter) },
         WAITERS as u64 * ITERS,
         "{k}: waiters made progress after SIGCONT"

@@ -6,23 +6,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Params, Workload};
 
-/// Percentiles of a distribution, ns.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Pcts {
-    /// Median.
-    pub p50: u64,
-    /// 90th.
-    pub p90: u64,
-    /// 99th.
-    pub p99: u64,
-    /// 99.9th.
-    pub p999: u64,
-    /// Maximum.
-    pub max: u64,
-}
+/// Percentiles of a distribution, ns: `stats`' one percentile record (the model records no mean).
+pub use stats::Percentiles as Pcts;
 
 fn pcts(h: &Histogram<u64>) -> Pcts {
     Pcts {
+        mean: None,
         p50: h.value_at_quantile(0.50),
         p90: h.value_at_quantile(0.90),
         p99: h.value_at_quantile(0.99),

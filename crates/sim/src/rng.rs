@@ -1,22 +1,20 @@
 //! The model's one source of randomness: splitmix64 from the run's seed. Every draw is part of the
 //! result, so the order of the calls is too: code that moves a draw changes every figure after it.
 
-/// A seeded splitmix64 generator.
-pub(crate) struct Rng(u64);
+use stats::compare::SplitMix;
+
+/// A seeded splitmix64 generator: `stats`' one implementation (the bootstrap's), seeded from the run's seed.
+pub(crate) struct Rng(SplitMix);
 
 impl Rng {
     /// The generator of a run with `seed`.
     pub(crate) fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x005E_ED0F_5EED)
+        Rng(SplitMix::new(seed ^ 0x005E_ED0F_5EED))
     }
 
     /// The next 64 random bits.
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in [0, 1), 53 bits.

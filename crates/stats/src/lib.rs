@@ -30,6 +30,26 @@ pub struct Summary {
     pub stddev: f64,
 }
 
+/// Percentiles of a latency distribution, in ns: the one percentile record of bench lock's repetitions
+/// (`results::lock::Percentiles`) and of the model's outcomes (`sim::Outcome`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    /// Mean, where the measurement records one (bench lock does; the sim's outcomes never did, and their
+    /// files have no `mean`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean: Option<f64>,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Maximum.
+    pub max: u64,
+}
+
 /// Median of `xs` (the mean of the two middle values for an even count). NaN for no samples.
 pub fn median(xs: &[f64]) -> f64 {
     if xs.is_empty() {
@@ -91,6 +111,23 @@ pub fn jain(xs: &[f64]) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    /// A bench lock record keeps its mean; the sim's, which never had one, writes none.
+    #[test]
+    fn percentiles_write_the_mean_only_where_recorded() {
+        let lock = super::Percentiles {
+            mean: Some(1.5),
+            p50: 1,
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&lock).unwrap();
+        assert!(text.starts_with(r#"{"mean":1.5,"p50":1,"#), "{text}");
+        let sim = super::Percentiles { mean: None, ..lock };
+        let text = serde_json::to_string(&sim).unwrap();
+        assert_eq!(text, r#"{"p50":1,"p90":0,"p99":0,"p999":0,"max":0}"#);
+        let back: super::Percentiles = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, sim);
+    }
+
     use super::*;
 
     #[test]

@@ -291,7 +291,7 @@ fn percentiles(h: &Histogram<u64>) -> Percentiles {
         return Percentiles::default();
     }
     Percentiles {
-        mean: h.mean(),
+        mean: Some(h.mean()),
         p50: h.value_at_quantile(0.5),
         p90: h.value_at_quantile(0.9),
         p99: h.value_at_quantile(0.99),

@@ -1,0 +1,95 @@
+//! Aligned text: the comparison, and every bench and sim result (their tables in `*_table`).
+
+use results::latency::LatencyResult;
+use results::lock::LockResult;
+use results::net::NetResult;
+use results::pg::PgResult;
+use results::sim::SimResult;
+
+use super::{cells_of, header, Exporter};
+use crate::compare::Comparison;
+use crate::markup::{columns, Align};
+
+/// The text table exporter.
+#[derive(Debug, Clone, Copy)]
+pub struct Table;
+
+impl Exporter<Comparison> for Table {
+    fn export(&self, c: &Comparison) -> String {
+        table(c)
+    }
+}
+
+impl Exporter<LockResult> for Table {
+    fn export(&self, r: &LockResult) -> String {
+        crate::lock_table::render(r)
+    }
+}
+
+impl Exporter<PgResult> for Table {
+    fn export(&self, r: &PgResult) -> String {
+        crate::pg_table::render(r)
+    }
+}
+
+impl Exporter<LatencyResult> for Table {
+    fn export(&self, r: &LatencyResult) -> String {
+        crate::latency_table::render(r, false)
+    }
+}
+
+impl Exporter<NetResult> for Table {
+    fn export(&self, r: &NetResult) -> String {
+        crate::net_table::render(r, false)
+    }
+}
+
+impl Exporter<SimResult> for Table {
+    fn export(&self, r: &SimResult) -> String {
+        crate::sim_table::render(r, false)
+    }
+}
+
+/// The comparison as text: one table per input set against the first.
+fn table(c: &Comparison) -> String {
+    let mut o = header(c, false);
+    o.push_str(&format!(
+        "change: + is better; CI: 95% bootstrap interval of the ratio B/A; marked when it clears 1 by more than {:.0}%\n\n",
+        c.noise * 100.0
+    ));
+    for k in 2..=c.inputs.len() {
+        if c.inputs.len() > 2 {
+            o.push_str(&format!("{} against A\n", (b'A' + (k - 1) as u8) as char));
+        }
+        let rows: Vec<Vec<String>> = c
+            .rows
+            .iter()
+            .filter(|r| r.against == k)
+            .map(cells_of)
+            .collect();
+        o.push_str(&columns(
+            &[
+                "cell",
+                "metric",
+                "A (min..max)",
+                "B (min..max)",
+                "change",
+                "CI of B/A",
+                "",
+            ],
+            &[
+                Align::Left,
+                Align::Left,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Left,
+            ],
+            &rows,
+            0,
+            200,
+        ));
+    }
+    o
+}
