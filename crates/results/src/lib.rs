@@ -6,6 +6,7 @@
 pub mod check;
 pub mod document;
 pub mod envelope;
+pub mod from_lock;
 pub mod hugepages;
 pub mod latency;
 pub mod lock;
