@@ -165,4 +165,3 @@ impl Resolved {
         self.from.clone()
     }
 }
-

@@ -191,6 +191,19 @@ fn audit_on_72_is_lazy_and_offers_full_and_lazy() {
     assert_eq!(offered(&v), ["full", "lazy"]);
     assert_eq!(v["vm"]["vcpus"], 1);
     assert_vm_block(&v);
+    // The guest reads the booted kernel's own config (handed in by vm), so the rseq finding says why the
+    // slice extension is missing, not only that the prctl failed.
+    let rseq = v["findings"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["id"] == "rseq-slice-unavailable"))
+        .unwrap_or_else(|| panic!("no rseq finding: {}", v["findings"]));
+    assert!(
+        rseq["evidence"]
+            .to_string()
+            .contains("CONFIG_RSEQ_SLICE_EXTENSION is not set in /boot/config-7.2"),
+        "{}",
+        rseq["evidence"]
+    );
 }
 
 #[test]

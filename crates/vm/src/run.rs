@@ -154,17 +154,18 @@ pub fn guest_script(
 ) -> String {
     let d = sh_quote(&dir.display().to_string());
     let cmd: Vec<String> = argv.iter().map(|a| sh_quote(a)).collect();
-    let mut setup = String::new();
+    // What fails here is reported on the host (`setup-stderr`), not fatal: the command still runs.
+    let mut setup = String::from("r=$(uname -r)\ne=\"$d/setup-stderr\"\n");
     if let Some(c) = config {
         setup.push_str(&format!(
-            "mount -t tmpfs preemptlab-boot /boot && cp {} \"/boot/config-$(uname -r)\"\n",
+            "[ -e \"/boot/config-$r\" ] || {{ mount -t tmpfs preemptlab-boot /boot 2>>\"$e\" && cp {} \"/boot/config-$r\" 2>>\"$e\"; }}\n",
             sh_quote(&c.display().to_string())
         ));
     }
     if let Some(m) = modules {
+        // virtme-ng links a module tree it knows of itself; /usr is a writable overlay in its guests.
         setup.push_str(&format!(
-            "mount -t tmpfs preemptlab-modules /usr/lib/modules && mkdir \"/usr/lib/modules/$(uname -r)\" && \
-             mount --bind {} \"/usr/lib/modules/$(uname -r)\"\n",
+            "[ -e \"/usr/lib/modules/$r/modules.dep\" ] || {{ mkdir -p \"/usr/lib/modules/$r\" 2>>\"$e\" && mount --bind {} \"/usr/lib/modules/$r\" 2>>\"$e\"; }}\n",
             sh_quote(&m.display().to_string())
         ));
     }
@@ -185,6 +186,19 @@ pub fn guest_script(
          mv \"$d/status.tmp\" \"$d/status\"\n",
         cmd = cmd.join(" ")
     )
+}
+
+/// `args` with a read-only `--rodir` for each of `dirs` (at the same path in the guest), before `--exec`.
+pub fn with_rodirs(mut args: Vec<String>, dirs: &[&Path]) -> Vec<String> {
+    let at = args
+        .iter()
+        .position(|a| a == "--exec")
+        .unwrap_or(args.len());
+    let extra = dirs
+        .iter()
+        .flat_map(|d| ["--rodir".to_string(), d.display().to_string()]);
+    args.splice(at..at, extra);
+    args
 }
 
 /// vng's arguments (pure).
@@ -518,6 +532,14 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
         &shared,
         &script,
     );
+    // virtme-ng's guests see /var, /usr, /tmp, ... as fresh overlays: a kernel unpacked under the cache
+    // (/var/cache/preemptlab) is invisible there unless handed in, and with it its config and modules.
+    let rodirs: Vec<&Path> = modules
+        .as_deref()
+        .into_iter()
+        .chain(kernel.config.as_deref().and_then(Path::parent))
+        .collect();
+    let args = with_rodirs(args, &rodirs);
     let qemu_version = first_line_of(&qemu, "--version");
     let vng_version = first_line_of(&vng, "--version");
     let log_path = tmp.path().join("vng.log");
@@ -612,6 +634,15 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
     };
     let mut stdout = std::fs::read(shared.join("stdout")).unwrap_or_default();
     let mut stderr = std::fs::read(shared.join("stderr")).unwrap_or_default();
+    if let Some(e) = read_trim(&shared.join("setup-stderr")).filter(|e| !e.is_empty()) {
+        let mut said = format!(
+            "preemptlab vm: the guest could not put the kernel's config or modules in place: {}\n",
+            e.lines().next().unwrap_or_default()
+        )
+        .into_bytes();
+        said.append(&mut stderr);
+        stderr = said;
+    }
     // The guest names its result file by the shared path, which is gone once we return: name the host's.
     if let (Some((_, host_path, _)), Ok(text)) = (&out, std::str::from_utf8(&stderr)) {
         stderr = text
@@ -699,10 +730,8 @@ mod tests {
             Some(Path::new("/c/config-7.2 x")),
             Some(Path::new("/c/usr/lib/modules/7.2")),
         );
-        assert!(sc.contains("cp '/c/config-7.2 x' \"/boot/config-$(uname -r)\""));
-        assert!(
-            sc.contains("mount --bind '/c/usr/lib/modules/7.2' \"/usr/lib/modules/$(uname -r)\"")
-        );
+        assert!(sc.contains("cp '/c/config-7.2 x' \"/boot/config-$r\""));
+        assert!(sc.contains("mount --bind '/c/usr/lib/modules/7.2' \"/usr/lib/modules/$r\""));
         assert!(sc.find("/boot").unwrap() < sc.find("\"$d/started\"").unwrap());
     }
 
@@ -756,5 +785,9 @@ mod tests {
             Path::new("/g"),
         );
         assert!(!a.contains(&"--disable-kvm".to_string()) && !a.contains(&"--append".to_string()));
+        let a = with_rodirs(a, &[Path::new("/c/mods"), Path::new("/c/boot")]);
+        assert!(a
+            .join(" ")
+            .ends_with("--rodir /c/mods --rodir /c/boot --exec /bin/sh '/g'"));
     }
 }
