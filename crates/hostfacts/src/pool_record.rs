@@ -15,6 +15,10 @@ pub struct Share {
     pub start_ticks: u64,
     /// Pages this run added to the pool.
     pub pages: u64,
+    /// Pages this run will map: its share and the free pages it found and counts on (0 in records
+    /// written before it was kept: then `pages`). Another run must not count those free pages as its own.
+    #[serde(default)]
+    pub need: u64,
 }
 
 /// The shared record of one pool: its size before any run grew it, and each live run's share.
@@ -49,6 +53,7 @@ impl Registry {
                 pid: old.pid,
                 start_ticks: 0,
                 pages: 0,
+                need: 0,
             }],
         })
     }
@@ -58,12 +63,12 @@ impl Registry {
         self.base + self.shares.iter().map(|s| s.pages).sum::<u64>()
     }
 
-    /// Pages held by shares of runs other than `pid`.
+    /// Pages runs other than `pid` count on: each one's need (at least its share), mapped yet or not.
     pub fn held_by_others(&self, pid: u32) -> u64 {
         self.shares
             .iter()
             .filter(|s| s.pid != pid)
-            .map(|s| s.pages)
+            .map(|s| s.need.max(s.pages))
             .sum()
     }
 
@@ -94,6 +99,35 @@ pub fn share_alive(share: &Share, stat: Option<&str>) -> bool {
 mod tests {
     use super::*;
 
+    /// A run that counted on free pages already in the pool holds them as much as the pages it added: a
+    /// second run must not count them again (two overlapping runs on a pool with 65 pages free left the
+    /// second 65 short).
+    #[test]
+    fn others_hold_their_whole_need() {
+        let reg = Registry {
+            page_kib: 2048,
+            base: 65,
+            shares: vec![
+                Share {
+                    pid: 1,
+                    start_ticks: 0,
+                    pages: 448,
+                    need: 513,
+                },
+                // A record written before `need`: its share is what it holds.
+                Share {
+                    pid: 2,
+                    start_ticks: 0,
+                    pages: 10,
+                    need: 0,
+                },
+            ],
+        };
+        assert_eq!(reg.held_by_others(3), 523);
+        assert_eq!(reg.held_by_others(1), 10);
+        assert_eq!(reg.target(), 65 + 448 + 10);
+    }
+
     #[test]
     fn start_time_of_a_command_with_spaces_and_parens() {
         let stat =
@@ -104,6 +138,7 @@ mod tests {
             pid: 4242,
             start_ticks: 987654,
             pages: 3,
+            need: 0,
         };
         assert!(share_alive(&s, Some(stat)));
         assert!(!share_alive(

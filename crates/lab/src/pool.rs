@@ -177,13 +177,12 @@ impl PoolGuard {
             dir: dir.to_path_buf(),
             active: false,
         };
-        if share == 0 {
-            return Ok(guard);
-        }
+        // Recorded even when nothing is added: the free pages this run counts on are spoken for.
         reg.shares.push(Share {
             pid: me,
             start_ticks: start_ticks(me).unwrap_or(0),
             pages: share,
+            need: pages,
         });
         locked.store(&reg)?;
         guard.active = true;
@@ -343,11 +342,13 @@ mod tests {
             pid: 1,
             start_ticks: 5,
             pages: 513,
+            need: 0,
         });
         r.shares.push(Share {
             pid: 2,
             start_ticks: 6,
             pages: 300,
+            need: 0,
         });
         assert_eq!(r.target(), 820);
         r.shares.retain(|s| s.pid != 1);
@@ -363,12 +364,14 @@ mod tests {
         assert!(alive(&Share {
             pid: me,
             start_ticks: now,
-            pages: 1
+            pages: 1,
+            need: 0,
         }));
         assert!(!alive(&Share {
             pid: me,
             start_ticks: now + 1,
-            pages: 1
+            pages: 1,
+            need: 0,
         }));
     }
 
@@ -384,11 +387,13 @@ mod tests {
                     pid: std::process::id(),
                     start_ticks: start_ticks(std::process::id()).unwrap(),
                     pages: 10,
+                    need: 0,
                 },
                 Share {
                     pid: u32::MAX - 1,
                     start_ticks: 1,
                     pages: 20,
+                    need: 0,
                 },
             ],
         };
