@@ -339,9 +339,17 @@ fn by_preempt_pools_the_vm_campaign_per_model() {
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        // The runs (MODEL-rN.json), not the sim result and compare outputs kept beside them.
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.ends_with(".json")
+                && name
+                    .split_once("-r")
+                    .is_some_and(|(_, n)| n.starts_with(|c: char| c.is_ascii_digit()))
+        })
         .collect();
     files.sort();
+    assert_eq!(files.len(), 20, "{files:?}");
     let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let (o, v) = compare(&refs, &["--by", "preempt", "--base", "none"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
