@@ -17,6 +17,7 @@ pub mod pgquery;
 pub mod pool_record;
 pub mod postgres;
 pub mod procfs;
+pub mod rusage;
 pub mod stopped;
 pub mod targets;
 

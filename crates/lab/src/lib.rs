@@ -21,7 +21,7 @@
 //! - `pgbouncer`: a session pooler in front of a throwaway cluster.
 //! - `pool`: hugetlb pool shares that concurrent runs hold and give back.
 //! - `procsample`: per-second /proc sampling of a process tree (page tables, Pss, faults, switches).
-//! - `rusage`: the one getrusage wrapper.
+//! - `rusage`: the one getrusage wrapper (hostfacts', re-exported).
 //! - `sysbench`: parsing sysbench 1.0's OLTP output.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -48,7 +48,7 @@ pub mod pgrun;
 pub mod pool;
 pub mod procsample;
 pub mod result;
-pub mod rusage;
+pub use hostfacts::rusage;
 pub mod sysbench;
 
 /// The first `name` on PATH, then in the `extra` directories (e.g. `/usr/sbin` for daemons).

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use hostfacts::rusage::{Usage, Who};
 use hostfacts::PreemptModel;
 
 use crate::accel::{self, Accel, AccelRequest};
@@ -390,7 +391,13 @@ impl HostLoad {
         let jiffies = t.total.checked_sub(t.idle)?.checked_sub(t.steal)?;
         Some(Self {
             busy_ns: jiffies.checked_mul(1_000_000_000)? / hz as u64,
-            ours_ns: rusage_ns(libc::RUSAGE_SELF)? + rusage_ns(libc::RUSAGE_CHILDREN)?,
+            ours_ns: [Who::Process, Who::Children]
+                .map(|w| {
+                    let u = Usage::now(w);
+                    u.user_ns + u.sys_ns
+                })
+                .iter()
+                .sum(),
         })
     }
 
@@ -404,18 +411,6 @@ impl HostLoad {
         let capacity = wall.as_nanos() as f64 * f64::from(host_cpus());
         (capacity > 0.0).then(|| ((busy - ours).max(0.0) / capacity * 100.0).min(100.0))
     }
-}
-
-/// User + system CPU of `who` (RUSAGE_SELF, RUSAGE_CHILDREN), ns.
-fn rusage_ns(who: libc::c_int) -> Option<u64> {
-    // SAFETY: rusage is plain data; all-zero is a valid value for getrusage to overwrite.
-    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `r` is a valid, writable rusage for the duration of the call.
-    if unsafe { libc::getrusage(who, &mut r) } != 0 {
-        return None;
-    }
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
-    Some(ns(r.ru_utime) + ns(r.ru_stime))
 }
 
 fn read_trim(p: &Path) -> Option<String> {

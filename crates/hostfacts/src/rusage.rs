@@ -1,5 +1,6 @@
-//! The one `getrusage(2)` wrapper of the lab: CPU time and the counters the benches report, for the
-//! process (`RUSAGE_SELF`) or the calling thread (`RUSAGE_THREAD`).
+//! The one `getrusage(2)` wrapper of the workspace: CPU time and the counters the benches report, for the
+//! process (`RUSAGE_SELF`), the calling thread (`RUSAGE_THREAD`) or the reaped children
+//! (`RUSAGE_CHILDREN`, what `vm` counts as the guest's CPU).
 
 /// Whose usage to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -8,6 +9,8 @@ pub enum Who {
     Process,
     /// The calling thread (a thread worker).
     Thread,
+    /// The children this process has waited for, and theirs.
+    Children,
 }
 
 /// One reading of `getrusage`: CPU time in ns, minor faults and context switches.
@@ -31,10 +34,11 @@ impl Usage {
         let who = match who {
             Who::Process => libc::RUSAGE_SELF,
             Who::Thread => libc::RUSAGE_THREAD,
+            Who::Children => libc::RUSAGE_CHILDREN,
         };
         let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-        // SAFETY: getrusage writes a rusage into the pointer we pass; RUSAGE_SELF and RUSAGE_THREAD are
-        // valid targets on Linux, so it cannot fail.
+        // SAFETY: getrusage writes a rusage into the pointer we pass; RUSAGE_SELF, RUSAGE_THREAD and
+        // RUSAGE_CHILDREN are valid targets on Linux, so it cannot fail.
         unsafe { libc::getrusage(who, ru.as_mut_ptr()) };
         // SAFETY: zero bytes are a valid rusage, and the kernel has filled it since.
         let ru = unsafe { ru.assume_init() };
