@@ -42,8 +42,7 @@ pub fn costs_taken(r: &LockResult) -> Result<Vec<Taken>, FromLockError> {
 fn uncontended(r: &LockResult) -> Option<sim::costs::Uncontended> {
     let median = |mut v: Vec<f64>| -> Option<f64> {
         v.retain(|x| x.is_finite());
-        v.sort_by(f64::total_cmp);
-        (!v.is_empty()).then(|| v[v.len() / 2])
+        (!v.is_empty()).then(|| stats::median(&v))
     };
     let cell = |pages: &str| {
         r.cells
@@ -78,7 +77,7 @@ pub struct Like {
 }
 
 /// The matrix of a `bench lock` result as sim flags.
-pub fn like(r: &LockResult) -> Result<Like, FromLockError> {
+pub fn like<'a>(r: &'a LockResult) -> Result<Like, FromLockError> {
     let mut l = Like::default();
     let host = &r.envelope.host.kernel;
     if let Some(c) = host.cpus.value {
@@ -94,37 +93,22 @@ pub fn like(r: &LockResult) -> Result<Like, FromLockError> {
             .join(","),
         "spec.workers",
     ));
-    let (locks, other): (Vec<&String>, Vec<&String>) = r
-        .spec
-        .locks
-        .iter()
-        .partition(|x| LockKind::parse(x).is_ok());
-    if !other.is_empty() {
-        l.notes.push(format!(
-            "the model has no lock {}: left out",
-            other
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    // 4k and hugetlb-2m are the model's page sizes; 4k-populate, thp and hugetlb-1g are not.
-    let (pages, other): (Vec<&String>, Vec<&String>) = r
-        .spec
-        .pages
-        .iter()
-        .partition(|x| matches!(x.as_str(), "4k" | "hugetlb-2m"));
-    if !other.is_empty() {
-        l.notes.push(format!(
-            "the model has no pages {}: left out",
-            other
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
+    // What the model runs of one axis; the rest named in a note. 4k and hugetlb-2m are the model's page
+    // sizes; 4k-populate, thp and hugetlb-1g are not.
+    let mut modelled =
+        |axis: &str, given: &'a [String], runs: fn(&str) -> bool| -> Vec<&'a String> {
+            let (keep, other): (Vec<&String>, Vec<&String>) = given.iter().partition(|x| runs(x));
+            if !other.is_empty() {
+                let other: Vec<&str> = other.iter().map(|s| s.as_str()).collect();
+                l.notes.push(format!(
+                    "the model has no {axis} {}: left out",
+                    other.join(", ")
+                ));
+            }
+            keep
+        };
+    let locks = modelled("lock", &r.spec.locks, |x| LockKind::parse(x).is_ok());
+    let pages = modelled("pages", &r.spec.pages, |x| matches!(x, "4k" | "hugetlb-2m"));
     if locks.is_empty() || pages.is_empty() {
         return Err(FromLockError::NothingModelled {
             locks: r.spec.locks.join(","),
