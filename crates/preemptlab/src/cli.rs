@@ -266,24 +266,8 @@ pub struct SwitchPreemptArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchNetArgs {
-    /// Tests: tcp-stream, udp-stream, tcp-pingpong, udp-pingpong.
-    #[arg(long, default_value = "tcp-stream,udp-stream,tcp-pingpong")]
-    pub tests: String,
-    /// Message sizes (64, 1K, 16K, 64K).
-    #[arg(long, default_value = "64,1K,16K,64K")]
-    pub msg_sizes: String,
-    /// Connections (stream) or concurrent ping-pong pairs.
-    #[arg(long, default_value_t = 1)]
-    pub streams: u32,
-    /// Measured time per repetition.
-    #[arg(long, default_value = "5s")]
-    pub duration: String,
-    /// Repetitions per cell.
-    #[arg(long, default_value_t = 3)]
-    pub repeat: u32,
-    /// Between two network namespaces over a veth pair the tool creates and removes (root).
-    #[arg(long)]
-    pub netns: bool,
+    #[command(flatten)]
+    pub opts: lab::netopts::NetOptions,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
     #[command(flatten)]
@@ -292,38 +276,8 @@ pub struct BenchNetArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchLatencyArgs {
-    /// Scheduling policies: other (SCHED_OTHER), fifo (SCHED_FIFO; root). Default: both where allowed.
-    #[arg(long, default_value = "other,fifo")]
-    pub policy: String,
-    /// SCHED_FIFO priority (1..99).
-    #[arg(long, default_value_t = 90)]
-    pub priority: i32,
-    /// Background loads, measured one after the other: none, lock (bench lock, pg on 4 KB pages, 4x CPUs
-    /// workers), hackbench, or a shell command.
-    #[arg(long, default_value = "none,lock")]
-    pub load: String,
-    /// Measuring threads (default: one per CPU, each pinned to its CPU).
-    #[arg(long)]
-    pub threads: Option<u32>,
-    /// Do not pin the measuring threads.
-    #[arg(long)]
-    pub no_pin: bool,
-    /// Wakeup interval (1ms, 200us).
-    #[arg(long, default_value = "1ms")]
-    pub interval: String,
-    /// Measured time per repetition.
-    #[arg(long, default_value = "10s")]
-    pub duration: String,
-    /// Repetitions per cell.
-    #[arg(long, default_value_t = 3)]
-    pub repeat: u32,
-    /// Time the load runs before measuring.
-    #[arg(long, default_value = "2s")]
-    pub load_warmup: String,
-    /// Let idle CPUs enter deep idle states (by default /dev/cpu_dma_latency is held at 0 while measuring,
-    /// as cyclictest does; the request ends when the tool exits).
-    #[arg(long)]
-    pub allow_deep_idle: bool,
+    #[command(flatten)]
+    pub opts: lab::latopts::LatencyOptions,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
     #[command(flatten)]
