@@ -24,6 +24,8 @@
 //! - `pool`: hugetlb pool shares that concurrent runs hold and give back.
 //! - `procsample`: per-second /proc sampling of a process tree (page tables, Pss, faults, switches).
 //! - `rusage`: the one getrusage wrapper (hostfacts', re-exported).
+//! - `simfrom`: what `bench lock` result files give a `sim` run (their matrix, their measured costs).
+//! - `simopts`: `sim`'s options as given, resolved into the model's matrix, and its run.
 //! - `sysbench`: parsing sysbench 1.0's OLTP output.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -53,6 +55,8 @@ pub mod pool;
 pub mod procsample;
 pub mod result;
 pub use hostfacts::rusage;
+pub mod simfrom;
+pub mod simopts;
 pub mod sysbench;
 
 /// The first `name` on PATH, then in the `extra` directories (e.g. `/usr/sbin` for daemons).

@@ -4,8 +4,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use lab::options::list as split_list;
-
 /// Find, reproduce, measure and fix lock-holder preemption (Linux 7.0 + PostgreSQL on 4 KB pages).
 #[derive(Debug, Parser)]
 #[command(name = "preemptlab", version, about, long_about = None)]
@@ -120,55 +118,8 @@ pub enum VmAccel {
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
-    /// CPU counts (comma-separated) [default: 96, or --like's].
-    #[arg(long)]
-    pub cpus: Option<String>,
-    /// Worker processes: numbers or multiples of the CPU count (1024, 8x) [default: 1024, or --like's].
-    #[arg(long)]
-    pub workers: Option<String>,
-    /// Preemption models: none, voluntary, full, lazy. The first is the baseline of the ratios.
-    #[arg(long, default_value = "none,lazy")]
-    pub models: String,
-    /// Locks: pg, futex, rseq, adaptive [default: pg, or --like's].
-    #[arg(long)]
-    pub locks: Option<String>,
-    /// Page sizes: 4k, 2m [default: 4k,2m, or --like's].
-    #[arg(long)]
-    pub pages: Option<String>,
-    /// Timer ticks per second [default: 250, or --like's].
-    #[arg(long)]
-    pub hz: Option<u32>,
-    /// Take the costs a bench lock result measured (fault, spin, syscall, context switch, wakes) as the
-    /// model's parameters; repeat it for several runs of one machine: each parameter is their median;
-    /// --set wins.
-    #[arg(long, value_name = "RESULT.json")]
-    pub costs_from: Vec<PathBuf>,
-    /// Take the matrix of a bench lock result (its host's CPUs and HZ, its workers, locks, pages, work and
-    /// critical section); explicit flags win.
-    #[arg(long, value_name = "RESULT.json")]
-    pub like: Option<PathBuf>,
-    /// What the workers run: lock (bench lock's operation) or txn (pgbench-like transactions with client
-    /// round trips; throughput in transactions per second).
-    #[arg(long, default_value = "lock")]
-    pub workload: String,
-    /// Virtual time measured per run (1s, 200ms).
-    #[arg(long, default_value = "1s")]
-    pub duration: String,
-    /// Virtual time before measuring.
-    #[arg(long, default_value = "100ms")]
-    pub warmup: String,
-    /// Runs per cell, each with its own seed.
-    #[arg(long, default_value_t = 3)]
-    pub repeat: u32,
-    /// The first run's seed (run k uses seed + k).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Override a model parameter, name=value (repeatable; names as in the result's spec.params).
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    pub set: Vec<String>,
-    /// Sweep one parameter: name=v1,v2,... (adds a column).
-    #[arg(long, value_name = "NAME=V1,V2")]
-    pub sweep: Option<String>,
+    #[command(flatten)]
+    pub opts: lab::simopts::SimOptions,
     #[command(flatten)]
     pub result: ResultArgs,
 }
