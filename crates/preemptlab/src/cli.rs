@@ -38,7 +38,7 @@ pub enum Command {
     #[command(hide = true)]
     Generate(GenerateArgs),
     /// Boot another kernel in a VM (virtme-ng + QEMU) and run any preemptlab command in it.
-    Vm(VmArgs),
+    Vm(vm::cli::VmArgs),
 }
 
 #[derive(Debug, Args)]
@@ -76,44 +76,6 @@ pub struct GenerateArgs {
 pub enum GenerateWhat {
     Man,
     Completions,
-}
-
-#[derive(Debug, Args)]
-pub struct VmArgs {
-    /// List the bootable kernels: name, models offered (default marked *), rseq slice extension.
-    #[arg(long)]
-    pub list: bool,
-    /// Kernel: a name from --list, a short version (6.18, 7.2) or a vmlinuz path.
-    #[arg(long)]
-    pub kernel: Option<String>,
-    /// Preemption model to boot (preempt= on the kernel command line): none, voluntary, full, lazy.
-    #[arg(long)]
-    pub preempt: Option<String>,
-    /// Guest vCPUs (default: this host's CPUs, never more).
-    #[arg(long)]
-    pub cpus: Option<u32>,
-    /// Guest memory (512M, 2G).
-    #[arg(long, default_value = "2G")]
-    pub memory: String,
-    /// Accelerator: KVM when it can boot a standard kernel (auto), or force one.
-    #[arg(long, value_enum, default_value_t = VmAccel::Auto)]
-    pub accel: VmAccel,
-    /// More kernel command-line parameters.
-    #[arg(long, allow_hyphen_values = true)]
-    pub append: Option<String>,
-    /// Give up (and stop the VM) when the guest has not started the command after this long.
-    #[arg(long, default_value = "10m")]
-    pub boot_timeout: String,
-    /// The preemptlab command to run in the guest, after `--`.
-    #[arg(last = true)]
-    pub command: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum VmAccel {
-    Auto,
-    Kvm,
-    Tcg,
 }
 
 #[derive(Debug, Args)]
