@@ -303,6 +303,41 @@ pub fn size(text: &str) -> Result<Bytes, ParseError> {
     Ok(Bytes(bytes.round() as u64))
 }
 
+/// A duration that does not parse or is out of range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Not a number with an optional unit.
+    #[error("{0:?} is not a duration (expected e.g. 3s, 500ms, 2m)")]
+    NotADuration(String),
+    /// Negative, or longer than 24 h.
+    #[error("{0:?} is out of range (0 to 24 h)")]
+    OutOfRange(String),
+}
+
+/// Parses a human duration: `3s`, `500ms`, `200us`, `2m`, `1.5` (seconds), 0 to 24 h.
+pub fn duration(text: &str) -> Result<std::time::Duration, DurationError> {
+    let t = text.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| DurationError::NotADuration(text.into()))?;
+    if !v.is_finite() || v < 0.0 || v * mult > 86_400.0 {
+        return Err(DurationError::OutOfRange(text.into()));
+    }
+    Ok(std::time::Duration::from_secs_f64(v * mult))
+}
+
 /// Parses a PostgreSQL memory setting as `pg_settings` shows it: `setting` in multiples of `unit`
 /// (`8kB`, `kB`, `MB`), e.g. ("16384", Some("8kB")) -> 128 MiB.
 pub fn pg_memory(setting: &str, unit: Option<&str>) -> Result<Bytes, ParseError> {
@@ -588,6 +623,21 @@ mod tests {
         assert!(size("").is_err());
         assert!(size("-5GB").is_err());
         assert!(size("1e400GB").is_err());
+        use std::time::Duration;
+        assert_eq!(duration("3s").unwrap(), Duration::from_secs(3));
+        assert_eq!(duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(duration("200us").unwrap(), Duration::from_micros(200));
+        assert_eq!(duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(
+            duration("soon").unwrap_err().to_string(),
+            "\"soon\" is not a duration (expected e.g. 3s, 500ms, 2m)"
+        );
+        assert_eq!(
+            duration("-1s"),
+            Err(DurationError::OutOfRange("-1s".into()))
+        );
+        assert!(duration("25h").is_err() && duration("1441m").is_err());
     }
 
     #[test]

@@ -12,12 +12,75 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use crate::child::Child;
+use crate::child::{Child, ChildError};
 use crate::guard;
+use crate::options::OptionError;
 use crate::result::{self};
 
 pub use results::latency::{Cell, CellSummary, Lat, LatencyResult, Rep, Spec};
 pub use results::Status;
+
+/// Why a latency run stopped. Messages name options by field (`load`); `render` names them as the caller
+/// does.
+#[derive(Debug, thiserror::Error)]
+pub enum LatencyError {
+    /// The spec is refused (`latopts::check`).
+    #[error(transparent)]
+    Spec(#[from] OptionError),
+    /// A background load did not start.
+    #[error("{}", self.render(str::to_string))]
+    LoadStart {
+        /// The load as given.
+        load: String,
+        /// Why.
+        source: LoadError,
+    },
+    /// A background load exited while it was being measured under.
+    #[error("{}", self.render(str::to_string))]
+    LoadExited {
+        /// The load as given.
+        load: String,
+    },
+    /// The stop-signal handler could not be installed.
+    #[error("{0}")]
+    Signal(String),
+    /// The result file could not be written.
+    #[error("{0}")]
+    Write(String),
+}
+
+impl LatencyError {
+    /// The message with every option named by `name` (the command line passes its flag spelling).
+    pub fn render(&self, name: impl Fn(&str) -> String) -> String {
+        match self {
+            LatencyError::Spec(e) => e.render(name),
+            LatencyError::LoadStart { load, source } => {
+                format!("{} {load}: {source}", name("load"))
+            }
+            LatencyError::LoadExited { load } => {
+                format!("{} {load}: the load exited early", name("load"))
+            }
+            e => e.to_string(),
+        }
+    }
+}
+
+/// Why a background load did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// This binary (the `lock` load runs it) could not be found.
+    #[error("finding this binary: {0}")]
+    Exe(std::io::Error),
+    /// hackbench could not be started.
+    #[error("{0} (apt-get install rt-tests)")]
+    Hackbench(std::io::Error),
+    /// The command could not be started.
+    #[error("{0}")]
+    Spawn(std::io::Error),
+    /// The child process could not be set up.
+    #[error(transparent)]
+    Child(ChildError),
+}
 
 fn lat_of(h: &Histogram<u64>) -> Lat {
     if h.is_empty() {
@@ -34,39 +97,6 @@ fn lat_of(h: &Histogram<u64>) -> Lat {
         mean: h.mean() / 1000.0,
         samples: h.len(),
     }
-}
-
-/// Validates the spec; errors name the flag.
-pub fn validate(s: &Spec) -> Result<(), String> {
-    for p in &s.policies {
-        if p != "other" && p != "fifo" {
-            return Err(format!("--policy {p}: expected other or fifo"));
-        }
-    }
-    if s.policies.is_empty() || s.loads.is_empty() {
-        return Err("--policy and --load need at least one entry each".into());
-    }
-    if !(1..=99).contains(&s.priority) {
-        return Err(format!("--priority {}: 1..99", s.priority));
-    }
-    if !(50..=1_000_000).contains(&s.interval_us) {
-        return Err(format!("--interval {} us: 50 us..1 s", s.interval_us));
-    }
-    if s.duration_s < 0.1 || s.duration_s > 86_400.0 {
-        return Err(format!("--duration {} s: 100ms..24h", s.duration_s));
-    }
-    if s.threads == 0 || s.threads > 4096 {
-        return Err(format!("--threads {}: 1..4096", s.threads));
-    }
-    if s.repeat == 0 || s.repeat > 1000 {
-        return Err(format!("--repeat {}: 1..1000", s.repeat));
-    }
-    for l in &s.loads {
-        if l.trim().is_empty() {
-            return Err("--load: an empty command".into());
-        }
-    }
-    Ok(())
 }
 
 fn set_policy(policy: &str, prio: i32) -> Result<(), String> {
@@ -277,7 +307,7 @@ pub struct Load {
 
 impl Load {
     /// Starts `what`: none, lock, hackbench, or a shell command.
-    pub fn start(what: &str, cpus: u32, seconds: f64) -> Result<Load, String> {
+    pub fn start(what: &str, cpus: u32, seconds: f64) -> Result<Load, LoadError> {
         let mut tmp = None;
         let mut cmd = match what {
             "none" => {
@@ -288,7 +318,7 @@ impl Load {
             }
             "lock" => {
                 // This tool's own bench lock: pg on 4 KB pages, 4x the CPUs in worker processes.
-                let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+                let exe = std::env::current_exe().map_err(LoadError::Exe)?;
                 let out = std::env::temp_dir().join(format!(
                     "preemptlab-latency-load-{}.json",
                     std::process::id()
@@ -338,16 +368,10 @@ impl Load {
             Stdio::null(),
             Duration::from_secs(10),
         )
-        .map_err(|e| {
-            let e = match e {
-                crate::child::ChildError::Spawn { source, .. } => source.to_string(),
-                e => e.to_string(),
-            };
-            if what == "hackbench" {
-                format!("--load hackbench: {e} (apt-get install rt-tests)")
-            } else {
-                format!("--load {what}: {e}")
-            }
+        .map_err(|e| match e {
+            ChildError::Spawn { source, .. } if what == "hackbench" => LoadError::Hackbench(source),
+            ChildError::Spawn { source, .. } => LoadError::Spawn(source),
+            e => LoadError::Child(e),
         })?;
         Ok(Load {
             child: Some(child),
@@ -380,9 +404,9 @@ pub fn run(
     out: &std::path::Path,
     cpus: u32,
     mut on_cell: impl FnMut(&Cell),
-) -> Result<LatencyResult, String> {
-    guard::install_signal_flag()?;
-    validate(&spec)?;
+) -> Result<LatencyResult, LatencyError> {
+    guard::install_signal_flag().map_err(LatencyError::Signal)?;
+    crate::latopts::check(&spec)?;
     // SAFETY: mlockall with valid flags; failure only costs page-fault noise, so it is not fatal.
     let locked = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } == 0;
     let _ = locked;
@@ -405,7 +429,10 @@ pub fn run(
     'outer: for load in &spec.loads {
         let seconds =
             spec.load_warmup_s + spec.duration_s * spec.repeat as f64 * spec.policies.len() as f64;
-        let mut l = Load::start(load, cpus, seconds)?;
+        let mut l = Load::start(load, cpus, seconds).map_err(|source| LatencyError::LoadStart {
+            load: load.clone(),
+            source,
+        })?;
         if load != "none" {
             let t = Instant::now();
             while t.elapsed() < Duration::from_secs_f64(spec.load_warmup_s) && !guard::interrupted()
@@ -428,7 +455,7 @@ pub fn run(
                     break;
                 }
                 if !l.alive() {
-                    return Err(format!("--load {load}: the load exited early"));
+                    return Err(LatencyError::LoadExited { load: load.clone() });
                 }
                 match measure(&spec, policy, cpus as usize) {
                     Err(e) => {
@@ -475,7 +502,7 @@ pub fn run(
             }
             on_cell(&cell);
             res.cells.push(cell);
-            result::write(out, &res)?;
+            result::write(out, &res).map_err(LatencyError::Write)?;
             if guard::interrupted() {
                 break 'outer;
             }
@@ -483,7 +510,7 @@ pub fn run(
         drop(l);
     }
     res.envelope.interrupted = guard::interrupted();
-    result::write(out, &res)?;
+    result::write(out, &res).map_err(LatencyError::Write)?;
     Ok(res)
 }
 
@@ -503,26 +530,6 @@ mod tests {
             load_warmup_s: 0.0,
             repeat: 1,
             no_deep_idle: false,
-        }
-    }
-
-    #[test]
-    fn validation_names_the_flag() {
-        assert!(validate(&spec()).is_ok());
-        for (f, want) in [
-            (
-                Box::new(|s: &mut Spec| s.policies = vec!["rr".into()]) as Box<dyn Fn(&mut Spec)>,
-                "--policy rr",
-            ),
-            (Box::new(|s: &mut Spec| s.priority = 100), "--priority 100"),
-            (Box::new(|s: &mut Spec| s.interval_us = 10), "--interval 10"),
-            (Box::new(|s: &mut Spec| s.duration_s = 0.0), "--duration"),
-            (Box::new(|s: &mut Spec| s.threads = 0), "--threads 0"),
-        ] {
-            let mut s = spec();
-            f(&mut s);
-            let e = validate(&s).unwrap_err();
-            assert!(e.contains(want), "{e}");
         }
     }
 

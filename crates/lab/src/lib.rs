@@ -7,9 +7,11 @@
 //! - `fork`: forking worker processes, reaping them, killing the ones left on drop.
 //! - `guard`: SIGINT/SIGTERM flag, hugetlb pool guard with crash records.
 //! - `latency`: `bench latency`, cyclictest-style wakeup latency under a background load.
+//! - `latopts`: `bench latency`'s options as given, checked and resolved into its spec.
 //! - `lockbench`: `bench lock`, the StrategyGetBuffer-like workload.
 //! - `lockopts`: `bench lock`'s options as given, checked and resolved into its spec.
 //! - `net`: `bench net`, TCP/UDP stream and ping-pong over loopback or a veth pair between namespaces.
+//! - `netopts`: `bench net`'s options as given, checked and resolved into its spec.
 //! - `options`: what the benches' options share: lists, durations, counts, the host's shape, `OptionError`.
 //! - `output`: result files checked before any work and written atomically.
 //! - `pgbench`: parsing pgbench's summary and progress output (PostgreSQL 13 to 17).
@@ -22,6 +24,8 @@
 //! - `pool`: hugetlb pool shares that concurrent runs hold and give back.
 //! - `procsample`: per-second /proc sampling of a process tree (page tables, Pss, faults, switches).
 //! - `rusage`: the one getrusage wrapper (hostfacts', re-exported).
+//! - `simfrom`: what `bench lock` result files give a `sim` run (their matrix, their measured costs).
+//! - `simopts`: `sim`'s options as given, resolved into the model's matrix, and its run.
 //! - `sysbench`: parsing sysbench 1.0's OLTP output.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -33,10 +37,12 @@ pub mod files;
 pub mod fork;
 pub mod guard;
 pub mod latency;
+pub mod latopts;
 pub mod lockbench;
 pub mod lockopts;
 pub mod lockrun;
 pub mod net;
+pub mod netopts;
 pub mod options;
 pub mod output;
 pub mod pgbench;
@@ -49,6 +55,8 @@ pub mod pool;
 pub mod procsample;
 pub mod result;
 pub use hostfacts::rusage;
+pub mod simfrom;
+pub mod simopts;
 pub mod sysbench;
 
 /// The first `name` on PATH, then in the `extra` directories (e.g. `/usr/sbin` for daemons).

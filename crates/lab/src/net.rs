@@ -3,7 +3,7 @@
 //! Each cell records the deltas of the kernel's TCP counters (`/proc/net/snmp`, `/proc/net/netstat`) on
 //! both sides and each end's CPU time and context switches.
 //!
-//! With `--netns` the server threads join a namespace this module creates (`ip netns add`), joined to the
+//! With `netns` set the server threads join a namespace this module creates (`ip netns add`), joined to the
 //! host namespace by a veth pair with 10.203.0.1/30 (host) and 10.203.0.2/30 (namespace); deleting the
 //! namespace removes both ends of the pair. [`NetnsGuard`] deletes it on drop, and a run that died without
 //! cleaning up leaves a name with its PID that the next run removes.
@@ -19,10 +19,63 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use crate::guard;
+use crate::options::OptionError;
 use crate::result::{self};
 
 pub use results::net::{Cell, CellSummary, EndUse, NetResult, Rep, RttPcts, Spec};
 pub use results::Status;
+
+/// Why a net run stopped or the namespace could not be made. Messages name options by field; `render`
+/// names them as the caller does.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    /// The spec is refused (`netopts::check`).
+    #[error(transparent)]
+    Spec(#[from] OptionError),
+    /// The namespace and veth pair need root.
+    #[error("creating a network namespace and a veth pair needs root: run as root, or measure over loopback")]
+    NotRoot,
+    /// `ip` could not be run.
+    #[error("running ip {args}: {source} (apt-get install iproute2)")]
+    IpMissing {
+        /// Its arguments.
+        args: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `ip` failed.
+    #[error("ip {args}: {stderr}")]
+    Ip {
+        /// Its arguments.
+        args: String,
+        /// What it said.
+        stderr: String,
+    },
+    /// The namespace could not be entered.
+    #[error("entering network namespace {name}: {source}")]
+    Enter {
+        /// The namespace.
+        name: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The stop-signal handler could not be installed.
+    #[error("{0}")]
+    Signal(String),
+    /// The result file could not be written.
+    #[error("{0}")]
+    Write(String),
+}
+
+impl NetError {
+    /// The message with every option named by `name` (the command line passes its flag spelling).
+    pub fn render(&self, name: impl Fn(&str) -> String) -> String {
+        match self {
+            NetError::Spec(e) => e.render(name),
+            e => e.to_string(),
+        }
+    }
+}
 
 /// The TCP counters recorded around each cell: (file, section, field).
 pub const COUNTERS: [(&str, &str, &str); 9] = [
@@ -110,41 +163,6 @@ fn add_use(a: &mut EndUse, b: &EndUse) {
     a.nivcsw += b.nivcsw;
 }
 
-/// A message size: `64`, `1K`, `16K`, `64K`, `1M` (binary units, `hostfacts::parse::size`), 1 byte to 16M.
-pub fn parse_size(s: &str) -> Result<usize, String> {
-    let bytes = hostfacts::parse::size(s)
-        .map_err(|_| format!("{s}: expected a byte count like 64, 1K, 16K"))?
-        .0;
-    if bytes == 0 || bytes > 16 << 20 {
-        return Err(format!("{s}: 1 byte..16M"));
-    }
-    Ok(bytes as usize)
-}
-
-/// Validates the spec; errors name the flag.
-pub fn validate(s: &Spec) -> Result<(), String> {
-    for t in &s.tests {
-        if !["tcp-stream", "udp-stream", "tcp-pingpong", "udp-pingpong"].contains(&t.as_str()) {
-            return Err(format!(
-                "--tests {t}: expected tcp-stream, udp-stream, tcp-pingpong or udp-pingpong"
-            ));
-        }
-    }
-    if s.tests.is_empty() || s.msg_sizes.is_empty() {
-        return Err("--tests and --msg-sizes need at least one entry each".into());
-    }
-    if s.streams == 0 || s.streams > 1024 {
-        return Err(format!("--streams {}: 1..1024", s.streams));
-    }
-    if s.duration_s < 0.1 || s.duration_s > 86_400.0 {
-        return Err(format!("--duration {} s: 100ms..24h", s.duration_s));
-    }
-    if s.repeat == 0 || s.repeat > 1000 {
-        return Err(format!("--repeat {}: 1..1000", s.repeat));
-    }
-    Ok(())
-}
-
 /// A network namespace and veth pair, removed on drop.
 pub struct NetnsGuard {
     name: String,
@@ -155,19 +173,19 @@ pub const HOST_ADDR: &str = "10.203.0.1";
 /// The namespace side.
 pub const NS_ADDR: &str = "10.203.0.2";
 
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| {
-        format!(
-            "running ip {}: {e} (apt-get install iproute2)",
-            args.join(" ")
-        )
-    })?;
+fn ip(args: &[&str]) -> Result<(), NetError> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|source| NetError::IpMissing {
+            args: args.join(" "),
+            source,
+        })?;
     if !out.status.success() {
-        return Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(NetError::Ip {
+            args: args.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(())
 }
@@ -200,9 +218,9 @@ pub fn recover_stale_netns() -> Vec<String> {
 
 impl NetnsGuard {
     /// Creates the namespace and the veth pair with addresses, both ends up (root).
-    pub fn create() -> Result<NetnsGuard, String> {
+    pub fn create() -> Result<NetnsGuard, NetError> {
         if !hostfacts::host::is_root() {
-            return Err("--netns creates a network namespace and a veth pair: run as root".into());
+            return Err(NetError::NotRoot);
         }
         let name = format!("preemptlab-{}", std::process::id());
         let veth_host = format!("plh{}", std::process::id() % 100_000);
@@ -234,13 +252,16 @@ impl NetnsGuard {
     }
 
     /// Moves the calling thread into the namespace.
-    pub fn enter(&self) -> Result<(), String> {
-        let f = std::fs::File::open(format!("/run/netns/{}", self.name))
-            .map_err(|e| format!("opening /run/netns/{}: {e}", self.name))?;
+    pub fn enter(&self) -> Result<(), NetError> {
+        let enter = |source| NetError::Enter {
+            name: self.name.clone(),
+            source,
+        };
+        let f = std::fs::File::open(format!("/run/netns/{}", self.name)).map_err(enter)?;
         use std::os::fd::AsRawFd;
         // SAFETY: setns on a namespace fd for this thread only.
         if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(format!("setns: {}", std::io::Error::last_os_error()));
+            return Err(enter(std::io::Error::last_os_error()));
         }
         Ok(())
     }
@@ -306,7 +327,7 @@ fn run_once(test: &str, size: usize, spec: &Spec, ns: Option<&NetnsGuard>) -> Re
         servers.push(std::thread::spawn(move || -> Result<ServerEnd, String> {
             if let Some(name) = &ns_name {
                 let g = NetnsGuard { name: name.clone() };
-                let r = g.enter();
+                let r = g.enter().map_err(|e| e.to_string());
                 std::mem::forget(g); // not ours to delete
                 if let Err(e) = r {
                     let _ = port_tx.send(Err(e.clone()));
@@ -585,9 +606,9 @@ pub fn run(
     spec: Spec,
     out: &std::path::Path,
     mut on_cell: impl FnMut(&Cell),
-) -> Result<NetResult, String> {
-    guard::install_signal_flag()?;
-    validate(&spec)?;
+) -> Result<NetResult, NetError> {
+    guard::install_signal_flag().map_err(NetError::Signal)?;
+    crate::netopts::check(&spec)?;
     for line in recover_stale_netns() {
         eprintln!("preemptlab: {line}");
     }
@@ -666,7 +687,7 @@ pub fn run(
             }
             on_cell(&cell);
             res.cells.push(cell);
-            result::write(out, &res)?;
+            result::write(out, &res).map_err(NetError::Write)?;
             if guard::interrupted() {
                 break 'outer;
             }
@@ -674,7 +695,7 @@ pub fn run(
     }
     drop(ns);
     res.envelope.interrupted = guard::interrupted();
-    result::write(out, &res)?;
+    result::write(out, &res).map_err(NetError::Write)?;
     Ok(res)
 }
 
@@ -696,11 +717,7 @@ mod tests {
     }
 
     #[test]
-    fn sizes_and_validation() {
-        assert_eq!(parse_size("64"), Ok(64));
-        assert_eq!(parse_size("16K"), Ok(16384));
-        assert!(parse_size("0").is_err() && parse_size("x").is_err() && parse_size("32M").is_err());
-        assert_eq!(parse_size("1M"), Ok(1 << 20));
+    fn a_spec_made_otherwise_is_checked_too() {
         let s = Spec {
             tests: vec!["udp-stream".into()],
             msg_sizes: vec![65_536],
@@ -709,7 +726,10 @@ mod tests {
             repeat: 1,
             netns: false,
         };
-        assert!(validate(&s).unwrap_err().contains("--streams 0"));
+        let dir = tempfile::tempdir().unwrap();
+        let e = run(s, &dir.path().join("r.json"), |_| {}).unwrap_err();
+        assert_eq!(e.to_string(), "streams 0: 1..1024");
+        assert!(!dir.path().join("r.json").exists());
     }
 
     #[test]

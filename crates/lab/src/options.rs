@@ -1,5 +1,6 @@
 //! The benches' options as a person gives them (lists, counts and durations as text), checked and turned into
-//! typed specs before any work starts: `lockopts` for `bench lock`, `pgopts` for `bench pg`.
+//! typed specs before any work starts: `lockopts` for `bench lock`, `pgopts` for `bench pg`, `latopts` for
+//! `bench latency`, `netopts` for `bench net`, `simopts` for `sim`.
 //!
 //! Errors name an option by its field name (`reconnect_every`), never by a command-line flag: a caller says
 //! how options are named where it takes them (`OptionError::render`), so the command line's one-line
@@ -57,6 +58,14 @@ pub enum OptionError {
         option: &'static str,
         /// What is wrong and what would do.
         why: String,
+    },
+    /// A duration that does not parse.
+    #[error("{option}: {source}")]
+    Duration {
+        /// The option.
+        option: &'static str,
+        /// Why.
+        source: DurationError,
     },
     /// Options that each need at least one entry, one of them empty.
     #[error("{} need at least one entry each", list_names(.options, |o| o.to_string()))]
@@ -133,6 +142,7 @@ impl OptionError {
                 format!("{} {value}: {why}", name(option))
             }
             OptionError::Whole { option, why } => format!("{}: {why}", name(option)),
+            OptionError::Duration { option, source } => format!("{}: {source}", name(option)),
             OptionError::Empty { options } => {
                 format!(
                     "{} need at least one entry each",
@@ -197,29 +207,7 @@ pub fn list(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// Parses a duration: `3s`, `500ms`, `200us`, `2m`, `1.5` (seconds), 0 to 24 h.
-pub fn duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix("us") {
-        (n, 1e-6)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (expected e.g. 3s, 500ms, 2m)"))?;
-    if !v.is_finite() || v < 0.0 || v * mult > 86_400.0 {
-        return Err(format!("{s:?} is out of range (0 to 24 h)"));
-    }
-    Ok(Duration::from_secs_f64(v * mult))
-}
+pub use hostfacts::parse::{duration, DurationError};
 
 /// The duration option `option`, at least `min`.
 pub fn duration_at_least(
@@ -227,23 +215,39 @@ pub fn duration_at_least(
     s: &str,
     min: Duration,
 ) -> Result<Duration, OptionError> {
-    let d = duration(s).map_err(|why| OptionError::Whole { option, why })?;
-    if d < min {
+    duration_in(option, s, min, Duration::MAX)
+}
+
+/// The duration option `option`, from `min` to `max` (`Duration::MAX`: no bound of its own).
+pub fn duration_in(
+    option: &'static str,
+    s: &str,
+    min: Duration,
+    max: Duration,
+) -> Result<Duration, OptionError> {
+    let d = duration(s).map_err(|source| OptionError::Duration { option, source })?;
+    if d < min || d > max {
+        let why = match max {
+            Duration::MAX => format!("at least {}", human_duration(min)),
+            _ => format!("{}..{}", human_duration(min), human_duration(max)),
+        };
         return Err(OptionError::Invalid {
             option,
             value: s.into(),
-            why: format!("at least {}", human_duration(min)),
+            why,
         });
     }
     Ok(d)
 }
 
-/// `1s`, `100ms`, `0s`: how the bounds read in messages.
+/// `1s`, `100ms`, `50us`, `0s`: how the bounds read in messages.
 fn human_duration(d: Duration) -> String {
     if d.subsec_nanos() == 0 {
         format!("{}s", d.as_secs())
-    } else {
+    } else if d.subsec_micros() % 1000 == 0 {
         format!("{}ms", d.as_millis())
+    } else {
+        format!("{}us", d.as_micros())
     }
 }
 
@@ -314,12 +318,21 @@ mod tests {
         assert!(counts("workers", "workers", "0", 2, 100).is_err());
         assert!(counts("workers", "workers", "lots", 2, 100).is_err());
         assert!(counts("workers", "workers", "5000", 2, 100).is_err());
-        assert_eq!(duration("3s").unwrap(), Duration::from_secs(3));
-        assert_eq!(duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(duration("1.5").unwrap(), Duration::from_millis(1500));
-        assert_eq!(duration("2m").unwrap(), Duration::from_secs(120));
-        assert!(duration("soon").is_err());
-        assert!(duration("-1s").is_err());
+        let flag = |o: &str| format!("--{}", o.replace('_', "-"));
+        let ms = Duration::from_millis;
+        assert_eq!(
+            duration_at_least("warmup", "2m", ms(0)).unwrap(),
+            ms(120_000)
+        );
+        let e = duration_at_least("load_warmup", "soon", ms(0)).unwrap_err();
+        assert_eq!(
+            e.render(flag),
+            "--load-warmup: \"soon\" is not a duration (expected e.g. 3s, 500ms, 2m)"
+        );
+        let e = duration_at_least("duration", "1ms", ms(100)).unwrap_err();
+        assert_eq!(e.render(flag), "--duration 1ms: at least 100ms");
+        let e = duration_in("interval", "10us", Duration::from_micros(50), ms(1000));
+        assert_eq!(e.unwrap_err().render(flag), "--interval 10us: 50us..1s");
     }
 
     #[test]

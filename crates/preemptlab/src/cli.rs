@@ -4,8 +4,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use lab::options::list as split_list;
-
 /// Find, reproduce, measure and fix lock-holder preemption (Linux 7.0 + PostgreSQL on 4 KB pages).
 #[derive(Debug, Parser)]
 #[command(name = "preemptlab", version, about, long_about = None)]
@@ -40,7 +38,7 @@ pub enum Command {
     #[command(hide = true)]
     Generate(GenerateArgs),
     /// Boot another kernel in a VM (virtme-ng + QEMU) and run any preemptlab command in it.
-    Vm(VmArgs),
+    Vm(vm::cli::VmArgs),
 }
 
 #[derive(Debug, Args)]
@@ -81,94 +79,9 @@ pub enum GenerateWhat {
 }
 
 #[derive(Debug, Args)]
-pub struct VmArgs {
-    /// List the bootable kernels: name, models offered (default marked *), rseq slice extension.
-    #[arg(long)]
-    pub list: bool,
-    /// Kernel: a name from --list, a short version (6.18, 7.2) or a vmlinuz path.
-    #[arg(long)]
-    pub kernel: Option<String>,
-    /// Preemption model to boot (preempt= on the kernel command line): none, voluntary, full, lazy.
-    #[arg(long)]
-    pub preempt: Option<String>,
-    /// Guest vCPUs (default: this host's CPUs, never more).
-    #[arg(long)]
-    pub cpus: Option<u32>,
-    /// Guest memory (512M, 2G).
-    #[arg(long, default_value = "2G")]
-    pub memory: String,
-    /// Accelerator: KVM when it can boot a standard kernel (auto), or force one.
-    #[arg(long, value_enum, default_value_t = VmAccel::Auto)]
-    pub accel: VmAccel,
-    /// More kernel command-line parameters.
-    #[arg(long, allow_hyphen_values = true)]
-    pub append: Option<String>,
-    /// Give up (and stop the VM) when the guest has not started the command after this long.
-    #[arg(long, default_value = "10m")]
-    pub boot_timeout: String,
-    /// The preemptlab command to run in the guest, after `--`.
-    #[arg(last = true)]
-    pub command: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum VmAccel {
-    Auto,
-    Kvm,
-    Tcg,
-}
-
-#[derive(Debug, Args)]
 pub struct SimArgs {
-    /// CPU counts (comma-separated) [default: 96, or --like's].
-    #[arg(long)]
-    pub cpus: Option<String>,
-    /// Worker processes: numbers or multiples of the CPU count (1024, 8x) [default: 1024, or --like's].
-    #[arg(long)]
-    pub workers: Option<String>,
-    /// Preemption models: none, voluntary, full, lazy. The first is the baseline of the ratios.
-    #[arg(long, default_value = "none,lazy")]
-    pub models: String,
-    /// Locks: pg, futex, rseq, adaptive [default: pg, or --like's].
-    #[arg(long)]
-    pub locks: Option<String>,
-    /// Page sizes: 4k, 2m [default: 4k,2m, or --like's].
-    #[arg(long)]
-    pub pages: Option<String>,
-    /// Timer ticks per second [default: 250, or --like's].
-    #[arg(long)]
-    pub hz: Option<u32>,
-    /// Take the costs a bench lock result measured (fault, spin, syscall, context switch, wakes) as the
-    /// model's parameters; repeat it for several runs of one machine: each parameter is their median;
-    /// --set wins.
-    #[arg(long, value_name = "RESULT.json")]
-    pub costs_from: Vec<PathBuf>,
-    /// Take the matrix of a bench lock result (its host's CPUs and HZ, its workers, locks, pages, work and
-    /// critical section); explicit flags win.
-    #[arg(long, value_name = "RESULT.json")]
-    pub like: Option<PathBuf>,
-    /// What the workers run: lock (bench lock's operation) or txn (pgbench-like transactions with client
-    /// round trips; throughput in transactions per second).
-    #[arg(long, default_value = "lock")]
-    pub workload: String,
-    /// Virtual time measured per run (1s, 200ms).
-    #[arg(long, default_value = "1s")]
-    pub duration: String,
-    /// Virtual time before measuring.
-    #[arg(long, default_value = "100ms")]
-    pub warmup: String,
-    /// Runs per cell, each with its own seed.
-    #[arg(long, default_value_t = 3)]
-    pub repeat: u32,
-    /// The first run's seed (run k uses seed + k).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Override a model parameter, name=value (repeatable; names as in the result's spec.params).
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    pub set: Vec<String>,
-    /// Sweep one parameter: name=v1,v2,... (adds a column).
-    #[arg(long, value_name = "NAME=V1,V2")]
-    pub sweep: Option<String>,
+    #[command(flatten)]
+    pub opts: lab::simopts::SimOptions,
     #[command(flatten)]
     pub result: ResultArgs,
 }
@@ -266,24 +179,8 @@ pub struct SwitchPreemptArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchNetArgs {
-    /// Tests: tcp-stream, udp-stream, tcp-pingpong, udp-pingpong.
-    #[arg(long, default_value = "tcp-stream,udp-stream,tcp-pingpong")]
-    pub tests: String,
-    /// Message sizes (64, 1K, 16K, 64K).
-    #[arg(long, default_value = "64,1K,16K,64K")]
-    pub msg_sizes: String,
-    /// Connections (stream) or concurrent ping-pong pairs.
-    #[arg(long, default_value_t = 1)]
-    pub streams: u32,
-    /// Measured time per repetition.
-    #[arg(long, default_value = "5s")]
-    pub duration: String,
-    /// Repetitions per cell.
-    #[arg(long, default_value_t = 3)]
-    pub repeat: u32,
-    /// Between two network namespaces over a veth pair the tool creates and removes (root).
-    #[arg(long)]
-    pub netns: bool,
+    #[command(flatten)]
+    pub opts: lab::netopts::NetOptions,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
     #[command(flatten)]
@@ -292,38 +189,8 @@ pub struct BenchNetArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchLatencyArgs {
-    /// Scheduling policies: other (SCHED_OTHER), fifo (SCHED_FIFO; root). Default: both where allowed.
-    #[arg(long, default_value = "other,fifo")]
-    pub policy: String,
-    /// SCHED_FIFO priority (1..99).
-    #[arg(long, default_value_t = 90)]
-    pub priority: i32,
-    /// Background loads, measured one after the other: none, lock (bench lock, pg on 4 KB pages, 4x CPUs
-    /// workers), hackbench, or a shell command.
-    #[arg(long, default_value = "none,lock")]
-    pub load: String,
-    /// Measuring threads (default: one per CPU, each pinned to its CPU).
-    #[arg(long)]
-    pub threads: Option<u32>,
-    /// Do not pin the measuring threads.
-    #[arg(long)]
-    pub no_pin: bool,
-    /// Wakeup interval (1ms, 200us).
-    #[arg(long, default_value = "1ms")]
-    pub interval: String,
-    /// Measured time per repetition.
-    #[arg(long, default_value = "10s")]
-    pub duration: String,
-    /// Repetitions per cell.
-    #[arg(long, default_value_t = 3)]
-    pub repeat: u32,
-    /// Time the load runs before measuring.
-    #[arg(long, default_value = "2s")]
-    pub load_warmup: String,
-    /// Let idle CPUs enter deep idle states (by default /dev/cpu_dma_latency is held at 0 while measuring,
-    /// as cyclictest does; the request ends when the tool exits).
-    #[arg(long)]
-    pub allow_deep_idle: bool,
+    #[command(flatten)]
+    pub opts: lab::latopts::LatencyOptions,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
     #[command(flatten)]

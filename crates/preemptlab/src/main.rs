@@ -14,7 +14,6 @@ mod fleet_cmd;
 mod generate_cmd;
 mod hugepages_cmd;
 mod sim_cmd;
-mod sim_from;
 mod switch;
 mod term;
 mod vm_cmd;

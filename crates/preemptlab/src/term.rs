@@ -115,7 +115,20 @@ pub fn bench_exit(interrupted: bool, said: String, failures: Vec<String>) -> any
     Ok(0)
 }
 
-/// A library's option error as one line naming the flags (`reconnect_every` is `--reconnect-every`).
+/// An option's flag: `reconnect_every` is `--reconnect-every`.
+pub fn flag(option: &str) -> String {
+    format!("--{}", option.replace('_', "-"))
+}
+
+/// A library's option error as one line naming the flags.
 pub fn flags(e: lab::options::OptionError) -> anyhow::Error {
-    anyhow::anyhow!(e.render(|o| format!("--{}", o.replace('_', "-"))))
+    anyhow::anyhow!(e.render(flag))
+}
+
+/// The exit code of a command that wrote its result: the stop signal's when interrupted, else 0.
+pub fn exit_code(interrupted: bool) -> i32 {
+    match interrupted {
+        true => lab::guard::interrupted_exit_code(),
+        false => 0,
+    }
 }

@@ -167,7 +167,7 @@ fn bad_input_is_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     for (args, want) in [
         (vec!["--priority", "100"], "--priority 100"),
-        (vec!["--interval", "1us"], "--interval 1 us"),
+        (vec!["--interval", "1us"], "--interval 1us: 50us..1s"),
         (vec!["--duration", "soon"], "--duration"),
         (vec!["--policy", "rr"], "--policy rr"),
         (vec!["--threads", "0"], "--threads 0"),

@@ -10,7 +10,7 @@ use std::os::unix::io::AsRawFd;
 
 use serde::{Deserialize, Serialize};
 
-/// What `--accel` asks for.
+/// The accelerator asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AccelRequest {
@@ -92,28 +92,40 @@ pub fn cpu_has_hardware_virt(cpuinfo: &str) -> bool {
         .any(|l| l.split_whitespace().any(|w| w == "vmx" || w == "svm"))
 }
 
+/// Why KVM cannot boot a standard kernel here.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum KvmUnusable {
+    /// /dev/kvm could not be asked (why).
+    #[error("{0}")]
+    NoApi(String),
+    /// Another API version than 12.
+    #[error("/dev/kvm answers API version {0}, not 12")]
+    Version(i32),
+    /// A PVM hypervisor.
+    #[error("/dev/kvm is a PVM hypervisor (kvm_pvm module), which cannot boot a standard kernel")]
+    Pvm,
+    /// No hardware virtualization.
+    #[error("/dev/kvm exists but the CPU has no hardware virtualization (no vmx/svm flag): not a standard KVM")]
+    NoHardwareVirt,
+}
+
 /// Why KVM cannot boot a standard kernel here, or None when it can.
-pub fn kvm_unusable(p: &KvmProbe) -> Option<String> {
+pub fn kvm_unusable(p: &KvmProbe) -> Option<KvmUnusable> {
     match &p.api_version {
-        Err(e) => Some(e.clone()),
-        Ok(v) if *v != 12 => Some(format!("/dev/kvm answers API version {v}, not 12")),
-        Ok(_) if p.pvm => Some(
-            "/dev/kvm is a PVM hypervisor (kvm_pvm module), which cannot boot a standard kernel".into(),
-        ),
-        Ok(_) if !p.hardware_virt => Some(
-            "/dev/kvm exists but the CPU has no hardware virtualization (no vmx/svm flag): not a standard KVM"
-                .into(),
-        ),
+        Err(e) => Some(KvmUnusable::NoApi(e.clone())),
+        Ok(v) if *v != 12 => Some(KvmUnusable::Version(*v)),
+        Ok(_) if p.pvm => Some(KvmUnusable::Pvm),
+        Ok(_) if !p.hardware_virt => Some(KvmUnusable::NoHardwareVirt),
         Ok(_) => None,
     }
 }
 
-/// Chooses the accelerator; `Err` (with the reason) when `kvm` was asked for and cannot work.
-pub fn choose(req: AccelRequest, p: &KvmProbe) -> Result<(Accel, String), String> {
+/// Chooses the accelerator and says why; `Err` when `kvm` was asked for and cannot work.
+pub fn choose(req: AccelRequest, p: &KvmProbe) -> Result<(Accel, String), KvmUnusable> {
     match (req, kvm_unusable(p)) {
         (AccelRequest::Tcg, _) => Ok((
             Accel::Tcg,
-            "--accel tcg: QEMU software emulation, far slower than bare metal".into(),
+            "TCG as asked: QEMU software emulation, far slower than bare metal".into(),
         )),
         (AccelRequest::Kvm, None) | (AccelRequest::Auto, None) => Ok((
             Accel::Kvm,

@@ -1,4 +1,4 @@
-//! Bootable kernels: discovery on disk, matching a `--kernel` argument, and what each kernel offers.
+//! Bootable kernels: discovery on disk, matching the kernel asked for, and what each kernel offers.
 //!
 //! Places looked at, in order:
 //! - installed kernels: every release under `/lib/modules` and `/usr/lib/modules` whose image is
@@ -273,19 +273,54 @@ pub fn capabilities(release: &str, config: &str) -> Capabilities {
     }
 }
 
+/// Why a kernel's config could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// None was found next to the kernel.
+    #[error("no config file found for {0}")]
+    Missing(String),
+    /// It could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The config file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
 /// Reads a kernel's config and says what it offers; `Capabilities` with nothing known when there is no
 /// config (the reason is the `Err`).
-pub fn read_capabilities(k: &Kernel) -> Result<Capabilities, String> {
+pub fn read_capabilities(k: &Kernel) -> Result<Capabilities, ConfigError> {
     let path = k
         .config
         .as_ref()
-        .ok_or_else(|| format!("no config file found for {}", k.name))?;
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        .ok_or_else(|| ConfigError::Missing(k.name.clone()))?;
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.clone(),
+        source,
+    })?;
     Ok(capabilities(&k.name, &text))
 }
 
-/// One `vm --list` line: the name, the models offered (the default marked with `*`), the slice extension.
-pub fn list_line(k: &Kernel, caps: &Result<Capabilities, String>) -> String {
+/// The list of bootable kernels, one [`list_line`] each; none found is an error naming the places searched.
+pub fn list() -> Result<Vec<String>, VmError> {
+    let paths = SearchPaths::live();
+    let found = discover(&paths);
+    if found.is_empty() {
+        return Err(VmError::NoKernels {
+            searched: paths.describe(),
+        });
+    }
+    Ok(found
+        .iter()
+        .map(|k| list_line(k, &read_capabilities(k)))
+        .collect())
+}
+
+/// One kernel's line of the list: the name, the models offered (the default marked with `*`), the slice
+/// extension.
+pub fn list_line(k: &Kernel, caps: &Result<Capabilities, ConfigError>) -> String {
     match caps {
         Ok(c) => {
             let models = if c.offered.is_empty() {

@@ -11,10 +11,13 @@
 //! - [`run`]: the virtme-ng invocation, the guest script, timing, and cleanup (virtme-ng and QEMU run in
 //!   their own process group, killed on SIGINT/SIGTERM/SIGHUP or error; the temp dir is removed);
 //! - [`record`]: the `vm` block of the result (pure data; all that is left without the default `runner`
-//!   feature, for the `results` schema crate).
+//!   feature, for the `results` schema crate);
+//! - `cli` (feature `cli`): the options as a command line gives them (clap), turned into [`VmOptions`].
 
 #[cfg(feature = "runner")]
 pub mod accel;
+#[cfg(feature = "cli")]
+pub mod cli;
 #[cfg(feature = "runner")]
 pub mod kernels;
 pub mod record;
@@ -29,18 +32,19 @@ pub use record::VmBlock;
 #[cfg(feature = "runner")]
 pub use run::{VmOptions, VmOutcome};
 
-/// What can go wrong; every message names the fix.
+/// What can go wrong; every message names the fix. Messages name the options of [`VmOptions`] (and the
+/// `list` of kernels, the guest `command`) by field; [`VmError::render`] names them as the caller does.
 #[cfg(feature = "runner")]
 #[derive(Debug, thiserror::Error)]
 pub enum VmError {
     /// No kernel at all.
-    #[error("no bootable kernel found in {searched}; run scripts/kernels fetch, or give --kernel PATH_TO_VMLINUZ")]
+    #[error("{}", self.render(str::to_string))]
     NoKernels {
         /// Directories searched.
         searched: String,
     },
-    /// `--kernel` matched nothing.
-    #[error("--kernel {spec}: no such kernel (found: {}; searched {searched}); run scripts/kernels fetch or give a vmlinuz path", list(.candidates))]
+    /// `kernel` matched nothing.
+    #[error("{}", self.render(str::to_string))]
     KernelNotFound {
         /// What was asked.
         spec: String,
@@ -49,16 +53,22 @@ pub enum VmError {
         /// Where we looked.
         searched: String,
     },
-    /// `--kernel` matched several.
-    #[error("--kernel {spec} is ambiguous: it matches {}; give the full name", .candidates.join(", "))]
+    /// `kernel` matched several.
+    #[error("{}", self.render(str::to_string))]
     KernelAmbiguous {
         /// What was asked.
         spec: String,
         /// What matched.
         candidates: Vec<String>,
     },
-    /// `--preempt` names a model the kernel does not offer.
-    #[error("--preempt {model}: kernel {kernel} offers only {}; pick one of those or another --kernel (preemptlab vm --list)", .offered.join(", "))]
+    /// No `kernel` given, and more than one found.
+    #[error("{}", self.render(str::to_string))]
+    SeveralKernels {
+        /// What was found.
+        found: Vec<String>,
+    },
+    /// `preempt` names a model the kernel does not offer.
+    #[error("{}", self.render(str::to_string))]
     ModelNotOffered {
         /// What was asked.
         model: String,
@@ -67,20 +77,41 @@ pub enum VmError {
         /// What it offers.
         offered: Vec<String>,
     },
+    /// `preempt` is no model a kernel can boot with.
+    #[error("{}", self.render(str::to_string))]
+    NotAModel(String),
     /// More vCPUs than host CPUs.
-    #[error("--cpus {asked}: more than this host's {host} CPUs (an oversubscribed guest measures the hypervisor's lock-holder preemption, not the kernel's); use --cpus {host} or fewer")]
+    #[error("{}", self.render(str::to_string))]
     TooManyCpus {
         /// Asked for.
         asked: u32,
         /// Host CPUs.
         host: u32,
     },
-    /// Bad option value.
-    #[error("{0}")]
-    Usage(String),
-    /// `--accel kvm` on a host where KVM cannot boot a standard kernel.
-    #[error("--accel kvm: {0}; use --accel tcg (or auto)")]
-    KvmUnusable(String),
+    /// No vCPUs.
+    #[error("{}", self.render(str::to_string))]
+    NoCpus,
+    /// `memory` is not a size (why).
+    #[error("{}", self.render(str::to_string))]
+    Memory(String),
+    /// Less memory than a guest boots with, MiB.
+    #[error("{}", self.render(str::to_string))]
+    TooLittleMemory(u64),
+    /// `boot_timeout` is not a duration.
+    #[error("{}", self.render(str::to_string))]
+    BootTimeout(hostfacts::parse::DurationError),
+    /// A zero `boot_timeout`.
+    #[error("{}", self.render(str::to_string))]
+    NoBootTimeout,
+    /// No guest command.
+    #[error("{}", self.render(str::to_string))]
+    NoCommand,
+    /// `vm` as the guest command.
+    #[error("{}", self.render(str::to_string))]
+    Nested,
+    /// `accel` kvm on a host where KVM cannot boot a standard kernel.
+    #[error("{}", self.render(str::to_string))]
+    KvmUnusable(accel::KvmUnusable),
     /// A tool is missing.
     #[error("{tool} not found; {fix}")]
     ToolMissing {
@@ -105,6 +136,14 @@ pub enum VmError {
         /// The end of virtme-ng's output.
         log_tail: String,
     },
+    /// The guest did not start the command within `boot_timeout`.
+    #[error("{}", self.render(str::to_string))]
+    BootTimedOut {
+        /// The timeout, seconds.
+        secs: u64,
+        /// The end of virtme-ng's output.
+        log_tail: String,
+    },
     /// SIGINT, SIGTERM or SIGHUP.
     #[error("interrupted: the VM was stopped and nothing is left behind")]
     Interrupted,
@@ -125,6 +164,85 @@ impl VmError {
         VmError::Io {
             what: what.into(),
             source,
+        }
+    }
+
+    /// The message with every option named by `name` (the command line passes its flag spelling; `list`
+    /// is where the kernels are listed, `command` where the guest command goes).
+    pub fn render(&self, name: impl Fn(&str) -> String) -> String {
+        let fetch = "run scripts/kernels fetch";
+        match self {
+            VmError::NoKernels { searched } => format!(
+                "no bootable kernel found in {searched}; {fetch}, or give {} PATH_TO_VMLINUZ",
+                name("kernel")
+            ),
+            VmError::KernelNotFound {
+                spec,
+                candidates,
+                searched,
+            } => format!(
+                "{} {spec}: no such kernel (found: {}; searched {searched}); {fetch} or give a vmlinuz path",
+                name("kernel"),
+                list(candidates)
+            ),
+            VmError::KernelAmbiguous { spec, candidates } => format!(
+                "{} {spec} is ambiguous: it matches {}; give the full name",
+                name("kernel"),
+                candidates.join(", ")
+            ),
+            VmError::SeveralKernels { found } => format!(
+                "several kernels found ({}); choose one with {} ({} shows them)",
+                found.join(", "),
+                name("kernel"),
+                name("list")
+            ),
+            VmError::ModelNotOffered {
+                model,
+                kernel,
+                offered,
+            } => format!(
+                "{} {model}: kernel {kernel} offers only {}; pick one of those or another {} ({} shows them)",
+                name("preempt"),
+                offered.join(", "),
+                name("kernel"),
+                name("list")
+            ),
+            VmError::NotAModel(m) => format!(
+                "{} {m}: not a model (use none, voluntary, full or lazy)",
+                name("preempt")
+            ),
+            VmError::TooManyCpus { asked, host } => {
+                let cpus = name("cpus");
+                format!("{cpus} {asked}: more than this host's {host} CPUs (an oversubscribed guest measures the hypervisor's lock-holder preemption, not the kernel's); use {cpus} {host} or fewer")
+            }
+            VmError::NoCpus => format!("{} 0: give at least 1", name("cpus")),
+            VmError::Memory(why) => format!("{}: {why} (e.g. 512M, 2G)", name("memory")),
+            VmError::TooLittleMemory(mib) => format!(
+                "{} {mib}M: too small to boot; give at least 256M",
+                name("memory")
+            ),
+            VmError::BootTimeout(e) => format!("{}: {e}", name("boot_timeout")),
+            VmError::NoBootTimeout => format!(
+                "{} 0: give a positive duration, e.g. 10m",
+                name("boot_timeout")
+            ),
+            VmError::NoCommand => format!(
+                "give the preemptlab command to run in the guest ({}), e.g. audit",
+                name("command")
+            ),
+            VmError::Nested => format!(
+                "the guest cannot run vm itself; give another command ({})",
+                name("command")
+            ),
+            VmError::KvmUnusable(why) => {
+                let accel = name("accel");
+                format!("{accel} kvm: {why}; use {accel} tcg (or auto)")
+            }
+            VmError::BootTimedOut { secs, log_tail } => format!(
+                "the guest did not run the command (it did not reach the command within {secs} s ({}); a loaded host slows TCG guests); virtme-ng's last output:\n{log_tail}",
+                name("boot_timeout")
+            ),
+            e => e.to_string(),
         }
     }
 }

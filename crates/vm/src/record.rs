@@ -45,6 +45,28 @@ pub struct VmBlock {
     pub command: Vec<String>,
 }
 
+impl VmBlock {
+    /// One line on how the guest ran: kernel, accelerator and why, vCPUs, memory, boot and wall time.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} ({}: {}), {} vCPUs, {} MiB: booted in {:.1} s, {:.1} s in all",
+            self.kernel_release.as_deref().unwrap_or(&self.kernel_image),
+            self.accelerator,
+            self.accelerator_why,
+            self.vcpus,
+            self.memory_mib,
+            self.boot_s,
+            self.wall_s
+        )
+    }
+
+    /// A warning when other processes used 5% or more of the host's CPU during the run.
+    pub fn busy_warning(&self) -> Option<String> {
+        let p = self.host_other_busy_pct.filter(|p| *p >= 5.0)?;
+        Some(format!("other processes used {p:.0}% of the host's CPU meanwhile: the guest's figures are disturbed; measure on an idle host"))
+    }
+}
+
 /// Adds `vm` to a JSON object's text (a result file or a command's JSON output); `None` when the text is
 /// not one JSON object.
 pub fn with_vm_block(json_text: &str, block: &VmBlock) -> Option<String> {
@@ -92,6 +114,21 @@ mod tests {
         assert_eq!(v["kind"], "audit");
         let back: VmBlock = serde_json::from_value(v["vm"].clone()).unwrap();
         assert_eq!(back, block());
+    }
+
+    #[test]
+    fn says_how_the_guest_ran() {
+        let mut b = block();
+        assert_eq!(
+            b.summary(),
+            "7.2.13+deb14-amd64 (tcg: asked for tcg), 2 vCPUs, 2048 MiB: booted in 12.5 s, 20.0 s in all"
+        );
+        assert_eq!(b.busy_warning(), None);
+        b.host_other_busy_pct = Some(12.4);
+        assert!(b
+            .busy_warning()
+            .unwrap()
+            .starts_with("other processes used 12% "));
     }
 
     #[test]

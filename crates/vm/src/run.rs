@@ -37,17 +37,17 @@ pub const DEFAULT_VNG_VENV: &str = "/var/cache/preemptlab/virtme-ng";
 /// What to run, and on what.
 #[derive(Debug, Clone)]
 pub struct VmOptions {
-    /// `--kernel`: a name from `vm --list`, a short version, or a vmlinuz path; None: the only kernel found.
+    /// A name from the list of kernels, a short version, or a vmlinuz path; None: the only kernel found.
     pub kernel: Option<String>,
-    /// `--preempt`: the model to boot (`preempt=` on the kernel command line).
+    /// The model to boot (`preempt=` on the kernel command line).
     pub preempt: Option<PreemptModel>,
-    /// `--cpus`: vCPUs (default: the host's CPUs).
+    /// vCPUs (default: the host's CPUs).
     pub cpus: Option<u32>,
-    /// `--memory`: guest memory, MiB.
+    /// Guest memory, MiB.
     pub memory_mib: Option<u64>,
-    /// `--accel`.
+    /// The accelerator asked for.
     pub accel: AccelRequest,
-    /// `--append`: more kernel parameters.
+    /// More kernel parameters.
     pub append: Option<String>,
     /// The preemptlab command to run in the guest (without the program name).
     pub command: Vec<String>,
@@ -283,31 +283,29 @@ fn first_line_of(cmd: &Path, arg: &str) -> Option<String> {
         .filter(|l| !l.is_empty())
 }
 
-/// The kernel to boot and what it offers; checks `--preempt` against it.
+/// The kernel to boot and what it offers; checks the model asked for against it.
 pub fn pick_kernel(
     spec: Option<&str>,
     preempt: Option<PreemptModel>,
 ) -> Result<(Kernel, Option<kernels::Capabilities>), VmError> {
     let paths = SearchPaths::live();
     let found = kernels::discover(&paths);
-    let kernel =
-        match spec {
-            Some(s) => kernels::resolve(s, &found, &paths.describe())?,
-            None => match found.as_slice() {
-                [] => {
-                    return Err(VmError::NoKernels {
-                        searched: paths.describe(),
-                    })
-                }
-                [one] => one.clone(),
-                many => {
-                    return Err(VmError::Usage(format!(
-                    "several kernels found ({}); choose one with --kernel (preemptlab vm --list)",
-                    many.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")
-                )))
-                }
-            },
-        };
+    let kernel = match spec {
+        Some(s) => kernels::resolve(s, &found, &paths.describe())?,
+        None => match found.as_slice() {
+            [] => {
+                return Err(VmError::NoKernels {
+                    searched: paths.describe(),
+                })
+            }
+            [one] => one.clone(),
+            many => {
+                return Err(VmError::SeveralKernels {
+                    found: many.iter().map(|k| k.name.clone()).collect(),
+                })
+            }
+        },
+    };
     let caps = kernels::read_capabilities(&kernel).ok();
     if let (Some(m), Some(c)) = (preempt, &caps) {
         if !c.offered.is_empty() && !c.offered.contains(&m) {
@@ -428,34 +426,25 @@ fn tail(p: &Path, lines: usize) -> String {
 
 /// Boots the kernel, runs the command, brings back its output. The host is left as it was on every path.
 pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
-    if opts.command.is_empty() {
-        return Err(VmError::Usage(
-            "give the preemptlab command to run in the guest after --, e.g. preemptlab vm --kernel 6.18 -- audit".into(),
-        ));
-    }
-    if opts.command[0] == "vm" {
-        return Err(VmError::Usage(
-            "preemptlab vm cannot run vm inside the guest; give another command after --".into(),
-        ));
+    match opts.command.first().map(String::as_str) {
+        None => return Err(VmError::NoCommand),
+        Some("vm") => return Err(VmError::Nested),
+        Some(_) => {}
     }
     let host = host_cpus();
     let cpus = opts.cpus.unwrap_or(host);
     if cpus == 0 {
-        return Err(VmError::Usage("--cpus 0: give at least 1".into()));
+        return Err(VmError::NoCpus);
     }
     if cpus > host {
         return Err(VmError::TooManyCpus { asked: cpus, host });
     }
     let memory_mib = opts.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB);
     if memory_mib < 256 {
-        return Err(VmError::Usage(format!(
-            "--memory {memory_mib}M: too small to boot; give at least 256M"
-        )));
+        return Err(VmError::TooLittleMemory(memory_mib));
     }
     if opts.boot_timeout.is_zero() {
-        return Err(VmError::Usage(
-            "--boot-timeout 0: give a positive duration, e.g. 10m".into(),
-        ));
+        return Err(VmError::NoBootTimeout);
     }
     let (kernel, _caps) = pick_kernel(opts.kernel.as_deref(), opts.preempt)?;
     let (accel, accel_why) =
@@ -574,11 +563,8 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
         }
         if boot.is_none() && started.elapsed() > opts.boot_timeout {
             group.stop();
-            return Err(VmError::GuestFailed {
-                why: format!(
-                    "it did not reach the command within {} s (--boot-timeout); a loaded host slows TCG guests",
-                    opts.boot_timeout.as_secs()
-                ),
+            return Err(VmError::BootTimedOut {
+                secs: opts.boot_timeout.as_secs(),
                 log_tail: tail(&log_path, 25),
             });
         }

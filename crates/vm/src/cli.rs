@@ -1,0 +1,143 @@
+//! The options as a command line gives them (clap `Args`, for the preemptlab binary to flatten), turned
+//! into [`VmOptions`]: the model parsed, the memory size and the boot timeout read, and where the guest
+//! command's result goes by default.
+
+use std::path::PathBuf;
+
+use hostfacts::PreemptModel;
+
+use crate::{AccelRequest, VmError, VmOptions};
+
+/// `vm`'s options as given.
+#[derive(Debug, clap::Args)]
+pub struct VmArgs {
+    /// List the bootable kernels: name, models offered (default marked *), rseq slice extension.
+    #[arg(long)]
+    pub list: bool,
+    /// Kernel: a name from --list, a short version (6.18, 7.2) or a vmlinuz path.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Preemption model to boot (preempt= on the kernel command line): none, voluntary, full, lazy.
+    #[arg(long)]
+    pub preempt: Option<String>,
+    /// Guest vCPUs (default: this host's CPUs, never more).
+    #[arg(long)]
+    pub cpus: Option<u32>,
+    /// Guest memory (512M, 2G).
+    #[arg(long, default_value = "2G")]
+    pub memory: String,
+    /// Accelerator: KVM when it can boot a standard kernel (auto), or force one.
+    #[arg(long, value_enum, default_value_t = VmAccel::Auto)]
+    pub accel: VmAccel,
+    /// More kernel command-line parameters.
+    #[arg(long, allow_hyphen_values = true)]
+    pub append: Option<String>,
+    /// Give up (and stop the VM) when the guest has not started the command after this long.
+    #[arg(long, default_value = "10m")]
+    pub boot_timeout: String,
+    /// The preemptlab command to run in the guest, after `--`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// The accelerator as the command line names it ([`AccelRequest`]'s choices, without their help).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum VmAccel {
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+impl VmArgs {
+    /// The options to run with; `default_path(kind)` is where a command of that kind (`bench-lock`,
+    /// `check`, `sim`) writes its result when not told.
+    pub fn options(self, default_path: impl FnOnce(&str) -> PathBuf) -> Result<VmOptions, VmError> {
+        let preempt = match &self.preempt {
+            None => None,
+            Some(p) => match PreemptModel::parse(p) {
+                Some(m) if m != PreemptModel::Rt => Some(m),
+                _ => return Err(VmError::NotAModel(p.clone())),
+            },
+        };
+        let memory = hostfacts::parse::size(&self.memory).map_err(|e| VmError::Memory(e.0))?;
+        let boot_timeout =
+            hostfacts::parse::duration(&self.boot_timeout).map_err(VmError::BootTimeout)?;
+        Ok(VmOptions {
+            default_out: result_kind(&self.command).map(|k| default_path(&k)),
+            boot_timeout,
+            kernel: self.kernel,
+            preempt,
+            cpus: self.cpus,
+            memory_mib: Some(memory.0 >> 20),
+            accel: match self.accel {
+                VmAccel::Auto => AccelRequest::Auto,
+                VmAccel::Kvm => AccelRequest::Kvm,
+                VmAccel::Tcg => AccelRequest::Tcg,
+            },
+            append: self.append,
+            command: self.command,
+            exe: std::env::current_exe().map_err(|e| VmError::io("finding this binary", e))?,
+        })
+    }
+}
+
+/// The kind of result a guest command writes by default (`bench-lock`, `check`, `sim`), if it writes one:
+/// the host writes it where the command would have, not on the guest's read-only view of the host's disk.
+pub fn result_kind(command: &[String]) -> Option<String> {
+    match command
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["bench", b, ..] => Some(format!("bench-{b}")),
+        ["check", ..] => Some("check".to_string()),
+        ["sim", ..] => Some("sim".to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(preempt: Option<&str>, memory: &str, command: &[&str]) -> VmArgs {
+        VmArgs {
+            list: false,
+            kernel: None,
+            preempt: preempt.map(String::from),
+            cpus: None,
+            memory: memory.into(),
+            accel: VmAccel::Tcg,
+            append: None,
+            boot_timeout: "10m".into(),
+            command: command.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn converts_and_names_the_field() {
+        let o = args(Some("lazy"), "512M", &["bench", "lock"])
+            .options(|k| PathBuf::from(format!("results/{k}.json")))
+            .unwrap();
+        assert_eq!(o.preempt, Some(PreemptModel::Lazy));
+        assert_eq!(o.memory_mib, Some(512));
+        assert_eq!(
+            o.default_out,
+            Some(PathBuf::from("results/bench-lock.json"))
+        );
+        assert_eq!(o.accel, AccelRequest::Tcg);
+        let flag = |o: &str| format!("--{}", o.replace('_', "-"));
+        let e = args(Some("rt"), "2G", &["audit"]).options(|_| unreachable!());
+        assert_eq!(
+            e.unwrap_err().render(flag),
+            "--preempt rt: not a model (use none, voluntary, full or lazy)"
+        );
+        let e = args(None, "x", &["audit"]).options(|_| unreachable!());
+        assert!(e
+            .unwrap_err()
+            .to_string()
+            .starts_with("memory: \"x\" is not a size"));
+        assert_eq!(result_kind(&["audit".into()]), None);
+    }
+}
