@@ -9,7 +9,7 @@ pub fn run(args: VmArgs) -> Result<i32> {
     let vm_error = |e: vm::VmError| anyhow!(e.render(flag));
     if args.list {
         for line in vm::kernels::list().map_err(vm_error)? {
-            println!("{line}");
+            crate::term::stdout(format!("{line}\n"))?;
         }
         return Ok(0);
     }
@@ -25,7 +25,7 @@ pub fn run(args: VmArgs) -> Result<i32> {
         }
     }
     std::io::stderr().write_all(&out.stderr)?;
-    std::io::stdout().write_all(&out.stdout)?;
+    crate::term::stdout(&out.stdout)?;
     if let Some(f) = &out.out_file {
         eprintln!("preemptlab vm: wrote {} (with the vm block)", f.display());
     }
@@ -36,7 +36,7 @@ pub fn run(args: VmArgs) -> Result<i32> {
 fn flag(option: &str) -> String {
     match option {
         "list" => "preemptlab vm --list".into(),
-        "command" => "after --".into(),
+        "command" => "after --, e.g. preemptlab vm --kernel 6.18 -- audit".into(),
         o => crate::term::flag(o),
     }
 }

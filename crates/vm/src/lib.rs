@@ -227,7 +227,7 @@ impl VmError {
                 name("boot_timeout")
             ),
             VmError::NoCommand => format!(
-                "give the preemptlab command to run in the guest ({}), e.g. audit",
+                "give the preemptlab command to run in the guest ({})",
                 name("command")
             ),
             VmError::Nested => format!(
