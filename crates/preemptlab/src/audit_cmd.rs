@@ -15,8 +15,11 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         Err(e) => {
             // A timer writes the textfile unattended: leave a file that says the audit failed, so an alert
             // fires instead of the last good numbers being served for ever.
-            // Only where --out itself is usable: a bad --out is the error being reported already.
-            if let (AuditFormat::Prometheus, Some(path)) = (args.format, &args.out) {
+            // Only where --out itself is usable: a bad --out is the error being reported already; and not
+            // when stdout's reader went away (the file was written before stdout).
+            if let (AuditFormat::Prometheus, Some(path), false) =
+                (args.format, &args.out, term::is_broken_pipe(&e))
+            {
                 if lab::output::check_publishable(path).is_ok() {
                     let text = report::prometheus::render_failure(
                         env!("CARGO_PKG_VERSION"),
@@ -55,15 +58,15 @@ fn audit(args: &AuditArgs) -> Result<i32> {
         AuditFormat::Json => report::json(&audit),
         AuditFormat::Prometheus => report::prometheus::render(&audit),
     };
-    print!("{text}");
     if let Some(path) = &args.out {
         // The file holds the format asked for; a table is for eyes, so --format table writes the JSON.
         let file_text = match args.format {
             AuditFormat::Table => report::json(&audit),
-            AuditFormat::Json | AuditFormat::Prometheus => text,
+            AuditFormat::Json | AuditFormat::Prometheus => text.clone(),
         };
         lab::output::publish(path, &file_text).map_err(anyhow::Error::msg)?;
     }
+    term::stdout(&text)?;
     let worst = audit.findings.iter().map(|f| f.severity).max();
     let fail = match args.fail_on {
         Some(FailOn::Warn) => worst >= Some(Severity::Warn),

@@ -38,7 +38,7 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
         true => report::lock_table::markdown(&res),
         false => report::lock_table::render(&res),
     };
-    term::print_result(a.result.format, &res, table, &out, a.result.quiet);
+    term::print_result(a.result.format, &res, table, &out, a.result.quiet)?;
     let said = format!("the cells measured so far are in {}", out.display());
     term::bench_exit(res.envelope.interrupted, said, lockopts::failures(&res))
 }

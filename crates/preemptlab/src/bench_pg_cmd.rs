@@ -41,7 +41,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
         true => report::pg_table::markdown(&res),
         false => report::pg_table::render(&res),
     };
-    term::print_result(a.result.format, &res, table, &out, a.result.quiet);
+    term::print_result(a.result.format, &res, table, &out, a.result.quiet)?;
     let said = format!(
         "the runs measured so far are in {} (the cluster is removed)",
         out.display()

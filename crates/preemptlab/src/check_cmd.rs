@@ -69,11 +69,12 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         term::write_atomic(path, &html)?;
     }
     match a.format {
-        PlainFormat::Json => print!("{}", report::json(&doc)),
-        PlainFormat::Table => print!(
-            "{}",
-            report::check::render(&doc, term::style(&a.color), term::width())
-        ),
+        PlainFormat::Json => term::stdout(report::json(&doc))?,
+        PlainFormat::Table => term::stdout(report::check::render(
+            &doc,
+            term::style(&a.color),
+            term::width(),
+        ))?,
     }
     if !quiet {
         eprintln!(

@@ -7,6 +7,7 @@ use report::export::{export, Format};
 use results::Document;
 
 use crate::cli::{CompareArgs, CompareFormat, ReportArgs, ResultsArgs};
+use crate::term;
 
 pub fn run(a: CompareArgs) -> Result<i32> {
     let docs: Vec<(String, Document)> = a
@@ -31,7 +32,7 @@ pub fn run(a: CompareArgs) -> Result<i32> {
         CompareFormat::Csv => Format::Csv,
     };
     // Every format applies to a comparison.
-    print!("{}", export(format, &c).unwrap_or_default());
+    term::stdout(export(format, &c).unwrap_or_default())?;
     if c.rows.is_empty() {
         eprintln!("preemptlab: no cells matched between the inputs (different benches or different matrices?)");
     }
@@ -78,7 +79,7 @@ pub fn list(a: ResultsArgs) -> Result<i32> {
         .iter()
         .filter_map(|p| Some((p.display().to_string(), load(p).ok()?)))
         .collect();
-    print!("{}", report::results_list::render(&docs));
+    term::stdout(report::results_list::render(&docs))?;
     Ok(0)
 }
 

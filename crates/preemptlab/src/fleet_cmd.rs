@@ -36,12 +36,13 @@ pub fn run(args: FleetArgs) -> Result<i32> {
     });
     let answer = fleet::combine(loaded, &opts);
     match args.format {
-        TableFormat::Json => print!("{}", report::json(&answer)),
-        TableFormat::Markdown => print!("{}", report::fleet_table::markdown(&answer)),
-        TableFormat::Table => print!(
-            "{}",
-            report::fleet_table::render(&answer, term::style(&args.color), term::width())
-        ),
+        TableFormat::Json => term::stdout(report::json(&answer))?,
+        TableFormat::Markdown => term::stdout(report::fleet_table::markdown(&answer))?,
+        TableFormat::Table => term::stdout(report::fleet_table::render(
+            &answer,
+            term::style(&args.color),
+            term::width(),
+        ))?,
     }
     let fail = match args.fail_on {
         None => false,

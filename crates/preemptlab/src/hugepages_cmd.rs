@@ -82,21 +82,15 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
         .iter()
         .any(|s| s.applied.as_ref().is_some_and(|a| a.obtained < a.requested));
     match args.format {
-        PlainFormat::Json => print!(
-            "{}",
-            report::json(&HugepagesDoc {
-                schema_version: results::SCHEMA_VERSION,
-                kind: results::Kind::Hugepages.name().into(),
-                plans: sized
-            })
-        ),
+        PlainFormat::Json => term::stdout(report::json(&HugepagesDoc {
+            schema_version: results::SCHEMA_VERSION,
+            kind: results::Kind::Hugepages.name().into(),
+            plans: sized,
+        }))?,
         PlainFormat::Table => {
             let style = term::style(&args.color);
             for s in &sized {
-                print!(
-                    "{}",
-                    report::hugepages::render_sized(s, style, term::width())
-                );
+                term::stdout(report::hugepages::render_sized(s, style, term::width()))?;
             }
         }
     }

@@ -29,6 +29,6 @@ pub fn run(a: SimArgs) -> Result<i32> {
         let format = if md { Format::Markdown } else { Format::Table };
         export(format, &res).unwrap_or_default()
     };
-    term::print_result(a.result.format, &res, table, &out, quiet);
+    term::print_result(a.result.format, &res, table, &out, quiet)?;
     Ok(term::exit_code(res.envelope.interrupted))
 }

@@ -16,16 +16,35 @@ pub fn print_result<T: serde::Serialize>(
     table: impl Fn(bool) -> String,
     out: &std::path::Path,
     quiet: bool,
-) {
+) -> anyhow::Result<()> {
     use crate::cli::TableFormat;
-    match format {
-        TableFormat::Json => print!("{}", report::json(res)),
-        TableFormat::Table => print!("{}", table(false)),
-        TableFormat::Markdown => print!("{}", table(true)),
-    }
+    let printed = match format {
+        TableFormat::Json => stdout(report::json(res)),
+        TableFormat::Table => stdout(table(false)),
+        TableFormat::Markdown => stdout(table(true)),
+    };
     if !quiet {
         eprintln!("preemptlab: result written to {}", out.display());
     }
+    printed
+}
+
+/// Writes `text` to stdout. A reader that has gone away (`| head -1`) makes this an error of kind
+/// `BrokenPipe`, which `main` ends on quietly (as ripgrep does) once every guard has been dropped.
+pub fn stdout(text: impl AsRef<[u8]>) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_ref())?;
+    o.flush()?;
+    Ok(())
+}
+
+/// Whether `e` comes from writing to a reader that has gone away.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Whether to colour stdout.

@@ -318,3 +318,64 @@ fn hugepages_from_a_captured_instance() {
     let size = plan["basis"]["size_kib"].as_u64().unwrap();
     assert_eq!(plan["pages_exact"].as_u64().unwrap(), size.div_ceil(2048));
 }
+
+/// A reader that goes away (`preemptlab ... | head -0`) used to panic with "failed printing to stdout: Broken
+/// pipe" and a backtrace. Now each command that prints ends quietly with exit 0; `audit --out` has written its
+/// file before stdout, and a closed stdout does not turn it into a failure record.
+#[test]
+fn closed_stdout_is_a_quiet_exit_not_a_panic() {
+    let fx = fixture("linux-7.0-lazy-debugfs");
+    let dir = tempfile::tempdir().unwrap();
+    let prom = dir.path().join("a.prom");
+    let sim_out = dir.path().join("sim.json");
+    let cases: Vec<Vec<String>> = vec![
+        vec!["audit".into(), "--sysroot".into(), fx.display().to_string()],
+        vec![
+            "audit".into(),
+            "--sysroot".into(),
+            fx.display().to_string(),
+            "--format".into(),
+            "prometheus".into(),
+            "--out".into(),
+            prom.display().to_string(),
+        ],
+        vec!["hugepages".into(), "--shared-memory".into(), "120GB".into()],
+        vec![
+            "sim".into(),
+            "--cpus".into(),
+            "2".into(),
+            "--workers".into(),
+            "4".into(),
+            "--duration".into(),
+            "10ms".into(),
+            "--warmup".into(),
+            "0s".into(),
+            "--repeat".into(),
+            "1".into(),
+            "--format".into(),
+            "json".into(),
+            "--quiet".into(),
+            "--out".into(),
+            sim_out.display().to_string(),
+        ],
+    ];
+    for args in cases {
+        // The pipe's read end is closed before the command starts: its first write to stdout fails with EPIPE.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("preemptlab"))
+            .args(&args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let text = std::fs::read_to_string(&prom).unwrap();
+    assert!(text.contains("preemptlab_audit_success 1"), "{text}");
+    assert!(sim_out.exists());
+}
