@@ -441,15 +441,45 @@ pub struct Applied {
     pub obtained: u64,
 }
 
+/// Why a pool could not be resized.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The pool's size could not be read.
+    #[error("reading {path}: {}", crate::host::explain_io_error(.err))]
+    Read {
+        /// The sysfs file.
+        path: String,
+        /// What the read said.
+        err: std::io::Error,
+    },
+    /// The pool's size is not a number.
+    #[error("{path}: not a number")]
+    NotANumber {
+        /// The sysfs file.
+        path: String,
+    },
+    /// The new size could not be written.
+    #[error("writing {path}: {} (run as root)", crate::host::explain_io_error(.err))]
+    Write {
+        /// The sysfs file.
+        path: String,
+        /// What the write said.
+        err: std::io::Error,
+    },
+}
+
 /// Grows the pool of `page_size_kib` to `target` pages (never shrinks it) and reports what the kernel gave.
-pub fn apply(page_size_kib: u64, target: u64) -> Result<Applied, String> {
+pub fn apply(page_size_kib: u64, target: u64) -> Result<Applied, ApplyError> {
     let path = format!("/sys/kernel/mm/hugepages/hugepages-{page_size_kib}kB/nr_hugepages");
-    let read = || -> Result<u64, String> {
+    let read = || -> Result<u64, ApplyError> {
         std::fs::read_to_string(&path)
-            .map_err(|e| format!("reading {path}: {}", crate::host::explain_io_error(&e)))?
+            .map_err(|err| ApplyError::Read {
+                path: path.clone(),
+                err,
+            })?
             .trim()
             .parse()
-            .map_err(|_| format!("{path}: not a number"))
+            .map_err(|_| ApplyError::NotANumber { path: path.clone() })
     };
     let before = read()?;
     if before >= target {
@@ -460,11 +490,9 @@ pub fn apply(page_size_kib: u64, target: u64) -> Result<Applied, String> {
             obtained: before,
         });
     }
-    std::fs::write(&path, format!("{target}\n")).map_err(|e| {
-        format!(
-            "writing {path}: {} (run as root)",
-            crate::host::explain_io_error(&e)
-        )
+    std::fs::write(&path, format!("{target}\n")).map_err(|err| ApplyError::Write {
+        path: path.clone(),
+        err,
     })?;
     let obtained = read()?;
     Ok(Applied {

@@ -144,12 +144,20 @@ const RESTRICTED_ARCHES: [&str; 8] = [
     "x86_64", "x86", "aarch64", "arm64", "powerpc", "ppc64le", "riscv64", "s390x",
 ];
 
+/// Bytes that are not a gzipped text (a `/proc/config.gz` that is no kernel config).
+#[derive(Debug, thiserror::Error)]
+#[error("not gzip text ({err})")]
+pub struct NotGzipText {
+    /// What the decoder said.
+    pub err: std::io::Error,
+}
+
 /// Parses the bytes of `/proc/config.gz` (gzip of a kernel `.config`); the error says why it is not one.
-pub fn config_gz(gz: &[u8]) -> Result<BTreeMap<String, String>, String> {
+pub fn config_gz(gz: &[u8]) -> Result<BTreeMap<String, String>, NotGzipText> {
     let mut text = String::new();
     flate2::read::GzDecoder::new(gz)
         .read_to_string(&mut text)
-        .map_err(|e| format!("not gzip text ({e})"))?;
+        .map_err(|err| NotGzipText { err })?;
     Ok(parse::kernel_config(&text))
 }
 
@@ -346,9 +354,10 @@ pub struct Inputs<'a> {
     pub config: Option<&'a BTreeMap<String, String>>,
     /// Where the config came from.
     pub config_source: Option<&'a str>,
-    /// `/sys/kernel/debug/sched/preempt` text, or why not.
+    /// `/sys/kernel/debug/sched/preempt` text, or why not: the reason in words, as the audit records it in
+    /// the evidence (an unreadable file is a fact, never an error that stops the audit).
     pub debugfs: Result<String, String>,
-    /// Kernel log text, or why not.
+    /// Kernel log text, or why not (the reason in words, as for `debugfs`).
     pub boot_log: Result<(String, &'static str), String>,
     /// `/proc/cmdline`.
     pub cmdline: Option<&'a str>,

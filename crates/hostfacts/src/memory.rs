@@ -86,7 +86,7 @@ impl MemoryFacts {
 }
 
 fn meminfo_fact(
-    map: &Result<std::collections::BTreeMap<String, u64>, String>,
+    map: &Result<std::collections::BTreeMap<String, u64>, crate::host::ReadError>,
     key: &str,
 ) -> Fact<u64> {
     let src = format!("/proc/meminfo {key}");
@@ -95,7 +95,7 @@ fn meminfo_fact(
             Some(v) => Fact::known(*v, src),
             None => Fact::unavailable(src, "field absent"),
         },
-        Err(e) => Fact::unavailable(src, e.clone()),
+        Err(e) => Fact::unavailable(src, e.reason.clone()),
     }
 }
 
@@ -130,6 +130,7 @@ pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
         else {
             continue;
         };
+        // The reason becomes the pools fact's `unavailable` text (the audit goes on without the pools).
         let num = |f: &str| -> Result<u64, String> {
             let p = format!("{dir}/{name}/{f}");
             let t = host.read(&p).map_err(|e| e.to_string())?;
@@ -164,10 +165,7 @@ pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
 
 /// Reads the memory facts of `host`.
 pub fn read(host: &Host) -> MemoryFacts {
-    let meminfo = host
-        .read("/proc/meminfo")
-        .map(|t| parse::kv_kib(&t))
-        .map_err(|e| e.reason);
+    let meminfo = host.read("/proc/meminfo").map(|t| parse::kv_kib(&t));
     let thp = |f: &str| {
         let p = format!("/sys/kernel/mm/transparent_hugepage/{f}");
         host.fact(&p).and_then(|t| {
