@@ -39,6 +39,15 @@ pub enum FilesError {
     Parse { path: PathBuf, why: String },
 }
 
+/// A file [`read_all`] could not read; it reads as the explained I/O error ("permission denied (needs
+/// root)"), which a caller records as that file's failure.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", hostfacts::host::explain_io_error(.err))]
+pub struct Unreadable {
+    /// What the read said.
+    pub err: std::io::Error,
+}
+
 /// Adds the `*.json` files under `dir` (recursively, skipping hidden entries) to `out`. Symlinked
 /// directories are not followed (no loops); symlinked files are read.
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), FilesError> {
@@ -146,7 +155,7 @@ pub fn load_document(path: &Path) -> Result<Document, FilesError> {
 /// the available CPUs (one thread per 64 files at most); the results come back in the order of `paths`.
 pub fn read_all<T: Send>(
     paths: &[PathBuf],
-    f: impl Fn(String, Result<String, String>) -> T + Sync,
+    f: impl Fn(String, Result<String, Unreadable>) -> T + Sync,
 ) -> Vec<T> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -154,7 +163,7 @@ pub fn read_all<T: Send>(
         .min(paths.len().div_ceil(64).max(1));
     let next = AtomicUsize::new(0);
     let one = |p: &PathBuf| {
-        let text = std::fs::read_to_string(p).map_err(|e| hostfacts::host::explain_io_error(&e));
+        let text = std::fs::read_to_string(p).map_err(|err| Unreadable { err });
         f(p.display().to_string(), text)
     };
     let parts: Vec<Vec<(usize, T)>> = std::thread::scope(|s| {

@@ -12,6 +12,8 @@
 
 use std::path::PathBuf;
 
+use hostfacts::host::explain_io_error;
+
 pub use crate::pool::{recover_stale_pools, PoolGuard};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -29,16 +31,34 @@ pub const STOP_SIGNALS: [i32; 4] = [
     signal_hook::consts::SIGQUIT,
 ];
 
+/// A stop signal's handler could not be installed.
+#[derive(Debug, thiserror::Error)]
+#[error("installing a handler of signal {signal}: {err}")]
+pub struct SignalError {
+    /// The signal's number.
+    pub signal: i32,
+    /// What the registration said.
+    pub err: std::io::Error,
+}
+
+/// The benches that still return their errors as text take this one as its message.
+impl From<SignalError> for String {
+    fn from(e: SignalError) -> String {
+        e.to_string()
+    }
+}
+
 /// Installs the handlers of [`STOP_SIGNALS`] (idempotent). After this, Ctrl-C sets the flag; a second Ctrl-C
 /// while the flag is set still only sets it: the bench always cleans up.
-pub fn install_signal_flag() -> Result<(), String> {
+pub fn install_signal_flag() -> Result<(), SignalError> {
     let flag = FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)));
     let which = WHICH.get_or_init(|| Arc::new(AtomicUsize::new(0)));
-    for sig in STOP_SIGNALS {
-        signal_hook::flag::register(sig, Arc::clone(flag))
-            .map_err(|e| format!("installing a signal handler: {e}"))?;
-        signal_hook::flag::register_usize(sig, Arc::clone(which), sig as usize)
-            .map_err(|e| format!("installing a signal handler: {e}"))?;
+    for signal in STOP_SIGNALS {
+        signal_hook::flag::register(signal, Arc::clone(flag))
+            .and_then(|_| {
+                signal_hook::flag::register_usize(signal, Arc::clone(which), signal as usize)
+            })
+            .map_err(|err| SignalError { signal, err })?;
     }
     Ok(())
 }
@@ -107,31 +127,103 @@ impl PreemptControl for DebugfsPreempt {
 /// The preemption modes a PREEMPT_DYNAMIC kernel can offer.
 pub const PREEMPT_MODES: [&str; 4] = ["none", "voluntary", "full", "lazy"];
 
-/// Is `mode` one of [`PREEMPT_MODES`]? The error names them.
-pub fn check_preempt_mode(mode: &str) -> Result<(), String> {
-    if PREEMPT_MODES.contains(&mode) {
-        Ok(())
+/// Why the preemption model was not switched. `UnknownMode` and `NotOffered` start with the mode asked
+/// for (a command line puts its option's name before it); `HeldByRun` is about the switch as a whole.
+#[derive(Debug, thiserror::Error)]
+pub enum PreemptError {
+    /// Not one of [`PREEMPT_MODES`].
+    #[error("{mode}: one of {}", PREEMPT_MODES.join(", "))]
+    UnknownMode {
+        /// The mode asked for.
+        mode: String,
+    },
+    /// A mode this kernel does not offer.
+    #[error("{mode}: this kernel offers {} ({path}); Linux 7.0 dropped none and voluntary on most architectures", .offered.join(", "))]
+    NotOffered {
+        /// The mode asked for.
+        mode: String,
+        /// The modes the kernel offers.
+        offered: Vec<String>,
+        /// The control file.
+        path: String,
+    },
+    /// A live run holds a switch (its "before" would be taken for the host's own mode).
+    #[error("preemptlab run {pid} has the preemption model switched; wait for it to end")]
+    HeldByRun {
+        /// That run's process.
+        pid: u64,
+    },
+    /// The control file could not be read.
+    #[error("switching the preemption model: reading {path}: {}; {}", explain_io_error(.err), read_fix(.err))]
+    Read {
+        /// The control file.
+        path: String,
+        /// What the read said.
+        err: std::io::Error,
+    },
+    /// The control file's text is not a list of modes.
+    #[error("switching the preemption model: {path}: {err}")]
+    Unparseable {
+        /// The control file.
+        path: String,
+        /// What is wrong with its text.
+        err: hostfacts::parse::ParseError,
+    },
+    /// The crash record could not be written.
+    #[error("writing {}: {}", .path.display(), explain_io_error(.err))]
+    Record {
+        /// The record or its directory.
+        path: PathBuf,
+        /// What the write said.
+        err: std::io::Error,
+    },
+    /// The kernel refused the mode.
+    #[error("switching the preemption model: writing {mode} to {path}: {}", explain_io_error(.err))]
+    Write {
+        /// The mode asked for.
+        mode: String,
+        /// The control file.
+        path: String,
+        /// What the write said.
+        err: std::io::Error,
+    },
+    /// The kernel took the write but reports another mode.
+    #[error("switching the preemption model: asked {path} for {mode}, the kernel reports {now}")]
+    NotTaken {
+        /// The control file.
+        path: String,
+        /// The mode asked for.
+        mode: String,
+        /// The mode it reports.
+        now: String,
+    },
+}
+
+/// What to do when the control file cannot be read.
+fn read_fix(err: &std::io::Error) -> &'static str {
+    if err.kind() == std::io::ErrorKind::NotFound {
+        "mount debugfs (mount -t debugfs none /sys/kernel/debug) on a PREEMPT_DYNAMIC kernel"
     } else {
-        Err(format!(
-            "--switch-preempt {mode}: one of {}",
-            PREEMPT_MODES.join(", ")
-        ))
+        "this host cannot switch its preemption model: `preemptlab sim --models` models it"
     }
 }
 
-fn preempt_state(ctl: &dyn PreemptControl) -> Result<(String, Vec<String>), String> {
+/// Is `mode` one of [`PREEMPT_MODES`]? The error names them.
+pub fn check_preempt_mode(mode: &str) -> Result<(), PreemptError> {
+    if PREEMPT_MODES.contains(&mode) {
+        Ok(())
+    } else {
+        Err(PreemptError::UnknownMode { mode: mode.into() })
+    }
+}
+
+fn preempt_state(ctl: &dyn PreemptControl) -> Result<(String, Vec<String>), PreemptError> {
     let path = ctl.path();
-    let text = ctl.read().map_err(|e| {
-        let why = hostfacts::host::explain_io_error(&e);
-        let fix = if e.kind() == std::io::ErrorKind::NotFound {
-            "; mount debugfs (mount -t debugfs none /sys/kernel/debug) on a PREEMPT_DYNAMIC kernel"
-        } else {
-            "; this host cannot switch its preemption model: `preemptlab sim --models` models it"
-        };
-        format!("switching the preemption model: reading {path}: {why}{fix}")
+    let text = ctl.read().map_err(|err| PreemptError::Read {
+        path: path.clone(),
+        err,
     })?;
-    hostfacts::parse::debugfs_preempt(&text)
-        .map_err(|e| format!("switching the preemption model: {path}: {e}"))
+    hostfacts::parse::debugfs_preempt(&text).map_err(|err| PreemptError::Unparseable { path, err })
 }
 
 /// The preemption model temporarily switched; switched back on drop.
@@ -156,7 +248,7 @@ impl PreemptGuard {
     /// Switches to `mode` and checks the kernel took it. A mode already active gives a guard that changes
     /// nothing. Before anything it restores a switch a dead run left behind (so "before" is the host's own
     /// mode), and writes its own record until the drop restores the mode.
-    pub fn switch(ctl: Box<dyn PreemptControl>, mode: &str) -> Result<PreemptGuard, String> {
+    pub fn switch(ctl: Box<dyn PreemptControl>, mode: &str) -> Result<PreemptGuard, PreemptError> {
         PreemptGuard::switch_recorded_in(ctl, mode, &record_dir())
     }
 
@@ -165,7 +257,7 @@ impl PreemptGuard {
         ctl: Box<dyn PreemptControl>,
         mode: &str,
         dir: &std::path::Path,
-    ) -> Result<PreemptGuard, String> {
+    ) -> Result<PreemptGuard, PreemptError> {
         check_preempt_mode(mode)?;
         for line in settle_record(ctl.as_ref(), &dir.join("preempt.json"))? {
             eprintln!("preemptlab: {line}");
@@ -173,10 +265,11 @@ impl PreemptGuard {
         let (before, offered) = preempt_state(ctl.as_ref())?;
         let path = ctl.path();
         if !offered.iter().any(|m| m == mode) {
-            return Err(format!(
-                "--switch-preempt {mode}: this kernel offers {} ({path}); Linux 7.0 dropped none and voluntary on most architectures",
-                offered.join(", ")
-            ));
+            return Err(PreemptError::NotOffered {
+                mode: mode.into(),
+                offered,
+                path,
+            });
         }
         let mut guard = PreemptGuard {
             ctl,
@@ -187,28 +280,38 @@ impl PreemptGuard {
         if before == mode {
             return Ok(guard);
         }
-        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|err| PreemptError::Record {
+            path: dir.to_path_buf(),
+            err,
+        })?;
         let record = serde_json::json!({
             "preempt_file": path,
             "restore_to": before,
             "pid": std::process::id(),
         });
-        std::fs::write(&guard.record, format!("{record}\n"))
-            .map_err(|e| format!("writing {}: {e}", guard.record.display()))?;
+        std::fs::write(&guard.record, format!("{record}\n")).map_err(|err| {
+            PreemptError::Record {
+                path: guard.record.clone(),
+                err,
+            }
+        })?;
         guard.active = true;
-        if let Err(e) = guard.ctl.write(mode) {
+        if let Err(err) = guard.ctl.write(mode) {
             guard.active = false;
             let _ = std::fs::remove_file(&guard.record);
-            return Err(format!(
-                "switching the preemption model: writing {mode} to {path}: {}",
-                hostfacts::host::explain_io_error(&e)
-            ));
+            return Err(PreemptError::Write {
+                mode: mode.into(),
+                path,
+                err,
+            });
         }
         match preempt_state(guard.ctl.as_ref()) {
             Ok((now, _)) if now == mode => Ok(guard),
-            Ok((now, _)) => Err(format!(
-                "switching the preemption model: asked {path} for {mode}, the kernel reports {now}"
-            )),
+            Ok((now, _)) => Err(PreemptError::NotTaken {
+                path,
+                mode: mode.into(),
+                now,
+            }),
             Err(e) => Err(e),
         }
         // On either error the guard drops here and switches back.
@@ -231,8 +334,12 @@ impl PreemptGuard {
         let back = self
             .ctl
             .write(&self.before)
-            .map_err(|e| hostfacts::host::explain_io_error(&e))
-            .and_then(|()| preempt_state(self.ctl.as_ref()).map(|(now, _)| now))
+            .map_err(|e| explain_io_error(&e))
+            .and_then(|()| {
+                preempt_state(self.ctl.as_ref())
+                    .map(|(now, _)| now)
+                    .map_err(|e| e.to_string())
+            })
             .and_then(|now| {
                 if now == self.before {
                     Ok(())
@@ -265,7 +372,10 @@ impl Drop for PreemptGuard {
 /// written back to the file it names, when that is this switch's file), so that "before" is the host's own
 /// mode; one whose run is alive refuses the new switch (it would take that run's mode for the host's and
 /// restore it). Returns what it did, one line each.
-fn settle_record(ctl: &dyn PreemptControl, path: &std::path::Path) -> Result<Vec<String>, String> {
+fn settle_record(
+    ctl: &dyn PreemptControl,
+    path: &std::path::Path,
+) -> Result<Vec<String>, PreemptError> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Ok(Vec::new());
     };
@@ -279,9 +389,7 @@ fn settle_record(ctl: &dyn PreemptControl, path: &std::path::Path) -> Result<Vec
         return Ok(Vec::new());
     };
     if std::path::Path::new(&format!("/proc/{pid}")).exists() {
-        return Err(format!(
-            "--switch-preempt: preemptlab run {pid} has the preemption model switched; wait for it to end"
-        ));
+        return Err(PreemptError::HeldByRun { pid });
     }
     let (Some(file), Some(to)) = (v["preempt_file"].as_str(), v["restore_to"].as_str()) else {
         return Ok(Vec::new());
@@ -304,7 +412,7 @@ fn settle_record(ctl: &dyn PreemptControl, path: &std::path::Path) -> Result<Vec
         }
         Err(e) => vec![format!(
             "could not switch the preemption model back to {to} (left by run {pid}): {}",
-            hostfacts::host::explain_io_error(&e)
+            explain_io_error(&e)
         )],
     })
 }
@@ -411,12 +519,15 @@ mod tests {
     fn a_mode_the_kernel_does_not_offer_is_refused_before_any_write() {
         let dir = tempfile::tempdir().unwrap();
         let k = Kernel::from_fixture("linux-7.0-lazy-debugfs");
-        let e =
-            PreemptGuard::switch_recorded_in(Box::new(k.clone()), "none", dir.path()).unwrap_err();
-        assert!(e.contains("offers full, lazy"), "{e}");
-        let e =
-            PreemptGuard::switch_recorded_in(Box::new(k.clone()), "rt", dir.path()).unwrap_err();
-        assert!(e.contains("one of none, voluntary, full, lazy"), "{e}");
+        let e = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "none", dir.path())
+            .unwrap_err()
+            .to_string();
+        // The mode first, no option's name: the command line puts its own before it.
+        assert!(e.starts_with("none: this kernel offers full, lazy"), "{e}");
+        let e = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "rt", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "rt: one of none, voluntary, full, lazy");
         assert_eq!(k.writes.get(), 0);
         assert_eq!(k.active(), "lazy");
         assert!(!dir.path().join("preempt.json").exists());
@@ -427,8 +538,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut k = Kernel::from_fixture("hugepages-1g-thp-always");
         k.refuse_reads = true;
-        let e =
-            PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path()).unwrap_err();
+        let e = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cannot switch") && e.contains("sim"), "{e}");
         assert_eq!(k.writes.get(), 0);
         // And the real file on a root without debugfs names the mount.
@@ -437,7 +549,8 @@ mod tests {
             "lazy",
             dir.path(),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("mount -t debugfs"), "{e}");
     }
 
@@ -446,8 +559,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut k = Kernel::from_fixture("hugepages-1g-thp-always");
         k.ignore_writes = true;
-        let e =
-            PreemptGuard::switch_recorded_in(Box::new(k.clone()), "none", dir.path()).unwrap_err();
+        let e = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "none", dir.path())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("kernel reports full"), "{e}");
         // The switch and the way back were both written; no record stays.
         assert_eq!(k.writes.get(), 2);
@@ -462,8 +576,9 @@ mod tests {
         // Run 1 (init, always alive) holds a switch from full.
         let record = serde_json::json!({"preempt_file": k.path(), "restore_to": "full", "pid": 1});
         std::fs::write(dir.path().join("preempt.json"), record.to_string()).unwrap();
-        let e =
-            PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path()).unwrap_err();
+        let e = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("run 1 has the preemption model switched"), "{e}");
         assert_eq!(k.active(), "none", "nothing written");
         assert!(dir.path().join("preempt.json").exists(), "its record kept");

@@ -61,10 +61,10 @@ pub enum NetError {
     },
     /// The stop-signal handler could not be installed.
     #[error("{0}")]
-    Signal(String),
+    Signal(crate::guard::SignalError),
     /// The result file could not be written.
     #[error("{0}")]
-    Write(String),
+    Write(crate::output::OutputError),
 }
 
 impl NetError {

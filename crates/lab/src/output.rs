@@ -7,16 +7,109 @@
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use hostfacts::host::explain_io_error;
+
+/// Why a result file cannot be written. The messages name the path and the fix; a command line adds how
+/// its user names another path.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// The path is a directory.
+    #[error("{} is a directory: give a file name for the result", .path.display())]
+    IsDirectory {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The directory for the file could not be created.
+    #[error("cannot create {} for the result: {}", .dir.display(), explain_io_error(.err))]
+    CreateDir {
+        /// The directory.
+        dir: PathBuf,
+        /// What creating it said.
+        err: std::io::Error,
+    },
+    /// A file could not be created in the directory.
+    #[error("cannot write in {}: {}", .dir.display(), explain_io_error(.err))]
+    NotWritable {
+        /// The directory.
+        dir: PathBuf,
+        /// What creating a file there said.
+        err: std::io::Error,
+    },
+    /// Writing the temp file failed (disk full, I/O error).
+    #[error("writing {}: {}", .path.display(), explain_io_error(.err))]
+    Write {
+        /// The temp file.
+        path: PathBuf,
+        /// What the write said.
+        err: std::io::Error,
+    },
+    /// Renaming the temp file into place failed.
+    #[error("renaming {} to {}: {}", .from.display(), .to.display(), explain_io_error(.err))]
+    Rename {
+        /// The temp file.
+        from: PathBuf,
+        /// The destination.
+        to: PathBuf,
+        /// What the rename said.
+        err: std::io::Error,
+    },
+    /// A published file's directory does not exist (it is the operator's to create).
+    #[error("{}: directory {} does not exist (create it, or give a path in an existing directory)", .path.display(), .dir.display())]
+    NoDirectory {
+        /// The path given.
+        path: PathBuf,
+        /// Its directory.
+        dir: PathBuf,
+    },
+    /// A path to publish that is a directory.
+    #[error("{}: is a directory (give a file name, e.g. {}/preemptlab.prom)", .path.display(), .path.display())]
+    PublishDirectory {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// A path without a file name (`/`, `..`).
+    #[error("{}: give a file name", .path.display())]
+    NoFileName {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The value could not be serialized (a bug: result types always serialize).
+    #[error("serializing the result for {}: {err}", .path.display())]
+    Serialize {
+        /// The destination.
+        path: PathBuf,
+        /// What serde said.
+        err: serde_json::Error,
+    },
+}
+
+impl OutputError {
+    /// True when another path would do (the directory cannot be made or written): the cases a command
+    /// line answers with how to give one.
+    pub fn wants_another_path(&self) -> bool {
+        matches!(
+            self,
+            OutputError::CreateDir { .. } | OutputError::NotWritable { .. }
+        )
+    }
+}
+
+/// The benches that still return their errors as text take this one as its message.
+impl From<OutputError> for String {
+    fn from(e: OutputError) -> String {
+        e.to_string()
+    }
+}
 
 /// Can `path` be written? Creates its directory, then creates and removes a temp file there. The error
 /// names the path and what to do.
-pub fn check_writable(path: &Path) -> Result<(), String> {
+pub fn check_writable(path: &Path) -> Result<(), OutputError> {
     if path.is_dir() {
-        return Err(format!(
-            "{} is a directory: give a file name for the result",
-            path.display()
-        ));
+        return Err(OutputError::IsDirectory {
+            path: path.to_path_buf(),
+        });
     }
     let dir = parent(path);
     // The directories this check creates, deepest last: removed again afterwards, so that a run refused
@@ -28,24 +121,18 @@ pub fn check_writable(path: &Path) -> Result<(), String> {
         d = x.parent();
     }
     let res = std::fs::create_dir_all(dir)
-        .map_err(|e| {
-            format!(
-                "cannot create {} for the result: {} (choose another path with --out)",
-                dir.display(),
-                hostfacts::host::explain_io_error(&e)
-            )
+        .map_err(|err| OutputError::CreateDir {
+            dir: dir.to_path_buf(),
+            err,
         })
         .and_then(|()| {
             tempfile::Builder::new()
                 .prefix(".preemptlab-check-")
                 .tempfile_in(dir)
                 .map(drop)
-                .map_err(|e| {
-                    format!(
-                        "cannot write in {}: {} (choose another path with --out)",
-                        dir.display(),
-                        hostfacts::host::explain_io_error(&e)
-                    )
+                .map_err(|err| OutputError::NotWritable {
+                    dir: dir.to_path_buf(),
+                    err,
                 })
         });
     for d in &created {
@@ -56,12 +143,17 @@ pub fn check_writable(path: &Path) -> Result<(), String> {
 
 /// Writes `text` to `path` atomically: a temp file unique to this process in the same directory, then a
 /// rename. Creates the directory. On error nothing is left behind.
-pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+pub fn write_atomic(path: &Path, text: &str) -> Result<(), OutputError> {
     if path.is_dir() {
-        return Err(format!("{} is a directory", path.display()));
+        return Err(OutputError::IsDirectory {
+            path: path.to_path_buf(),
+        });
     }
     let dir = parent(path);
-    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|err| OutputError::CreateDir {
+        dir: dir.to_path_buf(),
+        err,
+    })?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -70,37 +162,47 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
         .tempfile_in(dir)
-        .map_err(|e| format!("writing in {}: {e}", dir.display()))?;
+        .map_err(|err| OutputError::NotWritable {
+            dir: dir.to_path_buf(),
+            err,
+        })?;
     tmp.write_all(text.as_bytes())
         .and_then(|()| tmp.flush())
-        .map_err(|e| format!("writing {}: {e}", tmp.path().display()))?;
+        .map_err(|err| OutputError::Write {
+            path: tmp.path().to_path_buf(),
+            err,
+        })?;
+    let from = tmp.path().to_path_buf();
     tmp.persist(path)
         .map(drop)
-        .map_err(|e| format!("renaming into {}: {}", path.display(), e.error))
+        .map_err(|e| OutputError::Rename {
+            from,
+            to: path.to_path_buf(),
+            err: e.error,
+        })
 }
 
 /// Can `path` be published with [`publish`]? Its directory must already exist (a directory that readers
 /// watch, such as node_exporter's textfile directory, is the operator's to create: a typo should not
 /// silently make a new one), `path` must not be a directory, and it must have a file name. Checked before
 /// any work; the error names the path and what to do.
-pub fn check_publishable(path: &Path) -> Result<(), String> {
+pub fn check_publishable(path: &Path) -> Result<(), OutputError> {
     let dir = parent(path);
     if !dir.is_dir() {
-        return Err(format!(
-            "{}: directory {} does not exist (create it, or give a path in an existing directory)",
-            path.display(),
-            dir.display()
-        ));
+        return Err(OutputError::NoDirectory {
+            path: path.to_path_buf(),
+            dir: dir.to_path_buf(),
+        });
     }
     if path.is_dir() {
-        return Err(format!(
-            "{}: is a directory (give a file name, e.g. {}/preemptlab.prom)",
-            path.display(),
-            path.display()
-        ));
+        return Err(OutputError::PublishDirectory {
+            path: path.to_path_buf(),
+        });
     }
     if path.file_name().is_none() {
-        return Err(format!("{}: give a file name", path.display()));
+        return Err(OutputError::NoFileName {
+            path: path.to_path_buf(),
+        });
     }
     Ok(())
 }
@@ -111,11 +213,11 @@ pub fn check_publishable(path: &Path) -> Result<(), String> {
 /// collector reading only `*.prom` never picks it up, written, fsynced, made world-readable (0644), then
 /// renamed over `path`. A reader opens either the old file or the new one, never a half-written one. The
 /// directory is not created (see [`check_publishable`]); the temp file is removed on any failure.
-pub fn publish(path: &Path, text: &str) -> Result<(), String> {
+pub fn publish(path: &Path, text: &str) -> Result<(), OutputError> {
     let dir = parent(path);
-    let name = path
-        .file_name()
-        .ok_or_else(|| format!("{}: give a file name", path.display()))?;
+    let name = path.file_name().ok_or_else(|| OutputError::NoFileName {
+        path: path.to_path_buf(),
+    })?;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
@@ -125,24 +227,27 @@ pub fn publish(path: &Path, text: &str) -> Result<(), String> {
         name.to_string_lossy(),
         std::process::id()
     ));
-    let result = (|| -> Result<(), String> {
+    let result = (|| -> Result<(), OutputError> {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o644)
             .open(&tmp)
-            .map_err(|e| {
-                format!(
-                    "creating {} (is {} writable?): {e}",
-                    tmp.display(),
-                    dir.display()
-                )
+            .map_err(|err| OutputError::NotWritable {
+                dir: dir.to_path_buf(),
+                err,
             })?;
         f.write_all(text.as_bytes())
             .and_then(|()| f.sync_all())
-            .map_err(|e| format!("writing {}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, path)
-            .map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), path.display()))
+            .map_err(|err| OutputError::Write {
+                path: tmp.clone(),
+                err,
+            })?;
+        std::fs::rename(&tmp, path).map_err(|err| OutputError::Rename {
+            from: tmp.clone(),
+            to: path.to_path_buf(),
+            err,
+        })
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -164,10 +269,12 @@ mod tests {
     #[test]
     fn unwritable_paths_are_refused_before_work() {
         let e = check_writable(Path::new("/proc/x/r.json")).unwrap_err();
-        assert!(e.contains("/proc/x"), "{e}");
+        assert!(e.wants_another_path(), "{e}");
+        assert!(e.to_string().starts_with("cannot create /proc/x"), "{e}");
         let dir = tempfile::tempdir().unwrap();
         let e = check_writable(dir.path()).unwrap_err();
-        assert!(e.contains("is a directory"), "{e}");
+        assert!(!e.wants_another_path(), "{e}");
+        assert!(e.to_string().contains("is a directory"), "{e}");
         check_writable(&dir.path().join("sub/deeper/r.json")).unwrap();
         // The check leaves nothing, not even the directories it created to try.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);

@@ -490,7 +490,7 @@ fn run_config(
         *done += 1;
         let cell = &res.cells[c];
         (opts.on_rep)(cell, cell.reps.last().expect("just pushed"));
-        result::write(&opts.out, res).map_err(Fail::Run)?;
+        result::write(&opts.out, res).map_err(|e| Fail::Run(e.into()))?;
     }
     drop(bouncer);
     Ok(())

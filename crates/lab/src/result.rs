@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub use crate::output::OutputError;
+
 pub use results::{utc, Envelope, SCHEMA_VERSION};
 
 /// A new envelope for `kind`, reading this host's facts now.
@@ -41,13 +43,16 @@ pub fn default_path(kind: &str, started_unix_s: u64) -> PathBuf {
 }
 
 /// Writes `value` as pretty JSON to `path` atomically, creating the directory.
-pub fn write<T: Serialize>(path: &Path, value: &T) -> Result<(), String> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+pub fn write<T: Serialize>(path: &Path, value: &T) -> Result<(), OutputError> {
+    let text = serde_json::to_string_pretty(value).map_err(|err| OutputError::Serialize {
+        path: path.to_path_buf(),
+        err,
+    })?;
     write_text(path, &(text + "\n"))
 }
 
 /// Writes `text` to `path` atomically (see [`crate::output::write_atomic`]).
-pub fn write_text(path: &Path, text: &str) -> Result<(), String> {
+pub fn write_text(path: &Path, text: &str) -> Result<(), OutputError> {
     crate::output::write_atomic(path, text)
 }
 

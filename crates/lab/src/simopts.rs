@@ -104,10 +104,10 @@ pub enum SimError {
     Matrix(#[from] MatrixError),
     /// The stop-signal handler could not be installed.
     #[error("{0}")]
-    Signal(String),
+    Signal(crate::guard::SignalError),
     /// The result file could not be written.
     #[error("{0}")]
-    Write(String),
+    Write(crate::output::OutputError),
 }
 
 impl SimError {

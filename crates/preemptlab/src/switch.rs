@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
-use lab::guard::{check_preempt_mode, DebugfsPreempt, PreemptGuard};
+use lab::guard::{check_preempt_mode, DebugfsPreempt, PreemptError, PreemptGuard};
 
 use crate::cli::SwitchPreemptArgs;
 
@@ -14,13 +14,13 @@ pub fn preempt(args: &SwitchPreemptArgs) -> Result<Option<PreemptGuard>> {
     let Some(mode) = args.switch_preempt.as_deref() else {
         return Ok(None);
     };
-    check_preempt_mode(mode).map_err(|e| anyhow!(e))?;
+    check_preempt_mode(mode).map_err(flag)?;
     if !hostfacts::host::is_root() {
         bail!("--switch-preempt needs root (it writes /sys/kernel/debug/sched/preempt)");
     }
-    lab::guard::install_signal_flag().map_err(|e| anyhow!(e))?;
+    lab::guard::install_signal_flag()?;
     let guard = PreemptGuard::switch(Box::new(DebugfsPreempt::under(Path::new("/"))), mode)
-        .map_err(|e| anyhow!(e))?;
+        .map_err(flag)?;
     if guard.switched() {
         eprintln!(
             "preemptlab: preemption model {} -> {mode} for this run; switched back when it ends",
@@ -28,4 +28,16 @@ pub fn preempt(args: &SwitchPreemptArgs) -> Result<Option<PreemptGuard>> {
         );
     }
     Ok(Some(guard))
+}
+
+/// The error with the option's name: before the mode it refuses, or before the whole when another run
+/// holds a switch.
+fn flag(e: PreemptError) -> anyhow::Error {
+    match e {
+        PreemptError::UnknownMode { .. } | PreemptError::NotOffered { .. } => {
+            anyhow!("--switch-preempt {e}")
+        }
+        PreemptError::HeldByRun { .. } => anyhow!("--switch-preempt: {e}"),
+        e => anyhow!(e),
+    }
 }

@@ -83,12 +83,20 @@ pub fn width() -> usize {
 
 /// Writes `text` to `path` atomically (temp file + rename).
 pub fn write_atomic(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
-    lab::result::write_text(path, text).map_err(anyhow::Error::msg)
+    lab::result::write_text(path, text).map_err(anyhow::Error::from)
 }
 
 /// Checks before any work that the result can be written to `path` (one line naming the path and the fix).
 pub fn claim_output(path: &std::path::Path) -> anyhow::Result<()> {
-    lab::output::check_writable(path).map_err(anyhow::Error::msg)
+    lab::output::check_writable(path).map_err(out_flag)
+}
+
+/// A result file's error, with how to choose another path where one would do.
+pub fn out_flag(e: lab::output::OutputError) -> anyhow::Error {
+    match e.wants_another_path() {
+        true => anyhow::anyhow!("{e} (choose another path with --out)"),
+        false => anyhow::anyhow!(e),
+    }
 }
 
 /// The result file of a command that writes one (`--out`, else results/<kind>-<time>.json), checked to be
