@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use hostfacts::Audit;
 
 use crate::lockbench::{self, Spec};
-use crate::lockrun::{self, LockResult, RunOptions};
+use crate::lockrun::{self, LockResult, LockRunError, RunOptions};
 
 /// The huge-page backing the reproduction compares 4 KB pages with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,13 +129,16 @@ pub fn plan(audit: &Audit, quick: bool, reserve_hugepages: bool) -> Plan {
     Plan { spec, huge, cpus }
 }
 
-/// Runs the plan's matrix, writing the result to `out` after each cell and calling `on_cell` with each.
+/// Runs the plan's matrix, writing the result to `out` after each cell and calling `on_cell` with each;
+/// `grow` says how the caller can grow the 2 MB pool (as for [`NoHugeBacking::describe`]), for the reason
+/// of a huge-page cell that finds too few free pages after all.
 pub fn reproduce(
     plan: &Plan,
     reserve_hugepages: bool,
     out: PathBuf,
     on_cell: Box<dyn FnMut(&lockrun::Cell)>,
-) -> Result<LockResult, String> {
+    grow: &str,
+) -> Result<LockResult, LockRunError> {
     lockrun::run(
         plan.spec.clone(),
         RunOptions {
@@ -143,6 +146,7 @@ pub fn reproduce(
             out,
             progress: Box::new(|_, _, _, _, _, _| {}),
             on_cell,
+            grow_hint: grow.into(),
         },
     )
 }

@@ -73,16 +73,16 @@ impl LockOptions {
     pub fn spec(&self, host: &HostShape) -> Result<Spec, OptionError> {
         let locks = options::list(&self.locks);
         for l in &locks {
-            shmlock::LockKind::parse(l).map_err(|why| OptionError::Whole {
+            shmlock::LockKind::parse(l).map_err(|e| OptionError::Whole {
                 option: "locks",
-                why,
+                why: e.to_string(),
             })?;
         }
         let pages = options::list(&self.pages);
         for p in &pages {
-            shmlock::shm::Backing::parse(p).map_err(|why| OptionError::Whole {
+            shmlock::shm::Backing::parse(p).map_err(|e| OptionError::Whole {
                 option: "pages",
-                why,
+                why: e.to_string(),
             })?;
         }
         if locks.is_empty() || pages.is_empty() {

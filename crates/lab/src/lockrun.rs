@@ -5,20 +5,39 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use shmlock::shm::{Backing, ShmRegion};
-use shmlock::LockKind;
+use shmlock::shm::{Backing, ShmError, ShmRegion, UnknownBacking};
+use shmlock::{LockKind, UnknownLock};
 
 use crate::fork::Children;
-use crate::guard::{self, PoolGuard};
+use crate::guard::{self, PoolGuard, SignalError};
+use crate::lockbench::costs::CostError;
 use crate::lockbench::{self, BenchError, Rep, RepInput, Spec};
-use crate::result::{self};
+use crate::options::OptionError;
+use crate::result::{self, OutputError};
 
 pub use results::lock::{Cell, CellSummary, FaultCost, LockResult};
 pub use results::Status;
 
+/// Why the matrix could not run (a cell that fails is recorded in the result instead).
+#[derive(Debug, thiserror::Error)]
+pub enum LockRunError {
+    /// The stop signals' handlers could not be installed.
+    #[error(transparent)]
+    Signal(#[from] SignalError),
+    /// A lock the spec names is unknown.
+    #[error(transparent)]
+    Lock(#[from] UnknownLock),
+    /// A page backing the spec names is unknown.
+    #[error(transparent)]
+    Backing(#[from] UnknownBacking),
+    /// The result file could not be written.
+    #[error(transparent)]
+    Write(#[from] OutputError),
+}
+
 /// Measures the cost of a minor fault on a populated 4 KB shared page: the parent populates a region, a
 /// fresh child touches every page once and times it.
-pub fn measure_fault_cost() -> Result<FaultCost, String> {
+pub fn measure_fault_cost() -> Result<FaultCost, CostError> {
     const PAGES: usize = 16_384;
     let region = ShmRegion::new(PAGES * 4096, Backing::Page4k)?;
     region.populate_write()?;
@@ -37,12 +56,14 @@ pub fn measure_fault_cost() -> Result<FaultCost, String> {
             unsafe { std::ptr::write_volatile(slot.as_ptr() as *mut u64, ns) };
             0
         })
-        .map_err(|e| format!("fork: {e}"))?;
+        .map_err(|err| CostError::Fork { err })?;
     child.reap_all(Duration::from_secs(60), |_, _| {});
     // SAFETY: the child wrote the u64 before exiting.
     let ns = unsafe { std::ptr::read_volatile(slot.as_ptr() as *const u64) };
     if ns == 0 {
-        return Err("the fault calibration child failed".into());
+        return Err(CostError::ChildFailed {
+            what: "the fault calibration child",
+        });
     }
     Ok(FaultCost {
         ns_per_fault: ns as f64 / PAGES as f64,
@@ -96,6 +117,10 @@ pub struct RunOptions {
     pub progress: ProgressFn,
     /// Called after each cell with the cell.
     pub on_cell: Box<dyn FnMut(&Cell)>,
+    /// How the caller's user grows a hugetlb pool for the run (a command line names its option), for the
+    /// reason of a hugetlb cell skipped for want of free pages: "needs N free 2048 kB huge pages, the pool
+    /// has F: <grow_hint>".
+    pub grow_hint: String,
 }
 
 fn thp_reason() -> Option<String> {
@@ -115,6 +140,7 @@ fn thp_reason() -> Option<String> {
     }
 }
 
+/// The free pages of the `kib` pool; the error is a skipped cell's reason, as the result records it.
 fn pool_free(kib: u64) -> Result<u64, String> {
     let p = format!("/sys/kernel/mm/hugepages/hugepages-{kib}kB/free_hugepages");
     std::fs::read_to_string(&p)
@@ -125,7 +151,7 @@ fn pool_free(kib: u64) -> Result<u64, String> {
 }
 
 /// Runs the matrix. Returns the result (also written to `opts.out` after each cell).
-pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
+pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError> {
     guard::install_signal_flag()?;
     for line in guard::recover_stale_pools() {
         eprintln!("preemptlab: {line}");
@@ -157,19 +183,22 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
                     // another run's share.
                     Ok(free) if opts.reserve_hugepages => {
                         if !hostfacts::host::is_root() {
-                            Some(format!("needs {need} free {kib} kB pages (has {free}); --reserve-hugepages needs root"))
+                            Some(format!("needs {need} free {kib} kB pages (has {free}); growing the pool needs root"))
                         } else {
                             match PoolGuard::ensure_free(kib, need) {
                                 Ok(g) => {
                                     guards.push(g);
                                     None
                                 }
-                                Err(e) => Some(e),
+                                Err(e) => Some(e.to_string()),
                             }
                         }
                     }
                     Ok(free) if free >= need => None,
-                    Ok(free) => Some(format!("needs {need} free {kib} kB huge pages, the pool has {free}: pass --reserve-hugepages (root) to grow it for the run")),
+                    Ok(free) => Some(format!(
+                        "needs {need} free {kib} kB huge pages, the pool has {free}: {}",
+                        opts.grow_hint
+                    )),
                 }
             }
             _ => None,
@@ -212,7 +241,11 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
     // Every cell starts as ok, skipped (with the reason) or failed to map.
     let ncells = plan.len();
     for &(l, bi, b, w) in &plan {
-        let skip = l.availability().err().or_else(|| backing_skip[bi].clone());
+        let skip = l
+            .availability()
+            .err()
+            .map(|e| e.to_string())
+            .or_else(|| backing_skip[bi].clone());
         res.cells.push(Cell {
             lock: l.to_string(),
             pages: b.to_string(),
@@ -244,9 +277,15 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
             match lockbench::new_region(b, spec.descriptors) {
                 Ok(r) => region = Some(r),
                 Err(e) => {
+                    let why = match e {
+                        ShmError::PoolTooSmall { .. } if !opts.reserve_hugepages => {
+                            format!("{e}; or {}", opts.grow_hint)
+                        }
+                        e => e.to_string(),
+                    };
                     for &ci in &todo {
                         res.cells[ci].status = Status::Failed;
-                        res.cells[ci].reason = Some(e.clone());
+                        res.cells[ci].reason = Some(why.clone());
                     }
                     continue;
                 }
@@ -319,16 +358,33 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, String> {
     Ok(res)
 }
 
+/// A list of counts refused, named as the caller names it.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", named(.name, .error))]
+pub struct CountsError {
+    /// The caller's name for the list.
+    pub name: String,
+    /// What is wrong with it.
+    pub error: OptionError,
+}
+
+fn named(name: &str, error: &OptionError) -> String {
+    error.render(|_| name.to_string())
+}
+
 /// Resolves a list of counts given as numbers or multiples of the CPUs (`8`, `4x`), each 1..=`max`;
-/// errors name `flag` (see `options::counts`).
+/// errors name the list `name`, as the caller calls it (see `options::counts`).
 pub fn parse_counts(
-    flag: &str,
+    name: &str,
     what: &str,
     list: &str,
     cpus: u32,
     max: u32,
-) -> Result<(Vec<String>, Vec<u32>), String> {
-    crate::options::counts("counts", what, list, cpus, max).map_err(|e| e.render(|_| flag.into()))
+) -> Result<(Vec<String>, Vec<u32>), CountsError> {
+    crate::options::counts("counts", what, list, cpus, max).map_err(|error| CountsError {
+        name: name.into(),
+        error,
+    })
 }
 
 pub use crate::options::duration as parse_duration;

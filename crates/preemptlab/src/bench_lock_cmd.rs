@@ -1,6 +1,6 @@
 //! `preemptlab bench lock`.
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use lab::lockopts;
 use lab::lockrun::{self, RunOptions};
 use lab::options::HostShape;
@@ -26,10 +26,11 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
             }
         }),
         on_cell: Box::new(move |cell| print(report::lock_table::cell_line(cell))),
+        grow_hint: "pass --reserve-hugepages (root) to grow it for the run".into(),
     };
     // Switched back when this function returns, by any path.
     let _preempt = crate::switch::preempt(&a.preempt)?;
-    let res = lockrun::run(spec, run_opts).map_err(|e| anyhow!(e))?;
+    let res = lockrun::run(spec, run_opts)?;
     if let (Some(c), false) = (&res.costs, a.result.quiet) {
         let fault = res.fault_cost.as_ref().map(|f| f.ns_per_fault);
         eprintln!("{}", lab::lockbench::costs::line(c, fault));

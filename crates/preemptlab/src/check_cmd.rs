@@ -5,13 +5,14 @@
 use std::io::IsTerminal;
 use std::time::Instant;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use hostfacts::Host;
 
 use crate::cli::{CheckArgs, PlainFormat};
 use crate::term;
 
-/// How the binary's user grows the pool, for the reason the reproduction has no huge-page side.
+/// How the binary's user grows the pool, for the reason the reproduction has no huge-page side (or a
+/// huge-page cell finds too few free pages).
 const GROW_HINT: &str =
     "pass --reserve-hugepages as root to grow it for the check, restored afterwards";
 
@@ -47,8 +48,8 @@ pub fn run(a: CheckArgs) -> Result<i32> {
             eprintln!("{}", report::lock_table::cell_line(c));
         }
     });
-    let reproduction = lab::check::reproduce(&plan, a.reserve_hugepages, out.clone(), on_cell)
-        .map_err(|e| anyhow!(e))?;
+    let reproduction =
+        lab::check::reproduce(&plan, a.reserve_hugepages, out.clone(), on_cell, GROW_HINT)?;
     if reproduction.envelope.interrupted {
         eprintln!("preemptlab: interrupted");
         return Ok(lab::guard::interrupted_exit_code());

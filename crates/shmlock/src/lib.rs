@@ -58,7 +58,7 @@ pub trait RawLock: Sync {
     /// # Safety
     /// `ptr` must point to writable, suitably aligned, zero-filled memory of `size_of::<Self>()` bytes that
     /// no other process or thread uses yet.
-    unsafe fn init(_ptr: *mut Self) -> Result<(), String> {
+    unsafe fn init(_ptr: *mut Self) -> Result<(), InitError> {
         Ok(())
     }
 
@@ -75,6 +75,25 @@ pub trait RawLock: Sync {
     fn slice_counts(_w: &Self::Waiter) -> Option<rseq::SliceCounts> {
         None
     }
+}
+
+/// A lock name that is none of [`LockKind::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown lock {name:?} (choose from {})", LockKind::ALL.map(|k| k.name()).join(", "))]
+pub struct UnknownLock {
+    /// The name as given.
+    pub name: String,
+}
+
+/// Why a lock could not be made usable in place: a pthread attribute or init call's error number (the
+/// other locks cannot fail).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{call}: {}", std::io::Error::from_raw_os_error(*.code))]
+pub struct InitError {
+    /// The call that failed.
+    pub call: &'static str,
+    /// The error number it returned.
+    pub code: i32,
 }
 
 /// The locks by command-line name.
@@ -130,23 +149,18 @@ impl LockKind {
     }
 
     /// Parses a command-line name.
-    pub fn parse(s: &str) -> Result<LockKind, String> {
+    pub fn parse(s: &str) -> Result<LockKind, UnknownLock> {
         LockKind::ALL
             .iter()
             .copied()
             .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown lock {s:?} (choose from {})",
-                    LockKind::ALL.map(|k| k.name()).join(", ")
-                )
-            })
+            .ok_or_else(|| UnknownLock { name: s.into() })
     }
 
-    /// Whether this host can run the lock; the reason when not.
-    pub fn availability(self) -> Result<(), String> {
+    /// Whether this host can run the lock; the reason when not (only `rseq` depends on the kernel).
+    pub fn availability(self) -> Result<(), rseq::Unavailable> {
         match self {
-            LockKind::Rseq => rseq::available(),
+            LockKind::Rseq => rseq::probe(),
             _ => Ok(()),
         }
     }

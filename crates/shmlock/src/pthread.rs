@@ -3,7 +3,7 @@
 
 use std::cell::UnsafeCell;
 
-use crate::{Acquired, RawLock};
+use crate::{Acquired, InitError, RawLock};
 
 /// A process-shared pthread mutex, padded to a cache line.
 #[repr(C, align(64))]
@@ -17,23 +17,25 @@ unsafe impl Sync for PthreadMutex {}
 impl RawLock for PthreadMutex {
     type Waiter = ();
 
-    unsafe fn init(ptr: *mut Self) -> Result<(), String> {
+    unsafe fn init(ptr: *mut Self) -> Result<(), InitError> {
         let mut attr = std::mem::MaybeUninit::<libc::pthread_mutexattr_t>::uninit();
+        let failed = |call, code| Err(InitError { call, code });
         // SAFETY: attr is a valid out-pointer; ptr is valid and unshared per this function's contract.
         unsafe {
-            if libc::pthread_mutexattr_init(attr.as_mut_ptr()) != 0 {
-                return Err("pthread_mutexattr_init failed".into());
+            let r = libc::pthread_mutexattr_init(attr.as_mut_ptr());
+            if r != 0 {
+                return failed("pthread_mutexattr_init", r);
             }
             let r =
                 libc::pthread_mutexattr_setpshared(attr.as_mut_ptr(), libc::PTHREAD_PROCESS_SHARED);
             if r != 0 {
                 libc::pthread_mutexattr_destroy(attr.as_mut_ptr());
-                return Err(format!("pthread_mutexattr_setpshared: error {r}"));
+                return failed("pthread_mutexattr_setpshared", r);
             }
             let r = libc::pthread_mutex_init((*ptr).m.get(), attr.as_ptr());
             libc::pthread_mutexattr_destroy(attr.as_mut_ptr());
             if r != 0 {
-                return Err(format!("pthread_mutex_init: error {r}"));
+                return failed("pthread_mutex_init", r);
             }
         }
         Ok(())

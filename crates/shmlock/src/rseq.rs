@@ -107,6 +107,8 @@ impl fmt::Display for Unavailable {
     }
 }
 
+impl std::error::Error for Unavailable {}
+
 /// Which of ENOTSUPP's causes applies: `config` is CONFIG_RSEQ_SLICE_EXTENSION's state (`true` = `y`) in
 /// the config read from `source`, when one was readable; `cmdline` is the kernel command line.
 pub fn enotsupp_detail(config: Option<(bool, &str)>, cmdline: Option<&str>) -> Option<String> {
@@ -546,11 +548,6 @@ pub fn probe() -> Result<(), Unavailable> {
     std::thread::spawn(|| SliceExtension::enable().map(drop))
         .join()
         .unwrap_or_else(|_| Err(Unavailable::Other("the probe thread panicked".into())))
-}
-
-/// [`probe`] with the reason as text (for skip reasons).
-pub fn available() -> Result<(), String> {
-    probe().map_err(|e| e.to_string())
 }
 
 /// PostgreSQL's spinlock plus a slice-extension request around the critical section.

@@ -44,17 +44,12 @@ impl Backing {
     }
 
     /// Parses a command-line name.
-    pub fn parse(s: &str) -> Result<Backing, String> {
+    pub fn parse(s: &str) -> Result<Backing, UnknownBacking> {
         Backing::ALL
             .iter()
             .copied()
             .find(|b| b.name() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown page backing {s:?} (choose from {})",
-                    Backing::ALL.map(|b| b.name()).join(", ")
-                )
-            })
+            .ok_or_else(|| UnknownBacking { name: s.into() })
     }
 
     /// The size the mapping is rounded to, in bytes.
@@ -82,6 +77,55 @@ impl fmt::Display for Backing {
     }
 }
 
+/// A page backing name that is none of [`Backing::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown page backing {name:?} (choose from {})", Backing::ALL.map(|b| b.name()).join(", "))]
+pub struct UnknownBacking {
+    /// The name as given.
+    pub name: String,
+}
+
+/// Why a region could not be mapped or prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum ShmError {
+    /// A hugetlb mapping the pool has too few free pages for (mmap: ENOMEM).
+    #[error(
+        "mapping {} MiB on {backing} pages: the hugetlb pool has too few free pages (need {pages}; grow it as root: /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages)",
+        .bytes >> 20,
+        .backing.hugetlb_kib().unwrap_or(0)
+    )]
+    PoolTooSmall {
+        /// The mapping's length.
+        bytes: usize,
+        /// Its backing.
+        backing: Backing,
+        /// The pages it needs.
+        pages: u64,
+    },
+    /// mmap refused for another reason.
+    #[error("mmap of {} MiB ({backing}): {err}", .bytes >> 20)]
+    Map {
+        /// The mapping's length.
+        bytes: usize,
+        /// Its backing.
+        backing: Backing,
+        /// What mmap said.
+        err: std::io::Error,
+    },
+    /// madvise(MADV_HUGEPAGE) refused (shared-memory THP).
+    #[error("madvise(MADV_HUGEPAGE): {err}")]
+    AdviseHuge {
+        /// What madvise said.
+        err: std::io::Error,
+    },
+    /// madvise(MADV_POPULATE_WRITE) refused or not known to the kernel.
+    #[error("madvise(MADV_POPULATE_WRITE): {err} (Linux 5.14+)")]
+    Populate {
+        /// What madvise said.
+        err: std::io::Error,
+    },
+}
+
 const MAP_HUGE_SHIFT: libc::c_int = 26;
 const MADV_POPULATE_WRITE: libc::c_int = 23;
 
@@ -100,7 +144,7 @@ unsafe impl Sync for ShmRegion {}
 
 impl ShmRegion {
     /// Maps `len` bytes (rounded up to the backing's page size), zero-filled.
-    pub fn new(len: usize, backing: Backing) -> Result<ShmRegion, String> {
+    pub fn new(len: usize, backing: Backing) -> Result<ShmRegion, ShmError> {
         let page = backing.page_bytes();
         let len = len.div_ceil(page) * page;
         let mut flags = libc::MAP_SHARED | libc::MAP_ANONYMOUS;
@@ -121,15 +165,18 @@ impl ShmRegion {
             )
         };
         if ptr == libc::MAP_FAILED {
-            let e = std::io::Error::last_os_error();
-            return Err(match (backing.hugetlb_kib(), e.raw_os_error()) {
-                (Some(kib), Some(libc::ENOMEM)) => format!(
-                    "mapping {} MiB on {} pages: the hugetlb pool has too few free pages (need {}; grow it with --reserve-hugepages, as root)",
-                    len >> 20,
+            let err = std::io::Error::last_os_error();
+            return Err(match (backing.hugetlb_kib(), err.raw_os_error()) {
+                (Some(kib), Some(libc::ENOMEM)) => ShmError::PoolTooSmall {
+                    bytes: len,
                     backing,
-                    len as u64 / (kib * 1024)
-                ),
-                _ => format!("mmap of {} MiB ({backing}): {e}", len >> 20),
+                    pages: len as u64 / (kib * 1024),
+                },
+                _ => ShmError::Map {
+                    bytes: len,
+                    backing,
+                    err,
+                },
             });
         }
         let region = ShmRegion {
@@ -140,10 +187,8 @@ impl ShmRegion {
         if backing == Backing::Thp {
             // SAFETY: advising our own fresh mapping.
             if unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) } != 0 {
-                return Err(format!(
-                    "madvise(MADV_HUGEPAGE): {}",
-                    std::io::Error::last_os_error()
-                ));
+                let err = std::io::Error::last_os_error();
+                return Err(ShmError::AdviseHuge { err });
             }
         }
         Ok(region)
@@ -170,15 +215,13 @@ impl ShmRegion {
     }
 
     /// Pre-faults the whole region writable in the calling process (MADV_POPULATE_WRITE, Linux 5.14+).
-    pub fn populate_write(&self) -> Result<(), String> {
+    pub fn populate_write(&self) -> Result<(), ShmError> {
         // SAFETY: advising our own mapping; populating does not change its contents.
         if unsafe { libc::madvise(self.ptr as *mut libc::c_void, self.len, MADV_POPULATE_WRITE) }
             != 0
         {
-            return Err(format!(
-                "madvise(MADV_POPULATE_WRITE): {} (Linux 5.14+)",
-                std::io::Error::last_os_error()
-            ));
+            let err = std::io::Error::last_os_error();
+            return Err(ShmError::Populate { err });
         }
         Ok(())
     }
@@ -200,7 +243,11 @@ mod tests {
         for b in Backing::ALL {
             assert_eq!(Backing::parse(b.name()).unwrap(), b);
         }
-        assert!(Backing::parse("8k").unwrap_err().contains("choose from"));
+        let e = Backing::parse("8k").unwrap_err().to_string();
+        assert!(
+            e.contains("\"8k\"") && e.contains("choose from 4k, 4k-populate"),
+            "{e}"
+        );
     }
 
     #[test]

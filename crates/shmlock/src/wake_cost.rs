@@ -23,8 +23,34 @@ pub struct WakeCost {
     pub nobody: Vec<u64>,
 }
 
+/// The calling thread could not be pinned to a CPU.
+#[derive(Debug, thiserror::Error)]
+#[error("sched_setaffinity(CPU {cpu}): {err}")]
+pub struct PinError {
+    /// The CPU asked for.
+    pub cpu: usize,
+    /// What sched_setaffinity said.
+    pub err: std::io::Error,
+}
+
+/// Why the wake cost could not be measured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WakeCostError {
+    /// The caller may run on one CPU only.
+    #[error("the wake cost needs two CPUs")]
+    OneCpu,
+    /// A thread could not be pinned to its CPU.
+    #[error("could not pin the wake-cost threads to CPUs {waker} and {waiter}")]
+    Unpinned {
+        /// The waker's CPU.
+        waker: usize,
+        /// The waiter's CPU.
+        waiter: usize,
+    },
+}
+
 /// Pins the calling thread to `cpu`.
-pub fn pin(cpu: usize) -> Result<(), String> {
+pub fn pin(cpu: usize) -> Result<(), PinError> {
     // SAFETY: a zeroed cpu_set_t is valid; CPU_SET and sched_setaffinity get valid pointers.
     let r = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -32,10 +58,8 @@ pub fn pin(cpu: usize) -> Result<(), String> {
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
     };
     if r != 0 {
-        return Err(format!(
-            "sched_setaffinity(CPU {cpu}): {}",
-            std::io::Error::last_os_error()
-        ));
+        let err = std::io::Error::last_os_error();
+        return Err(PinError { cpu, err });
     }
     Ok(())
 }
@@ -57,11 +81,11 @@ pub fn allowed_cpus() -> Vec<usize> {
 /// Times `rounds` wakes of a waiter sleeping on another CPU, then `rounds` wakes with nobody queued. The
 /// waker runs on the first CPU the caller may use, the waiter on the second; an error when there is only
 /// one. Takes about `rounds` x 60-120 us.
-pub fn measure(rounds: usize, busy: bool) -> Result<WakeCost, String> {
+pub fn measure(rounds: usize, busy: bool) -> Result<WakeCost, WakeCostError> {
     let allowed = allowed_cpus();
     let (&waker_cpu, &waiter_cpu) = match allowed.as_slice() {
         [a, b, ..] => (a, b),
-        _ => return Err("the wake cost needs two CPUs".into()),
+        _ => return Err(WakeCostError::OneCpu),
     };
     let word = AtomicU32::new(0);
     let asleep = AtomicBool::new(false);
@@ -132,9 +156,10 @@ pub fn measure(rounds: usize, busy: bool) -> Result<WakeCost, String> {
         out.nobody = nobody;
     });
     if failed.load(Ordering::Relaxed) {
-        return Err(format!(
-            "could not pin the wake-cost threads to CPUs {waker_cpu} and {waiter_cpu}"
-        ));
+        return Err(WakeCostError::Unpinned {
+            waker: waker_cpu,
+            waiter: waiter_cpu,
+        });
     }
     Ok(out)
 }

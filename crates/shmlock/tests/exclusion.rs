@@ -262,7 +262,13 @@ fn stopped_holder_keeps_exclusion_and_waiters_resume() {
 fn rseq_reports_why_it_is_unavailable() {
     match LockKind::Rseq.availability() {
         Ok(()) => {}
-        Err(why) => assert!(why.contains("rseq") || why.contains("prctl"), "{why}"),
+        Err(why) => {
+            let why = why.to_string();
+            assert!(why.contains("rseq") || why.contains("prctl"), "{why}")
+        }
     }
-    assert!(LockKind::parse("nope").unwrap_err().contains("choose from"));
+    assert!(LockKind::parse("nope")
+        .unwrap_err()
+        .to_string()
+        .contains("choose from"));
 }

@@ -19,6 +19,38 @@ use crate::rusage::{Usage, Who};
 
 pub use results::lock::Costs;
 
+/// Why a cost could not be measured.
+#[derive(Debug, thiserror::Error)]
+pub enum CostError {
+    /// The process may run on no CPU (an empty affinity mask).
+    #[error("no CPU in this process's affinity mask")]
+    NoCpu,
+    /// The calibration's shared memory could not be mapped or populated.
+    #[error(transparent)]
+    Region(#[from] shmlock::shm::ShmError),
+    /// A calibration child could not be forked.
+    #[error("fork: {err}")]
+    Fork {
+        /// What fork said.
+        err: std::io::Error,
+    },
+    /// A calibration child failed or wrote no figure (`what` names it: "the fault calibration child").
+    #[error("{what} failed")]
+    ChildFailed {
+        /// The child or children.
+        what: &'static str,
+    },
+    /// A fresh process took no faults on hugetlb pages it had not touched (kernels before 6.0 copy hugetlb
+    /// page tables at fork).
+    #[error("a fresh process took {faults} faults touching {pages} 2 MB pages (page tables copied at fork?)")]
+    NoFaults {
+        /// The faults it took.
+        faults: f64,
+        /// The pages it touched.
+        pages: usize,
+    },
+}
+
 /// Timed batches per figure (the median over them is the figure).
 const BATCHES: usize = 201;
 /// Wakes of a remote sleeper (each lets it fall asleep for 50 us first).
@@ -76,10 +108,8 @@ fn futex_wake_nobody_ns() -> f64 {
 
 /// Two processes pinned to one CPU hand a futex word back and forth (each waits for its turn, takes it,
 /// passes it on and wakes the other); half the median round trip.
-fn switch_half_round_trip_ns() -> Result<f64, String> {
-    let cpu = *wake_cost::allowed_cpus()
-        .first()
-        .ok_or("no CPU in this process's affinity mask")?;
+fn switch_half_round_trip_ns() -> Result<f64, CostError> {
+    let cpu = *wake_cost::allowed_cpus().first().ok_or(CostError::NoCpu)?;
     let shm = ShmRegion::new(4096, Backing::Page4k)?;
     // SAFETY: the region is 4096 bytes, page-aligned and zeroed: a valid AtomicU32 (the turn: 0 or 1) at
     // offset 0, and an f64 slot for the result at offset 64, both shared with the children.
@@ -115,14 +145,16 @@ fn switch_half_round_trip_ns() -> Result<f64, String> {
             unsafe { std::ptr::write_volatile(out, ns) };
             0
         })
-        .map_err(|e| format!("fork: {e}"))?;
+        .map_err(|err| CostError::Fork { err })?;
     }
     let mut ok = true;
     kids.reap_all(Duration::from_secs(30), |_, exit| ok &= exit.success());
     // SAFETY: the child wrote the f64 before exiting (or it is still 0.0).
     let ns = unsafe { std::ptr::read_volatile(out) };
     if !ok || ns <= 0.0 {
-        return Err("the context-switch calibration children failed".into());
+        return Err(CostError::ChildFailed {
+            what: "the context-switch calibration children",
+        });
     }
     Ok(ns)
 }
@@ -133,7 +165,7 @@ fn switch_half_round_trip_ns() -> Result<f64, String> {
 /// every page; the median over all touches. The first touch in a child also allocates the page-table page
 /// that maps the region, as a worker's first fault does. An error when the pool has no free page now, or
 /// when the children take no fault (kernels before 6.0 copy hugetlb page tables at fork).
-fn fault_2m_map_ns(pages: u64) -> Result<f64, String> {
+fn fault_2m_map_ns(pages: u64) -> Result<f64, CostError> {
     let pages = pages.clamp(1, MAP_2M_PAGES) as usize;
     let huge = Backing::Hugetlb2m.page_bytes();
     let region = ShmRegion::new(pages * huge, Backing::Hugetlb2m)?;
@@ -166,18 +198,18 @@ fn fault_2m_map_ns(pages: u64) -> Result<f64, String> {
             unsafe { std::ptr::write_volatile(out.add(pages), faults as f64) };
             0
         })
-        .map_err(|e| format!("fork: {e}"))?;
+        .map_err(|err| CostError::Fork { err })?;
         let mut ok = true;
         kids.reap_all(Duration::from_secs(10), |_, exit| ok &= exit.success());
         // SAFETY: the child wrote the slot before exiting (or it is still zeroed).
         let faults = unsafe { std::ptr::read_volatile(out.add(pages)) };
         if !ok {
-            return Err("the 2 MB mapping calibration child failed".into());
+            return Err(CostError::ChildFailed {
+                what: "the 2 MB mapping calibration child",
+            });
         }
         if faults < pages as f64 {
-            return Err(format!(
-                "a fresh process took {faults} faults touching {pages} 2 MB pages (page tables copied at fork?)"
-            ));
+            return Err(CostError::NoFaults { faults, pages });
         }
         // SAFETY: as above.
         v.extend((0..pages).map(|i| unsafe { std::ptr::read_volatile(out.add(i)) }));
@@ -190,7 +222,7 @@ fn fault_2m_map_ns(pages: u64) -> Result<f64, String> {
 /// can run (their pool has them free); the 2 MB mapping is measured then, on up to [`MAP_2M_PAGES`] of them.
 /// A figure that cannot be measured here (the remote wake on one CPU, the 2 MB mapping without a pool) is
 /// null; a failure of the ping-pong children is an error.
-pub fn measure(hugetlb_2m_pages: Option<u64>) -> Result<Costs, String> {
+pub fn measure(hugetlb_2m_pages: Option<u64>) -> Result<Costs, CostError> {
     let remote = wake_cost::measure(WAKE_ROUNDS, false).ok().and_then(|w| {
         let mut v = w.woke;
         v.sort_unstable();

@@ -101,7 +101,7 @@ pub(super) fn layout(descriptors: u64) -> Layout {
 /// Maps the shared region for `descriptors` on `backing`. A run keeps one region per backing and
 /// re-initializes it for every repetition (as shared_buffers outlives backends); workers are new processes
 /// each time, so their page tables start empty.
-pub fn new_region(backing: Backing, descriptors: u64) -> Result<ShmRegion, String> {
+pub fn new_region(backing: Backing, descriptors: u64) -> Result<ShmRegion, shmlock::shm::ShmError> {
     ShmRegion::new(layout(descriptors).total, backing)
 }
 

@@ -33,13 +33,14 @@ pub use rep::{run_rep, RepInput};
 pub use results::lock::{CellSpec, Check, Percentiles, Rep, RseqSlice, Spec};
 pub use workload::{auto_reconnect_every, default_descriptors, start_age, STALL_NS};
 
-/// Errors of a run.
+/// Errors of a repetition.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     /// SIGINT/SIGTERM.
     #[error("interrupted")]
     Interrupted,
-    /// Something failed; the message says what.
+    /// The repetition failed: the cell's failure reason, as the result records it (a worker's own report,
+    /// a broken exclusion check, a worker that would not stop), in words.
     #[error("{0}")]
     Failed(String),
 }

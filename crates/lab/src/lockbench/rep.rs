@@ -59,7 +59,7 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
     // SAFETY: no worker exists yet; the region is at least `lay.total` bytes (checked above).
     let sh = unsafe { Shared::<L>::over(region, spec.descriptors) };
     // SAFETY: the lock's memory is zeroed (by `over`) and not shared yet.
-    unsafe { L::init(sh.lock as *mut L) }.map_err(failed)?;
+    unsafe { L::init(sh.lock as *mut L) }.map_err(|e| failed(e.to_string()))?;
     let perm = init_free_list(
         &sh,
         spec.seed ^ (input.rep as u64).wrapping_mul(0x9E37_79B9),
@@ -319,9 +319,9 @@ fn summarize_rep<L>(
         if let Some(c) = o.slice {
             slice = Some(slice.unwrap_or_default().plus(c));
         }
-        acq.add(de(&o.acquire_hist).map_err(failed)?)
+        acq.add(de(&o.acquire_hist)?)
             .map_err(|e| failed(format!("{e:?}")))?;
-        hold.add(de(&o.hold_hist).map_err(failed)?)
+        hold.add(de(&o.hold_hist)?)
             .map_err(|e| failed(format!("{e:?}")))?;
         if let Some(s) = per_slot.get_mut(o.slot as usize) {
             *s += o.ops;

@@ -66,10 +66,10 @@ fn ser(h: &Histogram<u64>) -> Vec<u8> {
 }
 
 /// Reads back a histogram a worker serialized.
-pub(super) fn de(b: &[u8]) -> Result<Histogram<u64>, String> {
+pub(super) fn de(b: &[u8]) -> Result<Histogram<u64>, super::BenchError> {
     Deserializer::new()
         .deserialize(&mut &b[..])
-        .map_err(|e| format!("reading a worker histogram: {e:?}"))
+        .map_err(|e| super::failed(format!("reading a worker histogram: {e:?}")))
 }
 
 /// The lock's counters as the result records them.
@@ -180,7 +180,7 @@ pub(super) fn process_worker<L: RawLock>(
             if let Err(e) = r.populate_write() {
                 return WorkerOut {
                     slot: cfg.slot,
-                    error: Some(e),
+                    error: Some(e.to_string()),
                     ..Default::default()
                 };
             }
