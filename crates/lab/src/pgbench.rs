@@ -58,6 +58,29 @@ pub struct Summary {
     pub progress: Vec<Progress>,
 }
 
+/// Output that is not a pgbench run's summary.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// The transaction count is not a number.
+    #[error("unparseable transaction count: {line:?}")]
+    Transactions {
+        /// The line.
+        line: String,
+    },
+    /// A `tps =` line without a number.
+    #[error("unparseable tps line: {line:?}")]
+    Tps {
+        /// The line.
+        line: String,
+    },
+    /// No `tps =` line: the run failed (its last lines say why).
+    #[error("pgbench printed no tps line (did the run fail?); its last lines: {}", .tail.join(" | "))]
+    NoTps {
+        /// The output's last lines (at most 5).
+        tail: Vec<String>,
+    },
+}
+
 fn after<'a>(line: &'a str, prefix: &str) -> Option<&'a str> {
     line.strip_prefix(prefix).map(str::trim)
 }
@@ -92,7 +115,7 @@ pub fn parse_progress(line: &str) -> Option<Progress> {
 }
 
 /// Parses pgbench's combined output (stderr with progress lines, then stdout with the summary; any order).
-pub fn parse(text: &str) -> Result<Summary, String> {
+pub fn parse(text: &str) -> Result<Summary, ParseError> {
     let mut s = Summary::default();
     let mut tps = None;
     for raw in text.lines() {
@@ -118,7 +141,7 @@ pub fn parse(text: &str) -> Result<Summary, String> {
             s.duration_s = num(v.trim_end_matches(" s"));
         } else if let Some(v) = after(line, "number of transactions actually processed:") {
             s.transactions =
-                num(v).ok_or_else(|| format!("unparseable transaction count: {line:?}"))?;
+                num(v).ok_or_else(|| ParseError::Transactions { line: line.into() })?;
         } else if let Some(v) = after(line, "number of failed transactions:") {
             s.failed = num(v);
         } else if let Some(v) = after(line, "latency average =") {
@@ -130,7 +153,7 @@ pub fn parse(text: &str) -> Result<Summary, String> {
         } else if let Some(v) = after(line, "average connection time =") {
             s.average_connection_ms = num(v.trim_end_matches(" ms"));
         } else if let Some(v) = after(line, "tps =") {
-            let value: f64 = num(v).ok_or_else(|| format!("unparseable tps line: {line:?}"))?;
+            let value: f64 = num(v).ok_or_else(|| ParseError::Tps { line: line.into() })?;
             if v.contains("(including connections establishing)") {
                 s.tps_including_connections = Some(value);
             } else {
@@ -139,18 +162,9 @@ pub fn parse(text: &str) -> Result<Summary, String> {
         }
     }
     s.tps = tps.ok_or_else(|| {
-        let tail: Vec<&str> = text
-            .lines()
-            .rev()
-            .take(5)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        format!(
-            "pgbench printed no tps line (did the run fail?); its last lines: {}",
-            tail.join(" | ")
-        )
+        let mut tail: Vec<String> = text.lines().rev().take(5).map(String::from).collect();
+        tail.reverse();
+        ParseError::NoTps { tail }
     })?;
     Ok(s)
 }
@@ -235,11 +249,16 @@ mod tests {
 
     #[test]
     fn a_failed_run_is_a_clear_error() {
-        let e = parse("pgbench: error: connection to server on socket \"/tmp/x/.s.PGSQL.5432\" failed: No such file or directory\npgbench: error: could not create connection for initialization\n").unwrap_err();
+        let e = parse("pgbench: error: connection to server on socket \"/tmp/x/.s.PGSQL.5432\" failed: No such file or directory\npgbench: error: could not create connection for initialization\n").unwrap_err().to_string();
         assert!(
             e.contains("no tps line") && e.contains("could not create connection"),
             "{e}"
         );
-        assert!(parse("tps = many (without initial connection time)").is_err());
+        assert_eq!(
+            parse("tps = many (without initial connection time)"),
+            Err(ParseError::Tps {
+                line: "tps = many (without initial connection time)".into()
+            })
+        );
     }
 }

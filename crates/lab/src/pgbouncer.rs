@@ -9,11 +9,47 @@ use std::time::{Duration, Instant};
 
 use crate::pgcluster::Cluster;
 
+/// Why pgbouncer is not there or did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum PgBouncerError {
+    /// No binary on PATH or in /usr/sbin.
+    #[error("no pgbouncer binary; apt-get install pgbouncer")]
+    NotFound,
+    /// Its configuration file could not be written.
+    #[error("writing {}: {err}", .path.display())]
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// What the write said.
+        err: std::io::Error,
+    },
+    /// It could not be run.
+    #[error("running {}: {err}", .bin.display())]
+    Run {
+        /// The binary.
+        bin: PathBuf,
+        /// What starting it said.
+        err: std::io::Error,
+    },
+    /// It exited with an error instead of going into the background.
+    #[error("pgbouncer did not start: {output}")]
+    Failed {
+        /// Its stderr and log.
+        output: String,
+    },
+    /// It started but its socket did not appear.
+    #[error("pgbouncer did not open {} within 10 s: {log}", .socket.display())]
+    NoSocket {
+        /// The socket it should have opened.
+        socket: PathBuf,
+        /// Its log.
+        log: String,
+    },
+}
+
 /// Finds the pgbouncer binary (PATH, then Debian's /usr/sbin).
-pub fn find() -> Result<PathBuf, String> {
-    crate::which("pgbouncer", &["/usr/sbin"]).ok_or_else(|| {
-        "--pooler pgbouncer: no pgbouncer binary; apt-get install pgbouncer".to_string()
-    })
+pub fn find() -> Result<PathBuf, PgBouncerError> {
+    crate::which("pgbouncer", &["/usr/sbin"]).ok_or(PgBouncerError::NotFound)
 }
 
 /// A running pgbouncer.
@@ -32,7 +68,7 @@ impl PgBouncer {
         cluster: &Cluster,
         port: u16,
         pool_size: u32,
-    ) -> Result<PgBouncer, String> {
+    ) -> Result<PgBouncer, PgBouncerError> {
         let dir = cluster.socket_dir();
         let ini = dir.join("pgbouncer.ini");
         let text = format!(
@@ -42,13 +78,17 @@ impl PgBouncer {
             user = cluster.run_as().user,
             max = pool_size.saturating_mul(4).max(100),
         );
-        std::fs::write(&ini, text).map_err(|e| format!("writing {}: {e}", ini.display()))?;
+        let config = |err| PgBouncerError::Config {
+            path: ini.clone(),
+            err,
+        };
+        std::fs::write(&ini, text).map_err(config)?;
         let mut cmd = Command::new(bin);
         if hostfacts::host::is_root() {
             let r = cluster.run_as();
             cmd.uid(r.uid).gid(r.gid);
             let c = std::ffi::CString::new(ini.as_os_str().to_string_lossy().as_bytes())
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| config(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
             // SAFETY: chown of a file we just wrote in our private directory; `c` is NUL-terminated
             // and outlives the call.
             unsafe { libc::chown(c.as_ptr(), r.uid, r.gid) };
@@ -58,7 +98,10 @@ impl PgBouncer {
             .arg(&ini)
             .current_dir(&dir)
             .output()
-            .map_err(|e| format!("running {}: {e}", bin.display()))?;
+            .map_err(|err| PgBouncerError::Run {
+                bin: bin.to_path_buf(),
+                err,
+            })?;
         let mut me = PgBouncer {
             dir: dir.clone(),
             port,
@@ -66,11 +109,9 @@ impl PgBouncer {
         };
         let log = || std::fs::read_to_string(dir.join("pgbouncer.log")).unwrap_or_default();
         if !out.status.success() {
-            return Err(format!(
-                "pgbouncer did not start: {}{}",
-                String::from_utf8_lossy(&out.stderr).trim(),
-                log()
-            ));
+            return Err(PgBouncerError::Failed {
+                output: format!("{}{}", String::from_utf8_lossy(&out.stderr).trim(), log()),
+            });
         }
         let socket = dir.join(format!(".s.PGSQL.{port}"));
         let t = Instant::now();
@@ -83,11 +124,7 @@ impl PgBouncer {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Err(format!(
-            "pgbouncer did not open {} within 10 s: {}",
-            socket.display(),
-            log()
-        ))
+        Err(PgBouncerError::NoSocket { socket, log: log() })
     }
 
     /// The port its socket is named after.

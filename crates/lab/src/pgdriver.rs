@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::child::{Child, Ended};
+use crate::child::{Child, ChildError, Ended};
 
 use hostfacts::pgbin::BinDir;
 
@@ -38,6 +38,59 @@ pub enum Driver {
 #[derive(Debug, thiserror::Error)]
 #[error("unknown driver {0:?}: expected pgbench or sysbench")]
 pub struct UnknownDriver(pub String);
+
+/// A driver's binary that is not installed; the message names the package.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MissingDriver {
+    /// No pgbench beside the server's binaries.
+    #[error("no pgbench in {}: apt-get install postgresql-client-{major}", .dir.display())]
+    Pgbench {
+        /// The server's bin directory.
+        dir: PathBuf,
+        /// Its major version (15 when unknown).
+        major: u32,
+    },
+    /// No sysbench on PATH.
+    #[error("no sysbench binary; apt-get install sysbench")]
+    Sysbench,
+}
+
+/// A measured run's output that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunParseError {
+    /// pgbench's.
+    #[error(transparent)]
+    Pgbench(#[from] crate::pgbench::ParseError),
+    /// sysbench's.
+    #[error(transparent)]
+    Sysbench(#[from] crate::sysbench::ParseError),
+}
+
+/// Why a driver's run failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DriveError {
+    /// Its output file could not be created.
+    #[error("creating {}: {err}", .path.display())]
+    Output {
+        /// The file.
+        path: PathBuf,
+        /// What the create said.
+        err: std::io::Error,
+    },
+    /// It could not be started, waited for, or ran over its time.
+    #[error(transparent)]
+    Child(#[from] ChildError),
+    /// It exited with an error.
+    #[error("{program} exited with {status}: {tail}")]
+    Exited {
+        /// The program.
+        program: String,
+        /// Its exit status.
+        status: std::process::ExitStatus,
+        /// Its last lines of output.
+        tail: String,
+    },
+}
 
 impl std::str::FromStr for Driver {
     type Err = UnknownDriver;
@@ -78,22 +131,20 @@ impl Driver {
     }
 
     /// Its binary: pgbench beside the server's binaries, sysbench on PATH. The error names the package.
-    pub fn find(self, bin: &BinDir) -> Result<PathBuf, String> {
+    pub fn find(self, bin: &BinDir) -> Result<PathBuf, MissingDriver> {
         match self {
             Self::Pgbench => {
                 let p = bin.dir.join("pgbench");
                 if p.is_file() {
                     Ok(p)
                 } else {
-                    Err(format!(
-                        "no pgbench in {}: apt-get install postgresql-client-{}",
-                        bin.dir.display(),
-                        bin.major.unwrap_or(15)
-                    ))
+                    Err(MissingDriver::Pgbench {
+                        dir: bin.dir.clone(),
+                        major: bin.major.unwrap_or(15),
+                    })
                 }
             }
-            Self::Sysbench => crate::which("sysbench", &[])
-                .ok_or_else(|| "no sysbench binary; apt-get install sysbench".into()),
+            Self::Sysbench => crate::which("sysbench", &[]).ok_or(MissingDriver::Sysbench),
         }
     }
 
@@ -198,7 +249,7 @@ impl Driver {
 
     /// Parses a measured run's output (and pgbench's sampled transaction log under `lat_prefix`, which it
     /// removes) into a repetition; the matrix fills in the rest.
-    pub fn parse_run(self, text: &str, lat_prefix: &Path) -> Result<Rep, String> {
+    pub fn parse_run(self, text: &str, lat_prefix: &Path) -> Result<Rep, RunParseError> {
         let mut rep = Rep {
             round: 0,
             tps: 0.0,
@@ -367,32 +418,34 @@ pub(crate) fn drive(
     stem: &Path,
     seconds: u64,
     live: &mut dyn FnMut(f64, f64),
-) -> Result<Driven, String> {
+) -> Result<Driven, DriveError> {
     let out_path = stem.with_extension("out");
     let err_path = stem.with_extension("err");
-    let out = File::create(&out_path).map_err(|e| e.to_string())?;
-    let err = File::create(&err_path).map_err(|e| e.to_string())?;
+    let create = |path: &PathBuf| {
+        File::create(path).map_err(|err| DriveError::Output {
+            path: path.clone(),
+            err,
+        })
+    };
+    let (out, err) = (create(&out_path)?, create(&err_path)?);
     let mut child = Child::spawn(
         &mut cmd,
         Stdio::from(out),
         Stdio::from(err),
         Duration::from_secs(5),
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let t = Instant::now();
-    let ended = child
-        .wait(
-            Duration::from_secs(seconds + 60),
-            Duration::from_millis(500),
-            || {
-                // The fraction of the run's time gone, and the driver's last progress line's TPS (0 before
-                // it).
-                let frac = (t.elapsed().as_secs_f64() / seconds.max(1) as f64).min(1.0);
-                let tps = latest_tps(&err_path).or_else(|| latest_tps(&out_path));
-                live(frac, tps.unwrap_or(0.0));
-            },
-        )
-        .map_err(|e| e.to_string())?;
+    let ended = child.wait(
+        Duration::from_secs(seconds + 60),
+        Duration::from_millis(500),
+        || {
+            // The fraction of the run's time gone, and the driver's last progress line's TPS (0 before
+            // it).
+            let frac = (t.elapsed().as_secs_f64() / seconds.max(1) as f64).min(1.0);
+            let tps = latest_tps(&err_path).or_else(|| latest_tps(&out_path));
+            live(frac, tps.unwrap_or(0.0));
+        },
+    )?;
     let status = match ended {
         Ended::Interrupted => return Ok(Driven::Interrupted),
         Ended::Exited(st) => st,
@@ -403,11 +456,11 @@ pub(crate) fn drive(
         std::fs::read_to_string(&out_path).unwrap_or_default()
     );
     if !status.success() {
-        return Err(format!(
-            "{} exited with {status}: {}",
-            child.program(),
-            crate::child::tail(&text, 3)
-        ));
+        return Err(DriveError::Exited {
+            program: child.program().to_string(),
+            status,
+            tail: crate::child::tail(&text, 3),
+        });
     }
     Ok(Driven::Done(text))
 }

@@ -9,12 +9,14 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::guard::{self, PoolGuard};
-use crate::pgbouncer::{self, PgBouncer};
-use crate::pgcluster::Cluster;
-use crate::pgdriver::{argv, drive, Driven, Target};
+use hostfacts::pgbin::PgBinError;
+
+use crate::guard::{self, PoolGuard, SignalError};
+use crate::pgbouncer::{self, PgBouncer, PgBouncerError};
+use crate::pgcluster::{Cluster, ClusterError};
+use crate::pgdriver::{argv, drive, Driven, MissingDriver, Target, UnknownDriver};
 use crate::procsample::{Pss, Sampler};
-use crate::result::{self};
+use crate::result::{self, OutputError};
 
 pub use results::pg::{
     Cell, CellSummary, Latency, PgResult, Point, Rep, SegmentCheck, Setup, Spec,
@@ -31,6 +33,77 @@ pub type ProgressFn = Box<dyn FnMut(usize, usize, &str, &str, f64, f64)>;
 /// Called after each measured run with its cell and the run.
 pub type RepFn = Box<dyn FnMut(&Cell, &Rep)>;
 
+/// Why the matrix could not run (a configuration that fails is recorded in the result instead). Errors
+/// about an option's value (`Prewarm`, `ScriptRejected`, a pooler not installed) say what failed; a
+/// command line adds its option's name.
+#[derive(Debug, thiserror::Error)]
+pub enum PgRunError {
+    /// The stop signals' handlers could not be installed.
+    #[error(transparent)]
+    Signal(#[from] SignalError),
+    /// PostgreSQL's binaries could not be found.
+    #[error(transparent)]
+    PgBin(#[from] PgBinError),
+    /// The driver named is unknown.
+    #[error(transparent)]
+    Driver(#[from] UnknownDriver),
+    /// The driver is not installed.
+    #[error(transparent)]
+    MissingDriver(#[from] MissingDriver),
+    /// The pooler is not installed or did not start.
+    #[error(transparent)]
+    Pooler(#[from] PgBouncerError),
+    /// The throwaway cluster could not be made, started, stopped or removed.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// The data load could not be started.
+    #[error("running the data load: {err}")]
+    LoadSpawn {
+        /// What starting it said.
+        err: std::io::Error,
+    },
+    /// The data load failed.
+    #[error("loading the data failed: {output}")]
+    Load {
+        /// Its stderr and stdout.
+        output: String,
+    },
+    /// The pg_prewarm extension could not be created.
+    #[error("{err} (pg_prewarm ships with Debian's postgresql-NN server package)")]
+    PrewarmExtension {
+        /// What psql said.
+        err: ClusterError,
+    },
+    /// Prewarming the tables failed.
+    #[error("pg_prewarm: {err}")]
+    Prewarm {
+        /// What psql said.
+        err: ClusterError,
+    },
+    /// pgbench could not be asked to check the custom script.
+    #[error("{script}: checking it with pgbench: {err}")]
+    ScriptCheck {
+        /// The script.
+        script: String,
+        /// What starting pgbench said.
+        err: std::io::Error,
+    },
+    /// pgbench refuses the custom script.
+    #[error("{script}: pgbench rejected it: {why}")]
+    ScriptRejected {
+        /// The script.
+        script: String,
+        /// pgbench's error line.
+        why: String,
+    },
+    /// The server started but wrote no postmaster.pid.
+    #[error("the server started but wrote no postmaster.pid")]
+    NoPostmasterPid,
+    /// The result file could not be written.
+    #[error(transparent)]
+    Write(#[from] OutputError),
+}
+
 /// How to run.
 pub struct RunOptions {
     /// Grow the hugetlb pool for configurations with huge pages (restored after each).
@@ -43,21 +116,20 @@ pub struct RunOptions {
     pub progress: ProgressFn,
     /// Called after each measured run with the cell and its run.
     pub on_rep: RepFn,
+    /// How the caller's user grows the hugetlb pool (a command line names its option), for the reason of a
+    /// `huge_pages=on` configuration skipped for want of free pages: "... and the pool has F: <grow_hint>".
+    pub grow_hint: String,
 }
 
 /// Runs the matrix. Errors are one line naming the fix; everything the run created is gone when it
 /// returns, also after SIGINT (then `envelope.interrupted` is set and the cells not reached say so).
-pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, String> {
+pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError> {
     guard::install_signal_flag()?;
     for line in guard::recover_stale_pools() {
         eprintln!("preemptlab: {line}");
     }
-    let bin =
-        hostfacts::pgbin::find(Some(Path::new(&spec.pg_bin)), None).map_err(|e| e.to_string())?;
-    let driver: Driver = spec
-        .driver
-        .parse()
-        .map_err(|e: crate::pgdriver::UnknownDriver| e.to_string())?;
+    let bin = hostfacts::pgbin::find(Some(Path::new(&spec.pg_bin)), None)?;
+    let driver: Driver = spec.driver.parse()?;
     let exe = driver.find(&bin)?;
     let bouncer_bin = match &spec.pooler {
         Some(_) => Some(pgbouncer::find()?),
@@ -87,8 +159,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, String> {
             }
         }
     }
-    let mut cluster =
-        Cluster::create(bin, opts.parent_dir.as_deref()).map_err(|e| e.to_string())?;
+    let mut cluster = Cluster::create(bin, opts.parent_dir.as_deref())?;
     spec.pg_version = pg_version(&cluster);
     res.spec.pg_version = spec.pg_version.clone();
     (opts.progress)(0, 1, "loading", "init", 0.0, 0.0);
@@ -117,7 +188,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, String> {
             for c in cells.clone() {
                 res.cells[c].hugepages_needed = needed;
             }
-            let pool = match reserve(&hp, needed, &spec, opts.reserve_hugepages) {
+            let pool = match reserve(&hp, needed, &spec, opts.reserve_hugepages, &opts.grow_hint) {
                 Ok(p) => p,
                 Err(Skip(status, why)) => {
                     for c in cells.clone() {
@@ -142,7 +213,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, String> {
                 &mut done,
                 total,
             );
-            let stopped = cluster.stop().map_err(|e| e.to_string());
+            let stopped = cluster.stop();
             drop(pool);
             match outcome {
                 Ok(()) => {}
@@ -178,17 +249,18 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, String> {
         }
     }
     result::write(&opts.out, &res)?;
-    cluster.remove().map_err(|e| e.to_string())?;
+    cluster.remove()?;
     Ok(res)
 }
 
+/// A configuration not run: its cells' status and reason, as the result records them.
 struct Skip(Status, String);
 
 enum Fail {
-    /// This configuration failed; the matrix goes on.
+    /// This configuration failed; the matrix goes on. The cells' reason, as the result records it.
     Cell(String),
     /// The run cannot go on.
-    Run(String),
+    Run(PgRunError),
 }
 
 fn pg_version(cluster: &Cluster) -> Option<String> {
@@ -248,6 +320,7 @@ fn reserve(
     needed: Option<u64>,
     spec: &Spec,
     allowed: bool,
+    grow_hint: &str,
 ) -> Result<Option<PoolGuard>, Skip> {
     if hp == "off" {
         return Ok(None);
@@ -270,29 +343,32 @@ fn reserve(
         return Err(Skip(
             Status::Skipped,
             format!(
-                "huge_pages=on needs {needed} free {kib} kB pages and the pool has {free}: add --reserve-hugepages (root), or grow it with `preemptlab hugepages --shared-memory ... --apply`"
+                "huge_pages=on needs {needed} free {kib} kB pages and the pool has {free}: {grow_hint}"
             ),
         ));
     }
     Ok(None)
 }
 
-fn load(cluster: &mut Cluster, spec: &Spec, driver: Driver, exe: &Path) -> Result<Setup, String> {
+fn load(
+    cluster: &mut Cluster,
+    spec: &Spec,
+    driver: Driver,
+    exe: &Path,
+) -> Result<Setup, PgRunError> {
     let mut settings = vec![
         ("fsync".to_string(), "off".to_string()),
         ("max_wal_size".to_string(), "8GB".to_string()),
         ("maintenance_work_mem".to_string(), "256MB".to_string()),
     ];
     settings.push(("max_connections".into(), "20".into()));
-    cluster.start(&settings).map_err(|e| e.to_string())?;
-    let loaded = (|| -> Result<Setup, String> {
-        cluster
-            .psql("postgres", &format!("CREATE DATABASE {DB}"))
-            .map_err(|e| e.to_string())?;
+    cluster.start(&settings)?;
+    let loaded = (|| -> Result<Setup, PgRunError> {
+        cluster.psql("postgres", &format!("CREATE DATABASE {DB}"))?;
         if spec.prewarm {
             cluster
                 .psql(DB, "CREATE EXTENSION pg_prewarm")
-                .map_err(|e| format!("--prewarm: {e} (pg_prewarm ships with Debian's postgresql-NN server package)"))?;
+                .map_err(|err| PgRunError::PrewarmExtension { err })?;
         }
         let t = Instant::now();
         let sock = cluster.socket_dir();
@@ -304,29 +380,30 @@ fn load(cluster: &mut Cluster, spec: &Spec, driver: Driver, exe: &Path) -> Resul
         let out = driver
             .load_command(exe, &target, spec)
             .output()
-            .map_err(|e| format!("running the data load: {e}"))?;
+            .map_err(|err| PgRunError::LoadSpawn { err })?;
         if !out.status.success() {
-            return Err(format!(
-                "loading the data failed: {}{}",
-                String::from_utf8_lossy(&out.stderr).trim(),
-                String::from_utf8_lossy(&out.stdout).trim()
-            ));
+            return Err(PgRunError::Load {
+                output: format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stderr).trim(),
+                    String::from_utf8_lossy(&out.stdout).trim()
+                ),
+            });
         }
         let load_s = t.elapsed().as_secs_f64();
-        cluster
-            .psql(DB, "VACUUM ANALYZE")
-            .map_err(|e| e.to_string())?;
+        cluster.psql(DB, "VACUUM ANALYZE")?;
         if let Some(mut cmd) = driver.script_check_command(&target, spec) {
-            let out = cmd.output().map_err(|e| e.to_string())?;
+            let out = cmd.output().map_err(|err| PgRunError::ScriptCheck {
+                script: spec.script.clone(),
+                err,
+            })?;
             if !out.status.success() {
                 let err = String::from_utf8_lossy(&out.stderr);
-                return Err(format!(
-                    "--script {}: pgbench rejected it: {}",
-                    spec.script,
-                    err.lines()
-                        .find(|l| l.contains("error"))
-                        .unwrap_or(err.trim())
-                ));
+                let why = err.lines().find(|l| l.contains("error"));
+                return Err(PgRunError::ScriptRejected {
+                    script: spec.script.clone(),
+                    why: why.unwrap_or(err.trim()).to_string(),
+                });
             }
         }
         let db_bytes = cluster
@@ -340,7 +417,7 @@ fn load(cluster: &mut Cluster, spec: &Spec, driver: Driver, exe: &Path) -> Resul
             prewarmed_blocks: None,
         })
     })();
-    let stopped = cluster.stop().map_err(|e| e.to_string());
+    let stopped = cluster.stop();
     let mut setup = loaded?;
     stopped?;
     // The load ran with fsync=off: write its dirty pages back now, or the kernel's flusher does it
@@ -376,7 +453,7 @@ fn run_config(
         .map_err(|e| Fail::Cell(format!("the server did not start: {e}")))?;
     let pm = cluster
         .postmaster_pid()
-        .ok_or_else(|| Fail::Run("the server started but wrote no postmaster.pid".into()))?;
+        .ok_or(Fail::Run(PgRunError::NoPostmasterPid))?;
     let seg = segment_check(cluster, pm, spec);
     if let Some(why) = backing_error(&hp, &seg) {
         return Err(Fail::Cell(why));
@@ -385,7 +462,7 @@ fn run_config(
         let sql = "SELECT sum(pg_prewarm(c.oid::regclass)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i')";
         let blocks = cluster
             .psql(DB, sql)
-            .map_err(|e| Fail::Run(format!("--prewarm: {e}")))?;
+            .map_err(|err| Fail::Run(PgRunError::Prewarm { err }))?;
         res.setup.prewarmed_blocks = blocks.parse().ok();
     }
     let max_clients = cells
@@ -395,7 +472,8 @@ fn run_config(
         .unwrap_or(1);
     let bouncer = match bouncer_bin {
         Some(b) => {
-            Some(PgBouncer::start(b, cluster, cluster.port() + 1, max_clients).map_err(Fail::Run)?)
+            let started = PgBouncer::start(b, cluster, cluster.port() + 1, max_clients);
+            Some(started.map_err(|e| Fail::Run(e.into()))?)
         }
         None => None,
     };
@@ -473,7 +551,9 @@ fn run_config(
         if let Some(why) = backing_error(&hp, &seg) {
             return Err(Fail::Cell(why));
         }
-        let mut rep = driver.parse_run(&text, &lat_prefix).map_err(Fail::Cell)?;
+        let mut rep = driver
+            .parse_run(&text, &lat_prefix)
+            .map_err(|e| Fail::Cell(e.to_string()))?;
         rep.round = round;
         rep.command = argv;
         rep.steal_pct = steal_pct;
@@ -586,6 +666,23 @@ mod tests {
             sample_interval_s: 1.0,
             pss: "end".into(),
         }
+    }
+
+    #[test]
+    fn a_pool_too_small_for_huge_pages_on_is_a_skip_with_the_callers_hint() {
+        // More pages than any pool has free.
+        let Err(Skip(status, why)) = reserve("on", Some(1 << 40), &spec(), false, "GROW IT") else {
+            panic!("not skipped");
+        };
+        assert_eq!(status, Status::Skipped);
+        assert!(
+            why.starts_with("huge_pages=on needs 1099511627776 free 2048 kB pages"),
+            "{why}"
+        );
+        assert!(why.ends_with(": GROW IT"), "{why}");
+        // huge_pages=try runs on whatever it gets; off needs nothing.
+        assert!(reserve("try", Some(1 << 40), &spec(), false, "").is_ok());
+        assert!(reserve("off", Some(1 << 40), &spec(), false, "").is_ok());
     }
 
     #[test]

@@ -76,8 +76,25 @@ pub fn parse_interval(line: &str) -> Option<Interval> {
     })
 }
 
+/// Output that is not a sysbench run's report.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// A `transactions:` line without its count or rate.
+    #[error("unparseable transactions line: {line:?}")]
+    Transactions {
+        /// The line.
+        line: String,
+    },
+    /// No `transactions:` line: the run failed (its last lines say why).
+    #[error("sysbench printed no transactions line (did the run fail?); its last lines: {}", .tail.join(" | "))]
+    NoTransactions {
+        /// The output's last lines (at most 5).
+        tail: Vec<String>,
+    },
+}
+
 /// Parses sysbench's output of a `run`.
-pub fn parse(text: &str) -> Result<Report, String> {
+pub fn parse(text: &str) -> Result<Report, ParseError> {
     let mut r = Report::default();
     let mut seen_tx = false;
     for raw in text.lines() {
@@ -97,13 +114,12 @@ pub fn parse(text: &str) -> Result<Report, String> {
             "Number of threads" => r.threads = first_num(value).map(|v| v as u64),
             "transactions" => {
                 // 234741 (78064.43 per sec.)
-                r.transactions = first_num(value)
-                    .ok_or_else(|| format!("unparseable transactions line: {line:?}"))?
-                    as u64;
+                let bad = || ParseError::Transactions { line: line.into() };
+                r.transactions = first_num(value).ok_or_else(bad)? as u64;
                 r.tps = value
                     .split_once('(')
                     .and_then(|(_, v)| first_num(v))
-                    .ok_or_else(|| format!("unparseable transactions line: {line:?}"))?;
+                    .ok_or_else(bad)?;
                 seen_tx = true;
             }
             "queries" => r.queries = first_num(value).map(|v| v as u64),
@@ -120,11 +136,9 @@ pub fn parse(text: &str) -> Result<Report, String> {
         }
     }
     if !seen_tx {
-        let tail: Vec<&str> = text.lines().rev().take(5).collect();
-        return Err(format!(
-            "sysbench printed no transactions line (did the run fail?); its last lines: {}",
-            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-        ));
+        let mut tail: Vec<String> = text.lines().rev().take(5).map(String::from).collect();
+        tail.reverse();
+        return Err(ParseError::NoTransactions { tail });
     }
     Ok(r)
 }
@@ -171,7 +185,7 @@ mod tests {
 
     #[test]
     fn a_failed_run_is_a_clear_error() {
-        let e = parse("FATAL: Connection to database failed: could not connect to server\nFATAL: `thread_init' function failed\n").unwrap_err();
+        let e = parse("FATAL: Connection to database failed: could not connect to server\nFATAL: `thread_init' function failed\n").unwrap_err().to_string();
         assert!(
             e.contains("no transactions line") && e.contains("Connection to database failed"),
             "{e}"

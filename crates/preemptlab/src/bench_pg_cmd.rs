@@ -2,8 +2,9 @@
 
 use anyhow::{anyhow, Result};
 use lab::options::HostShape;
+use lab::pgbouncer::PgBouncerError;
 use lab::pgopts;
-use lab::pgrun::{self, RunOptions};
+use lab::pgrun::{self, PgRunError, RunOptions};
 
 use crate::cli::BenchPgArgs;
 use crate::term;
@@ -33,10 +34,11 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
             }
         }),
         on_rep: Box::new(move |cell, rep| print(report::pg_table::rep_line(cell, rep))),
+        grow_hint: "add --reserve-hugepages (root), or grow it with `preemptlab hugepages --shared-memory ... --apply`".into(),
     };
     // Switched back when this function returns, by any path.
     let _preempt = crate::switch::preempt(&a.preempt)?;
-    let res = pgrun::run(spec, run_opts).map_err(|e| anyhow!(e))?;
+    let res = pgrun::run(spec, run_opts).map_err(flags)?;
     let table = |md| match md {
         true => report::pg_table::markdown(&res),
         false => report::pg_table::render(&res),
@@ -47,4 +49,18 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
         out.display()
     );
     term::bench_exit(res.envelope.interrupted, said, pgopts::failures(&res))
+}
+
+/// The run's error, naming the option it is about as the command line spells it.
+fn flags(e: PgRunError) -> anyhow::Error {
+    match e {
+        PgRunError::PrewarmExtension { .. } | PgRunError::Prewarm { .. } => {
+            anyhow!("--prewarm: {e}")
+        }
+        PgRunError::ScriptRejected { .. } | PgRunError::ScriptCheck { .. } => {
+            anyhow!("--script {e}")
+        }
+        PgRunError::Pooler(PgBouncerError::NotFound) => anyhow!("--pooler pgbouncer: {e}"),
+        e => anyhow!(e),
+    }
 }
