@@ -41,13 +41,6 @@ pub struct SignalError {
     pub err: std::io::Error,
 }
 
-/// The benches that still return their errors as text take this one as its message.
-impl From<SignalError> for String {
-    fn from(e: SignalError) -> String {
-        e.to_string()
-    }
-}
-
 /// Installs the handlers of [`STOP_SIGNALS`] (idempotent). After this, Ctrl-C sets the flag; a second Ctrl-C
 /// while the flag is set still only sets it: the bench always cleans up.
 pub fn install_signal_flag() -> Result<(), SignalError> {

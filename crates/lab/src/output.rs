@@ -96,13 +96,6 @@ impl OutputError {
     }
 }
 
-/// The benches that still return their errors as text take this one as its message.
-impl From<OutputError> for String {
-    fn from(e: OutputError) -> String {
-        e.to_string()
-    }
-}
-
 /// Can `path` be written? Creates its directory, then creates and removes a temp file there. The error
 /// names the path and what to do.
 pub fn check_writable(path: &Path) -> Result<(), OutputError> {
