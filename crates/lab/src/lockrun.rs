@@ -12,7 +12,6 @@ use crate::fork::Children;
 use crate::guard::{self, PoolGuard, SignalError};
 use crate::lockbench::costs::CostError;
 use crate::lockbench::{self, BenchError, Rep, RepInput, Spec};
-use crate::options::OptionError;
 use crate::result::{self, OutputError};
 
 pub use results::lock::{Cell, CellSummary, FaultCost, LockResult};
@@ -357,34 +356,3 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError>
     drop(guards);
     Ok(res)
 }
-
-/// A list of counts refused, named as the caller names it.
-#[derive(Debug, thiserror::Error)]
-#[error("{}", named(.name, .error))]
-pub struct CountsError {
-    /// The caller's name for the list.
-    pub name: String,
-    /// What is wrong with it.
-    pub error: OptionError,
-}
-
-fn named(name: &str, error: &OptionError) -> String {
-    error.render(|_| name.to_string())
-}
-
-/// Resolves a list of counts given as numbers or multiples of the CPUs (`8`, `4x`), each 1..=`max`;
-/// errors name the list `name`, as the caller calls it (see `options::counts`).
-pub fn parse_counts(
-    name: &str,
-    what: &str,
-    list: &str,
-    cpus: u32,
-    max: u32,
-) -> Result<(Vec<String>, Vec<u32>), CountsError> {
-    crate::options::counts("counts", what, list, cpus, max).map_err(|error| CountsError {
-        name: name.into(),
-        error,
-    })
-}
-
-pub use crate::options::duration as parse_duration;
