@@ -85,7 +85,7 @@ pub enum PoolError {
         got: u64,
     },
     /// The shared record, its lock or its directory could not be used (`why` is the explained I/O error).
-    #[error("{action} {}: {why} (the pool record needs a writable state directory: run as root)", path.display())]
+    #[error("{action} the pool record {}: {why}", path.display())]
     Record {
         /// What was being done: "creating", "locking", "writing", ...
         action: &'static str,
