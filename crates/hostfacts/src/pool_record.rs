@@ -26,7 +26,8 @@ pub struct Share {
 pub struct Registry {
     /// Huge page size, kB.
     pub page_kib: u64,
-    /// Pool size (pages) before the first of the current runs grew it.
+    /// The operator's part of the pool (persistent pages, no run's share): its size before the first of the
+    /// current runs grew it, or what it was resized to by hand since.
     pub base: u64,
     /// Shares of the runs holding pages.
     pub shares: Vec<Share>,

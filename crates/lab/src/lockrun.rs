@@ -141,12 +141,9 @@ fn thp_reason() -> Option<String> {
 
 /// The free pages of the `kib` pool; the error is a skipped cell's reason, as the result records it.
 fn pool_free(kib: u64) -> Result<u64, String> {
-    let p = format!("/sys/kernel/mm/hugepages/hugepages-{kib}kB/free_hugepages");
-    std::fs::read_to_string(&p)
-        .map_err(|_| format!("this kernel has no {} kB hugetlb pool", kib))?
-        .trim()
-        .parse()
-        .map_err(|_| format!("{p}: not a number"))
+    crate::pool::HugetlbPool::of(kib)
+        .available()
+        .map_err(|e| e.to_string())
 }
 
 /// Runs the matrix. Returns the result (also written to `opts.out` after each cell).

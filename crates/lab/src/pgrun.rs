@@ -307,12 +307,9 @@ fn hugepages_needed(cluster: &Cluster, settings: &[(String, String)], spec: &Spe
 }
 
 fn free_huge_pages(page_kib: u64) -> u64 {
-    std::fs::read_to_string(format!(
-        "/sys/kernel/mm/hugepages/hugepages-{page_kib}kB/free_hugepages"
-    ))
-    .ok()
-    .and_then(|t| t.trim().parse().ok())
-    .unwrap_or(0)
+    crate::pool::HugetlbPool::of(page_kib)
+        .available()
+        .unwrap_or(0)
 }
 
 fn reserve(

@@ -2,13 +2,29 @@
 //!
 //! `--reserve-hugepages` grows a pool for a run and gives the pages back afterwards. Two runs that overlap
 //! must not undo each other: each run adds its own share to one record per page size and removes only its
-//! share, and the pool is always set to the size before any run grew it (`base`) plus the shares still held.
-//! The record, `<record_dir>/pool-<kib>kB.json`, is read and written under an exclusive `flock` on
-//! `pool-<kib>kB.lock` beside it, so the read-decide-write steps of two runs never interleave.
+//! share, and the pool is always set to the operator's part (`base`) plus the shares still held. The record,
+//! `<record_dir>/pool-<kib>kB.json`, is read and written under an exclusive `flock` on `pool-<kib>kB.lock`
+//! beside it, so the read-decide-write steps of two runs never interleave.
+//!
+//! What the kernel's files mean (Documentation/admin-guide/mm/hugetlbpage.rst, mm/hugetlb.c):
+//! - `nr_hugepages` in sysfs counts the persistent pages *and* the surplus ones (pages still in use after the
+//!   pool was shrunk below them, or overcommitted pages); writing it sets the persistent count, which is what
+//!   `/proc/sys/vm/nr_hugepages` shows. The pool the operator set is `nr_hugepages - surplus_hugepages`:
+//!   counting surplus pages in would turn a leftover user's pages into persistent ones at the next write.
+//! - `free_hugepages` counts pages not faulted in, including those reserved (`resv_hugepages`) for mappings
+//!   already made: a PostgreSQL server maps its whole segment at start and faults it in as it goes. Only
+//!   `free - resv` is there for a new mapping.
+//!
+//! The operator's pages are never taken: while only preemptlab writes the pool, its persistent size is the
+//! record's `base` plus every recorded share. When it is not, someone resized the pool by hand since the last
+//! run wrote the record; the new size is theirs (`base` becomes the size less the live shares), and shares
+//! of runs that died are left in the pool rather than taken out of what the operator set.
 //!
 //! A share names its run by pid and the process start time (field 22 of `/proc/PID/stat`), so a pid reused
 //! after a crash is not mistaken for the run. Shares of runs that died are dropped (and their pages given
-//! back) by the next run that takes the lock, or by [`recover_stale_pools`].
+//! back) by the next run that takes the lock, or by [`recover_stale_pools`]. A run records its share even
+//! when it adds nothing: the free pages it counts on are then spoken for, and an overlapping run grows the
+//! pool for itself instead of counting them too.
 //!
 //! Records written before shares existed (`{"page_kib", "restore_to", "pid"}`) load as one share of unknown
 //! size held by that pid: when it is dead, the pool returns to `restore_to`.
@@ -21,11 +37,151 @@ use crate::guard::record_dir;
 
 pub use hostfacts::pool_record::{Registry, Share};
 
-/// How many pages a run must add so that `need` pages are free for it, given the pool's free pages and the
-/// pages other live runs hold (counted as still free-but-promised: an overestimate that can only grow the pool
-/// a little more than needed, never leave a run short).
-pub fn share_needed(need: u64, free: u64, held_by_others: u64) -> u64 {
-    need.saturating_sub(free.saturating_sub(held_by_others))
+/// Why a pool could not be read, grown, given back or recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// The kernel has no pool of this page size.
+    #[error("this kernel has no {page_kib} kB hugetlb pool ({} is missing)", dir.display())]
+    NoPool {
+        /// Huge page size, kB.
+        page_kib: u64,
+        /// The pool's sysfs directory.
+        dir: PathBuf,
+    },
+    /// A pool file could not be read (`why` is the explained I/O error).
+    #[error("reading {}: {why}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        why: String,
+    },
+    /// A pool file held something other than a count.
+    #[error("{}: not a number ({text:?})", path.display())]
+    NotANumber {
+        /// The file.
+        path: PathBuf,
+        /// What it held.
+        text: String,
+    },
+    /// The pool could not be resized (`why` is the explained I/O error).
+    #[error("resizing the pool through {}: {why}", path.display())]
+    Resize {
+        /// The file written.
+        path: PathBuf,
+        /// What went wrong.
+        why: String,
+    },
+    /// The kernel found fewer pages than asked for.
+    #[error("asked the kernel for {target} pages of {page_kib} kB (to have {wanted} free) and got {got}: memory is too fragmented; reserve them at boot (hugepages= on the kernel command line)")]
+    Fragmented {
+        /// Huge page size, kB.
+        page_kib: u64,
+        /// The persistent pool size asked for.
+        target: u64,
+        /// Pages the run wanted free.
+        wanted: u64,
+        /// The size the pool reached.
+        got: u64,
+    },
+    /// The shared record, its lock or its directory could not be used (`why` is the explained I/O error).
+    #[error("{action} the pool record {}: {why}", path.display())]
+    Record {
+        /// What was being done: "creating", "locking", "writing", ...
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// What went wrong.
+        why: String,
+    },
+    /// The record could not be encoded.
+    #[error("encoding the pool record: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+fn explain(e: &std::io::Error) -> String {
+    hostfacts::host::explain_io_error(e)
+}
+
+/// One hugetlb pool's files: `<root>/sys/kernel/mm/hugepages/hugepages-<kib>kB/` (root `/` on the host; tests
+/// give a directory of their own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HugetlbPool {
+    dir: PathBuf,
+    page_kib: u64,
+}
+
+impl HugetlbPool {
+    /// The host's pool of `page_kib` pages.
+    pub fn of(page_kib: u64) -> HugetlbPool {
+        HugetlbPool::under(Path::new("/"), page_kib)
+    }
+
+    /// The pool of `page_kib` pages under `root`.
+    pub fn under(root: &Path, page_kib: u64) -> HugetlbPool {
+        HugetlbPool {
+            dir: root.join(format!("sys/kernel/mm/hugepages/hugepages-{page_kib}kB")),
+            page_kib,
+        }
+    }
+
+    /// Huge page size, kB.
+    pub fn page_kib(&self) -> u64 {
+        self.page_kib
+    }
+
+    fn read(&self, name: &str) -> Result<u64, PoolError> {
+        let path = self.dir.join(name);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound && !self.dir.is_dir() {
+                PoolError::NoPool {
+                    page_kib: self.page_kib,
+                    dir: self.dir.clone(),
+                }
+            } else {
+                PoolError::Read {
+                    path: path.clone(),
+                    why: explain(&e),
+                }
+            }
+        })?;
+        text.trim().parse().map_err(|_| PoolError::NotANumber {
+            path,
+            text: text.trim().to_string(),
+        })
+    }
+
+    /// The persistent pool: what `vm.nr_hugepages` shows and writing `nr_hugepages` sets, without the
+    /// surplus pages that the kernel frees as their users release them.
+    pub fn persistent(&self) -> Result<u64, PoolError> {
+        Ok(self
+            .read("nr_hugepages")?
+            .saturating_sub(self.read("surplus_hugepages")?))
+    }
+
+    /// Pages a new mapping can have: free ones not reserved for mappings already made.
+    pub fn available(&self) -> Result<u64, PoolError> {
+        Ok(self
+            .read("free_hugepages")?
+            .saturating_sub(self.read("resv_hugepages")?))
+    }
+
+    /// Sets the persistent pool to `pages` (the kernel keeps pages in use beyond it as surplus).
+    fn set_persistent(&self, pages: u64) -> Result<(), PoolError> {
+        let path = self.dir.join("nr_hugepages");
+        std::fs::write(&path, format!("{pages}\n")).map_err(|e| PoolError::Resize {
+            path,
+            why: explain(&e),
+        })
+    }
+}
+
+/// How many pages a run must add so that `need` pages are there for it, given the pages a new mapping can
+/// have now (`available`: free, not reserved) and the pages other live runs count on. Those runs' pages
+/// that are already mapped are missing from `available` and counted again in `held_by_others`: an
+/// overestimate that can only grow the pool a little more than needed, never leave a run short.
+pub fn share_needed(need: u64, available: u64, held_by_others: u64) -> u64 {
+    need.saturating_sub(available.saturating_sub(held_by_others))
 }
 
 /// The start time of `pid` (clock ticks since boot), when it runs.
@@ -41,34 +197,32 @@ fn alive(share: &Share) -> bool {
     hostfacts::pool_record::share_alive(share, stat.as_deref())
 }
 
-fn pool_file(page_kib: u64, name: &str) -> String {
-    format!("/sys/kernel/mm/hugepages/hugepages-{page_kib}kB/{name}")
+/// A share from a record written before shares had sizes: what it added is unknown.
+fn unknown_size(share: &Share) -> bool {
+    share.pages == 0 && share.need == 0
 }
 
-fn read_number(path: &str) -> Result<u64, String> {
-    let t = std::fs::read_to_string(path)
-        .map_err(|e| format!("reading {path}: {}", hostfacts::host::explain_io_error(&e)))?;
-    t.trim()
-        .parse()
-        .map_err(|_| format!("{path}: not a number"))
+/// What [`reconcile`] did with the shares of runs that died.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Reconciled {
+    /// The shares dropped.
+    dead: Vec<Share>,
+    /// The pool was resized by someone else since the record was written: its size became the operator's
+    /// and the dead runs' pages were left in it.
+    resized: bool,
 }
 
-fn read_pool(page_kib: u64) -> Result<u64, String> {
-    read_number(&pool_file(page_kib, "nr_hugepages"))
-}
-
-fn free_pages(page_kib: u64) -> Result<u64, String> {
-    read_number(&pool_file(page_kib, "free_hugepages"))
-}
-
-fn write_pool(page_kib: u64, pages: u64) -> Result<(), String> {
-    let p = pool_file(page_kib, "nr_hugepages");
-    std::fs::write(&p, format!("{pages}\n")).map_err(|e| {
-        format!(
-            "writing {p}: {} (needs root)",
-            hostfacts::host::explain_io_error(&e)
-        )
-    })
+/// Brings `reg` in line with the pool's persistent size `now`: a size other than the record's means someone
+/// else resized the pool, and what they set is the operator's (less the live shares); dead runs' shares are
+/// dropped. The pool should then be `reg.target()`, or stay at `now` when that is less.
+fn reconcile(reg: &mut Registry, now: u64, alive: impl Fn(&Share) -> bool) -> Reconciled {
+    let resized = reg.target() != now && !reg.shares.iter().any(unknown_size);
+    let dead = reg.prune(alive);
+    if resized {
+        let held: u64 = reg.shares.iter().map(|s| s.pages).sum();
+        reg.base = now.saturating_sub(held);
+    }
+    Reconciled { dead, resized }
 }
 
 /// The record of one pool, held under its lock for as long as this value lives.
@@ -79,24 +233,32 @@ struct Locked {
 }
 
 impl Locked {
-    fn take(dir: &Path, page_kib: u64) -> Result<Locked, String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    fn take(dir: &Path, page_kib: u64) -> Result<Locked, PoolError> {
+        std::fs::create_dir_all(dir).map_err(|e| PoolError::Record {
+            action: "creating",
+            path: dir.to_path_buf(),
+            why: explain(&e),
+        })?;
         let lock_path = dir.join(format!("pool-{page_kib}kB.lock"));
         let lock = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&lock_path)
-            .map_err(|e| format!("opening {}: {e}", lock_path.display()))?;
+            .map_err(|e| PoolError::Record {
+                action: "opening",
+                path: lock_path.clone(),
+                why: explain(&e),
+            })?;
         // SAFETY: flock on a file descriptor this function owns (`lock` lives in the returned value and
         // closes, releasing the lock, when it drops); no memory is passed.
         let rc = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) };
         if rc != 0 {
-            return Err(format!(
-                "locking {}: {}",
-                lock_path.display(),
-                std::io::Error::last_os_error()
-            ));
+            return Err(PoolError::Record {
+                action: "locking",
+                path: lock_path,
+                why: explain(&std::io::Error::last_os_error()),
+            });
         }
         Ok(Locked {
             _lock: lock,
@@ -111,40 +273,73 @@ impl Locked {
     }
 
     /// Writes the record (a unique temp file renamed into place), or removes it when no share is left.
-    fn store(&self, reg: &Registry) -> Result<(), String> {
+    fn store(&self, reg: &Registry) -> Result<(), PoolError> {
+        let failed = |action, e: std::io::Error| PoolError::Record {
+            action,
+            path: self.path.clone(),
+            why: explain(&e),
+        };
         if reg.shares.is_empty() {
             return match std::fs::remove_file(&self.path) {
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                Err(e) => Err(format!("removing {}: {e}", self.path.display())),
+                Err(e) => Err(failed("removing", e)),
             };
         }
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)
-            .map_err(|e| format!("writing a record in {}: {e}", dir.display()))?;
-        let text = serde_json::to_string(reg).map_err(|e| e.to_string())?;
-        writeln!(tmp, "{text}").map_err(|e| format!("writing {}: {e}", self.path.display()))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| failed("writing", e))?;
+        let text = serde_json::to_string(reg)?;
+        writeln!(tmp, "{text}").map_err(|e| failed("writing", e))?;
         tmp.persist(&self.path)
-            .map_err(|e| format!("writing {}: {e}", self.path.display()))?;
+            .map_err(|e| failed("writing", e.error))?;
         Ok(())
+    }
+
+    /// The record reconciled with `pool` ([`reconcile`]), the pool set to what it calls for and the record
+    /// stored when either changed; a fresh record (the whole pool the operator's) when there is none.
+    fn sync(&self, pool: &HugetlbPool) -> Result<(Registry, Reconciled), PoolError> {
+        let now = pool.persistent()?;
+        let Some(mut reg) = self.load() else {
+            let fresh = Registry {
+                page_kib: self.page_kib,
+                base: now,
+                shares: Vec::new(),
+            };
+            let done = Reconciled {
+                dead: Vec::new(),
+                resized: false,
+            };
+            return Ok((fresh, done));
+        };
+        let old = reg.clone();
+        let done = reconcile(&mut reg, now, alive);
+        // Only dead runs' pages go: after a resize by hand the target is the size found (or, when the
+        // operator shrank it below the live shares, more: left as they set it).
+        if reg.target() < now {
+            pool.set_persistent(reg.target())?;
+        }
+        if reg != old {
+            self.store(&reg)?;
+        }
+        Ok((reg, done))
     }
 }
 
 /// A run's share of a hugetlb pool; given back on drop.
 #[derive(Debug)]
 pub struct PoolGuard {
-    page_kib: u64,
-    pages: u64,
+    pool: HugetlbPool,
+    share: Share,
     before: u64,
     dir: PathBuf,
     active: bool,
 }
 
 impl PoolGuard {
-    /// Makes sure `pages` free pages of `page_kib` exist for this run, growing the pool by this run's share
-    /// when the free pages (less those other live runs hold) fall short. Returns a guard that gives the share
-    /// back (a no-op guard when nothing had to change).
-    pub fn ensure_free(page_kib: u64, pages: u64) -> Result<PoolGuard, String> {
+    /// Makes sure `pages` pages of `page_kib` are there for this run, growing the pool by this run's share
+    /// when the available pages (less those other live runs count on) fall short. Returns a guard that gives
+    /// the share back.
+    pub fn ensure_free(page_kib: u64, pages: u64) -> Result<PoolGuard, PoolError> {
         PoolGuard::ensure_free_recorded_in(page_kib, pages, &record_dir())
     }
 
@@ -153,75 +348,83 @@ impl PoolGuard {
         page_kib: u64,
         pages: u64,
         dir: &Path,
-    ) -> Result<PoolGuard, String> {
+    ) -> Result<PoolGuard, PoolError> {
+        PoolGuard::reserve(&HugetlbPool::of(page_kib), pages, dir)
+    }
+
+    /// [`PoolGuard::ensure_free`] on `pool` with its record in `dir`.
+    pub fn reserve(pool: &HugetlbPool, pages: u64, dir: &Path) -> Result<PoolGuard, PoolError> {
         let me = std::process::id();
-        let locked = Locked::take(dir, page_kib)?;
-        let pool = read_pool(page_kib)?;
-        let mut reg = locked.load().unwrap_or(Registry {
-            page_kib,
-            base: pool,
-            shares: Vec::new(),
-        });
-        let dead = reg.prune(alive);
-        if !dead.is_empty() {
-            // Give back what dead runs held before deciding anything.
-            write_pool(page_kib, reg.target())?;
-            locked.store(&reg)?;
-        }
-        let free = free_pages(page_kib)?;
-        let share = share_needed(pages, free, reg.held_by_others(me));
-        let mut guard = PoolGuard {
-            page_kib,
-            pages: share,
-            before: read_pool(page_kib)?,
-            dir: dir.to_path_buf(),
-            active: false,
-        };
-        // Recorded even when nothing is added: the free pages this run counts on are spoken for.
-        reg.shares.push(Share {
+        let locked = Locked::take(dir, pool.page_kib)?;
+        let (mut reg, _) = locked.sync(pool)?;
+        let before = pool.persistent()?;
+        let share = share_needed(pages, pool.available()?, reg.held_by_others(me));
+        let mine = Share {
             pid: me,
             start_ticks: start_ticks(me).unwrap_or(0),
             pages: share,
             need: pages,
-        });
+        };
+        // Recorded even when nothing is added: the pages this run counts on are spoken for. Recorded before
+        // the pool grows: a run killed in between leaves a share the pool does not have, which the next run
+        // reads as a resize and drops without taking anything from the operator's part.
+        reg.shares.push(mine.clone());
         locked.store(&reg)?;
-        guard.active = true;
-        let target = reg.target().max(guard.before + share);
-        write_pool(page_kib, target)?;
-        let got = read_pool(page_kib)?;
-        if got < target {
-            drop(locked);
-            guard.give_back();
-            return Err(format!(
-                "asked the kernel for {target} pages of {page_kib} kB (to have {pages} free) and got {got}: memory is too fragmented; reserve them at boot (hugepages= on the kernel command line)"
-            ));
+        let target = before + share;
+        let grown = if share == 0 {
+            Ok(())
+        } else {
+            pool.set_persistent(target)
+                .and_then(|()| match pool.persistent()? {
+                    got if got < target => Err(PoolError::Fragmented {
+                        page_kib: pool.page_kib,
+                        target,
+                        wanted: pages,
+                        got,
+                    }),
+                    _ => Ok(()),
+                })
+        };
+        if let Err(e) = grown {
+            let _ = pool.set_persistent(before);
+            reg.shares.pop();
+            let _ = locked.store(&reg);
+            return Err(e);
         }
-        Ok(guard)
+        Ok(PoolGuard {
+            pool: pool.clone(),
+            share: mine,
+            before,
+            dir: dir.to_path_buf(),
+            active: true,
+        })
     }
 
-    /// The pool size before this run's share was added.
+    /// The persistent pool size before this run's share was added.
     pub fn before(&self) -> u64 {
         self.before
     }
 
-    /// Pages this run added (0 when the pool already had enough free).
+    /// Pages this run added (0 when the pool already had enough available).
     pub fn pages(&self) -> u64 {
-        self.pages
+        self.share.pages
     }
 
     fn give_back(&mut self) {
         if !self.active {
             return;
         }
-        let res = (|| -> Result<(), String> {
-            let locked = Locked::take(&self.dir, self.page_kib)?;
-            let Some(mut reg) = locked.load() else {
-                return Ok(()); // someone restored it already
+        let res = (|| -> Result<(), PoolError> {
+            let locked = Locked::take(&self.dir, self.pool.page_kib)?;
+            let (mut reg, _) = locked.sync(&self.pool)?;
+            let Some(i) = reg.shares.iter().position(|s| *s == self.share) else {
+                return Ok(()); // the record was removed: nothing of this run's is known any more
             };
-            let me = std::process::id();
-            reg.shares.retain(|s| s.pid != me);
-            reg.prune(alive);
-            write_pool(self.page_kib, reg.target())?;
+            reg.shares.remove(i);
+            // Never grows the pool, and never below the operator's part.
+            if reg.target() < self.pool.persistent()? {
+                self.pool.set_persistent(reg.target())?;
+            }
             locked.store(&reg)
         })();
         match res {
@@ -229,7 +432,7 @@ impl PoolGuard {
             // Keep the share recorded: the next run (or recover_stale_pools) gives it back.
             Err(e) => eprintln!(
                 "preemptlab: giving back {} pages of the {} kB pool: {e}",
-                self.pages, self.page_kib
+                self.share.pages, self.pool.page_kib
             ),
         }
     }
@@ -248,6 +451,11 @@ pub fn recover_stale_pools() -> Vec<String> {
 
 /// [`recover_stale_pools`] for the records in `dir`.
 pub fn recover_stale_pools_in(dir: &Path) -> Vec<String> {
+    recover_stale_pools_under(Path::new("/"), dir)
+}
+
+/// [`recover_stale_pools_in`] for the pools under `root`.
+fn recover_stale_pools_under(root: &Path, dir: &Path) -> Vec<String> {
     let mut done = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
         return done;
@@ -263,23 +471,26 @@ pub fn recover_stale_pools_in(dir: &Path) -> Vec<String> {
         })
         .collect();
     for kib in kibs {
-        let res = (|| -> Result<Option<String>, String> {
+        let res = (|| -> Result<Option<String>, PoolError> {
             let locked = Locked::take(dir, kib)?;
-            let Some(mut reg) = locked.load() else {
-                return Ok(None);
-            };
-            let dead = reg.prune(alive);
-            if dead.is_empty() {
+            let (reg, r) = locked.sync(&HugetlbPool::under(root, kib))?;
+            if r.dead.is_empty() {
                 return Ok(None);
             }
-            write_pool(kib, reg.target())?;
-            locked.store(&reg)?;
-            let pids: Vec<String> = dead.iter().map(|s| s.pid.to_string()).collect();
-            Ok(Some(format!(
-                "gave back the {kib} kB hugetlb pages left by run(s) {}: pool now {} pages",
-                pids.join(", "),
-                reg.target()
-            )))
+            let pids: Vec<String> = r.dead.iter().map(|s| s.pid.to_string()).collect();
+            Ok(Some(if r.resized {
+                format!(
+                    "run(s) {} ended without giving back their {kib} kB hugetlb pages, and the pool was resized by hand since: left it at {} pages",
+                    pids.join(", "),
+                    reg.target()
+                )
+            } else {
+                format!(
+                    "gave back the {kib} kB hugetlb pages left by run(s) {}: pool now {} pages",
+                    pids.join(", "),
+                    reg.target()
+                )
+            }))
         })();
         match res {
             Ok(Some(line)) => done.push(line),
@@ -310,102 +521,4 @@ pub fn held_by_runs(dir: &Path) -> Vec<(u64, u64)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn legacy_record_is_one_share_of_unknown_size() {
-        let r = Registry::parse(r#"{"page_kib": 2048, "restore_to": 0, "pid": 42}"#).unwrap();
-        assert_eq!(r.base, 0);
-        assert_eq!(r.shares.len(), 1);
-        assert_eq!(r.target(), 0);
-    }
-
-    #[test]
-    fn share_counts_other_runs_pages_as_promised() {
-        // Pool of 513 grown by run A for 513 pages, all still free: run B needing 513 grows by its own 513.
-        assert_eq!(share_needed(513, 513, 513), 513);
-        // An admin's free pool of 1000 covers a run needing 513.
-        assert_eq!(share_needed(513, 1000, 0), 0);
-        // Partly covered.
-        assert_eq!(share_needed(513, 600, 200), 113);
-    }
-
-    #[test]
-    fn overlapping_runs_give_back_in_either_order() {
-        let mut r = Registry {
-            page_kib: 2048,
-            base: 7,
-            shares: vec![],
-        };
-        r.shares.push(Share {
-            pid: 1,
-            start_ticks: 5,
-            pages: 513,
-            need: 0,
-        });
-        r.shares.push(Share {
-            pid: 2,
-            start_ticks: 6,
-            pages: 300,
-            need: 0,
-        });
-        assert_eq!(r.target(), 820);
-        r.shares.retain(|s| s.pid != 1);
-        assert_eq!(r.target(), 307);
-        r.shares.retain(|s| s.pid != 2);
-        assert_eq!(r.target(), 7);
-    }
-
-    #[test]
-    fn a_reused_pid_is_not_the_run() {
-        let me = std::process::id();
-        let now = start_ticks(me).unwrap();
-        assert!(alive(&Share {
-            pid: me,
-            start_ticks: now,
-            pages: 1,
-            need: 0,
-        }));
-        assert!(!alive(&Share {
-            pid: me,
-            start_ticks: now + 1,
-            pages: 1,
-            need: 0,
-        }));
-    }
-
-    #[test]
-    fn records_round_trip_and_prune() {
-        let dir = tempfile::tempdir().unwrap();
-        let locked = Locked::take(dir.path(), 2048).unwrap();
-        let reg = Registry {
-            page_kib: 2048,
-            base: 3,
-            shares: vec![
-                Share {
-                    pid: std::process::id(),
-                    start_ticks: start_ticks(std::process::id()).unwrap(),
-                    pages: 10,
-                    need: 0,
-                },
-                Share {
-                    pid: u32::MAX - 1,
-                    start_ticks: 1,
-                    pages: 20,
-                    need: 0,
-                },
-            ],
-        };
-        locked.store(&reg).unwrap();
-        assert_eq!(locked.load().unwrap(), reg);
-        drop(locked);
-        assert_eq!(held_by_runs(dir.path()), vec![(2048, 10)]);
-        // No temp file is left beside the record.
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        assert_eq!(names.len(), 2, "{names:?}");
-    }
-}
+mod tests;

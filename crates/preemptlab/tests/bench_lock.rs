@@ -1,6 +1,7 @@
 //! `bench lock` as users run it: a short run yields a well-formed, plausible result; threads, reconnects
 //! and hugetlb work; cells that cannot run are skipped with a reason; bad input is exit 2; SIGINT mid-cell
-//! leaves no worker, no grown pool, and the cells measured so far.
+//! leaves no worker, no pool share, and the cells measured so far. The hugetlb tests hold on any starting
+//! pool (see `common::hugetlb`).
 
 mod common;
 
@@ -10,20 +11,31 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::cargo_bin;
+use common::hugetlb::{self, Bench, EmptyPool, Pool};
 use serde_json::Value;
 
 /// Tests that run workers or touch the hugetlb pool go one at a time (2 CPUs).
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn run(args: &[&str], out: &Path) -> (std::process::Output, Value) {
-    let o = Command::new(cargo_bin("preemptlab"))
+    let (o, v, _) = run_pid(args, out);
+    (o, v)
+}
+
+/// [`run`], and the run's pid (the name of its share in the pool record).
+fn run_pid(args: &[&str], out: &Path) -> (std::process::Output, Value, u32) {
+    let child = Command::new(cargo_bin("preemptlab"))
         .args(["bench", "lock", "--quiet", "--format", "json", "--out"])
         .arg(out)
         .args(args)
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = child.id();
+    let o = Bench::new(child).wait_with_output();
     let v = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
-    (o, v)
+    (o, v, pid)
 }
 
 fn check_rep(rep: &Value, workers: usize) {
@@ -224,20 +236,12 @@ fn skipped_cells_say_why() {
     }
 }
 
-fn pool(kib: u64, f: &str) -> u64 {
-    std::fs::read_to_string(format!("/sys/kernel/mm/hugepages/hugepages-{kib}kB/{f}"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 #[test]
 fn hugetlb_cells_reserve_and_restore_the_pool() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = pool(2048, "nr_hugepages");
+    let before = Pool::read();
     let dir = tempfile::tempdir().unwrap();
-    let (o, v) = run(
+    let (o, v, pid) = run_pid(
         &[
             "--locks",
             "pg",
@@ -260,13 +264,10 @@ fn hugetlb_cells_reserve_and_restore_the_pool() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(v["cells"][0]["status"], "ok", "{}", v["cells"][0]);
     check_rep(&v["cells"][0]["reps"][0], 2);
-    assert_eq!(
-        pool(2048, "nr_hugepages"),
-        before,
-        "the pool is back to its size"
-    );
-    // Without the flag, a too-small pool is a skip, not an error.
-    if pool(2048, "free_hugepages") < 5 {
+    hugetlb::assert_given_back(&before, pid, "--reserve-hugepages");
+    // Without the flag, a too-small pool is a skip, not an error: made so whatever the host's pool holds.
+    {
+        let _empty = EmptyPool::make();
         let (o, v) = run(
             &[
                 "--locks",
@@ -419,10 +420,10 @@ fn sigquit_mid_cell_cleans_up() {
 fn stop_mid_cell_cleans_up(sig: i32, group: bool) {
     use std::os::unix::process::CommandExt;
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = pool(2048, "nr_hugepages");
+    let before = Pool::read();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("i.json");
-    let mut child = Command::new(cargo_bin("preemptlab"))
+    let child = Command::new(cargo_bin("preemptlab"))
         .args([
             "bench",
             "lock",
@@ -452,12 +453,17 @@ fn stop_mid_cell_cleans_up(sig: i32, group: bool) {
         .process_group(0)
         .spawn()
         .unwrap();
+    // Stopped if an assertion fails before the signal.
+    let mut child = Bench::new(child);
     // Let the first cell start measuring, then interrupt it.
     let t = Instant::now();
     while workers_alive().len() < 8 && t.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(!workers_alive().is_empty(), "the bench started workers");
+    // The hugetlb-2m cells' pages are the run's share in the record, taken before the first cell.
+    let share = hugetlb::share_of(child.id()).expect("the run's share is in the pool record");
+    assert!(share.need > 0 && share.pages <= share.need, "{share:?}");
     std::thread::sleep(Duration::from_millis(500));
     let target = if group {
         -(child.id() as i32)
@@ -468,7 +474,7 @@ fn stop_mid_cell_cleans_up(sig: i32, group: bool) {
     unsafe { libc::kill(target, sig) };
     let t = Instant::now();
     let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
+        if let Some(s) = child.try_wait() {
             break s;
         }
         assert!(
@@ -487,11 +493,7 @@ fn stop_mid_cell_cleans_up(sig: i32, group: bool) {
         "workers left behind: {:?}",
         workers_alive()
     );
-    assert_eq!(
-        pool(2048, "nr_hugepages"),
-        before,
-        "the pool is back to its size"
-    );
+    hugetlb::assert_given_back(&before, child.id(), &format!("after signal {sig}"));
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(v["interrupted"], true);
     assert!(v["cells"]
@@ -507,7 +509,7 @@ fn stop_mid_cell_cleans_up(sig: i32, group: bool) {
 #[test]
 fn overlapping_reservations_both_measure_and_give_the_pool_back() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = pool(2048, "nr_hugepages");
+    let before = Pool::read();
     let dir = tempfile::tempdir().unwrap();
     let bench = |dur: &str, pages: &str, out: &Path| {
         let mut c = Command::new(cargo_bin("preemptlab"));
@@ -530,17 +532,20 @@ fn overlapping_reservations_both_measure_and_give_the_pool_back() {
     // (first run's duration, second run's pages and duration): the first ends first, then last.
     for (a_dur, b_pages, b_dur) in [("2s", "hugetlb-2m,4k", "1s"), ("4s", "hugetlb-2m", "1s")] {
         let (a_out, b_out) = (dir.path().join("a.json"), dir.path().join("b.json"));
-        let a = bench(a_dur, "hugetlb-2m", &a_out).spawn().unwrap();
+        let a = Bench::new(bench(a_dur, "hugetlb-2m", &a_out).spawn().unwrap());
+        let a_pid = a.id();
         let t = Instant::now();
-        while pool(2048, "nr_hugepages") == before && t.elapsed() < Duration::from_secs(20) {
+        while hugetlb::share_of(a_pid).is_none() && t.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(
-            pool(2048, "nr_hugepages") > before,
-            "the first run grew the pool"
+            hugetlb::share_of(a_pid).is_some(),
+            "the first run took its share of the pool"
         );
-        let b = bench(b_dur, b_pages, &b_out).output().unwrap();
-        let a = a.wait_with_output().unwrap();
+        let b = bench(b_dur, b_pages, &b_out).spawn().unwrap();
+        let b_pid = b.id();
+        let b = Bench::new(b).wait_with_output();
+        let a = a.wait_with_output();
         for (name, o, out) in [("first", &a, &a_out), ("second", &b, &b_out)] {
             assert!(
                 o.status.success(),
@@ -563,10 +568,8 @@ fn overlapping_reservations_both_measure_and_give_the_pool_back() {
                 );
             }
         }
-        assert_eq!(
-            pool(2048, "nr_hugepages"),
-            before,
-            "the pool is back where it began ({a_dur} / {b_dur})"
-        );
+        for (name, pid) in [("first", a_pid), ("second", b_pid)] {
+            hugetlb::assert_given_back(&before, pid, &format!("{name} run ({a_dur} / {b_dur})"));
+        }
     }
 }

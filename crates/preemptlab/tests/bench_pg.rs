@@ -1,40 +1,70 @@
 //! `bench pg` end to end with real PostgreSQL 15, pgbench, sysbench and pgbouncer: a tiny cluster with
 //! huge pages off and on, the sysbench and pgbouncer paths, SIGINT mid-run, and bad input. Every test
-//! checks that nothing is left behind: no cluster directory, no process, no SysV segment, the pool at its
-//! prior size.
+//! checks that nothing is left behind: no cluster directory, no process, no SysV segment, no pool share, the
+//! operator's part of the pool as it was. They hold on any starting pool (see `common::hugetlb`).
 
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::cargo_bin;
+use common::hugetlb::{self, Bench, EmptyPool, Pool};
 use serde_json::Value;
 
 /// The tests resize the 2 MB pool or check its size: one at a time.
 static POOL: Mutex<()> = Mutex::new(());
 
-const POOL_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
-
-fn pool() -> u64 {
-    std::fs::read_to_string(POOL_2M)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
-fn sysv_segments() -> usize {
+/// SysV shared memory segments: (shmid, creator pid).
+fn sysv_segments() -> Vec<(u64, u32)> {
     std::fs::read_to_string("/proc/sysvipc/shm")
         .unwrap()
         .lines()
-        .count()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((f.get(1)?.parse().ok()?, f.get(4)?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// No segment made since `before` outlived the process that made it (a server the run left would also be
+/// a process under its temp dir).
+fn assert_no_segment_left(before: &[(u64, u32)]) {
+    let left: Vec<(u64, u32)> = sysv_segments()
+        .into_iter()
+        .filter(|s| !before.contains(s) && !Path::new(&format!("/proc/{}", s.1)).exists())
+        .collect();
+    assert!(left.is_empty(), "SysV segments left behind: {left:?}");
+}
+
+/// Does process `pid` map at least `kib` on 2 MB pages (the server's main segment)?
+fn maps_huge_pages(pid: u32, kib: u64) -> bool {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let mut size = 0;
+    smaps.lines().any(|l| {
+        let mut f = l.split_whitespace();
+        match (f.next(), f.next().and_then(|v| v.parse::<u64>().ok())) {
+            (Some("Size:"), Some(v)) => size = v,
+            (Some("KernelPageSize:"), Some(2048)) => return size >= kib,
+            _ => {}
+        }
+        false
+    })
 }
 
 /// Processes whose command line mentions `dir` (the cluster's postgres, pgbench, pgbouncer, sysbench).
 fn processes_under(dir: &Path) -> Vec<String> {
+    processes_with_pids_under(dir)
+        .into_iter()
+        .map(|(_, c)| c)
+        .collect()
+}
+
+/// [`processes_under`] with their pids.
+fn processes_with_pids_under(dir: &Path) -> Vec<(u32, String)> {
     let needle = dir.to_string_lossy().to_string();
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
@@ -52,7 +82,9 @@ fn processes_under(dir: &Path) -> Vec<String> {
             })
             .unwrap_or(true);
         if cmd.contains(&needle) && !zombie {
-            found.push(cmd);
+            if let Some(pid) = e.file_name().to_str().and_then(|p| p.parse().ok()) {
+                found.push((pid, cmd));
+            }
         }
     }
     found
@@ -86,7 +118,19 @@ impl Run {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().unwrap()
+        self.run_pid(args).0
+    }
+
+    /// The run's output and its pid (the name of its share in the pool record).
+    fn run_pid(&self, args: &[&str]) -> (Output, u32) {
+        let child = self
+            .cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        (Bench::new(child).wait_with_output(), pid)
     }
 
     /// Nothing the run made is left: only the result file in the temp dir, no process mentions it.
@@ -128,9 +172,9 @@ const TINY: [&str; 10] = [
 #[test]
 fn tiny_cluster_off_and_on() {
     let _l = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    let (pool0, shm0) = (pool(), sysv_segments());
+    let (pool0, shm0) = (Pool::read(), sysv_segments());
     let r = Run::new();
-    let o = r.run(
+    let (o, pid) = r.run_pid(
         &[
             &TINY[..],
             &[
@@ -222,21 +266,16 @@ fn tiny_cluster_off_and_on() {
         assert_eq!(c["summary"]["on_huge_pages"], on);
     }
     r.assert_clean();
-    assert_eq!(pool(), pool0, "the pool is back at its prior size");
-    assert_eq!(sysv_segments(), shm0);
+    hugetlb::assert_given_back(&pool0, pid, "off and on");
+    assert_no_segment_left(&shm0);
 }
 
+/// The case needs a pool without pages for the server: the test makes it (and gives the operator's pages
+/// back afterwards), whatever the host's pool holds.
 #[test]
 fn huge_pages_on_without_a_pool_is_skipped_with_the_fix() {
     let _l = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    if std::fs::read_to_string("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages")
-        .unwrap()
-        .trim()
-        != "0"
-    {
-        eprintln!("the 2 MB pool has free pages on this host; the skip path needs an empty pool");
-        return;
-    }
+    let _empty = EmptyPool::make();
     let r = Run::new();
     let d = doc(&r.run(
         &[
@@ -339,9 +378,9 @@ fn sighup_mid_run_leaves_nothing_behind() {
 fn stop_mid_run_leaves_nothing_behind(sig: i32, group: bool) {
     use std::os::unix::process::CommandExt;
     let _l = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    let (pool0, shm0) = (pool(), sysv_segments());
+    let (pool0, shm0) = (Pool::read(), sysv_segments());
     let r = Run::new();
-    let mut child = r
+    let child = r
         .cmd(&[
             "--shared-buffers",
             "64MB",
@@ -362,7 +401,9 @@ fn stop_mid_run_leaves_nothing_behind(sig: i32, group: bool) {
         .process_group(0)
         .spawn()
         .unwrap();
-    // Wait until pgbench runs against the cluster (the pool grown, the server up), then interrupt.
+    // Stopped if an assertion fails before the signal: its cluster must not outlive the temp dir.
+    let mut child = Bench::new(child);
+    // Wait until pgbench runs against the cluster (the pool's share taken, the server up), then interrupt.
     let t = Instant::now();
     loop {
         let running = processes_under(r.tmp.path())
@@ -375,11 +416,27 @@ fn stop_mid_run_leaves_nothing_behind(sig: i32, group: bool) {
             t.elapsed() < Duration::from_secs(60),
             "pgbench never started"
         );
-        assert!(child.try_wait().unwrap().is_none(), "bench pg ended early");
+        assert!(child.try_wait().is_none(), "bench pg ended early");
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_secs(2));
-    assert!(pool() > pool0, "the pool was grown for the run");
+    // What the run owns while it runs: its share of the pool in the record, counting on the pages its
+    // server needs (64MB of buffers: ~40, and the margin), whether it added them or found them free; and
+    // its server's segment on 2 MB pages.
+    let share = hugetlb::share_of(child.id()).expect("the run's share is in the pool record");
+    assert!(
+        (33..=70).contains(&share.need) && share.pages <= share.need,
+        "{share:?}"
+    );
+    let pm = processes_with_pids_under(r.tmp.path())
+        .into_iter()
+        .find(|(_, c)| c.contains("/postgres -D"))
+        .expect("the server runs")
+        .0;
+    assert!(
+        maps_huge_pages(pm, 64 << 10),
+        "the server's segment is on 2 MB pages"
+    );
     let target = if group {
         -(child.id() as i32)
     } else {
@@ -389,12 +446,12 @@ fn stop_mid_run_leaves_nothing_behind(sig: i32, group: bool) {
     unsafe { libc::kill(target, sig) };
     let t = Instant::now();
     let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
+        if let Some(s) = child.try_wait() {
             break s;
         }
         assert!(
             t.elapsed() < Duration::from_secs(30),
-            "no exit 30 s after SIGINT"
+            "no exit 30 s after signal {sig}"
         );
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -408,8 +465,8 @@ fn stop_mid_run_leaves_nothing_behind(sig: i32, group: bool) {
     assert_eq!(d["interrupted"], true);
     assert_eq!(d["cells"][0]["status"], "interrupted");
     r.assert_clean();
-    assert_eq!(pool(), pool0, "the pool is back at its prior size");
-    assert_eq!(sysv_segments(), shm0);
+    hugetlb::assert_given_back(&pool0, child.id(), "after the signal");
+    assert_no_segment_left(&shm0);
 }
 
 fn fails_cleanly(r: &Run, args: &[&str], want: &str) {

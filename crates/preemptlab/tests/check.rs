@@ -1,26 +1,21 @@
 //! `check --quick` as a new user runs it: finishes, prints a verdict consistent with the audit and with a
-//! separate bench lock, and leaves the host as it found it.
+//! separate bench lock, and leaves the host as it found it (on any starting pool: see `common::hugetlb`).
 
-use std::process::Command;
+mod common;
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::cargo_bin;
+use common::hugetlb::{self, Bench, Pool};
 use serde_json::Value;
-
-fn pool() -> u64 {
-    std::fs::read_to_string("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
 
 #[test]
 fn quick_check_is_consistent_and_leaves_the_host_as_found() {
-    let before = pool();
+    let before = Pool::read();
     let dir = tempfile::tempdir().unwrap();
     let t = Instant::now();
-    let o = Command::new(cargo_bin("preemptlab"))
+    let child = Command::new(cargo_bin("preemptlab"))
         .args([
             "check",
             "--quick",
@@ -30,8 +25,12 @@ fn quick_check_is_consistent_and_leaves_the_host_as_found() {
             "--out",
         ])
         .arg(dir.path().join("c.json"))
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = child.id();
+    let o = Bench::new(child).wait_with_output();
     let took = t.elapsed();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
@@ -90,7 +89,7 @@ fn quick_check_is_consistent_and_leaves_the_host_as_found() {
         gains.windows(2).all(|w| w[0] >= w[1]) && gains.iter().all(|g| *g > 0.0),
         "{gains:?}"
     );
-    assert_eq!(pool(), before, "the hugetlb pool is back to its size");
+    hugetlb::assert_given_back(&before, pid, "check --quick");
     let left: Vec<_> = std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok())
