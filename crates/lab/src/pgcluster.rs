@@ -81,6 +81,9 @@ pub struct Cluster {
     port: u16,
     running: bool,
     removed: bool,
+    /// The postmaster's PID as read once the server was up: the way to stop it when its data directory
+    /// (and postmaster.pid with it) has gone from under it.
+    postmaster: Option<u32>,
 }
 
 impl Cluster {
@@ -98,6 +101,7 @@ impl Cluster {
             port: 5432,
             running: false,
             removed: false,
+            postmaster: None,
         };
         let data = c.data_dir();
         let out = c
@@ -210,6 +214,7 @@ impl Cluster {
             return Err(step("starting the throwaway server", detail));
         }
         self.running = true;
+        self.postmaster = self.postmaster_pid();
         Ok(())
     }
 
@@ -300,9 +305,15 @@ impl Cluster {
         }
         let stopped = self.stop();
         if stopped.is_err() {
-            // Last resort: immediate shutdown by signal, then wait for the postmaster to go.
-            if let Some(pid) = self.postmaster_pid() {
-                // SAFETY: kill with a PID we read from our own cluster's postmaster.pid.
+            // Last resort: immediate shutdown by signal, then wait for the postmaster to go. Its PID comes from
+            // postmaster.pid, else from the one remembered at start (the directory may be gone), and only
+            // while that process is still this cluster's postmaster: a PID can be reused.
+            let pid = self
+                .postmaster_pid()
+                .or(self.postmaster)
+                .filter(|&pid| self.is_our_postmaster(pid));
+            if let Some(pid) = pid {
+                // SAFETY: kill with a PID that runs this cluster's own postmaster (checked just above).
                 unsafe { libc::kill(pid as libc::pid_t, libc::SIGQUIT) };
                 let t = Instant::now();
                 while t.elapsed() < Duration::from_secs(10) && crate::procsample::alive(pid) {
@@ -310,10 +321,31 @@ impl Cluster {
                 }
             }
         }
-        fs::remove_dir_all(&self.root)
-            .map_err(|e| step(format!("removing {}", self.root.display()), e.to_string()))?;
+        match fs::remove_dir_all(&self.root) {
+            Ok(()) => {}
+            // Already gone (removed under us): nothing left to remove.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(step(
+                    format!("removing {}", self.root.display()),
+                    e.to_string(),
+                ))
+            }
+        }
         self.removed = true;
         stopped
+    }
+
+    /// Whether `pid` runs a postgres whose command line names this cluster's data directory.
+    fn is_our_postmaster(&self, pid: u32) -> bool {
+        let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
+            return false;
+        };
+        let data = self.data_dir();
+        let data = data.as_os_str().as_encoded_bytes();
+        let mut args = cmdline.split(|&b| b == 0);
+        let is_postgres = args.next().is_some_and(|exe| exe.ends_with(b"postgres"));
+        is_postgres && args.any(|a| a == data)
     }
 }
 
