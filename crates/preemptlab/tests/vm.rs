@@ -38,9 +38,20 @@ fn preemptlab() -> Command {
     c
 }
 
+/// Runs `preemptlab vm ARGS`, one VM at a time. A guest that never reached the command is booted once more:
+/// under TCG about 3 boots in 100 panic in early boot while the kernel patches its static keys (an int3 Oops,
+/// docs/notes/2026-11-23-vm-preemption-models.md), before anything of ours ran; the first attempt's error is
+/// printed.
 fn vm(args: &[&str]) -> Output {
     let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    preemptlab().arg("vm").args(args).output().unwrap()
+    let run = || preemptlab().arg("vm").args(args).output().unwrap();
+    let o = run();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    if o.status.code() == Some(2) && stderr.contains("the guest never reached the command") {
+        eprintln!("vm {args:?}: the guest never reached the command; booting once more. It said:\n{stderr}");
+        return run();
+    }
+    o
 }
 
 fn json(o: &Output) -> serde_json::Value {
@@ -389,11 +400,11 @@ fn rseq_lock_gets_grants_on_the_slice_extension_kernel() {
         "--switch-preempt",
         "lazy",
         "--repeat",
-        "1",
+        "3",
         "--duration",
         "2s",
         "--warmup",
-        "0s",
+        "500ms",
         "--out",
         &out_s,
     ]);
@@ -417,12 +428,20 @@ fn rseq_lock_gets_grants_on_the_slice_extension_kernel() {
         "measured, not skipped: {}",
         cell["reason"]
     );
-    let rep = &cell["reps"][0];
-    assert_eq!(rep["check"]["ok"], true, "exclusion: {}", rep["check"]);
-    let s = &rep["rseq_slice"];
-    assert!(s["requests"].as_u64().unwrap() > 0, "{s}");
-    assert!(
-        s["grants"].as_u64().unwrap() > 0,
-        "the kernel granted extensions: {s}"
-    );
+    // A grant needs the scheduler to want the holder off its CPU inside its few-hundred-ns critical
+    // section: under TCG that came 39-52 times a second in the VM campaign, but once 0 times in a 2 s
+    // repetition without warm-up. Three repetitions after a warm-up; every one keeps exclusion and makes
+    // requests, and the kernel grants in at least one.
+    let reps = cell["reps"].as_array().unwrap();
+    assert_eq!(reps.len(), 3);
+    let mut grants = 0;
+    for rep in reps {
+        assert_eq!(rep["check"]["ok"], true, "exclusion: {}", rep["check"]);
+        let s = &rep["rseq_slice"];
+        assert!(s["requests"].as_u64().unwrap() > 0, "{s}");
+        grants += s["grants"].as_u64().unwrap();
+    }
+    let slices: Vec<&serde_json::Value> = reps.iter().map(|r| &r["rseq_slice"]).collect();
+    assert!(grants > 0, "the kernel granted extensions: {slices:?}");
+    eprintln!("rseq slice extension, 3 x 2 s: {slices:?}");
 }
