@@ -15,11 +15,8 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         Err(e) => {
             // A timer writes the textfile unattended: leave a file that says the audit failed, so an alert
             // fires instead of the last good numbers being served for ever.
-            // Only where --out itself is usable: a bad --out is the error being reported already; and not
-            // when stdout's reader went away (the file was written before stdout).
-            if let (AuditFormat::Prometheus, Some(path), false) =
-                (args.format, &args.out, term::is_broken_pipe(&e))
-            {
+            // Only where --out itself is usable: a bad --out is the error being reported already.
+            if let (AuditFormat::Prometheus, Some(path)) = (args.format, &args.out) {
                 if lab::output::check_publishable(path).is_ok() {
                     let text = report::prometheus::render_failure(
                         env!("CARGO_PKG_VERSION"),

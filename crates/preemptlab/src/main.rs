@@ -144,8 +144,6 @@ fn main() {
     };
     match code {
         Ok(code) => std::process::exit(code),
-        // stdout's reader went away (`| head`): nothing is wrong, and nothing more to say.
-        Err(e) if term::is_broken_pipe(&e) => std::process::exit(0),
         Err(e) => fail(e),
     }
 }

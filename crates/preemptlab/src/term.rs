@@ -29,22 +29,16 @@ pub fn print_result<T: serde::Serialize>(
     printed
 }
 
-/// Writes `text` to stdout. A reader that has gone away (`| head -1`) makes this an error of kind
-/// `BrokenPipe`, which `main` ends on quietly (as ripgrep does) once every guard has been dropped.
+/// Writes `text` to stdout. A reader that has gone away (`| head -1`) is not an error: the output is
+/// dropped and the command goes on to its own exit code (1 for a finding at `--fail-on`, 130 when
+/// interrupted, ...), as it would have with the reader still there.
 pub fn stdout(text: impl AsRef<[u8]>) -> anyhow::Result<()> {
     use std::io::Write;
     let mut o = std::io::stdout().lock();
-    o.write_all(text.as_ref())?;
-    o.flush()?;
-    Ok(())
-}
-
-/// Whether `e` comes from writing to a reader that has gone away.
-pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+    match o.write_all(text.as_ref()).and_then(|()| o.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
 }
 
 /// Whether to colour stdout.

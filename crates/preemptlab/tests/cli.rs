@@ -320,46 +320,58 @@ fn hugepages_from_a_captured_instance() {
 }
 
 /// A reader that goes away (`preemptlab ... | head -0`) used to panic with "failed printing to stdout: Broken
-/// pipe" and a backtrace. Now each command that prints ends quietly with exit 0; `audit --out` has written its
-/// file before stdout, and a closed stdout does not turn it into a failure record.
+/// pipe" and a backtrace. Now the output is dropped and the command ends with the exit code it would have
+/// had (1 for a finding at `--fail-on`); `audit --out` still writes its file.
 #[test]
 fn closed_stdout_is_a_quiet_exit_not_a_panic() {
     let fx = fixture("linux-7.0-lazy-debugfs");
     let dir = tempfile::tempdir().unwrap();
     let prom = dir.path().join("a.prom");
     let sim_out = dir.path().join("sim.json");
-    let cases: Vec<Vec<String>> = vec![
-        vec!["audit".into(), "--sysroot".into(), fx.display().to_string()],
-        vec![
-            "audit".into(),
-            "--sysroot".into(),
-            fx.display().to_string(),
-            "--format".into(),
-            "prometheus".into(),
-            "--out".into(),
-            prom.display().to_string(),
-        ],
-        vec!["hugepages".into(), "--shared-memory".into(), "120GB".into()],
-        vec![
-            "sim".into(),
-            "--cpus".into(),
-            "2".into(),
-            "--workers".into(),
-            "4".into(),
-            "--duration".into(),
-            "10ms".into(),
-            "--warmup".into(),
-            "0s".into(),
-            "--repeat".into(),
-            "1".into(),
-            "--format".into(),
-            "json".into(),
-            "--quiet".into(),
-            "--out".into(),
-            sim_out.display().to_string(),
-        ],
+    let (fx, prom, sim_out) = (
+        fx.display().to_string(),
+        prom.display().to_string(),
+        sim_out.display().to_string(),
+    );
+    let cases: Vec<(Vec<&str>, i32)> = vec![
+        (vec!["audit", "--sysroot", &fx], 0),
+        (vec!["audit", "--sysroot", &fx, "--fail-on", "warn"], 1),
+        (
+            vec![
+                "audit",
+                "--sysroot",
+                &fx,
+                "--format",
+                "prometheus",
+                "--out",
+                &prom,
+            ],
+            0,
+        ),
+        (vec!["hugepages", "--shared-memory", "120GB"], 0),
+        (
+            vec![
+                "sim",
+                "--cpus",
+                "2",
+                "--workers",
+                "4",
+                "--duration",
+                "10ms",
+                "--warmup",
+                "0s",
+                "--repeat",
+                "1",
+                "--format",
+                "json",
+                "--quiet",
+                "--out",
+                &sim_out,
+            ],
+            0,
+        ),
     ];
-    for args in cases {
+    for (args, code) in cases {
         // The pipe's read end is closed before the command starts: its first write to stdout fails with EPIPE.
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
@@ -369,7 +381,7 @@ fn closed_stdout_is_a_quiet_exit_not_a_panic() {
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
         assert!(
             !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
             "{args:?}: {stderr}"
@@ -377,5 +389,5 @@ fn closed_stdout_is_a_quiet_exit_not_a_panic() {
     }
     let text = std::fs::read_to_string(&prom).unwrap();
     assert!(text.contains("preemptlab_audit_success 1"), "{text}");
-    assert!(sim_out.exists());
+    assert!(std::path::Path::new(&sim_out).exists());
 }
