@@ -159,6 +159,11 @@ impl HugetlbPool {
             .saturating_sub(self.read("surplus_hugepages")?))
     }
 
+    /// Pages in use beyond the persistent pool (`surplus_hugepages`).
+    pub fn surplus(&self) -> Result<u64, PoolError> {
+        self.read("surplus_hugepages")
+    }
+
     /// Pages a new mapping can have: free ones not reserved for mappings already made.
     pub fn available(&self) -> Result<u64, PoolError> {
         Ok(self
@@ -314,8 +319,9 @@ impl Locked {
         let old = reg.clone();
         let done = reconcile(&mut reg, now, alive);
         // Only dead runs' pages go: after a resize by hand the target is the size found (or, when the
-        // operator shrank it below the live shares, more: left as they set it).
-        if reg.target() < now {
+        // operator shrank it below the live shares, more: left as they set it). While a run of an earlier
+        // version lives (a share of unknown size), its pages are in `now` but not in the target: nothing goes.
+        if reg.target() < now && !reg.shares.iter().any(unknown_size) {
             pool.set_persistent(reg.target())?;
         }
         if reg != old {
@@ -358,7 +364,14 @@ impl PoolGuard {
         let locked = Locked::take(dir, pool.page_kib)?;
         let (mut reg, _) = locked.sync(pool)?;
         let before = pool.persistent()?;
-        let share = share_needed(pages, pool.available()?, reg.held_by_others(me));
+        let short = share_needed(pages, pool.available()?, reg.held_by_others(me));
+        // Growing the pool first turns surplus pages (in use beyond it) into persistent ones, which frees
+        // nothing (mm/hugetlb.c, set_max_huge_pages: "First take pages out of surplus state"): the share
+        // counts them, so that `short` fresh pages come after them; given back, they are surplus again.
+        let share = match short {
+            0 => 0,
+            n => n + pool.surplus()?,
+        };
         let mine = Share {
             pid: me,
             start_ticks: start_ticks(me).unwrap_or(0),
@@ -374,8 +387,9 @@ impl PoolGuard {
         let grown = if share == 0 {
             Ok(())
         } else {
+            // Checked on nr_hugepages itself: once the pool has grown past the pages in use, none is surplus.
             pool.set_persistent(target)
-                .and_then(|()| match pool.persistent()? {
+                .and_then(|()| match pool.read("nr_hugepages")? {
                     got if got < target => Err(PoolError::Fragmented {
                         page_kib: pool.page_kib,
                         target,

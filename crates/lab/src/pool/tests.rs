@@ -91,6 +91,34 @@ fn surplus_pages_are_not_the_operators_pool() {
     assert!(f.record().is_none());
 }
 
+/// Regression (found in review): with pages in use beyond the pool (surplus: a leftover server's 36 after the
+/// pool went back to 0), growing the pool by a run's 40 turned the 36 into persistent pages and allocated
+/// only 4 fresh ones; the run came up 36 short. The share now counts the surplus, so 40 fresh pages come
+/// after it, and gives all of it back.
+#[test]
+fn a_share_grown_over_surplus_pages_gets_its_fresh_pages() {
+    let f = Fake::new(36, 0, 0, 36);
+    assert_eq!(f.pool.persistent().unwrap(), 0);
+    let g = f.reserve(40);
+    assert_eq!(
+        g.pages(),
+        76,
+        "the 36 surplus pages turned persistent, then 40 fresh ones"
+    );
+    assert_eq!(f.nr(), 76);
+    // What the kernel shows then: no surplus, the 40 fresh pages free.
+    f.set("surplus_hugepages", 0);
+    f.set("free_hugepages", 40);
+    assert_eq!(f.pool.available().unwrap(), 40);
+    drop(g);
+    assert_eq!(
+        f.nr(),
+        0,
+        "back to the operator's 0 (the 36 in use are surplus again)"
+    );
+    assert!(f.record().is_none());
+}
+
 /// An operator's free pages count for a run, and once a run counts on them an overlapping run does not:
 /// it adds its own share, and each gives back only its own.
 #[test]
@@ -215,6 +243,24 @@ fn a_dead_legacy_run_restores_its_pool() {
     let lines = recover_stale_pools_under(f.root.path(), &f.records());
     assert!(lines[0].starts_with("gave back"), "{lines:?}");
     assert_eq!(f.nr(), 7);
+}
+
+/// Regression (found in review): a run of an earlier version that is still running (its record has no share
+/// size) holds pages beyond its `restore_to`; a new run's recovery shrank the pool to `restore_to` under it.
+#[test]
+fn a_live_legacy_run_keeps_its_pages() {
+    let f = Fake::new(513, 0, 0, 0);
+    std::fs::create_dir_all(f.records()).unwrap();
+    std::fs::write(
+        f.records().join("pool-2048kB.json"),
+        format!(
+            r#"{{"page_kib": 2048, "restore_to": 7, "pid": {}}}"#,
+            std::process::id()
+        ),
+    )
+    .unwrap();
+    recover_stale_pools_under(f.root.path(), &f.records());
+    assert_eq!(f.nr(), 513, "the live run's pages stay");
 }
 
 #[test]
