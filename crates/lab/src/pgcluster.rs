@@ -303,7 +303,7 @@ impl Cluster {
         if self.removed {
             return Ok(());
         }
-        let stopped = self.stop();
+        let mut stopped = self.stop();
         if stopped.is_err() {
             // Last resort: immediate shutdown by signal, then wait for the postmaster to go. Its PID comes from
             // postmaster.pid, else from the one remembered at start (the directory may be gone), and only
@@ -318,6 +318,10 @@ impl Cluster {
                 let t = Instant::now();
                 while t.elapsed() < Duration::from_secs(10) && crate::procsample::alive(pid) {
                     std::thread::sleep(Duration::from_millis(50));
+                }
+                // Stopped after all: the cluster is gone as asked, and pg_ctl's failure was only the way.
+                if !crate::procsample::alive(pid) {
+                    stopped = Ok(());
                 }
             }
         }

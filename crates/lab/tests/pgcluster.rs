@@ -38,8 +38,10 @@ fn a_cluster_whose_directory_vanished_is_still_stopped() {
         "postmaster.pid went with the directory"
     );
     // PostgreSQL notices a vanished data directory by itself, but only at its next periodic check (18 s
-    // after the removal when tried here): the cluster must not leave that to chance.
-    drop(c);
+    // after the removal when tried here): the cluster must not leave that to chance. (Dropping it does the
+    // same as `remove`.)
+    c.remove()
+        .expect("stopped and removed, though pg_ctl could not stop it");
     let t = Instant::now();
     while alive(pid) && t.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(50));
