@@ -459,7 +459,7 @@ pub enum ApplyError {
         path: String,
     },
     /// The new size could not be written.
-    #[error("writing {path}: {} (run as root)", crate::host::explain_io_error(.err))]
+    #[error("writing {path}: {}", crate::host::explain_io_error(.err))]
     Write {
         /// The sysfs file.
         path: String,
