@@ -48,12 +48,12 @@ pub struct ServerInfo {
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
     /// The DSN does not parse.
-    #[error("bad DSN {dsn:?}: {source} (expected e.g. 'host=/var/run/postgresql user=postgres' or postgresql://user@host:5432/db)")]
+    #[error("bad DSN {dsn:?}: {} (expected e.g. 'host=/var/run/postgresql user=postgres' or postgresql://user@host:5432/db)", with_causes(.err))]
     BadDsn {
         /// The DSN as given.
         dsn: String,
-        /// The parser's complaint.
-        source: postgres::Error,
+        /// The parser's complaint (in the message, so not also a `source` that `{:#}` would print again).
+        err: postgres::Error,
     },
     /// Connecting or querying failed.
     #[error("{dsn}: {message}")]
@@ -63,6 +63,18 @@ pub enum QueryError {
         /// What went wrong, with the server's message.
         message: String,
     },
+}
+
+/// An error and its causes in one line (`invalid connection string: invalid value for option `port``).
+#[cfg(feature = "pg-client")]
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text = format!("{text}: {c}");
+        cause = c.source();
+    }
+    text
 }
 
 /// Removes a password from a DSN for display.
@@ -112,7 +124,7 @@ pub fn query(dsn: &str) -> Result<(ServerInfo, postgres::Client), QueryError> {
     let shown = redact(dsn);
     let mut config: postgres::Config = dsn.parse().map_err(|e| QueryError::BadDsn {
         dsn: shown.clone(),
-        source: e,
+        err: e,
     })?;
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(std::time::Duration::from_secs(5));
