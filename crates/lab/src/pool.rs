@@ -336,7 +336,6 @@ impl Locked {
 pub struct PoolGuard {
     pool: HugetlbPool,
     share: Share,
-    before: u64,
     dir: PathBuf,
     active: bool,
 }
@@ -408,15 +407,9 @@ impl PoolGuard {
         Ok(PoolGuard {
             pool: pool.clone(),
             share: mine,
-            before,
             dir: dir.to_path_buf(),
             active: true,
         })
-    }
-
-    /// The persistent pool size before this run's share was added.
-    pub fn before(&self) -> u64 {
-        self.before
     }
 
     /// Pages this run added (0 when the pool already had enough available).
@@ -513,25 +506,6 @@ fn recover_stale_pools_under(root: &Path, dir: &Path) -> Vec<String> {
         }
     }
     done
-}
-
-/// Pages of each pool (by page size, kB) that live preemptlab runs added for themselves, read from the
-/// records in `dir`: an audit counts them as temporary, not as another user's demand.
-pub fn held_by_runs(dir: &Path) -> Vec<(u64, u64)> {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<(u64, u64)> = rd
-        .filter_map(|e| e.ok())
-        .filter_map(|e| Registry::parse(&std::fs::read_to_string(e.path()).ok()?))
-        .map(|mut r| {
-            r.prune(alive);
-            (r.page_kib, r.target() - r.base)
-        })
-        .filter(|&(_, p)| p > 0)
-        .collect();
-    out.sort_unstable();
-    out
 }
 
 #[cfg(test)]
