@@ -48,7 +48,7 @@ pub struct ServerInfo {
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
     /// The DSN does not parse.
-    #[error("bad DSN {dsn:?}: {} (expected e.g. 'host=/var/run/postgresql user=postgres' or postgresql://user@host:5432/db)", with_causes(.err))]
+    #[error("bad DSN {dsn:?}: {} (expected e.g. 'host=/var/run/postgresql user=postgres' or postgresql://user@host:5432/db)", describe(.err))]
     BadDsn {
         /// The DSN as given.
         dsn: String,
@@ -63,18 +63,6 @@ pub enum QueryError {
         /// What went wrong, with the server's message.
         message: String,
     },
-}
-
-/// An error and its causes in one line (`invalid connection string: invalid value for option `port``).
-#[cfg(feature = "pg-client")]
-fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text = format!("{text}: {c}");
-        cause = c.source();
-    }
-    text
 }
 
 /// Removes a password from a DSN for display.
