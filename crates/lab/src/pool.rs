@@ -33,6 +33,8 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
+use hostfacts::host::explain_io_error as explain;
+
 use crate::guard::record_dir;
 
 pub use hostfacts::pool_record::{Registry, Share};
@@ -99,10 +101,6 @@ pub enum PoolError {
     Encode(#[from] serde_json::Error),
 }
 
-fn explain(e: &std::io::Error) -> String {
-    hostfacts::host::explain_io_error(e)
-}
-
 /// One hugetlb pool's files: `<root>/sys/kernel/mm/hugepages/hugepages-<kib>kB/` (root `/` on the host; tests
 /// give a directory of their own).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,11 +121,6 @@ impl HugetlbPool {
             dir: root.join(format!("sys/kernel/mm/hugepages/hugepages-{page_kib}kB")),
             page_kib,
         }
-    }
-
-    /// Huge page size, kB.
-    pub fn page_kib(&self) -> u64 {
-        self.page_kib
     }
 
     fn read(&self, name: &str) -> Result<u64, PoolError> {
