@@ -126,13 +126,7 @@ pub fn check(s: &Spec) -> Result<(), OptionError> {
             "50us..1s",
         ));
     }
-    if !(0.1..=86_400.0).contains(&s.duration_s) {
-        return Err(invalid(
-            "duration",
-            format!("{}s", s.duration_s),
-            "100ms..24h",
-        ));
-    }
+    options::measured_seconds("duration", s.duration_s)?;
     if !THREADS.contains(&s.threads) {
         return Err(invalid("threads", s.threads.to_string(), "1..4096"));
     }

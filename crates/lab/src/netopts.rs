@@ -8,6 +8,9 @@ use crate::options::{self, HostShape, OptionError};
 /// The tests `bench net` runs.
 pub const TESTS: [&str; 4] = ["tcp-stream", "udp-stream", "tcp-pingpong", "udp-pingpong"];
 
+/// Message sizes, bytes.
+const MSG_BYTES: std::ops::RangeInclusive<usize> = 1..=16 << 20;
+
 /// `bench net`'s options as given.
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
@@ -74,10 +77,10 @@ pub fn msg_size(s: &str) -> Result<usize, OptionError> {
     let bytes = hostfacts::parse::size(s)
         .map_err(|_| invalid("expected a byte count like 64, 1K, 16K"))?
         .0;
-    if bytes == 0 || bytes > 16 << 20 {
-        return Err(invalid("1 byte..16M"));
+    match usize::try_from(bytes) {
+        Ok(b) if MSG_BYTES.contains(&b) => Ok(b),
+        _ => Err(invalid("1 byte..16M")),
     }
-    Ok(bytes as usize)
 }
 
 /// Checks a spec however it was made (`net::run` checks the one it is given); errors name the options by
@@ -93,16 +96,13 @@ pub fn check(s: &Spec) -> Result<(), OptionError> {
             options: &["tests", "msg_sizes"],
         });
     }
-    if let Some(b) = s.msg_sizes.iter().find(|&&b| b == 0 || b > 16 << 20) {
+    if let Some(b) = s.msg_sizes.iter().find(|b| !MSG_BYTES.contains(b)) {
         return Err(invalid("msg_sizes", b.to_string(), "1 byte..16M".into()));
     }
     if s.streams == 0 || s.streams > 1024 {
         return Err(invalid("streams", s.streams.to_string(), "1..1024".into()));
     }
-    if !(0.1..=86_400.0).contains(&s.duration_s) {
-        let value = format!("{}s", s.duration_s);
-        return Err(invalid("duration", value, "100ms..24h".into()));
-    }
+    options::measured_seconds("duration", s.duration_s)?;
     options::repeat(s.repeat)?;
     Ok(())
 }

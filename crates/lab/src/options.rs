@@ -60,12 +60,12 @@ pub enum OptionError {
         why: String,
     },
     /// A duration that does not parse.
-    #[error("{option}: {source}")]
+    #[error("{option}: {err}")]
     Duration {
         /// The option.
         option: &'static str,
         /// Why.
-        source: DurationError,
+        err: DurationError,
     },
     /// Options that each need at least one entry, one of them empty.
     #[error("{} need at least one entry each", list_names(.options, |o| o.to_string()))]
@@ -142,7 +142,7 @@ impl OptionError {
                 format!("{} {value}: {why}", name(option))
             }
             OptionError::Whole { option, why } => format!("{}: {why}", name(option)),
-            OptionError::Duration { option, source } => format!("{}: {source}", name(option)),
+            OptionError::Duration { option, err } => format!("{}: {err}", name(option)),
             OptionError::Empty { options } => {
                 format!(
                     "{} need at least one entry each",
@@ -225,7 +225,7 @@ pub fn duration_in(
     min: Duration,
     max: Duration,
 ) -> Result<Duration, OptionError> {
-    let d = duration(s).map_err(|source| OptionError::Duration { option, source })?;
+    let d = duration(s).map_err(|err| OptionError::Duration { option, err })?;
     if d < min || d > max {
         let why = match max {
             Duration::MAX => format!("at least {}", human_duration(min)),
@@ -291,6 +291,18 @@ pub fn counts(
         });
     }
     Ok((given, out))
+}
+
+/// A bench's measured time per repetition, seconds, as a spec holds it: 100 ms to 24 h.
+pub fn measured_seconds(option: &'static str, secs: f64) -> Result<f64, OptionError> {
+    if !(0.1..=86_400.0).contains(&secs) {
+        return Err(OptionError::Invalid {
+            option,
+            value: format!("{secs}s"),
+            why: "100ms..24h".into(),
+        });
+    }
+    Ok(secs)
 }
 
 /// A repetition count, 1..=1000.
