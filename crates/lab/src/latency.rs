@@ -33,7 +33,7 @@ pub enum LatencyError {
         /// The load as given.
         load: String,
         /// Why.
-        source: LoadError,
+        err: LoadError,
     },
     /// A background load exited while it was being measured under.
     #[error("{}", self.render(str::to_string))]
@@ -42,11 +42,11 @@ pub enum LatencyError {
         load: String,
     },
     /// The stop-signal handler could not be installed.
-    #[error("{0}")]
-    Signal(crate::guard::SignalError),
+    #[error(transparent)]
+    Signal(#[from] crate::guard::SignalError),
     /// The result file could not be written.
-    #[error("{0}")]
-    Write(crate::output::OutputError),
+    #[error(transparent)]
+    Write(#[from] crate::output::OutputError),
 }
 
 impl LatencyError {
@@ -54,8 +54,8 @@ impl LatencyError {
     pub fn render(&self, name: impl Fn(&str) -> String) -> String {
         match self {
             LatencyError::Spec(e) => e.render(name),
-            LatencyError::LoadStart { load, source } => {
-                format!("{} {load}: {source}", name("load"))
+            LatencyError::LoadStart { load, err } => {
+                format!("{} {load}: {err}", name("load"))
             }
             LatencyError::LoadExited { load } => {
                 format!("{} {load}: the load exited early", name("load"))
@@ -405,7 +405,7 @@ pub fn run(
     cpus: u32,
     mut on_cell: impl FnMut(&Cell),
 ) -> Result<LatencyResult, LatencyError> {
-    guard::install_signal_flag().map_err(LatencyError::Signal)?;
+    guard::install_signal_flag()?;
     crate::latopts::check(&spec)?;
     // SAFETY: mlockall with valid flags; failure only costs page-fault noise, so it is not fatal.
     let locked = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } == 0;
@@ -429,9 +429,9 @@ pub fn run(
     'outer: for load in &spec.loads {
         let seconds =
             spec.load_warmup_s + spec.duration_s * spec.repeat as f64 * spec.policies.len() as f64;
-        let mut l = Load::start(load, cpus, seconds).map_err(|source| LatencyError::LoadStart {
+        let mut l = Load::start(load, cpus, seconds).map_err(|err| LatencyError::LoadStart {
             load: load.clone(),
-            source,
+            err,
         })?;
         if load != "none" {
             let t = Instant::now();
@@ -502,7 +502,7 @@ pub fn run(
             }
             on_cell(&cell);
             res.cells.push(cell);
-            result::write(out, &res).map_err(LatencyError::Write)?;
+            result::write(out, &res)?;
             if guard::interrupted() {
                 break 'outer;
             }
@@ -510,7 +510,7 @@ pub fn run(
         drop(l);
     }
     res.envelope.interrupted = guard::interrupted();
-    result::write(out, &res).map_err(LatencyError::Write)?;
+    result::write(out, &res)?;
     Ok(res)
 }
 

@@ -36,12 +36,12 @@ pub enum NetError {
     #[error("creating a network namespace and a veth pair needs root: run as root, or measure over loopback")]
     NotRoot,
     /// `ip` could not be run.
-    #[error("running ip {args}: {source} (apt-get install iproute2)")]
+    #[error("running ip {args}: {err} (apt-get install iproute2)")]
     IpMissing {
         /// Its arguments.
         args: String,
         /// Why.
-        source: std::io::Error,
+        err: std::io::Error,
     },
     /// `ip` failed.
     #[error("ip {args}: {stderr}")]
@@ -52,19 +52,19 @@ pub enum NetError {
         stderr: String,
     },
     /// The namespace could not be entered.
-    #[error("entering network namespace {name}: {source}")]
+    #[error("entering network namespace {name}: {err}")]
     Enter {
         /// The namespace.
         name: String,
         /// Why.
-        source: std::io::Error,
+        err: std::io::Error,
     },
     /// The stop-signal handler could not be installed.
-    #[error("{0}")]
-    Signal(crate::guard::SignalError),
+    #[error(transparent)]
+    Signal(#[from] crate::guard::SignalError),
     /// The result file could not be written.
-    #[error("{0}")]
-    Write(crate::output::OutputError),
+    #[error(transparent)]
+    Write(#[from] crate::output::OutputError),
 }
 
 impl NetError {
@@ -177,9 +177,9 @@ fn ip(args: &[&str]) -> Result<(), NetError> {
     let out = Command::new("ip")
         .args(args)
         .output()
-        .map_err(|source| NetError::IpMissing {
+        .map_err(|err| NetError::IpMissing {
             args: args.join(" "),
-            source,
+            err,
         })?;
     if !out.status.success() {
         return Err(NetError::Ip {
@@ -253,9 +253,9 @@ impl NetnsGuard {
 
     /// Moves the calling thread into the namespace.
     pub fn enter(&self) -> Result<(), NetError> {
-        let enter = |source| NetError::Enter {
+        let enter = |err| NetError::Enter {
             name: self.name.clone(),
-            source,
+            err,
         };
         let f = std::fs::File::open(format!("/run/netns/{}", self.name)).map_err(enter)?;
         use std::os::fd::AsRawFd;
@@ -607,7 +607,7 @@ pub fn run(
     out: &std::path::Path,
     mut on_cell: impl FnMut(&Cell),
 ) -> Result<NetResult, NetError> {
-    guard::install_signal_flag().map_err(NetError::Signal)?;
+    guard::install_signal_flag()?;
     crate::netopts::check(&spec)?;
     for line in recover_stale_netns() {
         eprintln!("preemptlab: {line}");
@@ -687,7 +687,7 @@ pub fn run(
             }
             on_cell(&cell);
             res.cells.push(cell);
-            result::write(out, &res).map_err(NetError::Write)?;
+            result::write(out, &res)?;
             if guard::interrupted() {
                 break 'outer;
             }
@@ -695,7 +695,7 @@ pub fn run(
     }
     drop(ns);
     res.envelope.interrupted = guard::interrupted();
-    result::write(out, &res).map_err(NetError::Write)?;
+    result::write(out, &res)?;
     Ok(res)
 }
 

@@ -109,7 +109,7 @@ fn invalid(option: &'static str, value: impl Into<String>, why: impl Into<String
 
 /// A duration the drivers take in whole seconds, at least `min`.
 fn whole_seconds(option: &'static str, s: &str, min: u64) -> Result<u64, OptionError> {
-    let d = options::duration(s).map_err(|source| OptionError::Duration { option, source })?;
+    let d = options::duration(s).map_err(|err| OptionError::Duration { option, err })?;
     if d.subsec_nanos() != 0 {
         return Err(invalid(
             option,

@@ -54,10 +54,10 @@ pub struct Resolved {
 
 /// Reads the `bench lock` result `option` names; anything else is refused with the fix.
 pub fn load_lock(option: &'static str, path: &Path) -> Result<LockResult, SimError> {
-    let file = |source| SimError::File {
+    let file = |err| SimError::File {
         option,
         path: path.to_path_buf(),
-        source,
+        err,
     };
     match files::load_document(path) {
         Ok(Document::Lock(r)) => Ok(r),
@@ -89,10 +89,10 @@ pub fn resolve(o: &SimOptions) -> Result<Resolved, SimError> {
         like_notes: Vec::new(),
     };
     if let Some(path) = &o.like {
-        let from = |source: FromLockError| SimError::File {
+        let from = |err: FromLockError| SimError::File {
             option: "like",
             path: path.clone(),
-            source: source.into(),
+            err: err.into(),
         };
         let l = from_lock::like(&load_lock("like", path)?).map_err(from)?;
         out.like_notes = l.notes;
@@ -140,10 +140,10 @@ fn costs(o: &SimOptions, overridden: &[&str], out: &mut Resolved) -> Result<(), 
     let mut values: Vec<(&'static str, &'static str, Vec<u64>)> = Vec::new();
     for path in &o.costs_from {
         let r = load_lock("costs_from", path)?;
-        let taken = from_lock::costs_taken(&r).map_err(|source| SimError::File {
+        let taken = from_lock::costs_taken(&r).map_err(|err| SimError::File {
             option: "costs_from",
             path: path.clone(),
-            source: source.into(),
+            err: err.into(),
         })?;
         for x in taken {
             match values.iter_mut().find(|(p, _, _)| *p == x.param) {
@@ -184,11 +184,11 @@ impl Resolved {
     /// `p` with the parameters the files give (then `set` applies on top).
     pub fn apply(&self, p: &Params) -> Result<Params, SimError> {
         self.params.iter().try_fold(p.clone(), |p, (k, v)| {
-            matrix::set_param(&p, &format!("{k}={v}")).map_err(|source: ParamError| {
+            matrix::set_param(&p, &format!("{k}={v}")).map_err(|err: ParamError| {
                 SimError::FileParam {
                     name: k.clone(),
                     value: v.clone(),
-                    source,
+                    err,
                 }
             })
         })

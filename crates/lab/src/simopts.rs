@@ -84,17 +84,17 @@ pub enum SimError {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: FileError,
+        err: FileError,
     },
     /// A parameter a file gives does not apply.
-    #[error("{name}={value}: {source}")]
+    #[error("{name}={value}: {err}")]
     FileParam {
         /// The parameter.
         name: String,
         /// Its value.
         value: String,
         /// Why.
-        source: matrix::ParamError,
+        err: matrix::ParamError,
     },
     /// A model parameter out of range.
     #[error("{}", self.render(str::to_string))]
@@ -103,11 +103,11 @@ pub enum SimError {
     #[error(transparent)]
     Matrix(#[from] MatrixError),
     /// The stop-signal handler could not be installed.
-    #[error("{0}")]
-    Signal(crate::guard::SignalError),
+    #[error(transparent)]
+    Signal(#[from] crate::guard::SignalError),
     /// The result file could not be written.
-    #[error("{0}")]
-    Write(crate::output::OutputError),
+    #[error(transparent)]
+    Write(#[from] crate::output::OutputError),
 }
 
 impl SimError {
@@ -115,11 +115,9 @@ impl SimError {
     pub fn render(&self, name: impl Fn(&str) -> String) -> String {
         match self {
             SimError::Option(e) => e.render(name),
-            SimError::File {
-                option,
-                path,
-                source,
-            } => format!("{} {}: {source}", name(option), path.display()),
+            SimError::File { option, path, err } => {
+                format!("{} {}: {err}", name(option), path.display())
+            }
             SimError::Range(i) => {
                 format!("{i} ({} {}=VALUE in that range)", name("set"), i.name)
             }
@@ -239,7 +237,7 @@ impl SimPlan {
             spec: self.spec,
             cells: Vec::new(),
         };
-        guard::install_signal_flag().map_err(SimError::Signal)?;
+        guard::install_signal_flag()?;
         for c in self.cells {
             if guard::interrupted() {
                 res.envelope.interrupted = true;
@@ -248,7 +246,7 @@ impl SimPlan {
             let cell = SimCell::ran(&c.params, c.sweep.clone(), c.run(res.spec.repeat)?);
             on_cell(&cell);
             res.cells.push(cell);
-            result::write(out, &res).map_err(SimError::Write)?;
+            result::write(out, &res)?;
         }
         Ok(res)
     }

@@ -55,15 +55,15 @@ fn audit(args: &AuditArgs) -> Result<i32> {
         AuditFormat::Json => report::json(&audit),
         AuditFormat::Prometheus => report::prometheus::render(&audit),
     };
+    term::stdout(&text)?;
     if let Some(path) = &args.out {
         // The file holds the format asked for; a table is for eyes, so --format table writes the JSON.
         let file_text = match args.format {
             AuditFormat::Table => report::json(&audit),
-            AuditFormat::Json | AuditFormat::Prometheus => text.clone(),
+            AuditFormat::Json | AuditFormat::Prometheus => text,
         };
-        lab::output::publish(path, &file_text).map_err(anyhow::Error::msg)?;
+        lab::output::publish(path, &file_text)?;
     }
-    term::stdout(&text)?;
     let worst = audit.findings.iter().map(|f| f.severity).max();
     let fail = match args.fail_on {
         Some(FailOn::Warn) => worst >= Some(Severity::Warn),

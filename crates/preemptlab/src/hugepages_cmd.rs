@@ -69,7 +69,7 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
             eprintln!("preemptlab: warning: {w}");
         }
         let applied = match args.apply {
-            true => Some(hugepages::apply(t.page_kib, plan.pool_target).map_err(|e| anyhow!(e))?),
+            true => Some(hugepages::apply(t.page_kib, plan.pool_target)?),
             false => None,
         };
         sized.push(SizedPlan {

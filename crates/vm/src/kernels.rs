@@ -280,12 +280,12 @@ pub enum ConfigError {
     #[error("no config file found for {0}")]
     Missing(String),
     /// It could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {err}", path.display())]
     Read {
         /// The config file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        err: std::io::Error,
     },
 }
 
@@ -296,9 +296,9 @@ pub fn read_capabilities(k: &Kernel) -> Result<Capabilities, ConfigError> {
         .config
         .as_ref()
         .ok_or_else(|| ConfigError::Missing(k.name.clone()))?;
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    let text = std::fs::read_to_string(path).map_err(|err| ConfigError::Read {
         path: path.clone(),
-        source,
+        err,
     })?;
     Ok(capabilities(&k.name, &text))
 }
