@@ -190,7 +190,7 @@ pub fn start_ticks(pid: u32) -> Option<u64> {
 }
 
 /// Is the run that took `share` still running?
-fn alive(share: &Share) -> bool {
+pub fn alive(share: &Share) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", share.pid)).ok();
     hostfacts::pool_record::share_alive(share, stat.as_deref())
 }

@@ -10,7 +10,7 @@
 use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
-use lab::pool::{HugetlbPool, Registry, Share};
+use lab::pool::{alive, HugetlbPool, Registry, Share};
 
 const NR_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
 
@@ -23,12 +23,6 @@ pub fn registry() -> Option<Registry> {
 /// The share the run with pid `pid` holds.
 pub fn share_of(pid: u32) -> Option<Share> {
     registry()?.shares.into_iter().find(|s| s.pid == pid)
-}
-
-/// Is the run that took `share` running?
-fn alive(share: &Share) -> bool {
-    lab::pool::start_ticks(share.pid)
-        .is_some_and(|t| share.start_ticks == 0 || t == share.start_ticks)
 }
 
 /// The 2 MB pool at one moment.
@@ -102,9 +96,8 @@ pub fn assert_given_back(before: &Pool, pid: u32, context: &str) {
 }
 
 /// Sets the persistent 2 MB pool.
-fn set_persistent(pages: u64) {
+fn set_persistent(pages: u64) -> std::io::Result<()> {
     std::fs::write(NR_2M, format!("{pages}\n"))
-        .expect("resizing the 2 MB pool (tests run as root)");
 }
 
 /// The 2 MB pool with no page available, for a test that needs one; the pages taken away come back on drop
@@ -128,7 +121,8 @@ impl EmptyPool {
                 let guard = EmptyPool {
                     removed: p.available,
                 };
-                set_persistent(p.persistent.saturating_sub(p.available));
+                set_persistent(p.persistent.saturating_sub(p.available))
+                    .expect("resizing the 2 MB pool (tests run as root)");
                 let now = Pool::read_locked();
                 drop(lock);
                 assert_eq!(now.available, 0, "emptied the pool: {p:?} -> {now:?}");
@@ -150,10 +144,7 @@ impl Drop for EmptyPool {
         let back = HugetlbPool::of(2048)
             .persistent()
             .map_err(|e| e.to_string())
-            .and_then(|now| {
-                std::fs::write(NR_2M, format!("{}\n", now + self.removed))
-                    .map_err(|e| e.to_string())
-            });
+            .and_then(|now| set_persistent(now + self.removed).map_err(|e| e.to_string()));
         if let Err(e) = back {
             eprintln!(
                 "could not give the 2 MB pool back its {} pages: {e}",
