@@ -43,16 +43,9 @@ fn assert_no_segment_left(before: &[(u64, u32)]) {
 /// Does process `pid` map at least `kib` on 2 MB pages (the server's main segment)?
 fn maps_huge_pages(pid: u32, kib: u64) -> bool {
     let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
-    let mut size = 0;
-    smaps.lines().any(|l| {
-        let mut f = l.split_whitespace();
-        match (f.next(), f.next().and_then(|v| v.parse::<u64>().ok())) {
-            (Some("Size:"), Some(v)) => size = v,
-            (Some("KernelPageSize:"), Some(2048)) => return size >= kib,
-            _ => {}
-        }
-        false
-    })
+    hostfacts::parse::smaps(&smaps)
+        .iter()
+        .any(|m| m.kib("KernelPageSize") == 2048 && m.kib("Size") >= kib)
 }
 
 /// Processes whose command line mentions `dir` (the cluster's postgres, pgbench, pgbouncer, sysbench).
