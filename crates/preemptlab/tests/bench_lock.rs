@@ -24,16 +24,12 @@ fn run(args: &[&str], out: &Path) -> (std::process::Output, Value) {
 
 /// [`run`], and the run's pid (the name of its share in the pool record).
 fn run_pid(args: &[&str], out: &Path) -> (std::process::Output, Value, u32) {
-    let child = Command::new(cargo_bin("preemptlab"))
-        .args(["bench", "lock", "--quiet", "--format", "json", "--out"])
-        .arg(out)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let o = Bench::new(child).wait_with_output();
+    let (o, pid) = Bench::output(
+        Command::new(cargo_bin("preemptlab"))
+            .args(["bench", "lock", "--quiet", "--format", "json", "--out"])
+            .arg(out)
+            .args(args),
+    );
     let v = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
     (o, v, pid)
 }

@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -116,14 +116,7 @@ impl Run {
 
     /// The run's output and its pid (the name of its share in the pool record).
     fn run_pid(&self, args: &[&str]) -> (Output, u32) {
-        let child = self
-            .cmd(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        (Bench::new(child).wait_with_output(), pid)
+        Bench::output(&mut self.cmd(args))
     }
 
     /// Nothing the run made is left: only the result file in the temp dir, no process mentions it.

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::cargo_bin;
@@ -15,22 +15,18 @@ fn quick_check_is_consistent_and_leaves_the_host_as_found() {
     let before = Pool::read();
     let dir = tempfile::tempdir().unwrap();
     let t = Instant::now();
-    let child = Command::new(cargo_bin("preemptlab"))
-        .args([
-            "check",
-            "--quick",
-            "--reserve-hugepages",
-            "--format",
-            "json",
-            "--out",
-        ])
-        .arg(dir.path().join("c.json"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let o = Bench::new(child).wait_with_output();
+    let (o, pid) = Bench::output(
+        Command::new(cargo_bin("preemptlab"))
+            .args([
+                "check",
+                "--quick",
+                "--reserve-hugepages",
+                "--format",
+                "json",
+                "--out",
+            ])
+            .arg(dir.path().join("c.json")),
+    );
     let took = t.elapsed();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(

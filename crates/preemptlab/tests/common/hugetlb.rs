@@ -7,7 +7,7 @@
 //! part as it was), never that the pool started empty: the host may have free pages of its own, pages in use
 //! by the operator's server, or another run's share.
 
-use std::process::{Child, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use lab::pool::{alive, HugetlbPool, Registry, Share};
@@ -174,6 +174,18 @@ impl Bench {
 
     pub fn wait_with_output(mut self) -> Output {
         self.0.take().expect("running").wait_with_output().unwrap()
+    }
+
+    /// Runs `cmd` to the end with its stdout and stderr captured: its output and its pid (the name of its
+    /// share in the pool record).
+    pub fn output(cmd: &mut Command) -> (Output, u32) {
+        let child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        (Bench::new(child).wait_with_output(), pid)
     }
 }
 
