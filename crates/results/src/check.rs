@@ -54,7 +54,7 @@ pub struct CheckDoc {
     /// Wall time the check took, s.
     pub elapsed_s: f64,
     /// The audit.
-    pub audit: hostfacts::Audit,
+    pub audit: crate::host::Audit,
     /// The reproduction (a `bench lock` result).
     pub reproduction: Option<LockResult>,
     /// Why there was no reproduction, if there was none.
