@@ -1,5 +1,5 @@
 //! `check`: the audit, a short `bench lock` reproduction, the effects measured in it, a verdict and the
-//! fixes: the document's shape (`lab::check` plans and runs the reproduction, `report::check` decides).
+//! fixes: the document's shape (`lab::check` plans and runs the reproduction, `lab::judge` decides, `report::check` lays it out).
 
 use serde::{Deserialize, Serialize};
 
