@@ -32,6 +32,7 @@
 pub mod check;
 pub mod files;
 pub mod fork;
+pub mod from_lock;
 pub mod guard;
 pub mod judge;
 pub mod latency;

@@ -6,11 +6,11 @@
 pub mod check;
 pub mod document;
 pub mod envelope;
-pub mod from_lock;
 pub mod hugepages;
 pub mod latency;
 pub mod lock;
 pub mod metrics;
+pub mod model;
 pub mod net;
 pub mod pg;
 pub mod sim;
