@@ -3,7 +3,8 @@
 //! carries them. Pure: the audit and the reproduction come in, the document goes out ([`crate::check`]
 //! plans and runs the bench; `report::check` lays the document out).
 
-use results::check::{CheckDoc, Effect, Fix};
+use axes::{Backing, LockKind};
+use results::check::{CellKey, CheckDoc, Effect, EffectKind, Fix};
 use results::host::{Audit, Bytes, Severity};
 use results::lock::{Cell, LockResult};
 use results::Status;
@@ -18,15 +19,14 @@ fn ops(cell: &Cell) -> Vec<f64> {
     cell.reps.iter().map(|r| r.ops_per_s).collect()
 }
 
-/// The effect of going from cell `a` to cell `b` (each a (lock, pages) pair) on ops/s, or None when either
-/// did not run.
-pub fn effect(res: &LockResult, what: &str, a: (&str, &str), b: (&str, &str)) -> Option<Effect> {
-    let find = |l: &str, p: &str| {
-        res.cells
-            .iter()
-            .find(|c| c.lock == l && c.pages == p && c.status == Status::Ok && !c.reps.is_empty())
+/// The effect of going from cell `a` to cell `b` on ops/s, or None when either did not run.
+pub fn effect(res: &LockResult, what: EffectKind, a: CellKey, b: CellKey) -> Option<Effect> {
+    let find = |k: CellKey| {
+        res.cells.iter().find(|c| {
+            c.lock == k.lock && c.pages == k.pages && c.status == Status::Ok && !c.reps.is_empty()
+        })
     };
-    let (ca, cb) = (find(a.0, a.1)?, find(b.0, b.1)?);
+    let (ca, cb) = (find(a)?, find(b)?);
     let (sa, sb) = (ops(ca), ops(cb));
     let j = judge(
         &[Sample {
@@ -43,9 +43,9 @@ pub fn effect(res: &LockResult, what: &str, a: (&str, &str), b: (&str, &str)) ->
             .unwrap_or(0.0)
     };
     Some(Effect {
-        what: what.to_string(),
-        a: format!("{} {}", a.0, a.1),
-        b: format!("{} {}", b.0, b.1),
+        what,
+        a,
+        b,
         a_ops_per_s: median(ca),
         b_ops_per_s: median(cb),
         ratio: j.ci.ratio,
@@ -56,27 +56,27 @@ pub fn effect(res: &LockResult, what: &str, a: (&str, &str), b: (&str, &str)) ->
 }
 
 /// The effects the reproduction measures: huge pages for the spinlock, the tolerant lock, both.
-/// `huge` is the huge-page backing's `--pages` name, when the reproduction has one.
-pub fn effects(res: &LockResult, huge: Option<&str>) -> Vec<Effect> {
+/// `huge` is the huge-page backing, when the reproduction has one.
+pub fn effects(res: &LockResult, huge: Option<Backing>) -> Vec<Effect> {
+    let cell = |lock, pages| CellKey { lock, pages };
+    let pg_4k = cell(LockKind::Pg, Backing::Page4k);
     let mut out = Vec::new();
     if let Some(h) = huge {
-        out.extend(effect(
-            res,
-            "huge pages for a PostgreSQL-style spinlock",
-            ("pg", "4k"),
-            ("pg", h),
-        ));
+        let pg_huge = cell(LockKind::Pg, h);
+        out.extend(effect(res, EffectKind::HugePages, pg_4k, pg_huge));
     }
-    out.extend(effect(
-        res,
-        "a preemption-tolerant lock on 4 KB pages",
-        ("pg", "4k"),
-        ("adaptive", "4k"),
-    ));
+    let adaptive_4k = cell(LockKind::Adaptive, Backing::Page4k);
+    out.extend(effect(res, EffectKind::TolerantLock, pg_4k, adaptive_4k));
     if let Some(h) = huge {
-        out.extend(effect(res, "both", ("pg", "4k"), ("adaptive", h)));
+        let adaptive_huge = cell(LockKind::Adaptive, h);
+        out.extend(effect(res, EffectKind::Both, pg_4k, adaptive_huge));
     }
     out
+}
+
+/// The effect of one kind, when measured.
+fn find(effects: &[Effect], what: EffectKind) -> Option<&Effect> {
+    effects.iter().find(|e| e.what == what)
 }
 
 fn gain_pct(e: &Effect) -> f64 {
@@ -88,7 +88,7 @@ fn gain_pct(e: &Effect) -> f64 {
 /// for a warning or worse, not measured here.
 pub fn fixes(audit: &Audit, effects: &[Effect]) -> Vec<Fix> {
     let mut fixes = Vec::new();
-    let huge_effect = effects.iter().find(|e| e.what.starts_with("huge pages"));
+    let huge_effect = find(effects, EffectKind::HugePages);
     let huge_needed = audit.findings.iter().any(|f| f.pool.is_some());
     if huge_effect.is_some() || huge_needed {
         fixes.push(Fix {
@@ -98,9 +98,8 @@ pub fn fixes(audit: &Audit, effects: &[Effect]) -> Vec<Fix> {
         });
     }
     // A lock change is offered only when it measurably helps here.
-    if let Some(e) = effects
-        .iter()
-        .find(|e| e.what.starts_with("a preemption-tolerant") && e.significant && e.ratio > 1.0)
+    if let Some(e) =
+        find(effects, EffectKind::TolerantLock).filter(|e| e.significant && e.ratio > 1.0)
     {
         fixes.push(Fix {
             title: "(for PostgreSQL developers) a lock that parks instead of spinning behind a preempted holder".into(),
@@ -140,7 +139,7 @@ pub fn fixes(audit: &Audit, effects: &[Effect]) -> Vec<Fix> {
 pub fn verdict(audit: &Audit, effects: &[Effect], skipped: Option<&str>) -> String {
     let model = audit.kernel.preemption.model;
     let exposure = audit.verdict.as_str();
-    match effects.iter().find(|e| e.what.starts_with("huge pages")) {
+    match find(effects, EffectKind::HugePages) {
         Some(e) if e.significant && e.ratio > 1.0 => format!(
             "a PostgreSQL-style spinlock loses {:.0}% of its throughput on 4 KB pages on this host ({} vs {} ops/s, 95% CI of the huge-page gain x{:.2}..x{:.2}); preemption model '{model}'; audit: {exposure}",
             (1.0 - 1.0 / e.ratio) * 100.0,
@@ -199,22 +198,22 @@ fn huge_page_commands(audit: &Audit) -> Vec<String> {
     commands
 }
 
-/// The check's document from the audit and the reproduction (`huge`: the huge-page backing's name, or why
-/// there is none).
+/// The check's document from the audit and the reproduction (`huge`: the huge-page backing, or why there
+/// is none).
 pub fn document(
     audit: Audit,
     reproduction: LockResult,
-    huge: Result<&str, String>,
+    huge: Result<Backing, String>,
     elapsed_s: f64,
 ) -> CheckDoc {
     let effects = effects(&reproduction, huge.as_ref().ok().copied());
     let skipped = huge.err();
     CheckDoc {
         schema_version: results::SCHEMA_VERSION,
-        kind: results::Kind::Check.name().into(),
+        kind: results::Kind::Check,
         elapsed_s,
         verdict: verdict(&audit, &effects, skipped.as_deref()),
-        exposure: audit.verdict.as_str().to_string(),
+        exposure: audit.verdict,
         fixes: fixes(&audit, &effects),
         audit,
         reproduction_skipped: skipped,

@@ -11,7 +11,7 @@ use crate::term;
 
 pub fn run(a: BenchPgArgs) -> Result<i32> {
     let spec = a.opts.spec(&HostShape::live()).map_err(term::flags)?;
-    let out = term::result_path(&a.result, "bench-pg")?;
+    let out = term::result_path(&a.result, results::Kind::BenchPg)?;
     let template = "{prefix:>7} [{bar:30}] {elapsed_precise} {msg}";
     let bar = term::bar(a.result.quiet, template);
     let pb = bar.clone();

@@ -27,10 +27,9 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     let quiet = !std::io::stderr().is_terminal();
 
     let plan = lab::check::plan(&audit, a.quick, a.reserve_hugepages);
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| lab::result::default_path("check", lab::result::unix_now()));
+    let out = a.out.clone().unwrap_or_else(|| {
+        lab::result::default_path(results::Kind::Check, lab::result::unix_now())
+    });
     term::claim_output(&out)?;
     if !quiet {
         let s = &plan.spec;
@@ -38,7 +37,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
             "preemptlab check: reproducing on this host ({} workers on {} CPUs, pg vs adaptive, {}; {} x {} s)...",
             s.workers[0],
             plan.cpus,
-            s.pages.join(" vs "),
+            axes::join(&s.pages, " vs "),
             s.repeat,
             s.duration_s
         );
@@ -54,10 +53,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         eprintln!("preemptlab: interrupted");
         return Ok(osutil::stop::interrupted_exit_code());
     }
-    let huge = plan
-        .huge
-        .map(|h| h.name())
-        .map_err(|e| e.describe(GROW_HINT));
+    let huge = plan.huge.map_err(|e| e.describe(GROW_HINT));
     let doc = lab::judge::document(audit, reproduction, huge, t0.elapsed().as_secs_f64());
     if let Some(path) = &a.report {
         let page = report::export::Page {

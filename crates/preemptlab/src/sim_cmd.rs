@@ -16,7 +16,7 @@ pub fn run(a: SimArgs) -> Result<i32> {
             eprintln!("preemptlab: --like {}: {n}", path.display());
         }
     }
-    let out = term::result_path(&a.result, "sim")?;
+    let out = term::result_path(&a.result, results::Kind::Sim)?;
     let res = plan
         .run(&out, |cell| {
             if !quiet {

@@ -106,7 +106,7 @@ pub fn out_flag(e: osutil::output::OutputError) -> anyhow::Error {
 
 /// The result file of a command that writes one (`--out`, else results/<kind>-<time>.json), checked to be
 /// writable before any work.
-pub fn result_path(r: &ResultArgs, kind: &str) -> anyhow::Result<PathBuf> {
+pub fn result_path(r: &ResultArgs, kind: results::Kind) -> anyhow::Result<PathBuf> {
     let out = r
         .out
         .clone()

@@ -2,7 +2,7 @@
 //! first configuration at the same client count, latency, the cluster's page tables and Pss, faults per
 //! transaction and whether the segment was on huge pages; then the page-table ratios.
 
-use results::pg::{Cell, PgResult};
+use results::pg::{Cell, HugePages, PgResult};
 use results::Status;
 
 use crate::markup::{columns, not_run_row, Align};
@@ -84,7 +84,7 @@ pub fn render(r: &PgResult) -> String {
         s.pg_version.as_deref().unwrap_or("?"),
         s.driver,
         s.script,
-        s.pooler.as_deref().map(|p| format!(" via {p}")).unwrap_or_default(),
+        s.pooler.map(|p| format!(" via {p}")).unwrap_or_default(),
         if s.reconnect { ", reconnecting" } else { "" },
         s.scale,
         s.repeat,
@@ -107,7 +107,7 @@ pub fn render(r: &PgResult) -> String {
         match &c.summary {
             Some(m) if c.status == Status::Ok => rows.push(vec![
                 c.shared_buffers.clone(),
-                c.huge_pages.clone(),
+                c.huge_pages.to_string(),
                 c.clients.to_string(),
                 rate(m.tps.median),
                 spread(&m.tps),
@@ -121,7 +121,7 @@ pub fn render(r: &PgResult) -> String {
             _ => rows.push(not_run_row(
                 vec![
                     c.shared_buffers.clone(),
-                    c.huge_pages.clone(),
+                    c.huge_pages.to_string(),
                     c.clients.to_string(),
                 ],
                 &c.status,
@@ -162,10 +162,12 @@ pub fn render(r: &PgResult) -> String {
         140,
     ));
     let mut lines = Vec::new();
-    for c in r.cells.iter().filter(|c| c.huge_pages == "off") {
+    for c in r.cells.iter().filter(|c| c.huge_pages == HugePages::Off) {
         let Some(off) = &c.summary else { continue };
         for on in r.cells.iter().filter(|x| {
-            x.huge_pages != "off" && x.clients == c.clients && x.shared_buffers == c.shared_buffers
+            x.huge_pages != HugePages::Off
+                && x.clients == c.clients
+                && x.shared_buffers == c.shared_buffers
         }) {
             let Some(m) = &on.summary else { continue };
             lines.push(format!(

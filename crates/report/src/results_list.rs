@@ -18,7 +18,7 @@ pub fn render(docs: &[(String, Document)]) -> String {
                 .count();
             Some(vec![
                 env.started_utc.clone(),
-                env.kind.clone(),
+                env.kind.to_string(),
                 format!("{ok}/{}", cells.len()),
                 if env.interrupted {
                     "interrupted".into()

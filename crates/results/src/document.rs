@@ -75,6 +75,19 @@ impl std::fmt::Display for Kind {
     }
 }
 
+impl Serialize for Kind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Kind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Kind::from_name(&s).ok_or_else(|| serde::de::Error::custom(LoadError::UnknownKind(s)))
+    }
+}
+
 /// Why a text is not a document this version reads.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -285,8 +298,8 @@ impl Document {
                 .iter()
                 .map(|c| {
                     let key = vec![
-                        ("lock", c.lock.clone()),
-                        ("pages", c.pages.clone()),
+                        ("lock", scalar(&c.lock)),
+                        ("pages", scalar(&c.pages)),
                         ("workers", scalar(&c.workers)),
                     ];
                     view(key, c.status, &c.reps, RepRef::Lock)
@@ -297,8 +310,8 @@ impl Document {
                 .iter()
                 .map(|c| {
                     let key = vec![
-                        ("shared_buffers", c.shared_buffers.clone()),
-                        ("huge_pages", c.huge_pages.clone()),
+                        ("shared_buffers", scalar(&c.shared_buffers)),
+                        ("huge_pages", scalar(&c.huge_pages)),
                         ("clients", scalar(&c.clients)),
                         ("hugepages_needed", scalar(&c.hugepages_needed)),
                     ];
@@ -310,8 +323,8 @@ impl Document {
                 .iter()
                 .map(|c| {
                     let key = vec![
-                        ("policy", c.policy.clone()),
-                        ("load", c.load.clone()),
+                        ("policy", scalar(&c.policy)),
+                        ("load", scalar(&c.load)),
                         ("threads", scalar(&c.threads)),
                     ];
                     view(key, c.status, &c.reps, RepRef::Latency)
@@ -322,10 +335,10 @@ impl Document {
                 .iter()
                 .map(|c| {
                     let key = vec![
-                        ("test", c.test.clone()),
+                        ("test", scalar(&c.test)),
                         ("msg_size", scalar(&c.msg_size)),
                         ("streams", scalar(&c.streams)),
-                        ("path", c.path.clone()),
+                        ("path", scalar(&c.path)),
                     ];
                     view(key, c.status, &c.reps, RepRef::Net)
                 })
@@ -335,9 +348,9 @@ impl Document {
                 .iter()
                 .map(|c| {
                     let key = vec![
-                        ("model", c.model.clone()),
-                        ("lock", c.lock.clone()),
-                        ("pages", c.pages.clone()),
+                        ("model", scalar(&c.model)),
+                        ("lock", scalar(&c.lock)),
+                        ("pages", scalar(&c.pages)),
                         ("cpus", scalar(&c.cpus)),
                         ("workers", scalar(&c.workers)),
                         ("sweep", scalar(&c.sweep)),
