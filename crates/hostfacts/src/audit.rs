@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::fact::Fact;
 use crate::findings::{self, Finding, Verdict};
 use crate::host::Host;
+use crate::hostpool::{self, PoolTarget};
 use crate::kernel::{self, KernelFacts};
 use crate::memory::{self, MemoryFacts};
 use crate::pgquery::ServerInfo;
@@ -34,10 +35,27 @@ pub struct Audit {
     pub instances: Vec<PgInstance>,
     /// `--pg` servers that are not local instances.
     pub unmatched_servers: Vec<ServerInfo>,
+    /// The hugetlb pool this host needs, one per page size its instances use: every instance's need and
+    /// the pages committed to other users ([`crate::hostpool`]). Absent in audits written before it was kept
+    /// (`fleet` then computes it from the facts).
+    #[serde(default)]
+    pub pool_targets: Vec<PoolTarget>,
     /// Findings, most severe first.
     pub findings: Vec<Finding>,
     /// ok, warn or at-risk.
     pub verdict: Verdict,
+}
+
+impl Audit {
+    /// The host's pool targets: as recorded, or computed from the facts for an audit written before they
+    /// were kept.
+    pub fn pool_targets(&self) -> std::borrow::Cow<'_, [PoolTarget]> {
+        if self.pool_targets.is_empty() && !self.instances.is_empty() {
+            std::borrow::Cow::Owned(hostpool::for_host(&self.memory, &self.instances))
+        } else {
+            std::borrow::Cow::Borrowed(&self.pool_targets)
+        }
+    }
 }
 
 /// Host facts without PostgreSQL: what every result file records about the machine it ran on.
@@ -68,7 +86,14 @@ pub fn audit(host: &Host, servers: &[ServerInfo]) -> Audit {
         memory,
     } = host_facts(host);
     let (instances, unmatched_servers) = postgres::discover(host, servers);
-    let findings = findings::findings(&kernel, &memory, &instances, &unmatched_servers);
+    let pool_targets = hostpool::for_host(&memory, &instances);
+    let findings = findings::findings(
+        &kernel,
+        &memory,
+        &instances,
+        &unmatched_servers,
+        &pool_targets,
+    );
     let verdict = findings::verdict(&findings);
     Audit {
         schema_version: SCHEMA_VERSION,
@@ -87,6 +112,7 @@ pub fn audit(host: &Host, servers: &[ServerInfo]) -> Audit {
         memory,
         instances,
         unmatched_servers,
+        pool_targets,
         findings,
         verdict,
     }

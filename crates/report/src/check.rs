@@ -3,14 +3,14 @@
 //! Pure: the audit and the reproduction come in, the document's parts go out (`lab::check` plans and runs the bench).
 
 use results::check::{CheckDoc, Effect, Fix};
-use results::hostfacts::{self, Audit, Severity};
+use results::hostfacts::{Audit, Severity};
 use results::lock::{Cell, LockResult};
 use results::Status;
 use stats::compare::Centre;
 use stats::{judge, Sample};
 
 use crate::lock_table::rate;
-use crate::markup::{wrap, Style};
+use crate::markup::{command, wrap, Style};
 
 /// Noise threshold of the effects: a ratio must clear 1 by more than 2%.
 pub const NOISE: f64 = 0.02;
@@ -161,23 +161,14 @@ pub fn verdict(audit: &Audit, effects: &[Effect], skipped: Option<&str>) -> Stri
     }
 }
 
-/// The commands that put the instances on huge pages: the audit's exact pool sizes where it has them.
+/// The commands that put the instances on huge pages: the host's exact pool targets (one per page size,
+/// every instance's need and the pages other users hold) where the audit has them.
 fn huge_page_commands(audit: &Audit) -> Vec<String> {
     let mut commands = Vec::new();
-    let mut seen = Vec::new();
-    for f in &audit.findings {
-        if let (Some(pool), Some(pid)) = (&f.pool, f.instance) {
-            if seen.contains(&pid) {
-                continue;
-            }
-            seen.push(pid);
-            commands.push(format!(
-                "instance {pid}: {} pages of {} ({})",
-                pool.pool_target,
-                hostfacts::parse::Bytes::from_kib(pool.page_size_kib),
-                pool.basis_detail
-            ));
-            commands.extend(pool.commands.iter().map(|c| format!("  {c}")));
+    if audit.findings.iter().any(|f| f.pool.is_some()) {
+        for t in audit.pool_targets().iter() {
+            commands.push(format!("# {}", t.describe_for(None)));
+            commands.extend(t.commands.iter().map(|c| format!("  {c}")));
         }
     }
     if commands.is_empty() {
@@ -192,7 +183,7 @@ fn huge_page_commands(audit: &Audit) -> Vec<String> {
         }
     }
     commands.push(
-        "postgresql.conf: huge_pages = on   (not try: fail at start rather than run on 4 KB pages)"
+        "postgresql.conf: huge_pages = on   # not try: fail at start rather than run on 4 KB pages"
             .into(),
     );
     commands
@@ -278,7 +269,7 @@ pub fn render(d: &CheckDoc, style: Style, width: usize) -> String {
             wrap(&format!("{}{gain}", f.title), width, 5, 5)
         ));
         for c in &f.commands {
-            o.push_str(&format!("       {}\n", wrap(c, width, 7, 9)));
+            o.push_str(&format!("       {}\n", command(c, width, 7, 9)));
         }
     }
     o

@@ -103,7 +103,11 @@ fn instance_row(i: &InstanceFix) -> Vec<String> {
         i.segment_kib.map(kib).unwrap_or_else(|| "?".into()),
         kib(i.page_tables_kib),
         pool_now,
-        i.fix.first().cloned().unwrap_or_default(),
+        // The command alone: the comment (what the target is made of) is in the JSON.
+        i.fix
+            .first()
+            .map(|f| crate::markup::split_command(f).0.to_string())
+            .unwrap_or_default(),
     ]
 }
 
