@@ -130,6 +130,24 @@ pub struct HostRow {
     pub instances_4k: usize,
     /// Page tables of those instances now, in kB.
     pub page_tables_4k_kib: u64,
+    /// The hugetlb pool the host needs, per page size its instances use (the audit's own targets: every
+    /// instance's need plus the pages other users hold), with the pool it has.
+    #[serde(default)]
+    pub pools: Vec<HostPool>,
+}
+
+/// One page size's pool target of a host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostPool {
+    /// Huge page size, in kB.
+    pub page_size_kib: u64,
+    /// The pool the host needs, in pages.
+    pub target: u64,
+    /// The operator's pool when audited (persistent pages less those preemptlab runs added for the
+    /// moment); none when the host has no pool of this size.
+    pub pool_now: Option<u64>,
+    /// Pages the pool lacks for the target.
+    pub shortfall: u64,
 }
 
 /// Hosts of one kernel release and preemption model.
@@ -464,6 +482,15 @@ pub fn assess(file: &str, a: &Audit, opts: &Options) -> Assessed {
         instances: a.instances.len(),
         instances_4k: instances_4k.len(),
         page_tables_4k_kib: instances_4k.iter().map(|i| i.page_tables_kib).sum(),
+        pools: targets
+            .iter()
+            .map(|t| HostPool {
+                page_size_kib: t.page_size_kib,
+                target: t.target,
+                pool_now: t.persistent.map(|_| t.operators_pool()),
+                shortfall: t.shortfall(),
+            })
+            .collect(),
     };
     Assessed {
         row,

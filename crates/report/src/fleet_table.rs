@@ -266,7 +266,17 @@ pub fn markdown(f: &Fleet) -> String {
             .map(|i| {
                 let mut r = instance_row(i);
                 let last = r.len() - 1;
-                r[last] = format!("`{}`", i.fix.join("`<br>`"));
+                // Each command in code, its comment as text after it.
+                r[last] = i
+                    .fix
+                    .iter()
+                    .map(|l| match crate::markup::split_command(l) {
+                        ("", Some(c)) => format!("# {c}"),
+                        (cmd, Some(c)) => format!("`{cmd}` # {c}"),
+                        (cmd, None) => format!("`{cmd}`"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("<br>");
                 r
             })
             .collect();

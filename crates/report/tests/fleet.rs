@@ -185,6 +185,16 @@ fn two_instances_on_one_host_share_one_pool() {
                 i.fix[0]
             );
         }
+        // The host's row carries the target too (instances already on huge pages have no fix to show it).
+        assert_eq!(
+            f.hosts[0].pools,
+            vec![fleet::HostPool {
+                page_size_kib: 2048,
+                target: 1098,
+                pool_now: Some(100),
+                shortfall: 998
+            }]
+        );
     }
 }
 
@@ -260,15 +270,16 @@ fn json_is_the_schema_and_reads_back() {
     let f = mixed();
     let text = report::json(&f);
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["hosts"][0]["host"], "linux-7.0-lazy-debugfs");
     assert_eq!(v["hosts"][0]["verdict"], "at-risk");
     assert_eq!(v["hosts"][0]["preempt_model"], "lazy");
-    assert_eq!(
-        v["not_on_huge_pages"][0]["fix"][0],
-        "sysctl -w vm.nr_hugepages=549"
-    );
+    assert!(v["not_on_huge_pages"][0]["fix"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("sysctl -w vm.nr_hugepages=549   # "));
     assert_eq!(v["not_on_huge_pages"][0]["sizing"]["pool_target"], 549);
+    assert_eq!(v["hosts"][0]["pools"][0]["target"], 549);
     assert_eq!(v["totals"]["failed"], 2);
     assert_eq!(v["stale"][0]["host"], "preempt-rt");
     let back: Fleet = serde_json::from_str(&text).unwrap();
