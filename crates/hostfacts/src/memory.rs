@@ -150,12 +150,15 @@ fn held_by_preemptlab(host: &Host, kib: u64) -> Held {
         ..Held::default()
     };
     let mut unread = Vec::new();
-    for s in &reg.shares {
+    let mut pids: Vec<u32> = reg.shares.iter().map(|s| s.pid).collect();
+    pids.sort_unstable();
+    pids.dedup(); // a process may hold several shares; its mappings count once
+    for pid in pids {
         // A bench maps its region in the run's own process and forks its workers from it (bench lock);
         // bench pg's server is a throwaway cluster, counted by the pool target as such.
-        match host.read(&format!("/proc/{}/smaps", s.pid)) {
+        match host.read(&format!("/proc/{pid}/smaps")) {
             Ok(t) => held.mapped = held.mapped.saturating_add(hugetlb_pages_mapped(&t, kib)),
-            Err(e) => unread.push(format!("run {}: {}", s.pid, e.reason)),
+            Err(e) => unread.push(format!("run {pid}: {}", e.reason)),
         }
     }
     if !unread.is_empty() {
@@ -289,7 +292,8 @@ mod tests {
             r#"{"page_kib":2048,"base":10,"shares":[
                 {"pid":41,"start_ticks":5,"pages":256,"need":256},
                 {"pid":42,"start_ticks":7,"pages":20,"need":50},
-                {"pid":43,"start_ticks":9,"pages":30,"need":30}]}"#,
+                {"pid":43,"start_ticks":9,"pages":30,"need":30},
+                {"pid":41,"start_ticks":5,"pages":4,"need":4}]}"#,
         );
         put("proc/41/stat", &stat(41, 5));
         put(
@@ -301,8 +305,11 @@ mod tests {
         put("proc/42/stat", &stat(42, 7)); // alive, smaps unreadable (absent here)
         put("proc/43/stat", &stat(43, 99)); // pid reused: the run is dead
         let held = held_by_preemptlab(&Host::at(root.path()), 2048);
-        assert_eq!(held.added, 256 + 20);
-        assert_eq!(held.mapped, 256);
+        assert_eq!(held.added, 256 + 20 + 4);
+        assert_eq!(
+            held.mapped, 256,
+            "run 41's two shares, one process: its mapping once"
+        );
         assert!(held.unknown.unwrap().starts_with("run 42: "));
         assert_eq!(hugetlb_pages_mapped("garbage", 2048), 0);
         assert_eq!(
