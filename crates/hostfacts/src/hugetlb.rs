@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::host::explain_io_error as explain;
+use osutil::explain_io_error as explain;
 
 /// Why a pool's files could not be read or written.
 #[derive(Debug, thiserror::Error)]
