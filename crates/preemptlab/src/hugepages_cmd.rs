@@ -14,7 +14,13 @@ fn explain(e: T) -> anyhow::Error {
     match e {
         T::PageSize { .. } => anyhow!("--page-size {e}"),
         T::SharedMemory { .. } => anyhow!("--shared-memory {e}"),
-        T::Stopped(S::NotDataDir { .. } | S::Unreadable { .. } | S::OwnedByRoot { .. }) => {
+        T::Stopped(
+            S::NotDataDir { .. }
+            | S::Unreadable { .. }
+            | S::OwnedByRoot { .. }
+            | S::BadDataDirectory { .. }
+            | S::NoConfig { .. },
+        ) => {
             anyhow!("--data-dir {e}")
         }
         T::Stopped(S::TooOld { .. }) => anyhow!("{e}: start it and use --pid, or pass --shared-memory"),

@@ -135,6 +135,55 @@ fn finds_instance_off_huge_pages_with_and_without_pg() {
         pages,
         "postgres -C gives the same figure"
     );
+
+    // Debian's layout (regression, issue 25): the configuration files in a directory of their own whose
+    // postgresql.conf names the data directory. Given that directory, the same figure; given the data
+    // directory, which no longer holds a postgresql.conf, a one-line error naming the fix.
+    let data = c.data_dir();
+    let conf = c.root().join("etc-15-main");
+    std::fs::create_dir(&conf).unwrap();
+    for f in ["postgresql.conf", "pg_hba.conf", "pg_ident.conf"] {
+        std::fs::rename(data.join(f), conf.join(f)).unwrap();
+    }
+    let mut text = std::fs::read_to_string(conf.join("postgresql.conf")).unwrap();
+    text.push_str(&format!("\ndata_directory = '{}'\n", data.display()));
+    std::fs::write(conf.join("postgresql.conf"), text).unwrap();
+    let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&data).unwrap());
+    for p in [
+        conf.clone(),
+        conf.join("postgresql.conf"),
+        conf.join("pg_hba.conf"),
+        conf.join("pg_ident.conf"),
+    ] {
+        std::os::unix::fs::chown(&p, Some(owner), None).unwrap();
+    }
+    let out = Command::new(cargo_bin("preemptlab"))
+        .args(["hugepages", "--format", "json", "--data-dir"])
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        plan["plans"][0]["plan"]["pages_exact"].as_u64().unwrap(),
+        pages,
+        "the configuration directory gives the same figure"
+    );
+    let out = Command::new(cargo_bin("preemptlab"))
+        .args(["hugepages", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("a data directory without postgresql.conf") && err.trim().lines().count() == 1,
+        "{err}"
+    );
     c.remove().unwrap();
 }
 
