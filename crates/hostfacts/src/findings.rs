@@ -228,6 +228,9 @@ pub fn findings(
  pool: None,
 });
     }
+    if let Some(f) = preempt_ignored_finding(kernel, &model_line) {
+        out.push(f);
+    }
     if instances.is_empty() {
         out.push(Finding {
             id: "no-instance".into(),
@@ -491,6 +494,66 @@ pub fn findings(
     }
     out.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
     out
+}
+
+/// `preempt-mode-ignored` (warn): `preempt=` on the kernel command line names a mode this kernel does not
+/// follow (one it does not offer: Linux 7.0+ on x86, arm64, powerpc, riscv, s390 and loongarch offers only
+/// `full` and `lazy`; or any mode on a kernel without PREEMPT_DYNAMIC). An operator who booted
+/// `preempt=none` on older advice believes the kernel runs `none`; it runs its default.
+fn preempt_ignored_finding(kernel: &KernelFacts, model_line: &str) -> Option<Finding> {
+    let ig = kernel.preemption.ignored_cmdline.as_ref()?;
+    let runs = match ig.runs {
+        PreemptModel::Unknown => "its built default".to_string(),
+        m => format!("'{m}'"),
+    };
+    let offered = ig
+        .offered
+        .iter()
+        .map(|m| m.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut evidence = vec![
+        format!("preempt={} ({})", ig.asked, kernel.cmdline.source),
+        format!("ignored: {}", ig.why),
+        format!("offered: {offered} ({})", kernel.preemption.offered_source),
+    ];
+    if ig.refused_in_boot_log {
+        evidence.push(format!(
+            "boot log: \"Dynamic Preempt: unsupported mode: {}\"",
+            ig.asked
+        ));
+    }
+    evidence.push(model_line.to_string());
+    let mut fix = vec![format!(
+        "# remove preempt={} from the kernel command line (GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub): this kernel does not follow it",
+        ig.asked
+    )];
+    if ig.none_unavailable {
+        evidence.push(
+            "no boot parameter gives 'none' (or 'voluntary') on this kernel: kernel/sched/core.c refuses them where the architecture has lazy preemption (Linux 7.0+) or the kernel is PREEMPT_RT".into(),
+        );
+        fix.push(
+            "preemptlab hugepages   # the fix that works under every model: PostgreSQL's shared memory on huge pages"
+                .into(),
+        );
+    } else if kernel.preemption.dynamic.get() == Some(&false) {
+        fix.push(format!(
+            "# the kernel has no PREEMPT_DYNAMIC: its model ({}) is built in; another model needs another kernel",
+            ig.runs
+        ));
+    }
+    Some(Finding {
+        id: "preempt-mode-ignored".into(),
+        severity: Severity::Warn,
+        instance: None,
+        title: format!(
+            "the kernel command line asks for preempt={}, which this kernel ignores: it runs {runs}",
+            ig.asked
+        ),
+        evidence,
+        fix,
+        pool: None,
+    })
 }
 
 /// `rseq-slice-unavailable` (info): on a 7.x kernel, where the rseq time-slice extension could exist, the

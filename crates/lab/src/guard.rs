@@ -105,7 +105,7 @@ pub enum PreemptError {
         /// The control file.
         path: String,
         /// What is wrong with its text.
-        err: hostfacts::parse::ParseError,
+        err: hostfacts::parse::DebugfsPreemptError,
     },
     /// The crash record could not be written.
     #[error("writing {}: {}", .path.display(), explain_io_error(.err))]

@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use hostfacts::{Audit, Host};
 use report::Style;
 
-const FIXTURES: [&str; 6] = [
+const FIXTURES: [&str; 8] = [
     "this-machine-pg15-4k",
+    "linux-7.2-preempt-none",
+    "linux-7.2-kern-log-no-debugfs",
     "linux-7.0-lazy-debugfs",
     "linux-7.0-debugfs-refused",
     "debian-6.1-voluntary",
