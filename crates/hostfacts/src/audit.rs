@@ -1,73 +1,17 @@
 //! The audit: every fact, every finding, one verdict.
 
-use serde::{Deserialize, Serialize};
+pub use results::host::audit::{Audit, HostFacts};
 
-use crate::fact::Fact;
-use crate::findings::{self, Finding, Verdict};
+use crate::findings::{self};
 use crate::host::Host;
-use crate::hostpool::{self, PoolTarget};
+use crate::hostpool;
 use crate::kernel::{self, KernelFacts};
 use crate::memory::{self, MemoryFacts};
 use crate::pgquery::ServerInfo;
-use crate::postgres::{self, PgInstance};
+use crate::postgres::{self};
 
 /// The version of the audit JSON schema (GUIDE.md "Audit JSON"). Bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// Everything the audit found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Audit {
-    /// Schema version of this document.
-    pub schema_version: u32,
-    /// preemptlab's version.
-    pub tool_version: String,
-    /// Seconds since the Unix epoch when the audit ran.
-    pub generated_unix_s: u64,
-    /// The `--sysroot` read instead of this host, if any.
-    pub sysroot: Option<String>,
-    /// Host name.
-    pub hostname: Fact<String>,
-    /// Kernel and preemption.
-    pub kernel: KernelFacts,
-    /// Memory, huge pages, THP.
-    pub memory: MemoryFacts,
-    /// Running PostgreSQL instances.
-    pub instances: Vec<PgInstance>,
-    /// `--pg` servers that are not local instances.
-    pub unmatched_servers: Vec<ServerInfo>,
-    /// The hugetlb pool this host needs, one per page size its instances use: every instance's need and
-    /// the pages committed to other users ([`crate::hostpool`]). Absent in audits written before it was kept
-    /// (`fleet` then computes it from the facts).
-    #[serde(default)]
-    pub pool_targets: Vec<PoolTarget>,
-    /// Findings, most severe first.
-    pub findings: Vec<Finding>,
-    /// ok, warn or at-risk.
-    pub verdict: Verdict,
-}
-
-impl Audit {
-    /// The host's pool targets: as recorded, or computed from the facts for an audit written before they
-    /// were kept.
-    pub fn pool_targets(&self) -> std::borrow::Cow<'_, [PoolTarget]> {
-        if self.pool_targets.is_empty() && !self.instances.is_empty() {
-            std::borrow::Cow::Owned(hostpool::for_host(&self.memory, &self.instances))
-        } else {
-            std::borrow::Cow::Borrowed(&self.pool_targets)
-        }
-    }
-}
-
-/// Host facts without PostgreSQL: what every result file records about the machine it ran on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HostFacts {
-    /// Host name.
-    pub hostname: Fact<String>,
-    /// Kernel and preemption.
-    pub kernel: KernelFacts,
-    /// Memory, huge pages, THP.
-    pub memory: MemoryFacts,
-}
 
 /// Reads the host facts (no PostgreSQL discovery).
 pub fn host_facts(host: &Host) -> HostFacts {

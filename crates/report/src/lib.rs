@@ -6,7 +6,6 @@ pub mod check;
 pub mod compare;
 mod compare_input;
 pub mod export;
-pub mod fleet;
 pub mod fleet_table;
 pub mod html;
 pub mod hugepages;

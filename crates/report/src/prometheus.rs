@@ -11,9 +11,9 @@
 
 use std::fmt::Write;
 
-use hostfacts::memory::HugePool;
-use hostfacts::postgres::PgInstance;
-use hostfacts::{Audit, Severity};
+use results::host::memory::HugePool;
+use results::host::postgres::PgInstance;
+use results::host::{Audit, Severity};
 
 /// Escapes a label value (backslash, double quote, newline).
 fn esc(v: &str) -> String {
@@ -123,7 +123,7 @@ pub fn render(a: &Audit) -> String {
     o.gauge(
         "at_risk",
         "1 when the audit's verdict is at-risk (at least one critical finding), else 0.",
-        &[(vec![], bool01(a.verdict == hostfacts::Verdict::AtRisk))],
+        &[(vec![], bool01(a.verdict == results::host::Verdict::AtRisk))],
     );
     o.gauge(
         "audit_verdict",
@@ -261,7 +261,7 @@ pub fn render(a: &Audit) -> String {
 
     if m.pools.get().is_some() {
         let samples: Vec<(Labels, f64)> = a
-            .pool_targets()
+            .pool_targets
             .iter()
             .map(|t| {
                 (
@@ -357,9 +357,9 @@ fn instances(o: &mut Out, a: &Audit) {
         &each(&|i| Some((id(i), i.backend_pids.len() as f64))),
     );
     // Sizing at the page size the instance would use (huge_page_size, else the host default), and the
-    // host's one pool target at that size (hostfacts::hostpool).
-    let targets = a.pool_targets();
-    let sizing = |i: &PgInstance| -> Option<(Labels, &hostfacts::hostpool::PoolTarget, u64)> {
+    // host's one pool target at that size (the audit's, computed by hostfacts::hostpool).
+    let targets = &a.pool_targets;
+    let sizing = |i: &PgInstance| -> Option<(Labels, &results::host::hostpool::PoolTarget, u64)> {
         let (t, need) = targets
             .iter()
             .find_map(|t| t.need_of(i.postmaster_pid).map(|n| (t, n)))?;

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::fact::Fact;
+use crate::hugepages::Basis;
 use crate::memory::HugePool;
 use crate::postgres::Segment;
 

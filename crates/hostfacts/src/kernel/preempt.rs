@@ -16,62 +16,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
-use super::{config_is, PreemptModel};
+use super::{config_is, Evidence, IgnoredMode, PreemptModel, Preemption};
 use crate::fact::Fact;
 use crate::parse;
-
-/// One link of the evidence chain for the preemption model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Evidence {
-    /// Where we looked.
-    pub source: String,
-    /// What it said (verbatim or condensed), or null.
-    pub says: Option<String>,
-    /// The model it implies, if any.
-    pub implies: Option<PreemptModel>,
-    /// Why it says nothing (unreadable, absent, empty, ambiguous), or a caveat about what it says.
-    pub note: Option<String>,
-}
-
-/// A `preempt=` on the kernel command line that the kernel did not follow.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IgnoredMode {
-    /// The mode asked for, as written (`none`).
-    pub asked: String,
-    /// The mode that runs instead (`unknown` when no source says).
-    pub runs: PreemptModel,
-    /// The modes this kernel offers.
-    pub offered: Vec<PreemptModel>,
-    /// Why it was not followed, in words.
-    pub why: String,
-    /// True when the boot log shows the kernel refusing it (`Dynamic Preempt: unsupported mode: ...`).
-    pub refused_in_boot_log: bool,
-    /// True when no boot parameter gives `none` on this kernel (7.0+ on an architecture with lazy
-    /// preemption, or PREEMPT_RT): older advice to boot `preempt=none` cannot be followed here.
-    pub none_unavailable: bool,
-}
-
-/// The effective preemption model and how it was decided.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Preemption {
-    /// The effective model.
-    pub model: PreemptModel,
-    /// The source that decided it (the first link of `evidence` that implied a model).
-    pub decided_by: Option<String>,
-    /// True when the kernel was built with PREEMPT_DYNAMIC (mode selectable at boot or run time).
-    pub dynamic: Fact<bool>,
-    /// The modes this kernel offers.
-    pub offered: Vec<PreemptModel>,
-    /// Where `offered` comes from.
-    pub offered_source: String,
-    /// Every source consulted, most trusted first.
-    pub evidence: Vec<Evidence>,
-    /// A `preempt=` on the command line that the kernel did not follow, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ignored_cmdline: Option<IgnoredMode>,
-}
 
 /// Architectures (as `uname -m` names them) whose kernels select `CONFIG_ARCH_HAS_PREEMPT_LAZY` (arch/*/Kconfig
 /// of Linux 7.x: x86, arm64, powerpc, riscv, s390, loongarch).
