@@ -127,7 +127,7 @@ pub struct RunOptions {
 pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError> {
     osutil::stop::install_signal_flag()?;
     for line in guard::recover_stale_pools() {
-        eprintln!("preemptlab: {line}");
+        osutil::msg!("preemptlab: {line}");
     }
     let bin = hostfacts::pgbin::find(Some(Path::new(&spec.pg_bin)), None)?;
     let driver: Driver = spec.driver.parse()?;

@@ -324,7 +324,7 @@ impl PoolGuard {
         match res {
             Ok(()) => self.active = false,
             // Keep the share recorded: the next run (or recover_stale_pools) gives it back.
-            Err(e) => eprintln!(
+            Err(e) => osutil::msg!(
                 "preemptlab: giving back {} pages of the {} kB pool: {e}",
                 self.share.pages,
                 self.pool.page_kib()

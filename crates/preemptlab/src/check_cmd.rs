@@ -34,7 +34,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     term::claim_output(&out)?;
     if !quiet {
         let s = &plan.spec;
-        eprintln!(
+        osutil::msg!(
             "preemptlab check: reproducing on this host ({} workers on {} CPUs, pg vs adaptive, {}; {} x {} s)...",
             s.workers[0],
             plan.cpus,
@@ -45,13 +45,13 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     }
     let on_cell = Box::new(move |c: &lab::lockrun::Cell| {
         if !quiet {
-            eprintln!("{}", report::lock_table::cell_line(c));
+            osutil::msg!("{}", report::lock_table::cell_line(c));
         }
     });
     let reproduction =
         lab::check::reproduce(&plan, a.reserve_hugepages, out.clone(), on_cell, GROW_HINT)?;
     if reproduction.envelope.interrupted {
-        eprintln!("preemptlab: interrupted");
+        osutil::msg!("preemptlab: interrupted");
         return Ok(osutil::stop::interrupted_exit_code());
     }
     let huge = plan
@@ -73,7 +73,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     }
     term::stdout(term::render(a.format, Some(&a.color), &doc)?)?;
     if !quiet {
-        eprintln!(
+        osutil::msg!(
             "preemptlab: reproduction written to {} ({:.0} s in all)",
             out.display(),
             doc.elapsed_s

@@ -70,7 +70,7 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
     let mut applied_sizes: Vec<(u64, hostfacts::hugepages::Applied)> = Vec::new();
     for (label, plan) in targets::plans(&mem, found) {
         if let Some(w) = targets::pins_most_ram(&label, &plan, &mem) {
-            eprintln!("preemptlab: warning: {w}");
+            osutil::msg!("preemptlab: warning: {w}");
         }
         let applied = match args.apply {
             true => Some(
