@@ -14,9 +14,13 @@
 //!   MAP_NORESERVE, so the kernel reserves all of it then). Their pages are in their needs already.
 //! - preemptlab's own runs (`--reserve-hugepages`): temporary pages, given back when the run ends. They are
 //!   what the runs' processes map now (read from their smaps by [`crate::memory`], for the runs of the pool
-//!   record) and what `bench pg`'s throwaway clusters map (known by their `cluster_name`). A run that has grown the pool but not mapped its
-//!   region yet has its pages in `free`, not among the committed ones, and nothing is taken away for it: the
-//!   pages it added are not counted at all (the bug this module replaced subtracted them a second time).
+//!   record) and what `bench pg`'s throwaway clusters map (known by their `cluster_name`). A run that has
+//!   grown the pool but not mapped its region yet has its pages in `free`, not among the committed ones, and
+//!   nothing is taken away for it: the pages it added are not counted at all (the bug this module replaced
+//!   subtracted them a second time).
+//!
+//! The records (`PoolTarget`, `Need`) are the schema's, `results::host::hostpool`; docs/references.md
+//! (#hugetlb-pool-counters) has the kernel's side.
 //! - everyone else: the committed pages less the two above, counted once. They are never taken to be fewer
 //!   than zero, and the committed pages less preemptlab's are never taken to be fewer than the pages the
 //!   instances are seen to map.
@@ -24,8 +28,8 @@
 use crate::hugepages::{self, SizingError};
 use crate::memory::MemoryFacts;
 use crate::parse::Bytes;
-
 use crate::postgres::PgInstance;
+
 pub use results::host::hostpool::{Need, NotSized, PoolTarget};
 
 /// The pool targets of an audit: as it recorded them, or computed from its facts for an audit written before
