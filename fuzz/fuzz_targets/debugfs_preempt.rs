@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
         assert!(!offered.is_empty());
         let marked = text
             .split_whitespace()
-            .filter(|w| w.len() > 2 && w.starts_with('(') && w.ends_with(')'))
+            .filter_map(parse::active_mode)
             .count();
         assert_eq!(marked, 1, "exactly one active mode in {text:?}");
         assert!(!active.is_empty());

@@ -246,18 +246,20 @@ pub fn debugfs_preempt(text: &str) -> Result<(String, Vec<String>), DebugfsPreem
     if t.is_empty() {
         return Err(DebugfsPreemptError::Empty);
     }
-    let active: Vec<&str> = t
-        .split_whitespace()
-        .filter(|w| w.len() > 2 && w.starts_with('(') && w.ends_with(')'))
-        .collect();
+    let active: Vec<&str> = t.split_whitespace().filter_map(active_mode).collect();
     match active.as_slice() {
         [] => Err(DebugfsPreemptError::NoActive(t.to_string())),
-        [one] => Ok((
-            one.trim_matches(|c| c == '(' || c == ')').to_string(),
-            choices(t),
-        )),
+        [one] => Ok((one.to_string(), choices(t))),
         _ => Err(DebugfsPreemptError::Ambiguous(t.to_string())),
     }
+}
+
+/// The mode a word of the debugfs file marks as active: `(name)`, the name non-empty and without
+/// parentheses of its own.
+pub fn active_mode(word: &str) -> Option<&str> {
+    word.strip_prefix('(')
+        .and_then(|w| w.strip_suffix(')'))
+        .filter(|m| !m.is_empty() && !m.contains(['(', ')']))
 }
 
 /// A kernel release's major and minor numbers: `6.18.44-fc` -> (6, 18).
@@ -579,6 +581,13 @@ mod tests {
             debugfs_preempt("()"),
             Err(DebugfsPreemptError::NoActive(_))
         ));
+        // Found by fuzzing (fuzz/corpus/debugfs_preempt/crash-empty-mode-in-parentheses): `(()` was taken
+        // as an active mode with an empty name.
+        assert!(matches!(
+            debugfs_preempt("(()"),
+            Err(DebugfsPreemptError::NoActive(_))
+        ));
+        assert_eq!(active_mode("(lazy)"), Some("lazy"));
     }
 
     /// Found by fuzzing (fuzz/corpus/hugepages_sysfs/crash-pinned-kib-overflow, through the pool target):
