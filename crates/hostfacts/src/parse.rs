@@ -50,6 +50,8 @@ pub struct SmapsMapping {
     pub end: u64,
     /// Permissions such as `rw-s` (`s` = shared).
     pub perms: String,
+    /// Offset into the mapped file (the third column): what turns an address into a file offset.
+    pub offset: u64,
     /// Path or pseudo-path (`/dev/zero (deleted)`, `/anon_hugepage (deleted)`, `/SYSV00000000 (deleted)`).
     pub path: String,
     /// The `Key: N kB` fields of the mapping.
@@ -67,7 +69,7 @@ impl SmapsMapping {
     }
 }
 
-/// Parses `/proc/PID/smaps` into its mappings.
+/// Parses `/proc/PID/smaps` (or `/proc/PID/maps`, the same headers without the fields) into its mappings.
 pub fn smaps(text: &str) -> Vec<SmapsMapping> {
     let mut out: Vec<SmapsMapping> = Vec::new();
     for line in text.lines() {
@@ -98,7 +100,7 @@ fn smaps_header(line: &str) -> Option<SmapsMapping> {
     if perms.len() != 4 {
         return None;
     }
-    let _offset = parts.next()?;
+    let offset = u64::from_str_radix(parts.next()?, 16).ok()?;
     let _dev = parts.next()?;
     let _inode = parts.next()?;
     let path = parts.next().unwrap_or("").trim().to_string();
@@ -106,6 +108,7 @@ fn smaps_header(line: &str) -> Option<SmapsMapping> {
         start,
         end,
         perms,
+        offset,
         path,
         fields: BTreeMap::new(),
     })
@@ -307,7 +310,7 @@ pub fn size(text: &str) -> Result<Bytes, ParseError> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
     /// Not a number with an optional unit.
-    #[error("{0:?} is not a duration (expected e.g. 3s, 500ms, 2m)")]
+    #[error("{0:?} is not a duration (expected e.g. 3s, 500ms, 2m, 1h)")]
     NotADuration(String),
     /// Negative, or longer than 24 h.
     #[error("{0:?} is out of range (0 to 24 h)")]
@@ -325,6 +328,8 @@ pub fn duration(text: &str) -> Result<std::time::Duration, DurationError> {
         (n, 1.0)
     } else if let Some(n) = t.strip_suffix('m') {
         (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
     } else {
         (t, 1.0)
     };
@@ -631,7 +636,7 @@ mod tests {
         assert_eq!(duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(
             duration("soon").unwrap_err().to_string(),
-            "\"soon\" is not a duration (expected e.g. 3s, 500ms, 2m)"
+            "\"soon\" is not a duration (expected e.g. 3s, 500ms, 2m, 1h)"
         );
         assert_eq!(
             duration("-1s"),

@@ -18,6 +18,10 @@ pub enum Command {
     Check(CheckArgs),
     /// Host and PostgreSQL facts, findings with evidence and the exact fix, a verdict.
     Audit(AuditArgs),
+    /// Is lock-holder preemption hurting the PostgreSQL running now? Observes running instances for a
+    /// window, read-only: where their CPU goes, page faults on the shared segment, preemptions inside
+    /// faults, wait events; a verdict and the audit's fix.
+    Diagnose(DiagnoseArgs),
     /// How many huge pages a PostgreSQL instance needs; the sysctl and postgresql.conf lines.
     Hugepages(HugepagesArgs),
     /// Reproduce and measure: lock contention, PostgreSQL, latency, network.
@@ -308,6 +312,49 @@ pub struct AuditArgs {
     /// else JSON. For node_exporter's textfile collector: --format prometheus --out DIR/preemptlab.prom.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub color: ColorArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SymptomLevel {
+    /// The symptom is present.
+    Present,
+    /// Present, or too few samples to tell.
+    CantTell,
+}
+
+#[derive(Debug, Args)]
+pub struct DiagnoseArgs {
+    /// Observe this server (read-only; repeatable): it must run on this host; also samples its wait
+    /// events and buffer evictions.
+    #[arg(long = "pg", value_name = "DSN")]
+    pub pg: Vec<String>,
+    /// Observe the instance of this postmaster PID (repeatable). Without --pid and --pg: every instance.
+    #[arg(long, value_name = "PID")]
+    pub pid: Vec<u32>,
+    /// The window: a number and a unit (s, m, h).
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub duration: String,
+    /// On-CPU samples per second per CPU.
+    #[arg(long, value_name = "HZ", default_value_t = diagnose::DEFAULT_CPU_CLOCK_HZ)]
+    pub frequency: u64,
+    /// Sample one minor fault in this many (counts are scaled back).
+    #[arg(long, value_name = "N", default_value_t = diagnose::DEFAULT_FAULT_PERIOD)]
+    pub fault_period: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = AuditFormat::Table)]
+    pub format: AuditFormat,
+    /// Also write the result to FILE, atomically: in --format json or prometheus, else JSON (the result
+    /// file `compare` and `report` read).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Exit with code 1 when an instance's verdict is at or above this.
+    #[arg(long, value_enum)]
+    pub fail_on: Option<SymptomLevel>,
+    /// No progress on stderr.
+    #[arg(long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub color: ColorArgs,
 }

@@ -5,6 +5,8 @@ pub mod audit_table;
 pub mod check;
 pub mod compare;
 mod compare_input;
+pub mod diagnose_prom;
+pub mod diagnose_table;
 pub mod export;
 pub mod fleet;
 pub mod fleet_table;

@@ -71,6 +71,7 @@ impl MaybeCsv for results::pg::PgResult {}
 impl MaybeCsv for results::latency::LatencyResult {}
 impl MaybeCsv for results::net::NetResult {}
 impl MaybeCsv for results::sim::SimResult {}
+impl MaybeCsv for results::diagnose::DiagnoseResult {}
 
 pub(crate) fn show(v: f64, metric: &str) -> String {
     match Metric::named(metric).map(|m| m.unit) {

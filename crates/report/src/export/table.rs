@@ -1,5 +1,6 @@
 //! Aligned text: the comparison, and every bench and sim result (their tables in `*_table`).
 
+use results::diagnose::DiagnoseResult;
 use results::latency::LatencyResult;
 use results::lock::LockResult;
 use results::net::NetResult;
@@ -47,6 +48,12 @@ impl Exporter<NetResult> for Table {
 impl Exporter<SimResult> for Table {
     fn export(&self, r: &SimResult) -> String {
         crate::sim_table::render(r, false)
+    }
+}
+
+impl Exporter<DiagnoseResult> for Table {
+    fn export(&self, r: &DiagnoseResult) -> String {
+        crate::diagnose_table::render(r, crate::Style { color: false }, 80)
     }
 }
 

@@ -1,0 +1,116 @@
+//! `preemptlab diagnose`: the options checked, the window observed by the `diagnose` crate, the result
+//! printed and written. A stop signal ends the window early; what was measured is still printed and
+//! written, marked interrupted, and the exit code is the signal's.
+
+use std::io::IsTerminal;
+
+use anyhow::{anyhow, Result};
+use results::diagnose::Symptom;
+
+use crate::cli::{AuditFormat, DiagnoseArgs, SymptomLevel};
+use crate::term;
+
+pub fn run(args: DiagnoseArgs) -> Result<i32> {
+    match diagnose(&args) {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            // As the audit: a timer's textfile says the run failed rather than keeping old numbers.
+            if let (AuditFormat::Prometheus, Some(path)) = (args.format, &args.out) {
+                if lab::output::check_publishable(path).is_ok() {
+                    let text = report::diagnose_prom::render_failure(
+                        env!("CARGO_PKG_VERSION"),
+                        lab::result::unix_now(),
+                    );
+                    if let Err(w) = lab::output::publish(path, &text) {
+                        eprintln!("preemptlab: {w}");
+                    }
+                }
+            }
+            Err(e)
+        }
+    }
+}
+
+fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
+    let duration =
+        hostfacts::parse::duration(&args.duration).map_err(|e| anyhow!("--duration {e}"))?;
+    let mut opts = diagnose::Options::new(duration);
+    opts.pids = args.pid.clone();
+    opts.dsns = args.pg.clone();
+    opts.cpu_clock_hz = args.frequency;
+    opts.fault_period = args.fault_period;
+    opts.check().map_err(|e| match e {
+        diagnose::DiagnoseError::Duration { .. } => {
+            anyhow!("--duration {}: the window must be 1s..24h", args.duration)
+        }
+        diagnose::DiagnoseError::Range {
+            what: "frequency", ..
+        } => anyhow!("--{e}"),
+        e => anyhow!(
+            "--{}",
+            e.to_string().replace("fault period", "fault-period")
+        ),
+    })?;
+    if let Some(path) = &args.out {
+        lab::output::check_publishable(path).map_err(|e| anyhow!("--out {e}"))?;
+    }
+    lab::guard::install_signal_flag()?;
+    let show = !args.quiet && std::io::stderr().is_terminal();
+    let total = duration.as_secs_f64();
+    let mut progress = |t: f64| {
+        if show {
+            eprint!("\rpreemptlab diagnose: {t:.0}/{total:.0} s observed");
+        }
+    };
+    let res = diagnose::run(
+        &opts,
+        lab::result::envelope("diagnose"),
+        &lab::guard::interrupted,
+        &mut progress,
+    )
+    .map_err(|e| match &e {
+        diagnose::DiagnoseError::NoSuchProcess { .. }
+        | diagnose::DiagnoseError::NotPostmaster { .. } => anyhow!("--pid {e}"),
+        diagnose::DiagnoseError::Query(_) | diagnose::DiagnoseError::Remote { .. } => {
+            anyhow!("--pg {e}")
+        }
+        _ => anyhow!(e),
+    })?;
+    if show {
+        eprintln!();
+    }
+    for u in &res.unmeasured {
+        eprintln!("preemptlab: not measured: {}: {}", u.what, u.why);
+    }
+    let text = match args.format {
+        AuditFormat::Table => {
+            report::diagnose_table::render(&res, term::style(&args.color), term::width())
+        }
+        AuditFormat::Json => report::json(&res),
+        AuditFormat::Prometheus => report::diagnose_prom::render(&res),
+    };
+    term::stdout(&text)?;
+    if let Some(path) = &args.out {
+        let file_text = match args.format {
+            AuditFormat::Table => report::json(&res),
+            AuditFormat::Json | AuditFormat::Prometheus => text,
+        };
+        lab::output::publish(path, &file_text)?;
+    }
+    if res.envelope.interrupted {
+        eprintln!("preemptlab: interrupted; the result covers the window observed so far");
+        return Ok(lab::guard::interrupted_exit_code());
+    }
+    for i in res.instances.iter().filter(|i| i.exited_at_s.is_some()) {
+        eprintln!(
+            "preemptlab: instance {} exited during the window: a partial result",
+            i.postmaster_pid
+        );
+    }
+    let fail = res.instances.iter().any(|i| match args.fail_on {
+        Some(SymptomLevel::Present) => i.verdict.symptom == Symptom::Present,
+        Some(SymptomLevel::CantTell) => i.verdict.symptom != Symptom::NotPresent,
+        None => false,
+    });
+    Ok(if fail { 1 } else { 0 })
+}
