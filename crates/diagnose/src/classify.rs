@@ -110,6 +110,20 @@ pub fn kernel_category(chain: &[&str]) -> Category {
     }
 }
 
+/// True when a kernel sample is really an interrupted user instruction: the sample landed on the way back
+/// to user space from an interrupt (its leaf is the exit path, with no system call or fault below). The
+/// timer behind `cpu-clock` cannot fire while interrupts are off, so its samples pile up where the exit
+/// path turns them back on, in time that belongs to the user code the interrupt stopped; such a sample is
+/// attributed to the user leaf.
+pub fn interrupted_user(chain: &[&str]) -> bool {
+    chain.first().is_some_and(|leaf| {
+        RETURN_TO_USER
+            .iter()
+            .any(|r| leaf == r || (leaf.starts_with(r) && leaf[r.len()..].starts_with('.')))
+    }) && !has_fault(chain)
+        && !chain.iter().any(|f| f.contains("syscall"))
+}
+
 /// How a runnable task came to be switched out, from the kernel chain of its `sched_switch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SwitchKind {
@@ -210,6 +224,24 @@ mod tests {
             kernel_category(&["_raw_spin_unlock_irqrestore", "__x64_sys_futex"]),
             Category::KernelOther
         );
+    }
+
+    #[test]
+    fn interrupt_exits_belong_to_user_space() {
+        assert!(interrupted_user(&[
+            "irqentry_exit_to_user_mode",
+            "asm_sysvec_apic_timer_interrupt"
+        ]));
+        assert!(!interrupted_user(&[
+            "irqentry_exit_to_user_mode",
+            "exc_page_fault",
+            "asm_exc_page_fault"
+        ]));
+        assert!(!interrupted_user(&[
+            "syscall_exit_to_user_mode",
+            "do_syscall_64"
+        ]));
+        assert!(!interrupted_user(&["read_zero", "vfs_read"]));
     }
 
     #[test]

@@ -29,7 +29,8 @@ struct Inst {
     pm_title: String,
     seg: Option<(u64, u64)>,
     segment: Option<Segment>,
-    resolver: UserResolver,
+    /// The postmaster's executable mappings, which its forked children share.
+    maps: Vec<hostfacts::parse::SmapsMapping>,
     reaped: Reaped,
     series: Vec<Second>,
     totals: Totals,
@@ -186,7 +187,7 @@ fn new_inst(audit: &Audit, i: &PgInstance) -> Inst {
         pm_title: procs::title(pm).unwrap_or_default(),
         seg: mapping.map(|m| (m.start, m.end)),
         segment,
-        resolver: UserResolver::new(&maps),
+        maps: symbols::exec_maps(&maps),
         reaped: Reaped::default(),
         series: Vec::new(),
         totals: Totals::default(),
@@ -210,6 +211,7 @@ struct State {
     /// PIDs seen this second that belong to no instance (cleared each second).
     foreign: HashSet<u32>,
     kallsyms: Option<SymbolTable>,
+    resolver: UserResolver,
     fault_period: u64,
     t0_ns: u64,
     lost: u64,
@@ -260,6 +262,21 @@ impl State {
         }
     }
 
+    /// A user address's function: through the postmaster's mappings (a forked child shares them), else
+    /// through the process's own (an exec'd child, a library it loaded itself), read once.
+    fn user_name(&mut self, pid: u32, inst: usize, ip: u64) -> String {
+        if let Some(n) = self.resolver.name(&self.insts[inst].maps, ip) {
+            return n;
+        }
+        let p = self.procs.get_mut(&pid).expect("member");
+        let own = p.maps.get_or_insert_with(|| {
+            symbols::exec_maps(
+                &std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default(),
+            )
+        });
+        self.resolver.name(own, ip).unwrap_or_else(|| "?".into())
+    }
+
     fn kernel_names<'a>(k: &'a Option<SymbolTable>, frames: &[u64]) -> Vec<&'a str> {
         match k {
             Some(t) => frames
@@ -292,7 +309,9 @@ impl State {
                 }
                 let names = Self::kernel_names(&self.kallsyms, &kernel);
                 let idx = self.procs[&pid].inst;
-                let (cat, func) = if !kernel.is_empty() {
+                let user_time = user_leaf.is_some() && classify::interrupted_user(&names);
+                let in_kernel = !kernel.is_empty() && !user_time;
+                let (cat, func) = if in_kernel {
                     let cat = if self.kallsyms.is_some() {
                         classify::kernel_category(&names)
                     } else {
@@ -304,7 +323,7 @@ impl State {
                     )
                 } else {
                     let name = match user_leaf {
-                        Some(ip) => self.insts[idx].resolver.name(ip),
+                        Some(ip) => self.user_name(pid, idx, ip),
                         None => "?".into(),
                     };
                     (classify::user_category(&name), name)
@@ -674,6 +693,7 @@ pub fn run(
         exclude: servers.iter().map(|s| s.backend_pid).collect(),
         foreign: HashSet::new(),
         kallsyms,
+        resolver: UserResolver::default(),
         fault_period: opts.fault_period,
         t0_ns: 0,
         lost: 0,

@@ -129,32 +129,26 @@ impl ElfSymbols {
     }
 }
 
-/// Resolves user addresses of one address-space layout (a postmaster's, which its forked children
-/// share), loading each mapped file's symbols once.
+/// The executable mappings of a process (`/proc/PID/maps` text).
+pub fn exec_maps(maps_text: &str) -> Vec<SmapsMapping> {
+    hostfacts::parse::smaps(maps_text)
+        .into_iter()
+        .filter(|m| m.perms.contains('x'))
+        .collect()
+}
+
+/// Resolves user addresses through a process's executable mappings, loading each mapped file's symbols
+/// once for every process that maps it.
 #[derive(Debug, Default)]
 pub struct UserResolver {
-    maps: Vec<SmapsMapping>,
     files: HashMap<String, Option<ElfSymbols>>,
 }
 
 impl UserResolver {
-    /// A resolver over a process's `/proc/PID/maps` text.
-    pub fn new(maps_text: &str) -> Self {
-        UserResolver {
-            maps: hostfacts::parse::smaps(maps_text)
-                .into_iter()
-                .filter(|m| m.perms.contains('x'))
-                .collect(),
-            files: HashMap::new(),
-        }
-    }
-
-    /// The name of the function at `addr`: `name`, or `FILE:?` when the file has no symbol there, or
-    /// `?` outside any executable mapping.
-    pub fn name(&mut self, addr: u64) -> String {
-        let Some(m) = self.maps.iter().find(|m| addr >= m.start && addr < m.end) else {
-            return "?".into();
-        };
+    /// The name of the function at `addr` in a process with these mappings: `name`, or `FILE:?` when the
+    /// file has no symbol there; None outside every executable mapping.
+    pub fn name(&mut self, maps: &[SmapsMapping], addr: u64) -> Option<String> {
+        let m = maps.iter().find(|m| addr >= m.start && addr < m.end)?;
         let path = m.path.clone();
         let offset = addr - m.start + m.offset;
         let syms = self
@@ -166,7 +160,7 @@ impl UserResolver {
                     .and_then(|d| ElfSymbols::parse(&d).ok())
             })
             .as_ref();
-        match syms.and_then(|s| s.at_offset(offset)) {
+        Some(match syms.and_then(|s| s.at_offset(offset)) {
             Some(n) => n.to_string(),
             None => format!(
                 "{}:?",
@@ -175,7 +169,7 @@ impl UserResolver {
                     .map(|f| f.to_string_lossy().into_owned())
                     .unwrap_or(path)
             ),
-        }
+        })
     }
 }
 
@@ -217,10 +211,11 @@ mod tests {
     /// This test binary's own symbols resolve through its own maps: a function of it is named.
     #[test]
     fn resolves_own_function() {
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        let mut r = UserResolver::new(&maps);
+        let maps = exec_maps(&std::fs::read_to_string("/proc/self/maps").unwrap());
+        let mut r = UserResolver::default();
         let addr = kallsyms as *const () as u64;
-        let name = r.name(addr);
+        let name = r.name(&maps, addr).unwrap();
         assert!(name.contains("kallsyms"), "{name}");
+        assert_eq!(r.name(&maps, 8), None);
     }
 }

@@ -188,6 +188,9 @@ mod wilson_tests {
         assert!(lo == 0.0 && (hi - 0.2775).abs() < 1e-3, "{lo} {hi}");
         assert_eq!(wilson(3, 0), (0.0, 1.0));
         let (lo, hi) = wilson(10, 10);
-        assert!((hi - 1.0).abs() < 1e-9 && (lo - 0.7225).abs() < 1e-3, "{lo} {hi}");
+        assert!(
+            (hi - 1.0).abs() < 1e-9 && (lo - 0.7225).abs() < 1e-3,
+            "{lo} {hi}"
+        );
     }
 }
