@@ -434,7 +434,7 @@ impl State {
                 // Cheap test first: only stat, for the parent.
                 let Some(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
                     .ok()
-                    .and_then(|t| hostfacts::procfs::PidStat::parse(&t))
+                    .and_then(|t| hostfacts::parse::PidStat::parse(&t))
                 else {
                     continue;
                 };

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use hostfacts::procfs::{PidStat, SchedStat};
+use hostfacts::parse::{PidStat, SchedStat};
 use results::diagnose::{Categories, Switches};
 
 /// The title a child has before it sets its own: its parent's command line, which a short-lived

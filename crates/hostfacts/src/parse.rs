@@ -492,9 +492,90 @@ pub fn postmaster_args(args: &[String]) -> (Option<String>, Option<u16>, BTreeMa
     (data_dir, port, settings)
 }
 
+/// The fields of `/proc/PID/stat` that `diagnose` reads (proc_pid_stat(5); clock ticks are USER_HZ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PidStat {
+    /// Field 3: R, S, D, Z, ...
+    pub state: char,
+    /// Field 4.
+    pub ppid: u32,
+    /// Field 10: minor faults.
+    pub minflt: u64,
+    /// Field 11: minor faults of waited-for (reaped) children.
+    pub cminflt: u64,
+    /// Field 14: user time, ticks.
+    pub utime: u64,
+    /// Field 15: system time, ticks.
+    pub stime: u64,
+    /// Field 16: user time of reaped children, ticks.
+    pub cutime: u64,
+    /// Field 17: system time of reaped children, ticks.
+    pub cstime: u64,
+}
+
+impl PidStat {
+    /// Parses `/proc/PID/stat`; None when it is cut short. The command name (field 2) may hold spaces and
+    /// parentheses, so the fields are counted after its last `)`.
+    pub fn parse(text: &str) -> Option<Self> {
+        let rest = &text[text.rfind(')')? + 1..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // f[0] is field 3.
+        let n = |i: usize| -> Option<u64> { f.get(i - 3)?.parse().ok() };
+        Some(PidStat {
+            state: f.first()?.chars().next()?,
+            ppid: n(4)? as u32,
+            minflt: n(10)?,
+            cminflt: n(11)?,
+            utime: n(14)?,
+            stime: n(15)?,
+            cutime: n(16)?,
+            cstime: n(17)?,
+        })
+    }
+}
+
+/// `/proc/PID/schedstat`: time on the CPU and time runnable but waiting for one (run-queue wait), ns, and
+/// the number of times it ran (Documentation/scheduler/sched-stats.rst). Needs CONFIG_SCHED_INFO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SchedStat {
+    /// Time spent on the CPU, ns.
+    pub run_ns: u64,
+    /// Time spent waiting on a run queue, ns.
+    pub wait_ns: u64,
+    /// Timeslices run on this CPU.
+    pub slices: u64,
+}
+
+impl SchedStat {
+    /// Parses the three numbers.
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut w = text.split_whitespace().map(|x| x.parse::<u64>().ok());
+        Some(SchedStat {
+            run_ns: w.next()??,
+            wait_ns: w.next()??,
+            slices: w.next()??,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pid_stat_and_schedstat() {
+        let t = "4242 (postgres: x (y)) S 4200 4200 4200 0 -1 4194560 1234 5678 0 0 11 22 33 44 20 0 1 0 99 0 0\n";
+        let s = PidStat::parse(t).unwrap();
+        assert_eq!(
+            (s.state, s.ppid, s.minflt, s.cminflt),
+            ('S', 4200, 1234, 5678)
+        );
+        assert_eq!((s.utime, s.stime, s.cutime, s.cstime), (11, 22, 33, 44));
+        assert!(PidStat::parse("1 (x) S 0 0").is_none());
+        let q = SchedStat::parse("123 456 7\n").unwrap();
+        assert_eq!((q.run_ns, q.wait_ns, q.slices), (123, 456, 7));
+        assert!(SchedStat::parse("1 2").is_none());
+    }
 
     #[test]
     fn postmaster_args_multibyte_after_dash_is_no_flag() {

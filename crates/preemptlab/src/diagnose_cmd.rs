@@ -16,12 +16,12 @@ pub fn run(args: DiagnoseArgs) -> Result<i32> {
         Err(e) => {
             // As the audit: a timer's textfile says the run failed rather than keeping old numbers.
             if let (AuditFormat::Prometheus, Some(path)) = (args.format, &args.out) {
-                if lab::output::check_publishable(path).is_ok() {
+                if osutil::output::check_publishable(path).is_ok() {
                     let text = report::diagnose_prom::render_failure(
                         env!("CARGO_PKG_VERSION"),
                         lab::result::unix_now(),
                     );
-                    if let Err(w) = lab::output::publish(path, &text) {
+                    if let Err(w) = osutil::output::publish(path, &text) {
                         eprintln!("preemptlab: {w}");
                     }
                 }
@@ -52,9 +52,9 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
         ),
     })?;
     if let Some(path) = &args.out {
-        lab::output::check_publishable(path).map_err(|e| anyhow!("--out {e}"))?;
+        osutil::output::check_publishable(path).map_err(|e| anyhow!("--out {e}"))?;
     }
-    lab::guard::install_signal_flag()?;
+    osutil::stop::install_signal_flag()?;
     let show = !args.quiet && std::io::stderr().is_terminal();
     let total = duration.as_secs_f64();
     let mut progress = |t: f64| {
@@ -65,7 +65,7 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
     let res = diagnose::run(
         &opts,
         lab::result::envelope("diagnose"),
-        &lab::guard::interrupted,
+        &osutil::stop::interrupted,
         &mut progress,
     )
     .map_err(|e| match &e {
@@ -95,11 +95,11 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
             AuditFormat::Table => report::json(&res),
             AuditFormat::Json | AuditFormat::Prometheus => text,
         };
-        lab::output::publish(path, &file_text)?;
+        osutil::output::publish(path, &file_text)?;
     }
     if res.envelope.interrupted {
         eprintln!("preemptlab: interrupted; the result covers the window observed so far");
-        return Ok(lab::guard::interrupted_exit_code());
+        return Ok(osutil::stop::interrupted_exit_code());
     }
     for i in res.instances.iter().filter(|i| i.exited_at_s.is_some()) {
         eprintln!(
