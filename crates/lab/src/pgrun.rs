@@ -7,6 +7,7 @@
 //! configuration are restored after its server stops; the cluster goes on every exit path.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hostfacts::pgbin::PgBinError;
@@ -532,12 +533,20 @@ fn run_config(
         let sampler = Sampler::start(pm, Duration::from_secs_f64(spec.sample_interval_s), pss);
         let (d, t) = (*done, total);
         let progress = &mut opts.progress;
-        let ran = drive(
-            cmd,
-            &cluster.root().join("run"),
-            spec.duration_s,
-            &mut |frac, tps| progress(d, t, &label, "measure", frac, tps),
-        );
+        let ran_done = AtomicBool::new(false);
+        let (ran, diagnosis) = std::thread::scope(|s| {
+            let diagnosis = spec
+                .diagnose
+                .then(|| s.spawn(|| diagnose_run(pm, spec.duration_s, &ran_done)));
+            let ran = drive(
+                cmd,
+                &cluster.root().join("run"),
+                spec.duration_s,
+                &mut |frac, tps| progress(d, t, &label, "measure", frac, tps),
+            );
+            ran_done.store(true, Ordering::Relaxed);
+            (ran, diagnosis.map(|h| h.join()))
+        });
         let sampled = sampler.stop();
         let steal_pct = osutil::procstat::steal_pct_since(stat0);
         let text = match ran {
@@ -564,6 +573,15 @@ fn run_config(
         rep.nvcsw_per_tx = sampled.nvcsw as f64 / tx;
         rep.nivcsw_per_tx = sampled.nivcsw as f64 / tx;
         rep.sampled = sampled;
+        match diagnosis {
+            Some(Ok(Ok(mut r))) => {
+                rep.diagnosis = r.instances.pop().map(Box::new);
+                rep.diagnosis_unmeasured = r.unmeasured;
+            }
+            Some(Ok(Err(e))) => rep.diagnosis_unmeasured = vec![diagnosis_failed(e.to_string())],
+            Some(Err(_)) => rep.diagnosis_unmeasured = vec![diagnosis_failed("it panicked".into())],
+            None => {}
+        }
         res.cells[c].reps.push(rep);
         *done += 1;
         let cell = &res.cells[c];
@@ -572,6 +590,26 @@ fn run_config(
     }
     drop(bouncer);
     Ok(())
+}
+
+/// `--diagnose`: observes the cluster of postmaster `pm` for the measured run (it ends with the run, or on
+/// a stop signal).
+fn diagnose_run(
+    pm: u32,
+    duration_s: u64,
+    ran_done: &AtomicBool,
+) -> Result<results::diagnose::DiagnoseResult, diagnose::DiagnoseError> {
+    let mut opts = diagnose::Options::new(Duration::from_secs(duration_s.max(1)));
+    opts.pids = vec![pm];
+    let stop = || ran_done.load(Ordering::Relaxed) || osutil::stop::interrupted();
+    diagnose::run(&opts, result::envelope("diagnose"), &stop, &mut |_| {})
+}
+
+fn diagnosis_failed(why: String) -> results::diagnose::Unmeasured {
+    results::diagnose::Unmeasured {
+        what: "diagnosis".into(),
+        why,
+    }
 }
 
 fn segment_check(cluster: &Cluster, pm: u32, spec: &Spec) -> SegmentCheck {
@@ -652,6 +690,7 @@ mod tests {
             protocol: "prepared".into(),
             reconnect: false,
             prewarm: false,
+            diagnose: false,
             duration_s: 1,
             warmup_s: 0,
             repeat: 1,
