@@ -656,10 +656,31 @@ fn poll(rings: &[Ring], timeout: Duration) {
 /// filled by the caller (`kind` is set here).
 pub fn run(
     opts: &Options,
-    mut envelope: Envelope,
+    envelope: Envelope,
     stop: &dyn Fn() -> bool,
     progress: &mut dyn FnMut(f64),
 ) -> Result<DiagnoseResult, DiagnoseError> {
+    Ok(prepare(opts, envelope)?.observe(stop, progress))
+}
+
+/// A diagnosis ready to observe: connected, instances chosen, events open (not yet enabled). Preparing
+/// reads the audit and the symbol tables, which takes a while on a slow machine; a caller that wants the
+/// window to match a measured run (`bench pg --diagnose`) prepares first and observes during the run.
+pub struct Prepared {
+    opts: Options,
+    envelope: Envelope,
+    state: State,
+    rings: Vec<Ring>,
+    filter: Option<&'static str>,
+    cpu_ok: bool,
+    sw_ok: bool,
+    unmeasured: Vec<Unmeasured>,
+    servers: Vec<hostfacts::pgquery::ServerInfo>,
+    clients: Vec<postgres::Client>,
+}
+
+/// Prepares a diagnosis (see [`Prepared`]); errors as [`run`].
+pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, DiagnoseError> {
     opts.check()?;
     envelope.kind = "diagnose".into();
     // Connect first and keep the sessions: their backends are how servers are matched to instances.
@@ -687,7 +708,7 @@ pub fn run(
         });
     }
     let insts: Vec<Inst> = chosen.iter().map(|i| new_inst(&audit, i)).collect();
-    let mut state = State {
+    let state = State {
         insts,
         procs: HashMap::new(),
         exclude: servers.iter().map(|s| s.backend_pid).collect(),
@@ -698,7 +719,42 @@ pub fn run(
         t0_ns: 0,
         lost: 0,
     };
-    let (mut rings, filter, cpu_ok, sw_ok) = open_rings(opts, &mut unmeasured);
+    let (rings, filter, cpu_ok, sw_ok) = open_rings(opts, &mut unmeasured);
+    Ok(Prepared {
+        opts: opts.clone(),
+        envelope,
+        state,
+        rings,
+        filter,
+        cpu_ok,
+        sw_ok,
+        unmeasured,
+        servers,
+        clients,
+    })
+}
+
+impl Prepared {
+    /// Observes for the window (or until `stop`), then judges.
+    pub fn observe(self, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) -> DiagnoseResult {
+        observe(self, stop, progress)
+    }
+}
+
+fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) -> DiagnoseResult {
+    let Prepared {
+        opts,
+        mut envelope,
+        mut state,
+        mut rings,
+        filter,
+        cpu_ok,
+        sw_ok,
+        unmeasured,
+        servers,
+        clients,
+    } = p;
+    let opts = &opts;
 
     // Wait-event samplers, one thread per --pg server matched to an observed instance.
     let t0 = Instant::now();
@@ -808,7 +864,7 @@ pub fn run(
             finish(inst, waits, observed_s, state.lost, cpu_ok, sw_ok)
         })
         .collect();
-    Ok(DiagnoseResult {
+    DiagnoseResult {
         envelope,
         spec: Spec {
             duration_s: opts.duration.as_secs_f64(),
@@ -826,7 +882,7 @@ pub fn run(
         },
         unmeasured,
         instances,
-    })
+    }
 }
 
 fn drain(rings: &mut [Ring], events: &mut Vec<Event>, state: &mut State) {

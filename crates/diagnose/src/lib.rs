@@ -30,7 +30,7 @@ pub mod waits;
 
 use std::time::Duration;
 
-pub use engine::run;
+pub use engine::{prepare, run, Prepared};
 
 /// Default cpu-clock frequency per CPU, Hz: a prime, off the timer tick's multiples, so samples do not lock
 /// step with periodic kernel work.

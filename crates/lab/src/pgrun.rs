@@ -534,10 +534,15 @@ fn run_config(
         let (d, t) = (*done, total);
         let progress = &mut opts.progress;
         let ran_done = AtomicBool::new(false);
+        // Prepared before the run (the audit and the symbol tables take a while), observing during it.
+        let prepared = spec.diagnose.then(|| diagnose_prepare(pm, spec.duration_s));
         let (ran, diagnosis) = std::thread::scope(|s| {
-            let diagnosis = spec
-                .diagnose
-                .then(|| s.spawn(|| diagnose_run(pm, spec.duration_s, &ran_done)));
+            let diagnosis = prepared.map(|p| {
+                s.spawn(|| {
+                    let stop = || ran_done.load(Ordering::Relaxed) || osutil::stop::interrupted();
+                    p.map(|p| p.observe(&stop, &mut |_| {}))
+                })
+            });
             let ran = drive(
                 cmd,
                 &cluster.root().join("run"),
@@ -592,17 +597,12 @@ fn run_config(
     Ok(())
 }
 
-/// `--diagnose`: observes the cluster of postmaster `pm` for the measured run (it ends with the run, or on
-/// a stop signal).
-fn diagnose_run(
-    pm: u32,
-    duration_s: u64,
-    ran_done: &AtomicBool,
-) -> Result<results::diagnose::DiagnoseResult, diagnose::DiagnoseError> {
-    let mut opts = diagnose::Options::new(Duration::from_secs(duration_s.max(1)));
+/// `--diagnose`: prepares a diagnosis of the cluster of postmaster `pm` for the measured run (its window
+/// ends with the run, or on a stop signal; the duration is only a bound).
+fn diagnose_prepare(pm: u32, duration_s: u64) -> Result<diagnose::Prepared, diagnose::DiagnoseError> {
+    let mut opts = diagnose::Options::new(Duration::from_secs(duration_s + 60));
     opts.pids = vec![pm];
-    let stop = || ran_done.load(Ordering::Relaxed) || osutil::stop::interrupted();
-    diagnose::run(&opts, result::envelope("diagnose"), &stop, &mut |_| {})
+    diagnose::prepare(&opts, result::envelope("diagnose"))
 }
 
 fn diagnosis_failed(why: String) -> results::diagnose::Unmeasured {

@@ -701,6 +701,11 @@ pub fn render(docs: &[Doc], generated_utc: &str) -> String {
         }
     }
     for d in docs {
+        if let Document::Diagnose(r) = &d.doc {
+            o.push_str(&crate::diagnose_html::section(&d.label, r));
+        }
+    }
+    for d in docs {
         if let Document::Latency(r) = &d.doc {
             o.push_str(&latency_section(&d.label, r));
         }

@@ -5,6 +5,7 @@ pub mod audit_table;
 pub mod check;
 pub mod compare;
 mod compare_input;
+mod diagnose_html;
 pub mod diagnose_prom;
 pub mod diagnose_table;
 pub mod export;

@@ -270,6 +270,7 @@ impl Document {
             Document::Latency(r) => serde_json::to_value(&r.spec),
             Document::Net(r) => serde_json::to_value(&r.spec),
             Document::Sim(r) => serde_json::to_value(&r.spec),
+            Document::Diagnose(r) => serde_json::to_value(&r.spec),
             _ => return None,
         };
         let Ok(serde_json::Value::Object(o)) = spec else {
@@ -353,6 +354,21 @@ impl Document {
                         ("sweep", scalar(&c.sweep)),
                     ];
                     view(key, c.status, &c.reps, RepRef::Sim)
+                })
+                .collect(),
+            // One cell per instance, keyed by its data directory (a postmaster PID changes across the
+            // restart a fix needs); its seconds are the repetitions.
+            Document::Diagnose(r) => r
+                .instances
+                .iter()
+                .map(|i| {
+                    let key = vec![(
+                        "instance",
+                        i.data_dir
+                            .clone()
+                            .unwrap_or_else(|| format!("postmaster {}", i.postmaster_pid)),
+                    )];
+                    view(key, Status::Ok, &i.series, RepRef::Diagnose)
                 })
                 .collect(),
             _ => return None,
