@@ -96,6 +96,7 @@ fn is_sched(f: &str) -> bool {
         || f.starts_with("finish_task_switch")
         || f.starts_with("__switch_to")
         || f.starts_with("pick_next_task")
+        || f.starts_with("preempt_schedule")
         || f == "context_switch"
 }
 
@@ -223,6 +224,17 @@ mod tests {
         assert_eq!(
             kernel_category(&["_raw_spin_unlock_irqrestore", "__x64_sys_futex"]),
             Category::KernelOther
+        );
+        // Seen in a `full` guest: the sample lands where preempt_schedule_irq turns interrupts back on,
+        // inside a fault; it is the scheduler's time, not the fault's.
+        assert_eq!(
+            kernel_category(&[
+                "preempt_schedule_irq",
+                "irqentry_exit",
+                "clear_page_erms",
+                "handle_mm_fault"
+            ]),
+            Category::Scheduler
         );
     }
 

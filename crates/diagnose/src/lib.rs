@@ -37,7 +37,7 @@ pub use engine::{prepare, run, Prepared};
 pub const DEFAULT_CPU_CLOCK_HZ: u64 = 199;
 
 /// Default page-fault sampling period: one sample per this many minor faults (counts are scaled back).
-pub const DEFAULT_FAULT_PERIOD: u64 = 4;
+pub const DEFAULT_FAULT_PERIOD: u64 = 16;
 
 /// What to observe and how.
 #[derive(Debug, Clone)]

@@ -599,7 +599,10 @@ fn run_config(
 
 /// `--diagnose`: prepares a diagnosis of the cluster of postmaster `pm` for the measured run (its window
 /// ends with the run, or on a stop signal; the duration is only a bound).
-fn diagnose_prepare(pm: u32, duration_s: u64) -> Result<diagnose::Prepared, diagnose::DiagnoseError> {
+fn diagnose_prepare(
+    pm: u32,
+    duration_s: u64,
+) -> Result<diagnose::Prepared, diagnose::DiagnoseError> {
     let mut opts = diagnose::Options::new(Duration::from_secs(duration_s + 60));
     opts.pids = vec![pm];
     diagnose::prepare(&opts, result::envelope("diagnose"))
