@@ -18,7 +18,7 @@ use results::diagnose::{Categories, Switches};
 
 /// The title a child has before it sets its own: its parent's command line, which a short-lived
 /// connection may never get past before exiting.
-pub const UNCLASSIFIED: &str = "short-lived (exited before its title was read)";
+pub const UNCLASSIFIED: &str = "short-lived (title unread)";
 
 /// One reading of a process's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -70,7 +70,7 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, window_s: f64, st: Style, wid
     if !what.is_empty() {
         head.push_str(&format!(" ({})", what.join(", ")));
     }
-    o.push_str(&st.bold(&head));
+    o.push_str(&st.bold(&wrap(&head, width, 0, 2)));
     o.push('\n');
     if let Some(t) = i.exited_at_s {
         o.push_str(&field(
@@ -178,8 +178,16 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, window_s: f64, st: Style, wid
         width,
     ));
     o.push_str(&format!(
-        "    {} fault samples (sampled faults x period); kernel counters from /proc/PID/stat\n",
-        t.fault_samples
+        "    {}\n",
+        wrap(
+            &format!(
+                "{} fault samples (sampled faults x period); kernel counters from /proc/PID/stat",
+                t.fault_samples
+            ),
+            width,
+            4,
+            4
+        )
     ));
     let s = &t.switches;
     o.push_str("\n  Scheduling\n");
@@ -229,7 +237,10 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, window_s: f64, st: Style, wid
             ));
         }
         if let (Some(e), Some(src)) = (w.evictions_per_s, &w.evictions_source) {
-            o.push_str(&format!("    buffers {}/s ({src})\n", rate(e)));
+            o.push_str(&format!(
+                "    {}\n",
+                wrap(&format!("buffers {}/s ({src})", rate(e)), width, 4, 6)
+            ));
         }
         if let Some(n) = &w.note {
             o.push_str(&format!("    {}\n", wrap(n, width, 4, 4)));

@@ -174,8 +174,8 @@ pub struct Second {
 /// Totals over the window for one kind of process (client backend, checkpointer, ...).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ByType {
-    /// `client backend`, `postmaster`, `checkpointer`, ... or `unclassified` (exited before its title
-    /// was read).
+    /// `client backend`, `postmaster`, `checkpointer`, ... or `short-lived (title unread)`: a postmaster
+    /// child that exited before its title could be read (nearly always a connection).
     pub process_type: String,
     /// Processes of this type seen.
     pub processes: u64,
