@@ -5,9 +5,9 @@
 use std::io::IsTerminal;
 
 use anyhow::{anyhow, Result};
-use results::diagnose::Symptom;
+use report::export::Format;
 
-use crate::cli::{AuditFormat, DiagnoseArgs, SymptomLevel};
+use crate::cli::DiagnoseArgs;
 use crate::term;
 
 pub fn run(args: DiagnoseArgs) -> Result<i32> {
@@ -15,7 +15,7 @@ pub fn run(args: DiagnoseArgs) -> Result<i32> {
         Ok(code) => Ok(code),
         Err(e) => {
             // As the audit: a timer's textfile says the run failed rather than keeping old numbers.
-            if let (AuditFormat::Prometheus, Some(path)) = (args.format, &args.out) {
+            if let (Format::Prometheus, Some(path)) = (args.format, &args.out) {
                 if osutil::output::check_publishable(path).is_ok() {
                     let text = report::diagnose_prom::render_failure(
                         env!("CARGO_PKG_VERSION"),
@@ -82,18 +82,13 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
     for u in &res.unmeasured {
         eprintln!("preemptlab: not measured: {}: {}", u.what, u.why);
     }
-    let text = match args.format {
-        AuditFormat::Table => {
-            report::diagnose_table::render(&res, term::style(&args.color), term::width())
-        }
-        AuditFormat::Json => report::json(&res),
-        AuditFormat::Prometheus => report::diagnose_prom::render(&res),
-    };
+    let text = term::render(args.format, Some(&args.color), &res)?;
     term::stdout(&text)?;
     if let Some(path) = &args.out {
+        // As the audit: the file holds the format asked for, JSON for --format table.
         let file_text = match args.format {
-            AuditFormat::Table => report::json(&res),
-            AuditFormat::Json | AuditFormat::Prometheus => text,
+            Format::Table => term::render(Format::Json, None, &res)?,
+            _ => text,
         };
         osutil::output::publish(path, &file_text)?;
     }
@@ -107,10 +102,6 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
             i.postmaster_pid
         );
     }
-    let fail = res.instances.iter().any(|i| match args.fail_on {
-        Some(SymptomLevel::Present) => i.verdict.symptom == Symptom::Present,
-        Some(SymptomLevel::CantTell) => i.verdict.symptom != Symptom::NotPresent,
-        None => false,
-    });
+    let fail = args.fail_on.is_some_and(|f| f.fails(&res));
     Ok(if fail { 1 } else { 0 })
 }

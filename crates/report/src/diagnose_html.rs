@@ -7,8 +7,8 @@ use std::fmt::Write;
 use results::diagnose::{DiagnoseResult, InstanceDiagnosis};
 
 use crate::html::esc;
-use crate::lock_table::rate;
 use crate::svg::{line_chart, Axis, Series};
+use stats::fmt::rate;
 
 fn series(
     name: &str,

@@ -3,8 +3,9 @@
 
 use results::diagnose::{Categories, DiagnoseResult, InstanceDiagnosis, Symptom};
 
-use crate::lock_table::rate;
-use crate::markup::{columns, field, sig3, wrap, Align, Style};
+use crate::markup::{columns, field, wrap, Align, Style};
+use stats::fmt::rate;
+use stats::fmt::sig3;
 
 fn pct(part: u64, of: u64) -> String {
     if of == 0 {

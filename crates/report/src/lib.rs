@@ -9,7 +9,6 @@ mod diagnose_html;
 pub mod diagnose_prom;
 pub mod diagnose_table;
 pub mod export;
-pub mod fleet;
 pub mod fleet_table;
 pub mod html;
 pub mod hugepages;

@@ -293,6 +293,48 @@ impl Symptom {
     }
 }
 
+/// `diagnose --fail-on`: the verdict at which the command exits 1. The decision is here, beside the
+/// verdicts it judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailOn {
+    /// An instance with the symptom present.
+    Present,
+    /// An instance with the symptom present, or too few samples to tell.
+    CantTell,
+}
+
+impl FailOn {
+    /// Every threshold, in the order a command line lists them.
+    pub const ALL: [FailOn; 2] = [FailOn::Present, FailOn::CantTell];
+
+    /// The name a command line gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailOn::Present => "present",
+            FailOn::CantTell => "cant-tell",
+        }
+    }
+
+    /// Whether a diagnosis fails: an instance's verdict at or above the threshold.
+    pub fn fails(self, r: &DiagnoseResult) -> bool {
+        r.instances.iter().any(|i| match self {
+            FailOn::Present => i.verdict.symptom == Symptom::Present,
+            FailOn::CantTell => i.verdict.symptom != Symptom::NotPresent,
+        })
+    }
+}
+
+impl std::str::FromStr for FailOn {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<FailOn, String> {
+        FailOn::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| format!("{s}: one of present, cant-tell"))
+    }
+}
+
 /// The verdict for one instance, with its evidence.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Verdict {

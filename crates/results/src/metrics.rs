@@ -41,7 +41,7 @@ pub enum RepRef<'a> {
     /// `bench net`.
     Net(&'a net::Rep),
     /// `sim`.
-    Sim(&'a sim::Outcome),
+    Sim(&'a crate::model::Outcome),
     /// One second of a diagnosis (`compare` sets a diagnosis before a fix against one after, second by
     /// second).
     Diagnose(&'a diagnose::Second),
