@@ -652,7 +652,7 @@ fn poll(rings: &[Ring], timeout: Duration) {
 }
 
 /// Observes the instances for the window and judges them. `stop` ends the window early (the result is
-/// then marked interrupted); `progress` gets the seconds observed so far. `envelope` is the result's,
+/// then marked interrupted); `progress` gets the seconds observed so far (0 when the window opens). `envelope` is the result's,
 /// filled by the caller (`kind` is set here).
 pub fn run(
     opts: &Options,
@@ -789,6 +789,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
     for r in rings.iter_mut() {
         let _ = r.enable();
     }
+    progress(0.0);
     let mut events = Vec::new();
     let mut next_second = 1usize;
     let mut interrupted = false;

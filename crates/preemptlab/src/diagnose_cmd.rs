@@ -58,7 +58,10 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
     let show = !args.quiet && std::io::stderr().is_terminal();
     let total = duration.as_secs_f64();
     let mut progress = |t: f64| {
-        if show {
+        if t == 0.0 && !args.quiet {
+            // Said once the events are open, so that a script can start its load on it.
+            eprintln!("preemptlab diagnose: observing for {total:.0} s");
+        } else if show {
             eprint!("\rpreemptlab diagnose: {t:.0}/{total:.0} s observed");
         }
     };

@@ -349,3 +349,35 @@ pub fn render(r: &DiagnoseResult, st: Style, width: usize) -> String {
     }
     o
 }
+
+/// A few lines per instance: the verdict and its key counts (`check --pg` shows this).
+pub fn summary(r: &DiagnoseResult, width: usize) -> String {
+    let mut o = String::new();
+    for i in &r.instances {
+        let v = &i.verdict;
+        let line = format!(
+            "instance {} ({}): symptom {}; spinlock {:.1}% of {} client-backend samples (95% CI {:.1}..{:.1}%); segment on {} pages, {}/s faults in it; {} preempted inside faults",
+            i.postmaster_pid,
+            i.data_dir.as_deref().unwrap_or("?"),
+            v.symptom.as_str(),
+            v.spinlock_share.pct,
+            v.spinlock_share.of,
+            v.spinlock_share.lo_pct,
+            v.spinlock_share.hi_pct,
+            i.segment
+                .as_ref()
+                .map(|s| page(s.page_size_kib))
+                .unwrap_or_else(|| "unknown".into()),
+            rate(i.rates.segment_faults_per_s),
+            i.totals.switches.in_fault_kernel_preemption
+        );
+        o.push_str(&format!("  {}\n", wrap(&line, width, 2, 4)));
+    }
+    for u in &r.unmeasured {
+        o.push_str(&format!(
+            "  {}\n",
+            wrap(&format!("not measured: {}: {}", u.what, u.why), width, 2, 4)
+        ));
+    }
+    o
+}
