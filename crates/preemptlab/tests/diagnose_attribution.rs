@@ -122,7 +122,7 @@ fn spinning_is_attributed_at_the_share_its_own_accounting_reports() {
             "--duration",
             "4s",
         ])
-        .args(["--format", "json", "--frequency", "499"])
+        .args(["--format", "json", "--frequency", "997"])
         .output()
         .unwrap();
     pm.wait().unwrap();
