@@ -26,6 +26,7 @@ pub mod perf;
 pub mod procs;
 pub mod symbols;
 pub mod tracefs;
+mod track;
 pub mod waits;
 
 use std::time::Duration;
