@@ -88,7 +88,7 @@ pub fn width() -> usize {
 
 /// Writes `text` to `path` atomically (temp file + rename).
 pub fn write_atomic(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
-    lab::result::write_text(path, text).map_err(anyhow::Error::from)
+    osutil::output::write_atomic(path, text).map_err(anyhow::Error::from)
 }
 
 /// Checks before any work that the result can be written to `path` (one line naming the path and the fix).
