@@ -23,7 +23,7 @@ const DIAGNOSIS: std::time::Duration = std::time::Duration::from_secs(5);
 /// fails the check: what stood in its way is said instead.
 fn diagnosis(pg: &[String], quiet: bool) -> Result<results::diagnose::DiagnoseResult, String> {
     if !quiet {
-        eprintln!(
+        osutil::msg!(
             "preemptlab check: diagnosing the running server for {} s...",
             DIAGNOSIS.as_secs()
         );
@@ -44,7 +44,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     let t0 = Instant::now();
     let diagnosed = (!a.pg.is_empty()).then(|| diagnosis(&a.pg, !std::io::stderr().is_terminal()));
     if osutil::stop::interrupted() {
-        eprintln!("preemptlab: interrupted");
+        osutil::msg!("preemptlab: interrupted");
         return Ok(osutil::stop::interrupted_exit_code());
     }
     let host = Host::live();
@@ -63,7 +63,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     term::claim_output(&out)?;
     if !quiet {
         let s = &plan.spec;
-        eprintln!(
+        osutil::msg!(
             "preemptlab check: reproducing on this host ({} workers on {} CPUs, pg vs adaptive, {}; {} x {} s)...",
             s.workers[0],
             plan.cpus,
@@ -74,13 +74,13 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     }
     let on_cell = Box::new(move |c: &lab::lockrun::Cell| {
         if !quiet {
-            eprintln!("{}", report::lock_table::cell_line(c));
+            osutil::msg!("{}", report::lock_table::cell_line(c));
         }
     });
     let reproduction =
         lab::check::reproduce(&plan, a.reserve_hugepages, out.clone(), on_cell, GROW_HINT)?;
     if reproduction.envelope.interrupted {
-        eprintln!("preemptlab: interrupted");
+        osutil::msg!("preemptlab: interrupted");
         return Ok(osutil::stop::interrupted_exit_code());
     }
     let huge = plan
@@ -107,7 +107,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     }
     term::stdout(term::render(a.format, Some(&a.color), &doc)?)?;
     if !quiet {
-        eprintln!(
+        osutil::msg!(
             "preemptlab: reproduction written to {} ({:.0} s in all)",
             out.display(),
             doc.elapsed_s

@@ -236,7 +236,7 @@ pub fn measure(hugetlb_2m_pages: Option<u64>) -> Result<Costs, CostError> {
         futex_wake_remote_ns: remote,
         fault_2m_map_ns: hugetlb_2m_pages.and_then(|n| {
             fault_2m_map_ns(n)
-                .map_err(|e| eprintln!("preemptlab: the 2 MB mapping cost not measured: {e}"))
+                .map_err(|e| osutil::msg!("preemptlab: the 2 MB mapping cost not measured: {e}"))
                 .ok()
         }),
     })
