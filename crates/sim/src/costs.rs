@@ -30,6 +30,15 @@ pub struct Costs {
     /// results written before it was measured.
     #[serde(default)]
     pub fault_2m_map_ns: Option<f64>,
+    /// The handover of one cache line between two CPUs (two processes pinned to two CPUs take turns on a
+    /// word in shared memory; half a round trip): the median over timed batches, and the batches' 10th and
+    /// 90th percentiles. Null on one CPU, and in results written before it was measured.
+    #[serde(default)]
+    pub line_transfer_ns: Option<f64>,
+    #[serde(default)]
+    pub line_transfer_p10_ns: Option<f64>,
+    #[serde(default)]
+    pub line_transfer_p90_ns: Option<f64>,
 }
 
 /// One parameter set from a measurement.
@@ -61,6 +70,8 @@ fn ns(v: f64) -> u64 {
 /// - `futex_wake_idle_ns` = the remote wake less the wake with nobody queued: what waking a sleeper on an
 ///   idle CPU costs the waker on top.
 /// - `fault_2m_map_ns` as measured.
+/// - `lock_transfer_ns` = the cache-line handover's median; the lock's line costs per spinner
+///   (`line_ns`, `spin_line_ns`) follow it unless set.
 /// - `ctx_switch_ns` = the half round trip less what the model charges separately for it (`futex_wake_ns`
 ///   and the `futex_wait` syscall, `syscall_ns`), at least half the half round trip: the subtraction must
 ///   not let noise in the syscall figures erase the switch.
@@ -101,6 +112,13 @@ pub fn taken(c: &Costs, fault_ns: Option<f64>) -> Vec<Taken> {
             param: "futex_wake_idle_ns",
             value: ns(r).saturating_sub(wake),
             from: "costs.futex_wake_remote_ns",
+        });
+    }
+    if let Some(l) = c.line_transfer_ns {
+        out.push(Taken {
+            param: "lock_transfer_ns",
+            value: ns(l).max(1),
+            from: "costs.line_transfer_ns",
         });
     }
     if let Some(m) = c.fault_2m_map_ns {
@@ -179,6 +197,9 @@ mod tests {
             futex_wake_nobody_ns: 210.0,
             futex_wake_remote_ns: Some(12_210.0),
             fault_2m_map_ns: Some(2_480.4),
+            line_transfer_ns: Some(61.6),
+            line_transfer_p10_ns: Some(55.0),
+            line_transfer_p90_ns: Some(80.2),
         }
     }
 
@@ -198,7 +219,14 @@ mod tests {
         // The half round trip less the wait's syscall and the wake.
         assert_eq!(value(&t, "ctx_switch_ns"), Some(1900 - 95 - 210));
         assert_eq!(value(&t, "fault_2m_map_ns"), Some(2480));
+        assert_eq!(value(&t, "lock_transfer_ns"), Some(62));
         let p = apply(&Params::default(), &t);
+        assert_eq!(p.lock_transfer_ns, 62);
+        assert_eq!(
+            (p.line_ns, p.spin_line_ns),
+            (None, None),
+            "they follow the transfer"
+        );
         assert_eq!(p.fault_4k_ns, 1351);
         assert_eq!(p.ctx_switch_ns, 1595);
         assert_eq!(p.futex_wake_idle_ns, 12_000);
@@ -213,12 +241,14 @@ mod tests {
         let c = Costs {
             futex_wake_remote_ns: None,
             fault_2m_map_ns: None,
+            line_transfer_ns: None,
             ..costs()
         };
         let t = taken(&c, None);
         assert_eq!(value(&t, "fault_4k_ns"), None);
         assert_eq!(value(&t, "futex_wake_idle_ns"), None);
         assert_eq!(value(&t, "fault_2m_map_ns"), None);
+        assert_eq!(value(&t, "lock_transfer_ns"), None);
         let p = apply(&Params::default(), &t);
         assert_eq!(p.fault_4k_ns, Params::default().fault_4k_ns);
         assert_eq!(p.futex_wake_idle_ns, 0);
@@ -268,10 +298,17 @@ mod tests {
         let c = costs();
         let j = serde_json::to_string(&c).unwrap();
         assert_eq!(serde_json::from_str::<Costs>(&j).unwrap(), c);
-        // Costs recorded before the 2 MB mapping was measured load without it.
+        // Costs recorded before the 2 MB mapping and the line handover were measured load without them.
         let mut v: serde_json::Value = serde_json::from_str(&j).unwrap();
-        v.as_object_mut().unwrap().remove("fault_2m_map_ns");
+        for k in [
+            "fault_2m_map_ns",
+            "line_transfer_ns",
+            "line_transfer_p10_ns",
+            "line_transfer_p90_ns",
+        ] {
+            v.as_object_mut().unwrap().remove(k);
+        }
         let old: Costs = serde_json::from_value(v).unwrap();
-        assert_eq!(old.fault_2m_map_ns, None);
+        assert_eq!((old.fault_2m_map_ns, old.line_transfer_ns), (None, None));
     }
 }

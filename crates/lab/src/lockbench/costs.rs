@@ -1,8 +1,8 @@
 //! The kernel and lock costs the model takes (`sim::costs`), measured once per `bench lock` run before its
 //! cells, on the machine the bench runs on (a guest included): a spin-loop iteration, a syscall round
 //! trip, a context switch between two processes on one CPU, `futex_wake` with nobody queued and waking a
-//! sleeper on another CPU, and mapping a 2 MB hugetlb page in a new process when the run has a 2 MB pool to
-//! run its cells on. Each is the median of many timed repetitions; all of them take well under a second.
+//! sleeper on another CPU, the handover of one cache line between two CPUs, and mapping a 2 MB hugetlb page
+//! in a new process when the run has a 2 MB pool to run its cells on. Each is the median of many timed repetitions; all of them take well under a second.
 //! The minor fault on 4 KB pages is the run's `fault_cost` ([`crate::lockrun::measure_fault_cost`]).
 
 use std::hint::black_box;
@@ -159,6 +159,81 @@ fn switch_half_round_trip_ns() -> Result<f64, CostError> {
     Ok(ns)
 }
 
+/// Round trips per timed batch of the cache-line ping-pong.
+const LINE_BATCH: u32 = 1000;
+
+/// The handover time of one cache line between two CPUs: two processes pinned to the first two CPUs this
+/// process may use take turns on a counter in one 64-byte line of shared memory (each spins, reading the
+/// line, until the other's increment arrives, then increments it), as a lock word goes from a releaser to
+/// the next holder. Per timed batch of [`LINE_BATCH`] round trips, half the mean round trip is one handover;
+/// returns the median, 10th and 90th percentiles over [`BATCHES`] batches, ns. None on one CPU.
+fn line_transfer_ns() -> Result<Option<[f64; 3]>, CostError> {
+    let cpus = wake_cost::allowed_cpus();
+    let [a, b, ..] = cpus[..] else {
+        return Ok(None);
+    };
+    let shm = ShmRegion::new(4096, Backing::Page4k)?;
+    // SAFETY: the region is 4096 bytes, page-aligned and zeroed: a valid AtomicU32 (the counter) at offset
+    // 0, alone in its 64-byte line, and BATCHES f64 slots for the batches' times from offset 64 (8 + 201 x 8
+    // bytes, inside the page), all shared with the children.
+    let word = unsafe { &*(shm.as_ptr() as *const AtomicU32) };
+    // SAFETY: as above; offset 64 is inside the region and 8-byte aligned.
+    let out = unsafe { shm.as_ptr().add(64) as *mut f64 };
+    const _: () = assert!(64 + 8 * BATCHES <= 4096);
+    let mut kids = Children::new();
+    for (me, cpu) in [(0u32, a), (1u32, b)] {
+        kids.spawn((), c"plab-linecal", move || {
+            if wake_cost::pin(cpu).is_err() {
+                return 1;
+            }
+            // My turn when the counter's parity is mine; each pass hands the line to the other CPU.
+            let pass = || {
+                loop {
+                    // Acquire: pairs with the other's Release increment, so its turn is complete.
+                    let v = word.load(Ordering::Acquire);
+                    if v % 2 == me {
+                        // Release: publishes the pass to the other's Acquire load.
+                        word.store(v + 1, Ordering::Release);
+                        return;
+                    }
+                    std::hint::spin_loop();
+                }
+            };
+            // Both make the same number of passes: warm-up, then the timed batches (timed by process 0).
+            for _ in 0..SWITCH_WARMUP {
+                pass();
+            }
+            for i in 0..BATCHES {
+                let t = Instant::now();
+                for _ in 0..LINE_BATCH {
+                    pass();
+                }
+                if me == 0 {
+                    let ns = t.elapsed().as_nanos() as f64 / (2 * LINE_BATCH) as f64;
+                    // SAFETY: i < BATCHES: the slot is inside the shared region (see above).
+                    unsafe { std::ptr::write_volatile(out.add(i), ns) };
+                }
+            }
+            0
+        })
+        .map_err(|err| CostError::Fork { err })?;
+    }
+    let mut ok = true;
+    kids.reap_all(Duration::from_secs(30), |_, exit| ok &= exit.success());
+    // SAFETY: the children wrote the slots before exiting (or they are still 0.0).
+    let mut v: Vec<f64> = (0..BATCHES)
+        .map(|i| unsafe { std::ptr::read_volatile(out.add(i)) })
+        .collect();
+    if !ok || v.iter().any(|&x| x <= 0.0) {
+        return Err(CostError::ChildFailed {
+            what: "the cache-line calibration children",
+        });
+    }
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    Ok(Some([at(0.5), at(0.1), at(0.9)]))
+}
+
 /// Mapping an existing 2 MB hugetlb page in a new process, as a `bench lock` worker does on its first touch
 /// of each page of the shared region: the parent maps `pages` (at most [`MAP_2M_PAGES`]) and zeroes them,
 /// then [`MAP_2M_CHILDREN`] fresh children, one after another, each time their first touch (a read) of
@@ -228,7 +303,11 @@ pub fn measure(hugetlb_2m_pages: Option<u64>) -> Result<Costs, CostError> {
         v.sort_unstable();
         (v.len() >= WAKE_ROUNDS / 2).then(|| v[v.len() / 2] as f64)
     });
+    let line = line_transfer_ns()?;
     Ok(Costs {
+        line_transfer_ns: line.map(|l| l[0]),
+        line_transfer_p10_ns: line.map(|l| l[1]),
+        line_transfer_p90_ns: line.map(|l| l[2]),
         spin_ns: spin_ns(),
         syscall_ns: syscall_ns(),
         switch_half_round_trip_ns: switch_half_round_trip_ns()?,
@@ -258,8 +337,23 @@ pub fn line(c: &Costs, fault_ns: Option<f64>) -> String {
     let map_2m = c.fault_2m_map_ns.map_or(String::new(), |m| {
         format!(", mapping a 2 MB page {}", us(m))
     });
+    let handover = match (
+        c.line_transfer_ns,
+        c.line_transfer_p10_ns,
+        c.line_transfer_p90_ns,
+    ) {
+        (Some(m), Some(lo), Some(hi)) => {
+            format!(
+                ", cache-line handover {} (p10 {}, p90 {})",
+                us(m),
+                us(lo),
+                us(hi)
+            )
+        }
+        _ => String::new(),
+    };
     format!(
-        "measured costs: {fault}spin iteration {}, syscall {}, context switch (half round trip) {}, futex_wake with nobody queued {}, waking a sleeper on another CPU {remote}{map_2m}",
+        "measured costs: {fault}spin iteration {}, syscall {}, context switch (half round trip) {}, futex_wake with nobody queued {}, waking a sleeper on another CPU {remote}{map_2m}{handover}",
         us(c.spin_ns),
         us(c.syscall_ns),
         us(c.switch_half_round_trip_ns),
