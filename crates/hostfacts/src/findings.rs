@@ -3,97 +3,16 @@
 //! The rules and their thresholds are listed in GUIDE.md ("audit", "Findings"). They are pure functions of the
 //! facts, so fixtures drive them in tests.
 
-use serde::{Deserialize, Serialize};
+pub use results::host::findings::{FailOn, Finding, PoolFix, Severity, Verdict};
+pub use results::host::postgres::{
+    huge_page_size_kib, instance_huge_page_kib, instance_pages_needed,
+};
 
 use crate::kernel::{KernelFacts, PreemptModel};
 use crate::memory::MemoryFacts;
 use crate::parse::{self, Bytes};
 use crate::pgquery::ServerInfo;
 use crate::postgres::PgInstance;
-
-/// How bad a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Worth knowing.
-    Info,
-    /// Costs memory or throughput, or will after a likely change.
-    Warn,
-    /// Exposed now, or will fail at the next restart.
-    Critical,
-}
-
-impl Severity {
-    /// The name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warn => "warn",
-            Severity::Critical => "critical",
-        }
-    }
-}
-
-/// The overall verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    /// Nothing above info.
-    Ok,
-    /// At least one warning.
-    Warn,
-    /// At least one critical finding.
-    AtRisk,
-}
-
-impl Verdict {
-    /// The name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Ok => "ok",
-            Verdict::Warn => "warn",
-            Verdict::AtRisk => "at-risk",
-        }
-    }
-}
-
-/// One finding.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finding {
-    /// Stable identifier (`preempt-4k-shm`, `hugetlb-pool-too-small`, ...).
-    pub id: String,
-    /// Severity.
-    pub severity: Severity,
-    /// The postmaster PID of the instance it concerns, if any.
-    pub instance: Option<u32>,
-    /// One line: what is wrong.
-    pub title: String,
-    /// The facts behind it, each naming its source.
-    pub evidence: Vec<String>,
-    /// The exact fix: commands and configuration lines, in order.
-    pub fix: Vec<String>,
-    /// When the fix is a huge page pool: its exact size, for machines (fleets) to act on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pool: Option<PoolFix>,
-}
-
-/// The pool a fix asks for, and what the figure rests on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PoolFix {
-    /// Huge page size, kB.
-    pub page_size_kib: u64,
-    /// Pages the instance needs, margin included.
-    pub pages_needed: u64,
-    /// The pool size to set (pages needed plus those other users hold).
-    pub pool_target: u64,
-    /// `postgres` (the server's shared_memory_size_in_huge_pages via --pg), `postgres_size`, `segment`
-    /// (the running segment in smaps), `vm_peak` (the postmaster's VmPeak) or `given`.
-    pub basis: String,
-    /// The basis in words, with where it was read.
-    pub basis_detail: String,
-    /// The commands that set it (sysctl or sysfs, and how to persist it).
-    pub commands: Vec<String>,
-}
 
 /// Page tables above this share of an instance's shared memory: warn.
 pub const PT_SHARE_OF_SHM_WARN: f64 = 0.10;
@@ -113,54 +32,6 @@ pub fn verdict(findings: &[Finding]) -> Verdict {
 
 fn kib(k: u64) -> String {
     Bytes::from_kib(k).to_string()
-}
-
-/// The huge page size an instance would use: `huge_page_size` if set (PG 14+), else the default.
-pub fn instance_huge_page_kib(inst: &PgInstance, mem: &MemoryFacts) -> Option<u64> {
-    let configured = inst.setting("huge_page_size").and_then(huge_page_size_kib);
-    configured
-        .or_else(|| mem.default_huge_page_kib.get().copied())
-        .filter(|k| *k > 0)
-}
-
-/// Parses a `huge_page_size` value (`0`, `2048` in kB as pg_settings gives it, `2MB`, `0kB`); `None`
-/// for 0, which means "the kernel's default".
-pub fn huge_page_size_kib(s: &str) -> Option<u64> {
-    let kib = if s.chars().all(|c| c.is_ascii_digit()) {
-        s.parse::<u64>().ok()?
-    } else {
-        parse::size(s).ok()?.kib()
-    };
-    (kib > 0).then_some(kib)
-}
-
-/// Huge pages an instance needs: the server's own figure when it matches the page size, else the
-/// segment size rounded up.
-pub fn instance_pages_needed(inst: &PgInstance, page_kib: u64) -> Option<(u64, String)> {
-    if let Some(server) = &inst.server {
-        let same_size = inst
-            .setting("huge_page_size")
-            .is_none_or(|s| s == "0" || s.parse::<u64>().ok() == Some(page_kib));
-        if same_size {
-            if let Some(n) = server
-                .settings
-                .get("shared_memory_size_in_huge_pages")
-                .and_then(|s| s.setting.parse::<i64>().ok())
-            {
-                if n > 0 {
-                    return Some((n as u64, "--pg shared_memory_size_in_huge_pages".into()));
-                }
-            }
-        }
-    }
-    let shm = inst.shared_memory_kib()?;
-    if page_kib == 0 {
-        return None;
-    }
-    Some((
-        shm.div_ceil(page_kib),
-        format!("shared memory {} / {} pages", kib(shm), kib(page_kib)),
-    ))
 }
 
 /// The exact pool an instance needs, by the sizing rule of `preemptlab hugepages` (best basis available).

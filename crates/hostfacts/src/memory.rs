@@ -4,86 +4,11 @@
 //! THP: `/sys/kernel/mm/transparent_hugepage/{enabled,defrag,shmem_enabled}` (`transhuge.rst`); shared
 //! memory obeys `shmem_enabled`, not `enabled`.
 
-use serde::{Deserialize, Serialize};
+pub use results::host::memory::{HugePool, MemoryFacts};
 
 use crate::fact::Fact;
 use crate::host::Host;
 use crate::parse;
-
-/// One hugetlb pool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HugePool {
-    /// Page size in kB (2048, 1048576).
-    pub page_size_kib: u64,
-    /// `nr_hugepages`: pages in the pool.
-    pub total: u64,
-    /// `free_hugepages`: pages not faulted in by anyone (reserved ones included).
-    pub free: u64,
-    /// `resv_hugepages`: pages promised to mappings but not yet faulted in.
-    pub reserved: u64,
-    /// `surplus_hugepages`: pages above `nr_hugepages` from overcommit.
-    pub surplus: u64,
-    /// `nr_overcommit_hugepages`.
-    pub overcommit: u64,
-    /// Pages that running preemptlab benches added to this pool for themselves and give back when they end
-    /// (`/run/preemptlab/pool-<kib>kB.json`): not another user's demand.
-    #[serde(default)]
-    pub held_by_preemptlab: u64,
-}
-
-impl HugePool {
-    /// Pages committed to mappings: faulted in plus reserved.
-    pub fn committed(&self) -> u64 {
-        self.total
-            .saturating_sub(self.free)
-            .saturating_add(self.reserved)
-    }
-    /// Pages committed to others than preemptlab's own benches.
-    pub fn committed_by_users(&self) -> u64 {
-        self.committed().saturating_sub(self.held_by_preemptlab)
-    }
-    /// Pages nobody has faulted in or reserved.
-    pub fn available(&self) -> u64 {
-        self.free.saturating_sub(self.reserved)
-    }
-    /// Memory the pool pins, in kB.
-    pub fn pinned_kib(&self) -> u64 {
-        // Saturating: the counts come from text a kernel (or a fixture) wrote.
-        self.total.saturating_mul(self.page_size_kib)
-    }
-}
-
-/// Memory facts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MemoryFacts {
-    /// MemTotal in kB.
-    pub total_kib: Fact<u64>,
-    /// MemAvailable in kB.
-    pub available_kib: Fact<u64>,
-    /// PageTables in kB: memory used by all processes' page tables.
-    pub page_tables_kib: Fact<u64>,
-    /// Hugepagesize in kB: the default huge page size (`vm.nr_hugepages` sizes this pool).
-    pub default_huge_page_kib: Fact<u64>,
-    /// Every hugetlb pool, by page size.
-    pub pools: Fact<Vec<HugePool>>,
-    /// THP `enabled` (anonymous memory).
-    pub thp_enabled: Fact<String>,
-    /// THP `defrag`.
-    pub thp_defrag: Fact<String>,
-    /// THP `shmem_enabled` (shared memory, which PostgreSQL's segment is).
-    pub thp_shmem_enabled: Fact<String>,
-    /// `vm.overcommit_memory` (0 heuristic, 1 always, 2 never).
-    pub overcommit_memory: Fact<u32>,
-}
-
-impl MemoryFacts {
-    /// The pool of a page size, if present.
-    pub fn pool(&self, page_size_kib: u64) -> Option<&HugePool> {
-        self.pools
-            .get()
-            .and_then(|ps| ps.iter().find(|p| p.page_size_kib == page_size_kib))
-    }
-}
 
 fn meminfo_fact(
     map: &Result<std::collections::BTreeMap<String, u64>, crate::host::ReadError>,

@@ -4,17 +4,12 @@
 //! `Documentation/admin-guide/cputopology.rst` (CPU lists), PostgreSQL's `postmaster.pid` layout
 //! (`src/include/utils/pidfile.h`) and configuration-file syntax (`guc-file.l`).
 
-use std::collections::BTreeMap;
-use std::fmt;
-
-/// A parse failure, naming what was expected.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ParseError(pub String);
+pub use results::host::bytes::{pg_memory, size, Bytes, ParseError};
 
 fn err(msg: impl Into<String>) -> ParseError {
     ParseError(msg.into())
 }
+use std::collections::BTreeMap;
 
 /// Parses `Key:   123 kB` lines (meminfo, status, smaps_rollup) into a map of key -> value in kB (or the bare
 /// number for unitless keys such as `HugePages_Total`). Lines that are not of that shape are skipped.
@@ -229,80 +224,6 @@ pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
-/// A byte count, printed in binary units.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(transparent)]
-pub struct Bytes(pub u64);
-
-impl Bytes {
-    /// From kibibytes.
-    pub fn from_kib(kib: u64) -> Self {
-        Bytes(kib * 1024)
-    }
-    /// In kibibytes (rounded down).
-    pub fn kib(self) -> u64 {
-        self.0 / 1024
-    }
-}
-
-impl fmt::Display for Bytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-        let mut v = self.0 as f64;
-        let mut i = 0;
-        while v >= 1024.0 && i < UNITS.len() - 1 {
-            v /= 1024.0;
-            i += 1;
-        }
-        if i == 0 {
-            write!(f, "{} B", self.0)
-        } else if v >= 100.0 {
-            write!(f, "{v:.0} {}", UNITS[i])
-        } else if v >= 10.0 {
-            write!(f, "{v:.1} {}", UNITS[i])
-        } else {
-            write!(f, "{v:.2} {}", UNITS[i])
-        }
-    }
-}
-
-/// Parses a human size: `120GB`, `2MB`, `1G`, `512kB`, `4096` (bytes), `1.5GiB`. Units are binary
-/// (k = 1024), as in PostgreSQL and the kernel.
-pub fn size(text: &str) -> Result<Bytes, ParseError> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    if num.is_empty() {
-        return Err(err(format!(
-            "{text:?} is not a size (expected e.g. 120GB, 2MB, 512kB)"
-        )));
-    }
-    let value: f64 = num
-        .parse()
-        .map_err(|_| err(format!("{text:?} is not a size (expected e.g. 120GB, 2MB)")))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
-        other => {
-            return Err(err(format!(
-                "{text:?}: unknown unit {other:?} (use B, kB, MB, GB or TB)"
-            )))
-        }
-    };
-    let bytes = value * mult as f64;
-    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
-        return Err(err(format!("{text:?} is out of range")));
-    }
-    Ok(Bytes(bytes.round() as u64))
-}
-
 /// A duration that does not parse or is out of range.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
@@ -336,30 +257,6 @@ pub fn duration(text: &str) -> Result<std::time::Duration, DurationError> {
         return Err(DurationError::OutOfRange(text.into()));
     }
     Ok(std::time::Duration::from_secs_f64(v * mult))
-}
-
-/// Parses a PostgreSQL memory setting as `pg_settings` shows it: `setting` in multiples of `unit`
-/// (`8kB`, `kB`, `MB`), e.g. ("16384", Some("8kB")) -> 128 MiB.
-pub fn pg_memory(setting: &str, unit: Option<&str>) -> Result<Bytes, ParseError> {
-    let n: f64 = setting
-        .trim()
-        .parse()
-        .map_err(|_| err(format!("{setting:?} is not a number")))?;
-    let unit_bytes = match unit {
-        None | Some("") => 1.0,
-        Some(u) => {
-            size(
-                if u.chars().next().is_some_and(|c| c.is_ascii_digit()) {
-                    u.to_string()
-                } else {
-                    format!("1{u}")
-                }
-                .as_str(),
-            )?
-            .0 as f64
-        }
-    };
-    Ok(Bytes((n * unit_bytes).round() as u64))
 }
 
 /// The fields of PostgreSQL's `postmaster.pid` (pidfile.h: pid, data dir, start time, port, socket dir,

@@ -29,7 +29,6 @@
 //! Records written before shares existed (`{"page_kib", "restore_to", "pid"}`) load as one share of unknown
 //! size held by that pid: when it is dead, the pool returns to `restore_to`.
 
-use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -284,13 +283,12 @@ impl Locked {
                 Err(e) => Err(failed("removing", e)),
             };
         }
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| failed("writing", e))?;
         let text = serde_json::to_string(reg)?;
-        writeln!(tmp, "{text}").map_err(|e| failed("writing", e))?;
-        tmp.persist(&self.path)
-            .map_err(|e| failed("writing", e.error))?;
-        Ok(())
+        osutil::output::write_atomic(&self.path, &(text + "\n")).map_err(|e| PoolError::Record {
+            action: "writing",
+            path: self.path.clone(),
+            why: e.explained(),
+        })
     }
 
     /// The record reconciled with `pool` ([`reconcile`]), the pool set to what it calls for and the record

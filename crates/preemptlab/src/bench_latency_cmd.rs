@@ -20,7 +20,6 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
         }
     })
     .map_err(|e| anyhow!(e.render(term::flag)))?;
-    let table = |md| report::latency_table::render(&res, md);
-    term::print_result(a.result.format, &res, table, &out, quiet)?;
+    term::print_result(a.result.format, &res, &out, quiet)?;
     Ok(term::exit_code(res.envelope.interrupted))
 }

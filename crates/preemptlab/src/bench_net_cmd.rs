@@ -19,7 +19,6 @@ pub fn run(a: BenchNetArgs) -> Result<i32> {
         }
     })
     .map_err(|e| anyhow!(e.render(term::flag)))?;
-    let table = |md| report::net_table::render(&res, md);
-    term::print_result(a.result.format, &res, table, &out, quiet)?;
+    term::print_result(a.result.format, &res, &out, quiet)?;
     Ok(term::exit_code(res.envelope.interrupted))
 }

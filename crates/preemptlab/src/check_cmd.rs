@@ -1,6 +1,6 @@
 //! `preemptlab check`: the audit, a short reproduction of lock-holder preemption on this host, and a
 //! verdict with the fixes ranked by their measured effect (planned and run by `lab::check`, judged by
-//! `report::check`).
+//! `lab::judge`).
 
 use std::io::IsTerminal;
 use std::time::Instant;
@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use hostfacts::Host;
 
-use crate::cli::{CheckArgs, PlainFormat};
+use crate::cli::CheckArgs;
 use crate::term;
 
 /// How the binary's user grows the pool, for the reason the reproduction has no huge-page side (or a
@@ -58,25 +58,20 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         .huge
         .map(|h| h.name())
         .map_err(|e| e.describe(GROW_HINT));
-    let doc = report::check::document(audit, reproduction, huge, t0.elapsed().as_secs_f64());
+    let doc = lab::judge::document(audit, reproduction, huge, t0.elapsed().as_secs_f64());
     if let Some(path) = &a.report {
-        let html = report::html::render(
-            &[report::html::Doc {
+        let page = report::export::Page {
+            docs: vec![report::html::Doc {
                 label: "check".into(),
                 doc: results::Document::Check(Box::new(doc.clone())),
             }],
-            &lab::result::utc(lab::result::unix_now()),
-        );
+            fleet: None,
+            generated_utc: lab::result::utc(lab::result::unix_now()),
+        };
+        let html = term::render(report::export::Format::Html, None, &page)?;
         term::write_atomic(path, &html)?;
     }
-    match a.format {
-        PlainFormat::Json => term::stdout(report::json(&doc))?,
-        PlainFormat::Table => term::stdout(report::check::render(
-            &doc,
-            term::style(&a.color),
-            term::width(),
-        ))?,
-    }
+    term::stdout(term::render(a.format, Some(&a.color), &doc)?)?;
     if !quiet {
         eprintln!(
             "preemptlab: reproduction written to {} ({:.0} s in all)",

@@ -2,7 +2,10 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use hostfacts::findings::FailOn;
+use report::export::Format;
 
 /// Find, reproduce, measure and fix lock-holder preemption (Linux 7.0 + PostgreSQL on 4 KB pages).
 #[derive(Debug, Parser)]
@@ -47,8 +50,8 @@ pub struct FleetArgs {
     #[arg(value_name = "DIR|FILE", required = true)]
     pub paths: Vec<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
-    pub format: TableFormat,
+    #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json, Format::Markdown]))]
+    pub format: Format,
     /// An audit older than this is stale: a number and a unit (s, m, h, d, w).
     #[arg(long, value_name = "AGE", default_value = "2d")]
     pub stale_after: String,
@@ -56,7 +59,7 @@ pub struct FleetArgs {
     #[arg(long, value_name = "UNIX_SECONDS")]
     pub now: Option<u64>,
     /// Exit with code 1 when a host's verdict is at or above this (warn: warn or at-risk; critical: at-risk).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = fail_on())]
     pub fail_on: Option<FailOn>,
     #[command(flatten)]
     pub color: ColorArgs,
@@ -96,14 +99,6 @@ pub struct ReportArgs {
     pub out: PathBuf,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompareFormat {
-    Table,
-    Markdown,
-    Json,
-    Csv,
-}
-
 #[derive(Debug, Args)]
 pub struct CompareArgs {
     /// Result files: the first is the baseline, each other one is compared with it. With --by, one file or
@@ -128,8 +123,8 @@ pub struct CompareArgs {
     #[arg(long)]
     pub fail_on_regression: bool,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
-    pub format: CompareFormat,
+    #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Markdown, Format::Json, Format::Csv]))]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]
@@ -161,8 +156,8 @@ pub struct ResultArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Output format on stdout.
-    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
-    pub format: TableFormat,
+    #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json, Format::Markdown]))]
+    pub format: Format,
     /// No progress or per-cell lines on stderr.
     #[arg(long)]
     pub quiet: bool,
@@ -217,32 +212,6 @@ pub struct BenchLockArgs {
     pub result: ResultArgs,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AuditFormat {
-    Table,
-    Json,
-    Prometheus,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PlainFormat {
-    Table,
-    Json,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TableFormat {
-    Table,
-    Json,
-    Markdown,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FailOn {
-    Warn,
-    Critical,
-}
-
 /// `--sysroot` of the commands that read a host.
 #[derive(Debug, Args)]
 pub struct SysrootArgs {
@@ -285,8 +254,8 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = PlainFormat::Table)]
-    pub format: PlainFormat,
+    #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json]))]
+    pub format: Format,
     #[command(flatten)]
     pub color: ColorArgs,
 }
@@ -299,10 +268,10 @@ pub struct AuditArgs {
     #[arg(long = "pg", value_name = "DSN")]
     pub pg: Vec<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = AuditFormat::Table)]
-    pub format: AuditFormat,
+    #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json, Format::Prometheus]))]
+    pub format: Format,
     /// Exit with code 1 when a finding is at or above this severity.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = fail_on())]
     pub fail_on: Option<FailOn>,
     /// Also write the result to FILE, atomically (temp file + rename): in --format json or prometheus,
     /// else JSON. For node_exporter's textfile collector: --format prometheus --out DIR/preemptlab.prom.
@@ -338,8 +307,21 @@ pub struct HugepagesArgs {
     #[command(flatten)]
     pub sysroot: SysrootArgs,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = PlainFormat::Table)]
-    pub format: PlainFormat,
+    #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json]))]
+    pub format: Format,
     #[command(flatten)]
     pub color: ColorArgs,
+}
+
+/// `--format`'s parser for a command that offers `offered` (in the order its help lists them): the one
+/// [`Format`] of every command, each command naming the formats its document has.
+fn formats(offered: &'static [Format]) -> impl TypedValueParser<Value = Format> {
+    PossibleValuesParser::new(offered.iter().map(|f| f.name()))
+        .map(|name| name.parse::<Format>().expect("a name of Format::ALL"))
+}
+
+/// `--fail-on`'s parser: a [`FailOn`] by its name.
+fn fail_on() -> impl TypedValueParser<Value = FailOn> {
+    PossibleValuesParser::new(FailOn::ALL.iter().map(|f| f.name()))
+        .map(|name| name.parse::<FailOn>().expect("a name of FailOn::ALL"))
 }

@@ -7,7 +7,7 @@ use hostfacts::targets::{self, Request, TargetError as T};
 use hostfacts::Host;
 use results::hugepages::{HugepagesDoc, SizedPlan};
 
-use crate::cli::{HugepagesArgs, PlainFormat};
+use crate::cli::HugepagesArgs;
 use crate::term;
 
 /// The library's reason, with the flags that help.
@@ -81,18 +81,11 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
     let short = sized
         .iter()
         .any(|s| s.applied.as_ref().is_some_and(|a| a.obtained < a.requested));
-    match args.format {
-        PlainFormat::Json => term::stdout(report::json(&HugepagesDoc {
-            schema_version: results::SCHEMA_VERSION,
-            kind: results::Kind::Hugepages.name().into(),
-            plans: sized,
-        }))?,
-        PlainFormat::Table => {
-            let style = term::style(&args.color);
-            for s in &sized {
-                term::stdout(report::hugepages::render_sized(s, style, term::width()))?;
-            }
-        }
-    }
+    let doc = HugepagesDoc {
+        schema_version: results::SCHEMA_VERSION,
+        kind: results::Kind::Hugepages.name().into(),
+        plans: sized,
+    };
+    term::stdout(term::render(args.format, Some(&args.color), &doc)?)?;
     Ok(i32::from(short))
 }

@@ -3,7 +3,6 @@
 //! `compare` and `report` read it next to measured results.
 
 use anyhow::{anyhow, Result};
-use report::export::{export, Format};
 
 use crate::cli::SimArgs;
 use crate::term;
@@ -25,10 +24,6 @@ pub fn run(a: SimArgs) -> Result<i32> {
             }
         })
         .map_err(sim_error)?;
-    let table = |md| {
-        let format = if md { Format::Markdown } else { Format::Table };
-        export(format, &res).unwrap_or_default()
-    };
-    term::print_result(a.result.format, &res, table, &out, quiet)?;
+    term::print_result(a.result.format, &res, &out, quiet)?;
     Ok(term::exit_code(res.envelope.interrupted))
 }

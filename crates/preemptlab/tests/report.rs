@@ -201,9 +201,11 @@ fn bench_pg_results_get_their_plots() {
     assert!(text.contains(&format!("{:.0} MiB", off / 1024.0)));
     tidy_ok(&html);
     let (w, h, px) = screenshot(&html, &dir.path().join("pg.png"));
-    // The page is short (about 1300 px of the 4200-px window): count what is drawn, not a share.
+    // The page is short (about 1300 px of the 4200-px window): count what is drawn, not a share. A blank
+    // page draws nothing; this one draws 96-110k pixels depending on the Chromium build's text rendering
+    // (Chromium 156 on Debian 12: 96,382), so the bound is half of that, not a figure near it.
     let drawn = (w * h) as usize - count_near(&px, (255, 255, 255));
-    assert!(drawn > 100_000, "a blank page: {drawn} non-white pixels");
+    assert!(drawn > 50_000, "a blank page: {drawn} non-white pixels");
     for (name, rgb) in [("blue", (0x1f, 0x77, 0xb4)), ("red", (0xd6, 0x27, 0x28))] {
         assert!(
             count_near(&px, rgb) > 200,

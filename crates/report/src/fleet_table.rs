@@ -1,9 +1,9 @@
 //! The fleet answer as a terminal table or Markdown: the same sections in the same order.
 
-use hostfacts::parse::Bytes;
+use results::host::Bytes;
 
-use crate::fleet::{show_age, Fleet, HostRow, InstanceFix};
 use crate::markup::{columns, markdown_table, wrap, Align, Style};
+use results::host::fleet::{Fleet, HostRow, InstanceFix};
 
 fn kib(k: u64) -> String {
     Bytes::from_kib(k).to_string()
@@ -20,7 +20,7 @@ fn findings(h: &HostRow) -> String {
 
 fn host_label(h: &HostRow) -> String {
     if h.stale {
-        format!("{} (stale {})", h.host, show_age(h.age_s))
+        format!("{} (stale {})", h.host, stats::fmt::age(h.age_s))
     } else {
         h.host.clone()
     }
@@ -36,7 +36,7 @@ fn summary(f: &Fleet) -> Vec<String> {
         t.warn,
         t.ok,
         t.stale,
-        show_age(f.stale_after_s as i64),
+        stats::fmt::age(f.stale_after_s as i64),
         t.failed,
         if t.superseded > 0 {
             format!(", {} older audits superseded", t.superseded)
@@ -194,12 +194,12 @@ pub fn render(f: &Fleet, style: Style, width: usize) -> String {
     if !f.stale.is_empty() {
         o.push_str(&style.bold(&format!(
             "\nStale audits (older than {})\n",
-            show_age(f.stale_after_s as i64)
+            stats::fmt::age(f.stale_after_s as i64)
         )));
         let rows: Vec<_> = f
             .stale
             .iter()
-            .map(|s| vec![s.host.clone(), show_age(s.age_s), s.file.clone()])
+            .map(|s| vec![s.host.clone(), stats::fmt::age(s.age_s), s.file.clone()])
             .collect();
         o.push_str(&columns(
             &["host", "age", "file"],
@@ -271,12 +271,12 @@ pub fn markdown(f: &Fleet) -> String {
     if !f.stale.is_empty() {
         o.push_str(&format!(
             "\n### Stale audits (older than {})\n\n",
-            show_age(f.stale_after_s as i64)
+            stats::fmt::age(f.stale_after_s as i64)
         ));
         let rows = f
             .stale
             .iter()
-            .map(|s| vec![s.host.clone(), s.file.clone(), show_age(s.age_s)])
+            .map(|s| vec![s.host.clone(), s.file.clone(), stats::fmt::age(s.age_s)])
             .collect();
         o.push_str(&markdown_table(
             &["host", "file", "age"],

@@ -1,7 +1,7 @@
 //! A huge page sizing plan as text, with what applying it did.
 
-use results::hostfacts::hugepages::Plan;
-use results::hostfacts::parse::Bytes;
+use results::host::hugepages::Plan;
+use results::host::Bytes;
 use results::hugepages::SizedPlan;
 
 use crate::markup::{field, Style};

@@ -160,16 +160,6 @@ pub fn not_run_row(
     keys
 }
 
-/// Three significant figures.
-pub fn sig3(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let mag = x.abs().log10().floor() as i32;
-    let decimals = (2 - mag).max(0) as usize;
-    format!("{x:.decimals$}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,13 +186,5 @@ mod tests {
             assert!(line.chars().count() <= 20, "{line}");
         }
         assert!(t.contains("  pid  name"));
-    }
-
-    #[test]
-    fn three_significant_figures() {
-        assert_eq!(sig3(1234.5), "1234");
-        assert_eq!(sig3(12.345), "12.3");
-        assert_eq!(sig3(0.012345), "0.0123");
-        assert_eq!(sig3(0.0), "0");
     }
 }

@@ -5,8 +5,9 @@
 use results::pg::{Cell, PgResult};
 use results::Status;
 
-use crate::lock_table::rate;
-use crate::markup::{columns, not_run_row, sig3, Align};
+use crate::markup::{columns, not_run_row, Align};
+use stats::fmt::rate;
+use stats::fmt::sig3;
 
 /// kB as a size with a unit.
 pub fn kib(x: f64) -> String {

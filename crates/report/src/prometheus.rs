@@ -11,9 +11,9 @@
 
 use std::fmt::Write;
 
-use hostfacts::memory::HugePool;
-use hostfacts::postgres::PgInstance;
-use hostfacts::{findings, Audit, Severity};
+use results::host::memory::HugePool;
+use results::host::postgres::PgInstance;
+use results::host::{Audit, Severity};
 
 /// Escapes a label value (backslash, double quote, newline).
 fn esc(v: &str) -> String {
@@ -123,7 +123,7 @@ pub fn render(a: &Audit) -> String {
     o.gauge(
         "at_risk",
         "1 when the audit's verdict is at-risk (at least one critical finding), else 0.",
-        &[(vec![], bool01(a.verdict == hostfacts::Verdict::AtRisk))],
+        &[(vec![], bool01(a.verdict == results::host::Verdict::AtRisk))],
     );
     o.gauge(
         "audit_verdict",
@@ -341,8 +341,8 @@ fn instances(o: &mut Out, a: &Audit) {
     );
     // Sizing at the page size the instance would use (huge_page_size, else the host default).
     let sizing = |i: &PgInstance| -> Option<(Labels, u64, u64)> {
-        let page_kib = findings::instance_huge_page_kib(i, m)?;
-        let (need, _) = findings::instance_pages_needed(i, page_kib)?;
+        let page_kib = results::host::postgres::instance_huge_page_kib(i, m)?;
+        let (need, _) = results::host::postgres::instance_pages_needed(i, page_kib)?;
         let mut l = id(i);
         l.push(("page_size_bytes", (page_kib * 1024).to_string()));
         Some((l, page_kib, need))

@@ -1,5 +1,5 @@
 //! `check`: the audit, a short `bench lock` reproduction, the effects measured in it, a verdict and the
-//! fixes: the document's shape (`lab::check` plans and runs the reproduction, `report::check` decides).
+//! fixes: the document's shape (`lab::check` plans and runs the reproduction, `lab::judge` decides, `report::check` lays it out).
 
 use serde::{Deserialize, Serialize};
 
@@ -54,7 +54,7 @@ pub struct CheckDoc {
     /// Wall time the check took, s.
     pub elapsed_s: f64,
     /// The audit.
-    pub audit: hostfacts::Audit,
+    pub audit: crate::host::Audit,
     /// The reproduction (a `bench lock` result).
     pub reproduction: Option<LockResult>,
     /// Why there was no reproduction, if there was none.

@@ -7,7 +7,7 @@ use crate::{Envelope, Status};
 
 /// The costs `bench lock` measures before its cells: the model's record of them, so the bench writes what
 /// `sim --costs-from` reads.
-pub use sim::costs::Costs;
+pub use crate::model::Costs;
 
 /// What to run: one cell of the matrix, one repetition.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -41,7 +41,7 @@ pub enum RepRef<'a> {
     /// `bench net`.
     Net(&'a net::Rep),
     /// `sim`.
-    Sim(&'a sim::Outcome),
+    Sim(&'a crate::model::Outcome),
 }
 
 /// A metric.

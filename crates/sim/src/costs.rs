@@ -3,59 +3,10 @@
 //! parameters [`taken`] maps them to, so the model runs with the costs of the machine (or guest) the bench
 //! ran on. docs/model.md ("Costs from a measurement") says what is taken and what stays a default.
 
-use serde::{Deserialize, Serialize};
+pub use results::model::{Costs, Taken, Uncontended};
 
 use crate::matrix;
 use crate::Params;
-
-/// What `bench lock` measures before its cells, each the median of many repetitions, ns. The minor fault
-/// is not here: the result's `fault_cost` has it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Costs {
-    /// One iteration of the `pg` lock's spin loop on a held lock: the test (a load of the lock word) and
-    /// `pause`.
-    pub spin_ns: f64,
-    /// A syscall round trip (`getppid`).
-    pub syscall_ns: f64,
-    /// Two processes pinned to one CPU handing a futex back and forth: half a round trip, which is one
-    /// `futex_wake` of a waiter on the same CPU, one `futex_wait` and one context switch.
-    pub switch_half_round_trip_ns: f64,
-    /// `futex_wake` with nobody queued.
-    pub futex_wake_nobody_ns: f64,
-    /// What `futex_wake` costs the waker when it wakes a task sleeping on another, idle CPU
-    /// (`shmlock::wake_cost`). Null where the bench's process may use only one CPU.
-    pub futex_wake_remote_ns: Option<f64>,
-    /// A fresh process's first read of populated 4 KB shared memory: a minor fault that maps the page's
-    /// fault-around group (64 KB), as a worker's first read of a descriptor does. Null in results written
-    /// before it was measured (the write fault of `fault_cost`, one page, stands in then).
-    #[serde(default)]
-    pub fault_4k_read_ns: Option<f64>,
-    /// Mapping an existing (zeroed) 2 MB hugetlb page in a new process: a fresh process's first touch of
-    /// it. Null when the run had no hugetlb-2m cells that could run (no pool with free pages), and in
-    /// results written before it was measured.
-    #[serde(default)]
-    pub fault_2m_map_ns: Option<f64>,
-    /// The handover of one cache line between two CPUs (two processes pinned to two CPUs take turns on a
-    /// word in shared memory; half a round trip): the median over timed batches, and the batches' 10th and
-    /// 90th percentiles. Null on one CPU, and in results written before it was measured.
-    #[serde(default)]
-    pub line_transfer_ns: Option<f64>,
-    #[serde(default)]
-    pub line_transfer_p10_ns: Option<f64>,
-    #[serde(default)]
-    pub line_transfer_p90_ns: Option<f64>,
-}
-
-/// One parameter set from a measurement.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Taken {
-    /// The parameter (`spec.params`' name).
-    pub param: &'static str,
-    /// Its value.
-    pub value: u64,
-    /// The measurement it comes from, as the lock result names it.
-    pub from: &'static str,
-}
 
 fn ns(v: f64) -> u64 {
     if v.is_finite() && v > 0.0 {
@@ -143,22 +94,6 @@ pub fn taken(c: &Costs, fault_ns: Option<f64>) -> Vec<Taken> {
     out
 }
 
-/// The operation as one uncontended worker ran it: `bench lock`'s `pg` cells with a single worker, medians
-/// over their repetitions, ns. The model's per-operation user costs (`cs_ns`, `op_ns`, `access_4k_ns`)
-/// were calibrated on the development machine; a machine (or a guest under software emulation) that runs
-/// the same code several times slower needs its own, and these cells carry them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Uncontended {
-    /// The bench's work outside the lock per operation (`spec.work_ns`).
-    pub work_ns: u64,
-    /// CPU per operation on 2 MB pages (no faults to speak of).
-    pub cpu_2m_ns: f64,
-    /// Hold time p50 on 2 MB pages: the pop under the lock, nobody to hand the line over to.
-    pub hold_2m_p50_ns: f64,
-    /// CPU per operation on 4 KB pages and its minor faults per operation, when measured.
-    pub cpu_4k: Option<(f64, f64)>,
-}
-
 /// The per-operation parameters an uncontended run sets:
 ///
 /// - `cs_ns` = the hold p50 on 2 MB pages (with one worker nobody waits, so the hold is the pop);
@@ -208,8 +143,8 @@ mod tests {
             switch_half_round_trip_ns: 1900.0,
             futex_wake_nobody_ns: 210.0,
             futex_wake_remote_ns: Some(12_210.0),
-            fault_4k_read_ns: None,
             fault_2m_map_ns: Some(2_480.4),
+            fault_4k_read_ns: None,
             line_transfer_ns: Some(61.6),
             line_transfer_p10_ns: Some(55.0),
             line_transfer_p90_ns: Some(80.2),
@@ -272,9 +207,9 @@ mod tests {
         };
         let t = taken(&c, None);
         assert_eq!(value(&t, "fault_4k_ns"), None);
+        assert_eq!(value(&t, "lock_transfer_ns"), None);
         assert_eq!(value(&t, "futex_wake_idle_ns"), None);
         assert_eq!(value(&t, "fault_2m_map_ns"), None);
-        assert_eq!(value(&t, "lock_transfer_ns"), None);
         let p = apply(&Params::default(), &t);
         assert_eq!(p.fault_4k_ns, Params::default().fault_4k_ns);
         assert_eq!(p.futex_wake_idle_ns, 0);
@@ -324,7 +259,8 @@ mod tests {
         let c = costs();
         let j = serde_json::to_string(&c).unwrap();
         assert_eq!(serde_json::from_str::<Costs>(&j).unwrap(), c);
-        // Costs recorded before the 2 MB mapping and the line handover were measured load without them.
+        // Costs recorded before the 2 MB mapping, the read fault and the line handover were measured load
+        // without them.
         let mut v: serde_json::Value = serde_json::from_str(&j).unwrap();
         for k in [
             "fault_4k_read_ns",

@@ -5,6 +5,7 @@
 //! tables show the median with the min..max range next to it.
 
 pub mod compare;
+pub mod fmt;
 pub mod judge;
 
 pub use judge::{judge, Judgement, Sample};

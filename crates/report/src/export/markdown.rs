@@ -8,7 +8,7 @@ use results::sim::SimResult;
 
 use super::{cells_of, header, Exporter};
 use crate::compare::Comparison;
-use crate::fleet::Fleet;
+use results::host::fleet::Fleet;
 
 /// The Markdown exporter.
 #[derive(Debug, Clone, Copy)]

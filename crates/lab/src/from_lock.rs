@@ -5,7 +5,7 @@
 use sim::costs::Taken;
 use sim::{LockKind, Pages, Params};
 
-use crate::lock::LockResult;
+use results::lock::LockResult;
 
 /// Why a lock result gives the model nothing.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -159,8 +159,8 @@ mod tests {
 
     fn lock_result() -> LockResult {
         let text = include_str!("../../../docs/results/bench-lock-ceiling-immortal.json");
-        match crate::Document::from_text(text).unwrap() {
-            crate::Document::Lock(r) => r,
+        match results::Document::from_text(text).unwrap() {
+            results::Document::Lock(r) => r,
             d => panic!("a {} result", d.kind()),
         }
     }

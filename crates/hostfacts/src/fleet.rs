@@ -5,17 +5,19 @@
 //! hosts did not report recently. Everything here is pure: the caller reads the files (in parallel; each
 //! file is parsed and assessed on its own by [`load`]) and [`combine`] makes the answer.
 //!
-//! Pool sizes come from [`hostfacts::hugepages::plan_for_instance`], the rule `preemptlab hugepages` uses
+//! Pool sizes come from [`crate::hugepages::plan_for_instance`], the rule `preemptlab hugepages` uses
 //! (PostgreSQL's own figure, else the segment rounded up to whole pages, plus a 2% margin of at least one
 //! page, plus pages already committed to other users of the pool), applied to the facts the audit recorded.
 
+pub use results::host::fleet::{
+    Failed, Fleet, Group, HostRow, InstanceFix, Sizing, Stale, Superseded, Totals,
+};
 use std::collections::{BTreeMap, HashMap};
 
-use hostfacts::findings::{Severity, Verdict};
-use hostfacts::hugepages;
-use hostfacts::kernel::PreemptModel;
-use hostfacts::Audit;
-use serde::{Deserialize, Serialize};
+use crate::findings::{Severity, Verdict};
+use crate::hugepages;
+use crate::kernel::PreemptModel;
+use crate::Audit;
 
 /// The version of the fleet JSON schema.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -31,206 +33,6 @@ pub struct Options {
     pub now_unix_s: u64,
     /// Audits older than this many seconds are stale.
     pub stale_after_s: u64,
-}
-
-/// The whole answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Fleet {
-    /// Schema version of this document.
-    pub schema_version: u32,
-    /// "Now" as judged, seconds since the Unix epoch.
-    pub now_unix_s: u64,
-    /// Audits older than this many seconds are stale.
-    pub stale_after_s: u64,
-    /// Counts and sums over the fleet.
-    pub totals: Totals,
-    /// One row per host (its newest audit): at-risk first, then warn, then ok; within a verdict grouped
-    /// by kernel release and preemption model, then by host name.
-    pub hosts: Vec<HostRow>,
-    /// Hosts per kernel release and preemption model, the groups with most at-risk hosts first.
-    pub groups: Vec<Group>,
-    /// Every PostgreSQL instance whose main segment is on 4 KB pages, with its pool size and fix; in
-    /// host order.
-    pub not_on_huge_pages: Vec<InstanceFix>,
-    /// Hosts whose newest audit is older than `stale_after_s`, oldest first.
-    pub stale: Vec<Stale>,
-    /// Files that are not a readable audit, with the reason.
-    pub failed: Vec<Failed>,
-    /// Older audits of a host that also has a newer one (ignored).
-    pub superseded: Vec<Superseded>,
-}
-
-/// Counts and sums over the fleet.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Totals {
-    /// Files read.
-    pub files: usize,
-    /// Hosts (newest audit of each).
-    pub hosts: usize,
-    /// Hosts with verdict at-risk.
-    pub at_risk: usize,
-    /// Hosts with verdict warn.
-    pub warn: usize,
-    /// Hosts with verdict ok.
-    pub ok: usize,
-    /// Hosts whose audit is stale.
-    pub stale: usize,
-    /// Files that are not a readable audit.
-    pub failed: usize,
-    /// Older audits ignored.
-    pub superseded: usize,
-    /// PostgreSQL instances seen.
-    pub instances: usize,
-    /// Instances whose main segment is on 4 KB pages.
-    pub instances_4k: usize,
-    /// Page-table memory of the instances on 4 KB pages now (sum of their processes' `VmPTE`), in kB:
-    /// what huge pages would give back.
-    pub page_tables_4k_kib: u64,
-    /// The same at `max_connections` backends each touching the whole segment (the ceiling a long-running
-    /// instance approaches), in kB, over the instances where it is known.
-    pub page_tables_4k_full_touch_kib: u64,
-    /// Memory the pools of the fixes would pin, in kB.
-    pub fix_pinned_kib: u64,
-}
-
-/// One host.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HostRow {
-    /// Host name (the audit's, else the file name without `.json`).
-    pub host: String,
-    /// The audit file.
-    pub file: String,
-    /// The audit's `--sysroot`, when it read a copy instead of the host.
-    pub sysroot: Option<String>,
-    /// The audit's verdict.
-    pub verdict: Verdict,
-    /// Kernel release (`unknown` when unreadable).
-    pub kernel: String,
-    /// Effective preemption model.
-    pub preempt_model: PreemptModel,
-    /// Online CPUs.
-    pub cpus: Option<u32>,
-    /// When the audit ran, seconds since the Unix epoch.
-    pub generated_unix_s: u64,
-    /// Age of the audit at "now", in seconds (negative when the host's clock is ahead).
-    pub age_s: i64,
-    /// True when the audit is older than the stale limit.
-    pub stale: bool,
-    /// Critical findings.
-    pub critical: usize,
-    /// Warnings.
-    pub warn: usize,
-    /// Identifiers of the critical and warn findings, most severe first.
-    pub finding_ids: Vec<String>,
-    /// Title of the most severe finding above info.
-    pub top_finding: Option<String>,
-    /// PostgreSQL instances on the host.
-    pub instances: usize,
-    /// Of which on 4 KB pages.
-    pub instances_4k: usize,
-    /// Page tables of those instances now, in kB.
-    pub page_tables_4k_kib: u64,
-}
-
-/// Hosts of one kernel release and preemption model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Group {
-    /// Kernel release.
-    pub kernel: String,
-    /// Preemption model.
-    pub preempt_model: PreemptModel,
-    /// Hosts.
-    pub hosts: usize,
-    /// At-risk hosts.
-    pub at_risk: usize,
-    /// Warn hosts.
-    pub warn: usize,
-    /// Ok hosts.
-    pub ok: usize,
-    /// PostgreSQL instances on 4 KB pages.
-    pub instances_4k: usize,
-}
-
-/// A PostgreSQL instance not on huge pages, and what fixes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InstanceFix {
-    /// Host name.
-    pub host: String,
-    /// The audit file.
-    pub file: String,
-    /// The postmaster's PID when audited.
-    pub postmaster_pid: u32,
-    /// Data directory.
-    pub data_dir: Option<String>,
-    /// Major version.
-    pub version: Option<String>,
-    /// `huge_pages` setting (`try`, `on`, `off`).
-    pub huge_pages: Option<String>,
-    /// Size of the main shared segment, in kB.
-    pub segment_kib: Option<u64>,
-    /// Page tables of the instance now, in kB.
-    pub page_tables_kib: u64,
-    /// Page tables at `max_connections` with every process touching the whole segment, in kB.
-    pub page_tables_full_touch_kib: Option<u64>,
-    /// The sizing, when the audit's facts allow one.
-    pub sizing: Option<Sizing>,
-    /// Why there is no sizing.
-    pub unsized_reason: Option<String>,
-    /// The exact fix, in order: the pool line, postgresql.conf lines, the restart.
-    pub fix: Vec<String>,
-}
-
-/// A pool size for one instance, as `preemptlab hugepages` computes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sizing {
-    /// Huge page size, in kB.
-    pub page_size_kib: u64,
-    /// What the figure rests on (`postgres`, `postgres_size`, `segment`, `vm_peak`).
-    pub basis: String,
-    /// Pages the instance needs, margin included.
-    pub pages_needed: u64,
-    /// Pages of that size in the pool when audited (none: the host has no such pool).
-    pub pool_now: Option<u64>,
-    /// The pool size to set for this instance alone (what `preemptlab hugepages --pid` prints).
-    pub pool_target: u64,
-    /// When several instances of the host need pages of this size: the pool for all of them (their
-    /// pages plus what the pool already commits to others). The fix lines use it.
-    pub host_pool_target: Option<u64>,
-    /// Memory this instance's pages will pin, in kB.
-    pub pinned_kib: u64,
-}
-
-/// A host whose newest audit is too old.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stale {
-    /// Host name.
-    pub host: String,
-    /// The audit file.
-    pub file: String,
-    /// When the audit ran, seconds since the Unix epoch.
-    pub generated_unix_s: u64,
-    /// Its age, in seconds.
-    pub age_s: i64,
-}
-
-/// A file that is not a readable audit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Failed {
-    /// The file.
-    pub file: String,
-    /// Why, and what to do.
-    pub reason: String,
-}
-
-/// An older audit of a host that has a newer one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Superseded {
-    /// Host name.
-    pub host: String,
-    /// The older file, ignored.
-    pub file: String,
-    /// The newer file, used.
-    pub newer_file: String,
 }
 
 /// One file after parsing and assessment.
@@ -286,10 +88,10 @@ pub fn parse_audit(text: &str) -> Result<Audit, AuditError> {
         return Err(AuditError::Empty);
     }
     match serde_json::from_str::<Audit>(text) {
-        Ok(a) if a.schema_version == hostfacts::audit::SCHEMA_VERSION => Ok(a),
+        Ok(a) if a.schema_version == crate::audit::SCHEMA_VERSION => Ok(a),
         Ok(a) => Err(AuditError::Version {
             found: u64::from(a.schema_version),
-            supported: hostfacts::audit::SCHEMA_VERSION,
+            supported: crate::audit::SCHEMA_VERSION,
         }),
         Err(e) => Err(explain_parse_error(text, &e)),
     }
@@ -309,9 +111,9 @@ fn explain_parse_error(text: &str, e: &serde_json::Error) -> AuditError {
         .and_then(|v| v.schema_version);
     match version {
         None => AuditError::NotAudit(e.to_string()),
-        Some(v) if v != u64::from(hostfacts::audit::SCHEMA_VERSION) => AuditError::Version {
+        Some(v) if v != u64::from(crate::audit::SCHEMA_VERSION) => AuditError::Version {
             found: v,
-            supported: hostfacts::audit::SCHEMA_VERSION,
+            supported: crate::audit::SCHEMA_VERSION,
         },
         Some(_) => AuditError::Incomplete(e.to_string()),
     }
@@ -332,6 +134,11 @@ pub fn of_audits(audits: &[(&str, &Audit)]) -> Fleet {
         .map(|(file, a)| Loaded::Host(Box::new(assess(file, a, &opts))))
         .collect();
     combine(loaded, &opts)
+}
+
+/// A report page's fleet: the answer over its audits when there are two or more (one host is no fleet).
+pub fn of_several(audits: &[(&str, &Audit)]) -> Option<Fleet> {
+    (audits.len() >= 2).then(|| of_audits(audits))
 }
 
 /// Parses and assesses one file's text.
@@ -677,21 +484,6 @@ pub fn parse_age(text: &str) -> Result<u64, AgeError> {
         .ok_or_else(|| AgeError::TooLarge(text.to_string()))
 }
 
-/// An age in seconds, short: `45s`, `12m`, `5.0h`, `3.2d`.
-pub fn show_age(age_s: i64) -> String {
-    let a = age_s.unsigned_abs() as f64;
-    let sign = if age_s < 0 { "-" } else { "" };
-    if a < 60.0 {
-        format!("{sign}{a:.0}s")
-    } else if a < 3600.0 {
-        format!("{sign}{:.0}m", a / 60.0)
-    } else if a < 86_400.0 {
-        format!("{sign}{:.1}h", a / 3600.0)
-    } else {
-        format!("{sign}{:.1}d", a / 86_400.0)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -706,13 +498,6 @@ mod tests {
         assert!(parse_age("two days").is_err());
         assert!(parse_age("2x").is_err());
         assert!(parse_age("99999999999999999999d").is_err());
-    }
-
-    #[test]
-    fn ages_show_short() {
-        assert_eq!(show_age(30), "30s");
-        assert_eq!(show_age(3 * 86_400 + 43_200), "3.5d");
-        assert_eq!(show_age(-7200), "-2.0h");
     }
 
     #[test]

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use hostfacts::findings::Verdict;
+use hostfacts::fleet::{self, Fleet, Loaded, Options};
 use hostfacts::{Audit, Host};
-use report::fleet::{self, Fleet, Loaded, Options};
 use report::Style;
 
 const NOW: u64 = 1_800_000_000;
@@ -282,7 +282,18 @@ fn report_page_has_a_fleet_section_for_several_audits() {
         doc: Document::from_text(&json(&audit(n, 0))).unwrap(),
     })
     .collect();
-    let page = report::html::render(&docs, "2026-11-22 00:00:00");
+    let page_of = |docs: &[report::html::Doc]| {
+        let audits: Vec<(&str, &Audit)> = docs
+            .iter()
+            .filter_map(|d| match &d.doc {
+                Document::Audit(a) => Some((d.label.as_str(), &**a)),
+                _ => None,
+            })
+            .collect();
+        let f = fleet::of_several(&audits);
+        report::html::render(docs, f.as_ref(), "2026-11-22 00:00:00")
+    };
+    let page = page_of(&docs);
     let fleet = &page[page.find("<h2>Fleet</h2>").expect("a fleet section")..];
     let first_row = &fleet[fleet.find("<td>").unwrap()..];
     assert!(
@@ -297,6 +308,27 @@ fn report_page_has_a_fleet_section_for_several_audits() {
     .unwrap();
     assert!(fleet.contains(&format!("sysctl -w vm.nr_hugepages={}", plan.pool_target)));
     // One audit alone is no fleet.
-    let page = report::html::render(&docs[..1], "2026-11-22 00:00:00");
+    let page = page_of(&docs[..1]);
     assert!(!page.contains("<h2>Fleet</h2>"));
+}
+
+/// The fleet's Markdown, HTML and table exporters are its section renderers, on a fixture host's audit.
+#[test]
+fn fleet_in_markdown_and_html() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/linux-7.0-lazy-debugfs");
+    let audit = hostfacts::audit(&hostfacts::Host::at(root), &[]);
+    let f = fleet::of_audits(&[("a.json", &audit)]);
+    let l = report::export::Layout::default();
+    let html = report::export::export(report::export::Format::Html, &l, &f).unwrap();
+    assert_eq!(html, report::fleet_table::html(&f));
+    assert!(html.contains('<'), "{html}");
+    assert_eq!(
+        report::export::export(report::export::Format::Markdown, &l, &f).unwrap(),
+        report::fleet_table::markdown(&f)
+    );
+    assert_eq!(
+        report::export::export(report::export::Format::Table, &l, &f).unwrap(),
+        report::fleet_table::render(&f, l.style, l.width)
+    );
 }
