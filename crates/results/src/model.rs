@@ -497,10 +497,12 @@ pub struct Taken {
 pub struct Uncontended {
     /// The bench's work outside the lock per operation (`spec.work_ns`).
     pub work_ns: u64,
-    /// CPU per operation on 2 MB pages (no faults to speak of).
-    pub cpu_2m_ns: f64,
+    /// A lone worker's time per operation on 2 MB pages (no faults to speak of): its wall time, all of
+    /// which its CPU spends on the operation (its rusage can miss part of it: 1.45-1.51x less in the TCG
+    /// guests of docs/results/vm).
+    pub op_2m_ns: f64,
     /// Hold time p50 on 2 MB pages: the pop under the lock, nobody to hand the line over to.
     pub hold_2m_p50_ns: f64,
-    /// CPU per operation on 4 KB pages and its minor faults per operation, when measured.
-    pub cpu_4k: Option<(f64, f64)>,
+    /// A lone worker's time per operation on 4 KB pages and its minor faults per operation, when measured.
+    pub op_4k: Option<(f64, f64)>,
 }

@@ -97,9 +97,13 @@ pub fn taken(c: &Costs, fault_ns: Option<f64>) -> Vec<Taken> {
 /// The per-operation parameters an uncontended run sets:
 ///
 /// - `cs_ns` = the hold p50 on 2 MB pages (with one worker nobody waits, so the hold is the pop);
-/// - `op_ns` = CPU per operation on 2 MB pages less the work and the critical section;
-/// - `access_4k_ns` = CPU per operation on 4 KB pages less that on 2 MB pages and less its faults at
-///   `fault_ns` each (when the fault cost was measured).
+/// - `op_ns` = the lone worker's time per operation on 2 MB pages less the work and the critical section;
+/// - `access_4k_ns` = its time per operation on 4 KB pages less that on 2 MB pages and less its faults at
+///   `fault_ns` each (when a fault cost was measured).
+///
+/// The time per operation is the lone worker's wall time (its CPU does nothing else), not its rusage,
+/// which in the TCG guests of docs/results/vm missed a third of it (wall 1.45-1.51x the rusage per
+/// operation) and made the model overpredict every guest cell by about that much.
 pub fn op_taken(u: &Uncontended, fault_ns: Option<f64>) -> Vec<Taken> {
     let cs = ns(u.hold_2m_p50_ns).max(1);
     let mut out = vec![
@@ -110,15 +114,15 @@ pub fn op_taken(u: &Uncontended, fault_ns: Option<f64>) -> Vec<Taken> {
         },
         Taken {
             param: "op_ns",
-            value: ns(u.cpu_2m_ns).saturating_sub(u.work_ns + cs).max(1),
-            from: "cells[pg, 1 worker, hugetlb-2m].cpu_ns_per_op",
+            value: ns(u.op_2m_ns).saturating_sub(u.work_ns + cs).max(1),
+            from: "cells[pg, 1 worker, hugetlb-2m].ops_per_s",
         },
     ];
-    if let (Some((cpu_4k, faults)), Some(f)) = (u.cpu_4k, fault_ns) {
+    if let (Some((op_4k, faults)), Some(f)) = (u.op_4k, fault_ns) {
         out.push(Taken {
             param: "access_4k_ns",
-            value: ns(cpu_4k - u.cpu_2m_ns - faults * f),
-            from: "cells[pg, 1 worker, 4k].cpu_ns_per_op",
+            value: ns(op_4k - u.op_2m_ns - faults * f),
+            from: "cells[pg, 1 worker, 4k].ops_per_s",
         });
     }
     out
@@ -235,9 +239,9 @@ mod tests {
     fn an_uncontended_run_sets_the_operation() {
         let u = Uncontended {
             work_ns: 1000,
-            cpu_2m_ns: 2215.0,
+            op_2m_ns: 2215.0,
             hold_2m_p50_ns: 393.0,
-            cpu_4k: Some((4139.0, 0.2)),
+            op_4k: Some((4139.0, 0.2)),
         };
         let t = op_taken(&u, Some(3232.0));
         assert_eq!(value(&t, "cs_ns"), Some(393));
@@ -246,7 +250,7 @@ mod tests {
         assert_eq!(value(&t, "access_4k_ns"), Some(1278));
         // No fault cost: no 4 KB access figure; a faster-than-work machine cannot go negative.
         let fast = Uncontended {
-            cpu_2m_ns: 900.0,
+            op_2m_ns: 900.0,
             ..u
         };
         let t = op_taken(&fast, None);
