@@ -8,9 +8,12 @@
 //! Pool sizes come from [`crate::hugepages::plan_for_instance`], the rule `preemptlab hugepages` uses
 //! (PostgreSQL's own figure, else the segment rounded up to whole pages, plus a 2% margin of at least one
 //! page, plus pages already committed to other users of the pool), applied to the facts the audit recorded.
+//!
+//! Diagnosis files (`preemptlab diagnose --format json`) among the audits are read too: the newest of each
+//! host gives one row per instance it observed ([`DiagnosisRow`]), instances with the symptom first.
 
 pub use results::host::fleet::{
-    Failed, Fleet, Group, HostRow, InstanceFix, Sizing, Stale, Superseded, Totals,
+    DiagnosisRow, Failed, Fleet, Group, HostRow, InstanceFix, Sizing, Stale, Superseded, Totals,
 };
 use std::collections::{BTreeMap, HashMap};
 
@@ -42,6 +45,8 @@ pub enum Loaded {
     Host(Box<Assessed>),
     /// Not a readable audit.
     Failed(Failed),
+    /// A diagnosis (`preemptlab diagnose --format json`), one row per instance.
+    Diagnosis(Vec<DiagnosisRow>),
 }
 
 /// One audit, assessed on its own.
@@ -143,6 +148,9 @@ pub fn of_several(audits: &[(&str, &Audit)]) -> Option<Fleet> {
 
 /// Parses and assesses one file's text.
 pub fn load(file: &str, text: &str, opts: &Options) -> Loaded {
+    if let Some(rows) = diagnosis_rows(file, text) {
+        return Loaded::Diagnosis(rows);
+    }
     match parse_audit(text) {
         Ok(a) => Loaded::Host(Box::new(assess(file, &a, opts))),
         Err(reason) => Loaded::Failed(Failed {
@@ -150,6 +158,41 @@ pub fn load(file: &str, text: &str, opts: &Options) -> Loaded {
             reason: reason.to_string(),
         }),
     }
+}
+
+/// The rows of a diagnosis file; None when the text is not one.
+fn diagnosis_rows(file: &str, text: &str) -> Option<Vec<DiagnosisRow>> {
+    if !text.contains("\"diagnose\"") {
+        return None;
+    }
+    let results::Document::Diagnose(d) = results::Document::from_text(text).ok()? else {
+        return None;
+    };
+    let host = d
+        .envelope
+        .host
+        .hostname
+        .value
+        .clone()
+        .unwrap_or_else(|| file_stem(file));
+    Some(
+        d.instances
+            .iter()
+            .map(|i| DiagnosisRow {
+                host: host.clone(),
+                file: file.to_string(),
+                started_unix_s: d.envelope.started_unix_s,
+                postmaster_pid: i.postmaster_pid,
+                data_dir: i.data_dir.clone(),
+                symptom: i.verdict.symptom,
+                spinlock_pct: i.verdict.spinlock_share.pct,
+                client_samples: i.verdict.spinlock_share.of,
+                segment_faults_per_s: i.rates.segment_faults_per_s,
+                segment_page_kib: i.segment.as_ref().map(|s| s.page_size_kib),
+                preempted_in_fault_per_s: i.rates.preempted_in_fault_per_s,
+            })
+            .collect(),
+    )
 }
 
 fn file_stem(file: &str) -> String {
@@ -311,10 +354,25 @@ pub fn combine(loaded: Vec<Loaded>, opts: &Options) -> Fleet {
     let mut failed = Vec::new();
     let mut newest: HashMap<(String, Option<String>), Assessed> = HashMap::new();
     let mut superseded = Vec::new();
+    // The newest diagnosis file of each host.
+    let mut diagnosed: HashMap<String, Vec<DiagnosisRow>> = HashMap::new();
     for l in loaded {
         let a = match l {
             Loaded::Failed(f) => {
                 failed.push(f);
+                continue;
+            }
+            Loaded::Diagnosis(rows) => {
+                if let Some(first) = rows.first() {
+                    let key = first.host.clone();
+                    let newer = diagnosed.get(&key).is_none_or(|kept| {
+                        (first.started_unix_s, &first.file)
+                            > (kept[0].started_unix_s, &kept[0].file)
+                    });
+                    if newer {
+                        diagnosed.insert(key, rows);
+                    }
+                }
                 continue;
             }
             Loaded::Host(a) => *a,
@@ -436,6 +494,15 @@ pub fn combine(loaded: Vec<Loaded>, opts: &Options) -> Fleet {
             b.preempt_model,
         ))
     });
+    let mut diagnoses: Vec<DiagnosisRow> = diagnosed.into_values().flatten().collect();
+    diagnoses.sort_by(|a, b| {
+        let rank = |r: &DiagnosisRow| match r.symptom {
+            results::diagnose::Symptom::Present => 0,
+            results::diagnose::Symptom::CantTell => 1,
+            results::diagnose::Symptom::NotPresent => 2,
+        };
+        (rank(a), &a.host, a.postmaster_pid).cmp(&(rank(b), &b.host, b.postmaster_pid))
+    });
     Fleet {
         schema_version: SCHEMA_VERSION,
         now_unix_s: opts.now_unix_s,
@@ -446,6 +513,7 @@ pub fn combine(loaded: Vec<Loaded>, opts: &Options) -> Fleet {
         not_on_huge_pages,
         stale,
         failed,
+        diagnoses,
         superseded,
     }
 }
@@ -518,7 +586,7 @@ mod tests {
         ] {
             match load("x.json", text, &opts) {
                 Loaded::Failed(f) => assert!(f.reason.contains(want), "{text:?}: {}", f.reason),
-                Loaded::Host(_) => panic!("{text:?} accepted"),
+                Loaded::Host(_) | Loaded::Diagnosis(_) => panic!("{text:?} accepted"),
             }
         }
     }

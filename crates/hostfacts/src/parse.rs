@@ -45,6 +45,8 @@ pub struct SmapsMapping {
     pub end: u64,
     /// Permissions such as `rw-s` (`s` = shared).
     pub perms: String,
+    /// Offset into the mapped file (the third column): what turns an address into a file offset.
+    pub offset: u64,
     /// Path or pseudo-path (`/dev/zero (deleted)`, `/anon_hugepage (deleted)`, `/SYSV00000000 (deleted)`).
     pub path: String,
     /// The `Key: N kB` fields of the mapping.
@@ -62,7 +64,7 @@ impl SmapsMapping {
     }
 }
 
-/// Parses `/proc/PID/smaps` into its mappings.
+/// Parses `/proc/PID/smaps` (or `/proc/PID/maps`, the same headers without the fields) into its mappings.
 pub fn smaps(text: &str) -> Vec<SmapsMapping> {
     let mut out: Vec<SmapsMapping> = Vec::new();
     for line in text.lines() {
@@ -93,7 +95,7 @@ fn smaps_header(line: &str) -> Option<SmapsMapping> {
     if perms.len() != 4 {
         return None;
     }
-    let _offset = parts.next()?;
+    let offset = u64::from_str_radix(parts.next()?, 16).ok()?;
     let _dev = parts.next()?;
     let _inode = parts.next()?;
     let path = parts.next().unwrap_or("").trim().to_string();
@@ -101,6 +103,7 @@ fn smaps_header(line: &str) -> Option<SmapsMapping> {
         start,
         end,
         perms,
+        offset,
         path,
         fields: BTreeMap::new(),
     })
@@ -228,7 +231,7 @@ pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
     /// Not a number with an optional unit.
-    #[error("{0:?} is not a duration (expected e.g. 3s, 500ms, 2m)")]
+    #[error("{0:?} is not a duration (expected e.g. 3s, 500ms, 2m, 1h)")]
     NotADuration(String),
     /// Negative, or longer than 24 h.
     #[error("{0:?} is out of range (0 to 24 h)")]
@@ -246,6 +249,8 @@ pub fn duration(text: &str) -> Result<std::time::Duration, DurationError> {
         (n, 1.0)
     } else if let Some(n) = t.strip_suffix('m') {
         (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
     } else {
         (t, 1.0)
     };
@@ -384,9 +389,90 @@ pub fn postmaster_args(args: &[String]) -> (Option<String>, Option<u16>, BTreeMa
     (data_dir, port, settings)
 }
 
+/// The fields of `/proc/PID/stat` that `diagnose` reads (proc_pid_stat(5); clock ticks are USER_HZ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PidStat {
+    /// Field 3: R, S, D, Z, ...
+    pub state: char,
+    /// Field 4.
+    pub ppid: u32,
+    /// Field 10: minor faults.
+    pub minflt: u64,
+    /// Field 11: minor faults of waited-for (reaped) children.
+    pub cminflt: u64,
+    /// Field 14: user time, ticks.
+    pub utime: u64,
+    /// Field 15: system time, ticks.
+    pub stime: u64,
+    /// Field 16: user time of reaped children, ticks.
+    pub cutime: u64,
+    /// Field 17: system time of reaped children, ticks.
+    pub cstime: u64,
+}
+
+impl PidStat {
+    /// Parses `/proc/PID/stat`; None when it is cut short. The command name (field 2) may hold spaces and
+    /// parentheses, so the fields are counted after its last `)`.
+    pub fn parse(text: &str) -> Option<Self> {
+        let rest = &text[text.rfind(')')? + 1..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // f[0] is field 3.
+        let n = |i: usize| -> Option<u64> { f.get(i - 3)?.parse().ok() };
+        Some(PidStat {
+            state: f.first()?.chars().next()?,
+            ppid: n(4)? as u32,
+            minflt: n(10)?,
+            cminflt: n(11)?,
+            utime: n(14)?,
+            stime: n(15)?,
+            cutime: n(16)?,
+            cstime: n(17)?,
+        })
+    }
+}
+
+/// `/proc/PID/schedstat`: time on the CPU and time runnable but waiting for one (run-queue wait), ns, and
+/// the number of times it ran (Documentation/scheduler/sched-stats.rst). Needs CONFIG_SCHED_INFO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SchedStat {
+    /// Time spent on the CPU, ns.
+    pub run_ns: u64,
+    /// Time spent waiting on a run queue, ns.
+    pub wait_ns: u64,
+    /// Timeslices run on this CPU.
+    pub slices: u64,
+}
+
+impl SchedStat {
+    /// Parses the three numbers.
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut w = text.split_whitespace().map(|x| x.parse::<u64>().ok());
+        Some(SchedStat {
+            run_ns: w.next()??,
+            wait_ns: w.next()??,
+            slices: w.next()??,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pid_stat_and_schedstat() {
+        let t = "4242 (postgres: x (y)) S 4200 4200 4200 0 -1 4194560 1234 5678 0 0 11 22 33 44 20 0 1 0 99 0 0\n";
+        let s = PidStat::parse(t).unwrap();
+        assert_eq!(
+            (s.state, s.ppid, s.minflt, s.cminflt),
+            ('S', 4200, 1234, 5678)
+        );
+        assert_eq!((s.utime, s.stime, s.cutime, s.cstime), (11, 22, 33, 44));
+        assert!(PidStat::parse("1 (x) S 0 0").is_none());
+        let q = SchedStat::parse("123 456 7\n").unwrap();
+        assert_eq!((q.run_ns, q.wait_ns, q.slices), (123, 456, 7));
+        assert!(SchedStat::parse("1 2").is_none());
+    }
 
     #[test]
     fn postmaster_args_multibyte_after_dash_is_no_flag() {
@@ -528,7 +614,7 @@ mod tests {
         assert_eq!(duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(
             duration("soon").unwrap_err().to_string(),
-            "\"soon\" is not a duration (expected e.g. 3s, 500ms, 2m)"
+            "\"soon\" is not a duration (expected e.g. 3s, 500ms, 2m, 1h)"
         );
         assert_eq!(
             duration("-1s"),

@@ -53,22 +53,40 @@ const AUX_TITLES: [&str; 16] = [
 ];
 
 fn classify(title: &str) -> Role {
+    match auxiliary_type(title) {
+        Some(_) => Role::Auxiliary,
+        None => Role::Backend,
+    }
+}
+
+/// The auxiliary process type a postmaster child's title names (`checkpointer`, `autovacuum worker`,
+/// ...), or None for a client backend.
+pub fn auxiliary_type(title: &str) -> Option<&'static str> {
     // "postgres: [cluster: ]role ..." — strip "postgres: " and an optional cluster-name prefix.
     let rest = title.strip_prefix("postgres: ").unwrap_or(title);
     let candidates = [rest, rest.split_once(": ").map(|(_, r)| r).unwrap_or(rest)];
-    if candidates
+    candidates
         .iter()
-        .any(|r| AUX_TITLES.iter().any(|a| r.starts_with(a)))
-    {
-        Role::Auxiliary
-    } else {
-        Role::Backend
-    }
+        .find_map(|r| AUX_TITLES.iter().find(|a| r.starts_with(**a)).copied())
 }
 
 /// Picks the main shared segment: the largest MAP_SHARED mapping that is anonymous shared memory or
 /// SysV, not a file and not a dynamic shared memory segment in /dev/shm.
 pub fn main_segment(maps: &[parse::SmapsMapping]) -> Option<Segment> {
+    main_mapping(maps).map(|m| Segment {
+        mapping: m.path.clone(),
+        size_kib: m.end.saturating_sub(m.start) / 1024,
+        kernel_page_size_kib: m.kib("KernelPageSize").max(4),
+        thp_pmd_mapped_kib: m.kib("ShmemPmdMapped"),
+        hugetlb_kib: m
+            .kib("Shared_Hugetlb")
+            .saturating_add(m.kib("Private_Hugetlb")),
+    })
+}
+
+/// The mapping [`main_segment`] describes, with its address range (`diagnose` classifies fault addresses
+/// against it in every process of the instance).
+pub fn main_mapping(maps: &[parse::SmapsMapping]) -> Option<&parse::SmapsMapping> {
     maps.iter()
         .filter(|m| m.is_shared())
         .filter(|m| {
@@ -80,15 +98,6 @@ pub fn main_segment(maps: &[parse::SmapsMapping]) -> Option<Segment> {
         })
         // Saturating: a header whose end is below its start (not one the kernel writes) counts as empty.
         .max_by_key(|m| m.end.saturating_sub(m.start))
-        .map(|m| Segment {
-            mapping: m.path.clone(),
-            size_kib: m.end.saturating_sub(m.start) / 1024,
-            kernel_page_size_kib: m.kib("KernelPageSize").max(4),
-            thp_pmd_mapped_kib: m.kib("ShmemPmdMapped"),
-            hugetlb_kib: m
-                .kib("Shared_Hugetlb")
-                .saturating_add(m.kib("Private_Hugetlb")),
-        })
 }
 
 /// Finds every PostgreSQL instance running on `host`, matching `servers` (from `--pg`) by backend PID.

@@ -332,3 +332,28 @@ fn fleet_in_markdown_and_html() {
         report::fleet_table::render(&f, l.style, l.width)
     );
 }
+
+/// A diagnosis among the audits (docs/results' real one) is a row of its own, not a failed audit; of two
+/// from one host the newer counts.
+#[test]
+fn diagnoses_are_shown_for_hosts_that_sent_one() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/results/diagnose-pg15-4k-reconnect.json"),
+    )
+    .unwrap();
+    // The same diagnosis, started later (a 1 put before its start time).
+    let later = text.replacen("\"started_unix_s\": ", "\"started_unix_s\": 1", 1);
+    let f = load(&[
+        ("a/lazy.json", json(&audit("linux-7.0-lazy-debugfs", 60))),
+        ("a/diag.json", text),
+        ("a/diag-later.json", later),
+    ]);
+    assert!(f.failed.is_empty(), "{:?}", f.failed);
+    assert_eq!(f.diagnoses.len(), 1, "{:?}", f.diagnoses);
+    let d = &f.diagnoses[0];
+    assert_eq!(d.file, "a/diag-later.json", "the later start wins");
+    assert_eq!(d.segment_page_kib, Some(4));
+    assert_eq!(d.symptom, results::diagnose::Symptom::NotPresent);
+    assert!(d.client_samples > 200, "{d:?}");
+}

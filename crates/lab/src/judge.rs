@@ -220,5 +220,7 @@ pub fn document(
         reproduction_skipped: skipped,
         reproduction: Some(reproduction),
         effects,
+        diagnosis: None,
+        diagnosis_skipped: None,
     }
 }

@@ -10,6 +10,7 @@ mod bench_pg_cmd;
 mod check_cmd;
 mod cli;
 mod compare_cmd;
+mod diagnose_cmd;
 mod fleet_cmd;
 mod generate_cmd;
 mod hugepages_cmd;
@@ -129,6 +130,7 @@ fn main() {
     let code = match cli.command {
         cli::Command::Check(c) => check_cmd::run(c),
         cli::Command::Audit(a) => audit_cmd::run(a),
+        cli::Command::Diagnose(d) => diagnose_cmd::run(d),
         cli::Command::Hugepages(h) => hugepages_cmd::run(h),
         cli::Command::Bench(cli::BenchCommand::Lock(b)) => bench_lock_cmd::run(b),
         cli::Command::Bench(cli::BenchCommand::Pg(b)) => bench_pg_cmd::run(b),

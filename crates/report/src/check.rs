@@ -44,6 +44,24 @@ pub fn render(d: &CheckDoc, style: Style, width: usize) -> String {
             wrap(&f.title, width, 6 + f.id.len() + 6, 6)
         ));
     }
+    if let Some(dg) = &d.diagnosis {
+        o.push_str(&format!(
+            "\nDiagnosis of the running server ({:.0} s, before the reproduction):\n",
+            dg.spec.observed_s
+        ));
+        o.push_str(&crate::diagnose_table::summary(dg, width));
+    }
+    if let Some(why) = &d.diagnosis_skipped {
+        o.push_str(&format!(
+            "\n{}\n",
+            wrap(
+                &format!("No diagnosis of the running server: {why}"),
+                width,
+                0,
+                2
+            )
+        ));
+    }
     o.push_str("\nMeasured here (ops/s, median; 95% bootstrap interval of the ratio):\n");
     for e in &d.effects {
         o.push_str(&format!(

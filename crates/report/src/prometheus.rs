@@ -16,7 +16,7 @@ use results::host::postgres::PgInstance;
 use results::host::{Audit, Severity};
 
 /// Escapes a label value (backslash, double quote, newline).
-fn esc(v: &str) -> String {
+pub(crate) fn esc(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
@@ -27,17 +27,17 @@ fn esc_help(v: &str) -> String {
     v.replace('\\', "\\\\").replace('\n', "\\n")
 }
 
-type Labels = Vec<(&'static str, String)>;
+pub(crate) type Labels = Vec<(&'static str, String)>;
 
 /// Builds the text one metric family at a time; a family with no sample is left out entirely.
 #[derive(Default)]
-struct Out {
-    text: String,
+pub(crate) struct Out {
+    pub(crate) text: String,
 }
 
 impl Out {
     /// A gauge family: HELP, TYPE and its samples.
-    fn gauge(&mut self, name: &str, help: &str, samples: &[(Labels, f64)]) {
+    pub(crate) fn gauge(&mut self, name: &str, help: &str, samples: &[(Labels, f64)]) {
         if samples.is_empty() {
             return;
         }
@@ -57,7 +57,7 @@ impl Out {
     }
 }
 
-fn bool01(b: bool) -> f64 {
+pub(crate) fn bool01(b: bool) -> f64 {
     if b {
         1.0
     } else {

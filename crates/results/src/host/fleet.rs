@@ -28,6 +28,9 @@ pub struct Fleet {
     pub stale: Vec<Stale>,
     /// Files that are not a readable audit, with the reason.
     pub failed: Vec<Failed>,
+    /// The newest diagnosis of each host that sent one: instances with the symptom present first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnoses: Vec<DiagnosisRow>,
     /// Older audits of a host that also has a newer one (ignored).
     pub superseded: Vec<Superseded>,
 }
@@ -183,6 +186,34 @@ pub struct Stale {
     pub generated_unix_s: u64,
     /// Its age, in seconds.
     pub age_s: i64,
+}
+
+/// The newest diagnosis a host sent (`preemptlab diagnose --format json` files among the audits), one row per
+/// observed instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiagnosisRow {
+    /// Host name (the diagnosis' host facts).
+    pub host: String,
+    /// The file.
+    pub file: String,
+    /// When its window opened, seconds since the Unix epoch.
+    pub started_unix_s: u64,
+    /// The postmaster's PID.
+    pub postmaster_pid: u32,
+    /// Data directory, if known.
+    pub data_dir: Option<String>,
+    /// The verdict.
+    pub symptom: crate::diagnose::Symptom,
+    /// Client backends' on-CPU share in the spinlock slow path, %.
+    pub spinlock_pct: f64,
+    /// The samples behind it.
+    pub client_samples: u64,
+    /// Segment faults per second.
+    pub segment_faults_per_s: f64,
+    /// The segment's page size, kB, if known.
+    pub segment_page_kib: Option<u64>,
+    /// Switches while runnable with the fault path on the stack, per second.
+    pub preempted_in_fault_per_s: f64,
 }
 
 /// A file that is not a readable audit.
