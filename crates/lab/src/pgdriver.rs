@@ -254,6 +254,8 @@ impl Drive for Driver {
             segment: SegmentCheck::default(),
             steal_pct: None,
             command: Vec::new(),
+            diagnosis: None,
+            diagnosis_unmeasured: Vec::new(),
         };
         match self {
             Self::Sysbench => {

@@ -16,8 +16,37 @@ use crate::term;
 const GROW_HINT: &str =
     "pass --reserve-hugepages as root to grow it for the check, restored afterwards";
 
+/// The window of `check --pg`'s diagnosis.
+const DIAGNOSIS: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `check --pg`: a short diagnosis of the servers, before the reproduction loads the machine. It never
+/// fails the check: what stood in its way is said instead.
+fn diagnosis(pg: &[String], quiet: bool) -> Result<results::diagnose::DiagnoseResult, String> {
+    if !quiet {
+        osutil::msg!(
+            "preemptlab check: diagnosing the running server for {} s...",
+            DIAGNOSIS.as_secs()
+        );
+    }
+    let mut opts = diagnose::Options::new(DIAGNOSIS);
+    opts.dsns = pg.to_vec();
+    osutil::stop::install_signal_flag().map_err(|e| e.to_string())?;
+    diagnose::run(
+        &opts,
+        lab::result::envelope(results::Kind::Diagnose),
+        &osutil::stop::interrupted,
+        &mut |_| {},
+    )
+    .map_err(|e| e.to_string())
+}
+
 pub fn run(a: CheckArgs) -> Result<i32> {
     let t0 = Instant::now();
+    let diagnosed = (!a.pg.is_empty()).then(|| diagnosis(&a.pg, !std::io::stderr().is_terminal()));
+    if osutil::stop::interrupted() {
+        osutil::msg!("preemptlab: interrupted");
+        return Ok(osutil::stop::interrupted_exit_code());
+    }
     let host = Host::live();
     let sessions = hostfacts::pgquery::query_all(&a.pg)
         .map_err(anyhow::Error::from)
@@ -33,7 +62,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     term::claim_output(&out)?;
     if !quiet {
         let s = &plan.spec;
-        eprintln!(
+        osutil::msg!(
             "preemptlab check: reproducing on this host ({} workers on {} CPUs, pg vs adaptive, {}; {} x {} s)...",
             s.workers[0],
             plan.cpus,
@@ -44,17 +73,22 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     }
     let on_cell = Box::new(move |c: &lab::lockrun::Cell| {
         if !quiet {
-            eprintln!("{}", report::lock_table::cell_line(c));
+            osutil::msg!("{}", report::lock_table::cell_line(c));
         }
     });
     let reproduction =
         lab::check::reproduce(&plan, a.reserve_hugepages, out.clone(), on_cell, GROW_HINT)?;
     if reproduction.envelope.interrupted {
-        eprintln!("preemptlab: interrupted");
+        osutil::msg!("preemptlab: interrupted");
         return Ok(osutil::stop::interrupted_exit_code());
     }
     let huge = plan.huge.map_err(|e| e.describe(GROW_HINT));
-    let doc = lab::judge::document(audit, reproduction, huge, t0.elapsed().as_secs_f64());
+    let mut doc = lab::judge::document(audit, reproduction, huge, t0.elapsed().as_secs_f64());
+    match diagnosed {
+        Some(Ok(d)) => doc.diagnosis = Some(Box::new(d)),
+        Some(Err(why)) => doc.diagnosis_skipped = Some(why),
+        None => {}
+    }
     if let Some(path) = &a.report {
         let page = report::export::Page {
             docs: vec![report::html::Doc {
@@ -69,7 +103,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     }
     term::stdout(term::render(a.format, Some(&a.color), &doc)?)?;
     if !quiet {
-        eprintln!(
+        osutil::msg!(
             "preemptlab: reproduction written to {} ({:.0} s in all)",
             out.display(),
             doc.elapsed_s

@@ -21,6 +21,10 @@ pub enum Command {
     Check(CheckArgs),
     /// Host and PostgreSQL facts, findings with evidence and the exact fix, a verdict.
     Audit(AuditArgs),
+    /// Is lock-holder preemption hurting the PostgreSQL running now? Observes running instances for a
+    /// window, read-only: where their CPU goes, page faults on the shared segment, preemptions inside
+    /// faults, wait events; a verdict and the audit's fix.
+    Diagnose(DiagnoseArgs),
     /// How many huge pages a PostgreSQL instance needs; the sysctl and postgresql.conf lines.
     Hugepages(HugepagesArgs),
     /// Reproduce and measure: lock contention, PostgreSQL, latency, network.
@@ -282,6 +286,42 @@ pub struct AuditArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct DiagnoseArgs {
+    /// Observe this server (read-only; repeatable): it must run on this host; also samples its wait
+    /// events and buffer evictions.
+    #[arg(long = "pg", value_name = "DSN")]
+    pub pg: Vec<String>,
+    /// Observe the instance of this postmaster PID (repeatable). Without --pid and --pg: every instance.
+    #[arg(long, value_name = "PID")]
+    pub pid: Vec<u32>,
+    /// The window: a number and a unit (s, m, h).
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub duration: String,
+    /// On-CPU samples per second per CPU.
+    #[arg(long, value_name = "HZ", default_value_t = diagnose::DEFAULT_CPU_CLOCK_HZ)]
+    pub frequency: u64,
+    /// Sample one minor fault in this many (counts are scaled back).
+    #[arg(long, value_name = "N", default_value_t = diagnose::DEFAULT_FAULT_PERIOD)]
+    pub fault_period: u64,
+    /// Output format.
+    #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json, Format::Prometheus]))]
+    pub format: Format,
+    /// Also write the result to FILE, atomically: in --format json or prometheus, else JSON (the result
+    /// file `compare` and `report` read).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Exit with code 1 when an instance's verdict is at or above this (present; cant-tell: present or
+    /// too few samples to tell).
+    #[arg(long, value_parser = symptom_fail_on())]
+    pub fail_on: Option<results::diagnose::FailOn>,
+    /// No progress on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub color: ColorArgs,
+}
+
+#[derive(Debug, Args)]
 pub struct HugepagesArgs {
     /// Size for a running server, from its own shared_memory_size_in_huge_pages (read-only).
     #[arg(long = "pg", value_name = "DSN", conflicts_with_all = ["data_dir", "pid", "shared_memory"])]
@@ -318,6 +358,13 @@ pub struct HugepagesArgs {
 fn formats(offered: &'static [Format]) -> impl TypedValueParser<Value = Format> {
     PossibleValuesParser::new(offered.iter().map(|f| f.name()))
         .map(|name| name.parse::<Format>().expect("a name of Format::ALL"))
+}
+
+/// `diagnose --fail-on`'s parser: a [`results::diagnose::FailOn`] by its name.
+fn symptom_fail_on() -> impl TypedValueParser<Value = results::diagnose::FailOn> {
+    use results::diagnose::FailOn;
+    PossibleValuesParser::new(FailOn::ALL.iter().map(|f| f.name()))
+        .map(|name| name.parse::<FailOn>().expect("a name of FailOn::ALL"))
 }
 
 /// `--fail-on`'s parser: a [`FailOn`] by its name.

@@ -13,14 +13,14 @@ pub fn run(a: SimArgs) -> Result<i32> {
     let quiet = a.result.quiet;
     if let (Some(path), false) = (&a.opts.like, quiet) {
         for n in &plan.like_notes {
-            eprintln!("preemptlab: --like {}: {n}", path.display());
+            osutil::msg!("preemptlab: --like {}: {n}", path.display());
         }
     }
     let out = term::result_path(&a.result, results::Kind::Sim)?;
     let res = plan
         .run(&out, |cell| {
             if !quiet {
-                eprintln!("{}", report::sim_table::cell_line(cell));
+                osutil::msg!("{}", report::sim_table::cell_line(cell));
             }
         })
         .map_err(sim_error)?;

@@ -241,3 +241,36 @@ fn latency_and_net_results_get_their_plots() {
     assert!(text.contains("other load lock") && text.contains("tcp-stream 16384 B"));
     tidy_ok(&html);
 }
+
+/// A diagnosis on the page: its verdict, its per-second charts and top functions, valid HTML; and
+/// `compare` of two diagnoses (here the same one twice) sets them second by second.
+#[test]
+fn diagnosis_is_reported_and_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = repo().join("docs/results/diagnose-pg15-4k-reconnect.json");
+    let html = dir.path().join("d.html");
+    let o = Command::new(cargo_bin("preemptlab"))
+        .arg("report")
+        .arg(&input)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    tidy_ok(&html);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h2>diagnose:"), "a diagnose section");
+    assert!(page.matches("<svg").count() >= 3, "its three charts");
+    assert!(page.contains("Symptom not present"));
+    let o = Command::new(cargo_bin("preemptlab"))
+        .arg("compare")
+        .arg(&input)
+        .arg(&input)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for m in ["spinlock %", "segment faults/s", "in-fault switches/s"] {
+        assert!(out.contains(m), "compare shows {m}: {out}");
+    }
+}

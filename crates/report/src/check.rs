@@ -4,7 +4,7 @@ use results::check::{CheckDoc, EffectKind};
 use results::host::Severity;
 use stats::fmt::rate;
 
-use crate::markup::{wrap, Style};
+use crate::markup::{command, wrap, Style};
 
 /// The table's short label for an effect.
 fn short(what: EffectKind) -> &'static str {
@@ -40,6 +40,24 @@ pub fn render(d: &CheckDoc, style: Style, width: usize) -> String {
             f.severity.as_str(),
             f.id,
             wrap(&f.title, width, 6 + f.id.len() + 6, 6)
+        ));
+    }
+    if let Some(dg) = &d.diagnosis {
+        o.push_str(&format!(
+            "\nDiagnosis of the running server ({:.0} s, before the reproduction):\n",
+            dg.spec.observed_s
+        ));
+        o.push_str(&crate::diagnose_table::summary(dg, width));
+    }
+    if let Some(why) = &d.diagnosis_skipped {
+        o.push_str(&format!(
+            "\n{}\n",
+            wrap(
+                &format!("No diagnosis of the running server: {why}"),
+                width,
+                0,
+                2
+            )
         ));
     }
     o.push_str("\nMeasured here (ops/s, median; 95% bootstrap interval of the ratio):\n");
@@ -82,7 +100,7 @@ pub fn render(d: &CheckDoc, style: Style, width: usize) -> String {
             wrap(&format!("{}{gain}", f.title), width, 5, 5)
         ));
         for c in &f.commands {
-            o.push_str(&format!("       {}\n", wrap(c, width, 7, 9)));
+            o.push_str(&format!("       {}\n", command(c, width, 7, 9)));
         }
     }
     o

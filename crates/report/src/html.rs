@@ -695,6 +695,11 @@ pub fn render(docs: &[Doc], fleet: Option<&Fleet>, generated_utc: &str) -> Strin
         }
     }
     for d in docs {
+        if let Document::Diagnose(r) = &d.doc {
+            o.push_str(&crate::diagnose_html::section(&d.label, r));
+        }
+    }
+    for d in docs {
         if let Document::Latency(r) = &d.doc {
             o.push_str(&latency_section(&d.label, r));
         }

@@ -122,4 +122,10 @@ pub struct CheckDoc {
     pub exposure: Verdict,
     /// Fixes, most effective first.
     pub fixes: Vec<Fix>,
+    /// `check --pg`: a short diagnosis of those servers, taken before the reproduction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<Box<crate::diagnose::DiagnoseResult>>,
+    /// Why there is no diagnosis although `--pg` was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis_skipped: Option<String>,
 }

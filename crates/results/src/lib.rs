@@ -4,6 +4,7 @@
 //! host and writes them.
 
 pub mod check;
+pub mod diagnose;
 pub mod document;
 pub mod envelope;
 pub mod hugepages;

@@ -94,16 +94,17 @@ fn axis_fields(kind: Kind, v: &Value) -> Vec<(String, Value)> {
     out
 }
 
-fn to_json(doc: &Document) -> Value {
-    match doc {
+/// A matrix document as JSON again; None for the documents without axes (audit, check, diagnose, ...).
+fn to_json(doc: &Document) -> Option<Value> {
+    let v = match doc {
         Document::Lock(r) => serde_json::to_value(r),
         Document::Pg(r) => serde_json::to_value(r),
         Document::Latency(r) => serde_json::to_value(r),
         Document::Net(r) => serde_json::to_value(r),
         Document::Sim(r) => serde_json::to_value(r),
-        d => panic!("a {} document among the results", d.kind()),
-    }
-    .unwrap()
+        _ => return None,
+    };
+    Some(v.unwrap())
 }
 
 #[test]
@@ -112,7 +113,10 @@ fn axes_load_typed_and_keep_their_spelling() {
     for p in result_files() {
         let text = std::fs::read_to_string(&p).unwrap();
         let doc = Document::from_text(&text).unwrap();
-        let (before, after) = (serde_json::from_str::<Value>(&text).unwrap(), to_json(&doc));
+        let Some(after) = to_json(&doc) else {
+            continue;
+        };
+        let before = serde_json::from_str::<Value>(&text).unwrap();
         let (a, b) = (
             axis_fields(doc.kind(), &before),
             axis_fields(doc.kind(), &after),

@@ -6,6 +6,7 @@
 //! share `markup` (alignment, numbers) and the comparison's parts below (its header, the cells of a row).
 
 use results::check::CheckDoc;
+use results::diagnose::DiagnoseResult;
 use results::hugepages::HugepagesDoc;
 use results::latency::LatencyResult;
 use results::lock::LockResult;
@@ -166,6 +167,7 @@ exports!(CheckDoc: Table, Json);
 exports!(HugepagesDoc: Table, Json);
 exports!(Fleet: Table, Markdown, Json, Html);
 exports!(Page: Html);
+exports!(DiagnoseResult: Table, Markdown, Json, Prometheus);
 
 pub(crate) fn show(v: f64, metric: &str) -> String {
     match Metric::named(metric).map(|m| m.unit) {

@@ -1,4 +1,5 @@
-//! Prometheus text exposition: the audit, for node_exporter's textfile collector (`prometheus::render`).
+//! Prometheus text exposition: the audit and the diagnosis, for node_exporter's textfile collector
+//! (`prometheus::render`, `diagnose_prom::render`).
 
 use super::Exporter;
 
@@ -9,5 +10,11 @@ pub struct Prometheus;
 impl Exporter<results::host::Audit> for Prometheus {
     fn export(&self, a: &results::host::Audit) -> String {
         crate::prometheus::render(a)
+    }
+}
+
+impl Exporter<results::diagnose::DiagnoseResult> for Prometheus {
+    fn export(&self, d: &results::diagnose::DiagnoseResult) -> String {
+        crate::diagnose_prom::render(d)
     }
 }

@@ -2,6 +2,7 @@
 //! the fleet (their tables in `*_table`, `check`, `hugepages`).
 
 use results::check::CheckDoc;
+use results::diagnose::DiagnoseResult;
 use results::hugepages::HugepagesDoc;
 use results::latency::LatencyResult;
 use results::lock::LockResult;
@@ -78,6 +79,12 @@ impl Exporter<NetResult> for Table {
 impl Exporter<SimResult> for Table {
     fn export(&self, r: &SimResult) -> String {
         crate::sim_table::render(r, false)
+    }
+}
+
+impl Exporter<DiagnoseResult> for Table {
+    fn export(&self, r: &DiagnoseResult) -> String {
+        crate::diagnose_table::render(r, self.0.style, self.0.width)
     }
 }
 

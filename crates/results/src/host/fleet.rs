@@ -28,6 +28,9 @@ pub struct Fleet {
     pub stale: Vec<Stale>,
     /// Files that are not a readable audit, with the reason.
     pub failed: Vec<Failed>,
+    /// The newest diagnosis of each host that sent one: instances with the symptom present first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnoses: Vec<DiagnosisRow>,
     /// Older audits of a host that also has a newer one (ignored).
     pub superseded: Vec<Superseded>,
 }
@@ -102,6 +105,24 @@ pub struct HostRow {
     pub instances_4k: usize,
     /// Page tables of those instances now, in kB.
     pub page_tables_4k_kib: u64,
+    /// The hugetlb pool the host needs, per page size its instances use (the audit's own targets: every
+    /// instance's need plus the pages other users hold), with the pool it has.
+    #[serde(default)]
+    pub pools: Vec<HostPool>,
+}
+
+/// One page size's pool target of a host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostPool {
+    /// Huge page size, in kB.
+    pub page_size_kib: u64,
+    /// The pool the host needs, in pages.
+    pub target: u64,
+    /// The operator's pool when audited (persistent pages less those preemptlab runs added for the
+    /// moment); none when the host has no pool of this size.
+    pub pool_now: Option<u64>,
+    /// Pages the pool lacks for the target.
+    pub shortfall: u64,
 }
 
 /// Hosts of one kernel release and preemption model.
@@ -161,13 +182,11 @@ pub struct Sizing {
     pub basis: String,
     /// Pages the instance needs, margin included.
     pub pages_needed: u64,
-    /// Pages of that size in the pool when audited (none: the host has no such pool).
+    /// The persistent pool of that size when audited (none: the host has no such pool).
     pub pool_now: Option<u64>,
-    /// The pool size to set for this instance alone (what `preemptlab hugepages --pid` prints).
+    /// The pool size to set: the host's one target at that page size (every instance's need plus the pages
+    /// other users hold), as the audit computed it; the same for every instance of the host.
     pub pool_target: u64,
-    /// When several instances of the host need pages of this size: the pool for all of them (their
-    /// pages plus what the pool already commits to others). The fix lines use it.
-    pub host_pool_target: Option<u64>,
     /// Memory this instance's pages will pin, in kB.
     pub pinned_kib: u64,
 }
@@ -183,6 +202,34 @@ pub struct Stale {
     pub generated_unix_s: u64,
     /// Its age, in seconds.
     pub age_s: i64,
+}
+
+/// The newest diagnosis a host sent (`preemptlab diagnose --format json` files among the audits), one row per
+/// observed instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiagnosisRow {
+    /// Host name (the diagnosis' host facts).
+    pub host: String,
+    /// The file.
+    pub file: String,
+    /// When its window opened, seconds since the Unix epoch.
+    pub started_unix_s: u64,
+    /// The postmaster's PID.
+    pub postmaster_pid: u32,
+    /// Data directory, if known.
+    pub data_dir: Option<String>,
+    /// The verdict.
+    pub symptom: crate::diagnose::Symptom,
+    /// Client backends' on-CPU share in the spinlock slow path, %.
+    pub spinlock_pct: f64,
+    /// The samples behind it.
+    pub client_samples: u64,
+    /// Segment faults per second.
+    pub segment_faults_per_s: f64,
+    /// The segment's page size, kB, if known.
+    pub segment_page_kib: Option<u64>,
+    /// Switches while runnable with the fault path on the stack, per second.
+    pub preempted_in_fault_per_s: f64,
 }
 
 /// A file that is not a readable audit.
