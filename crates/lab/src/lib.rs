@@ -14,19 +14,13 @@
 //! - `net`: `bench net`, TCP/UDP stream and ping-pong over loopback or a veth pair between namespaces.
 //! - `netopts`: `bench net`'s options as given, checked and resolved into its spec.
 //! - `options`: what the benches' options share: lists, durations, counts, the host's shape, `OptionError`.
-//! - `pgbench`: parsing pgbench's summary and progress output (PostgreSQL 13 to 17).
-//! - `pgcluster`: throwaway PostgreSQL clusters (initdb in a private temp dir, run as an unprivileged
-//!   user, unix socket only, removed on drop).
-//! - `pgdriver`: pgbench and sysbench: command lines, output parsing, latencies.
-//! - `pgrun`: `bench pg`, the huge_pages x shared_buffers x clients matrix over pgbench or sysbench.
+//! - `pgrun`: `bench pg`, the huge_pages x shared_buffers x clients matrix over pgbench or sysbench (the
+//!   clusters, pooler, drivers and /proc sampling are `pgharness`').
 //! - `pgopts`: `bench pg`'s options as given, checked (setting names too) before any cluster exists.
-//! - `pgbouncer`: a session pooler in front of a throwaway cluster.
 //! - `pool`: hugetlb pool shares that concurrent runs hold and give back.
-//! - `procsample`: per-second /proc sampling of a process tree (page tables, Pss, faults, switches).
 //! - `rusage`: the one getrusage wrapper (hostfacts', re-exported).
 //! - `simfrom`: what `bench lock` result files give a `sim` run (their matrix, their measured costs).
 //! - `simopts`: `sim`'s options as given, resolved into the model's matrix, and its run.
-//! - `sysbench`: parsing sysbench 1.0's OLTP output.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
@@ -44,16 +38,10 @@ pub mod lockrun;
 pub mod net;
 pub mod netopts;
 pub mod options;
-pub mod pgbench;
-pub mod pgbouncer;
-pub mod pgcluster;
-pub mod pgdriver;
 pub mod pgopts;
 pub mod pgrun;
 pub mod pool;
-pub mod procsample;
 pub mod result;
 pub use hostfacts::rusage;
 pub mod simfrom;
 pub mod simopts;
-pub mod sysbench;

@@ -205,7 +205,7 @@ pub fn recover_stale_netns() -> Vec<String> {
         else {
             continue;
         };
-        if crate::procsample::alive(pid) {
+        if pgharness::procsample::alive(pid) {
             continue;
         }
         if ip(&["netns", "del", &name]).is_ok() {

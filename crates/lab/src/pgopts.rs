@@ -8,9 +8,9 @@ use std::time::Duration;
 use hostfacts::pgbin::{self, BinDir};
 
 use crate::options::{self, HostShape, OptionError};
-use crate::pgdriver::Drive;
 use crate::pgrun::{Cell, PgResult, Spec, Status};
 use axes::{Driver, HugePages, Protocol};
+use pgharness::pgdriver::Drive;
 
 /// The names of a closed set as the command line offers them (`[possible values: ...]`).
 #[cfg(feature = "cli")]

@@ -13,20 +13,20 @@ use std::time::{Duration, Instant};
 use hostfacts::pgbin::PgBinError;
 
 use crate::guard::{self, PoolGuard};
-use crate::pgbouncer::{self, PgBouncer, PgBouncerError};
-use crate::pgcluster::{Cluster, ClusterError};
-use crate::pgdriver::{argv, drive, Drive, Driven, MissingDriver, Target};
-use crate::procsample::{Pss, Sampler};
 use crate::result::{self, OutputError};
 use axes::{HugePages, PssWhen};
 use osutil::stop::SignalError;
+use pgharness::pgbouncer::{self, PgBouncer, PgBouncerError};
+use pgharness::pgcluster::{Cluster, ClusterError};
+use pgharness::pgdriver::{argv, drive, Drive, Driven, MissingDriver, Target};
+use pgharness::procsample::{Pss, Sampler};
 
 pub use results::pg::{
     Cell, CellSummary, Latency, PgResult, Point, Rep, SegmentCheck, Setup, Spec,
 };
 pub use results::Status;
 
-pub use crate::pgdriver::{
+pub use pgharness::pgdriver::{
     parse_latency_log, read_latency_log, Driver, DB, PGBENCH_BUILTINS, SYSBENCH_TESTS,
 };
 

@@ -2,9 +2,9 @@
 
 use anyhow::{anyhow, Result};
 use lab::options::HostShape;
-use lab::pgbouncer::PgBouncerError;
 use lab::pgopts;
 use lab::pgrun::{self, PgRunError, RunOptions};
+use pgharness::pgbouncer::PgBouncerError;
 
 use crate::cli::BenchPgArgs;
 use crate::term;

@@ -58,7 +58,7 @@ pub struct Spec {
     /// Seconds between /proc samples.
     pub sample_interval_s: f64,
     /// When the samples read Pss: `end` (once, a second before the measured run ends), `every` sample,
-    /// or `never` (reading it walks every backend's page tables; see `lab::procsample::Pss`).
+    /// or `never` (reading it walks every backend's page tables; see `pgharness::procsample::Pss`).
     pub pss: PssWhen,
 }
 

@@ -56,7 +56,7 @@ pub enum RunParseError {
 
 /// Why a driver's run failed.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum DriveError {
+pub enum DriveError {
     /// Its output file could not be created.
     #[error("creating {}: {err}", .path.display())]
     Output {
@@ -394,21 +394,24 @@ fn latency_of(us: &mut [f64]) -> Latency {
 }
 
 /// The command line as the result records it.
-pub(crate) fn argv(cmd: &Command) -> Vec<String> {
+pub fn argv(cmd: &Command) -> Vec<String> {
     std::iter::once(cmd.get_program())
         .chain(cmd.get_args())
         .map(|a| a.to_string_lossy().into_owned())
         .collect()
 }
 
-pub(crate) enum Driven {
+/// How a driver's run ended.
+pub enum Driven {
+    /// It ran to the end and printed this.
     Done(String),
+    /// The stop flag was raised and it was stopped.
     Interrupted,
 }
 
 /// Runs a driver to completion (output to files under `stem`), polling for SIGINT, calling `live` with
 /// the latest per-second TPS it printed. A run exceeding its time by a minute is killed.
-pub(crate) fn drive(
+pub fn drive(
     mut cmd: Command,
     stem: &Path,
     seconds: u64,
