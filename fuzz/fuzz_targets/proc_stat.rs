@@ -1,6 +1,6 @@
 //! `/proc/stat`: the aggregate `cpu` line the benches read for steal and idle time.
 #![no_main]
-use hostfacts::procfs::CpuTimes;
+use osutil::procstat::CpuTimes;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

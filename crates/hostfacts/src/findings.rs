@@ -562,7 +562,7 @@ mod tests {
 
     #[test]
     fn rseq_slice_unavailable_only_on_7x_kernels_without_it() {
-        let not_built = shmlock::rseq::Unavailable::NotSupported {
+        let not_built = rseqslice::Unavailable::NotSupported {
             detail: Some("CONFIG_RSEQ_SLICE_EXTENSION is not set in /boot/config-7.2.13".into()),
         }
         .to_string();
@@ -578,13 +578,13 @@ mod tests {
             f.evidence
         );
         assert!(f.fix[0].contains("CONFIG_RSEQ_SLICE_EXTENSION=y"));
-        let off = shmlock::rseq::Unavailable::NotSupported {
-            detail: shmlock::rseq::enotsupp_detail(None, Some("rseq_slice_ext=0")),
+        let off = rseqslice::Unavailable::NotSupported {
+            detail: rseqslice::enotsupp_detail(None, Some("rseq_slice_ext=0")),
         }
         .to_string();
         let k = kernel_with_rseq("7.2.0", false, Some(&off));
         assert!(rseq_slice_finding(&k, true, "7.2.0").unwrap().fix[0].contains("rseq_slice_ext=0"));
-        let short = shmlock::rseq::Unavailable::RegistrationTooShort {
+        let short = rseqslice::Unavailable::RegistrationTooShort {
             registered: 32,
             feature_size: 33,
         }

@@ -8,6 +8,8 @@ use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use osutil::explain_io_error;
+
 use crate::fact::Fact;
 
 /// Why a host file could not be read, with the path as the host sees it.
@@ -20,30 +22,6 @@ pub struct ReadError {
     pub reason: String,
     /// The I/O error kind, for callers that branch on it.
     pub kind: io::ErrorKind,
-}
-
-/// Explains an I/O error on a host file in words an operator can act on.
-pub fn explain_io_error(err: &io::Error) -> String {
-    match err.kind() {
-        io::ErrorKind::NotFound => "not found".to_string(),
-        io::ErrorKind::PermissionDenied => {
-            if is_root() {
-                "permission denied even for root (locked down or refused by the kernel)".to_string()
-            } else {
-                "permission denied (needs root)".to_string()
-            }
-        }
-        _ => match err.raw_os_error() {
-            Some(libc::EPERM) => {
-                if is_root() {
-                    "operation not permitted even for root (the kernel refuses it here)".to_string()
-                } else {
-                    "operation not permitted (needs root)".to_string()
-                }
-            }
-            _ => err.to_string(),
-        },
-    }
 }
 
 /// Why a directory is no captured host tree.
@@ -61,12 +39,6 @@ pub enum SysrootError {
         /// The path given.
         dir: PathBuf,
     },
-}
-
-/// True when this process runs with effective uid 0.
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// A view of a host's files under a root directory.

@@ -445,7 +445,7 @@ pub struct Applied {
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     /// The pool's size could not be read.
-    #[error("reading {path}: {}", crate::host::explain_io_error(.err))]
+    #[error("reading {path}: {}", osutil::explain_io_error(.err))]
     Read {
         /// The sysfs file.
         path: String,
@@ -459,7 +459,7 @@ pub enum ApplyError {
         path: String,
     },
     /// The new size could not be written.
-    #[error("writing {path}: {}", crate::host::explain_io_error(.err))]
+    #[error("writing {path}: {}", osutil::explain_io_error(.err))]
     Write {
         /// The sysfs file.
         path: String,

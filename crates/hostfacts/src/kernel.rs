@@ -222,7 +222,7 @@ fn config_model(cfg: &BTreeMap<String, String>) -> Option<PreemptModel> {
     }
 }
 
-/// Probes the rseq time-slice extension as the `rseq` lock uses it ([`shmlock::rseq::probe`]): Ok(true),
+/// Probes the rseq time-slice extension as the `rseq` lock uses it ([`rseqslice::probe`]): Ok(true),
 /// or Ok(false) with the reason. ENOTSUPP's cause is named from `config` (read from `config_source`) and
 /// `cmdline` when they tell.
 #[cfg(feature = "live-probes")]
@@ -231,7 +231,7 @@ pub fn probe_rseq_slice_extension(
     config_source: Option<&str>,
     cmdline: Option<&str>,
 ) -> (bool, Option<String>) {
-    use shmlock::rseq::{enotsupp_detail, probe, Unavailable};
+    use rseqslice::{enotsupp_detail, probe, Unavailable};
     match probe() {
         Ok(()) => (true, None),
         Err(Unavailable::NotSupported { detail }) => {

@@ -16,7 +16,6 @@ pub mod pgbin;
 pub mod pgquery;
 pub mod pool_record;
 pub mod postgres;
-pub mod procfs;
 pub mod rusage;
 pub mod stopped;
 pub mod targets;

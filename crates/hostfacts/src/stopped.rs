@@ -82,7 +82,7 @@ pub fn postgres_c(bin: &Path, dir: &Path, name: &str) -> Result<String, StoppedE
     let exe = bin.join("postgres");
     let mut cmd = Command::new(&exe);
     cmd.arg("-D").arg(dir).arg("-C").arg(name);
-    if crate::host::is_root() {
+    if osutil::is_root() {
         if meta.uid() == 0 {
             return Err(StoppedError::OwnedByRoot {
                 dir: dir.to_path_buf(),

@@ -98,11 +98,7 @@ pub fn plan(audit: &Audit, quick: bool, reserve_hugepages: bool) -> Plan {
     let descriptors: u64 = if quick { 1 << 21 } else { 4 << 20 };
     let (duration_s, warmup_s, repeat) = if quick { (0.8, 0.2, 2) } else { (2.0, 0.5, 3) };
     let bytes = lockbench::region_bytes(descriptors) as u64;
-    let huge = huge_backing(
-        audit,
-        bytes,
-        reserve_hugepages && hostfacts::host::is_root(),
-    );
+    let huge = huge_backing(audit, bytes, reserve_hugepages && osutil::is_root());
     let mut pages = vec!["4k".to_string()];
     if let Ok(h) = &huge {
         pages.push(h.name().to_string());

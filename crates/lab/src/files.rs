@@ -42,7 +42,7 @@ pub enum FilesError {
 /// A file [`read_all`] could not read; it reads as the explained I/O error ("permission denied (needs
 /// root)"), which a caller records as that file's failure.
 #[derive(Debug, thiserror::Error)]
-#[error("{}", hostfacts::host::explain_io_error(.err))]
+#[error("{}", osutil::explain_io_error(.err))]
 pub struct Unreadable {
     /// What the read said.
     pub err: std::io::Error,
@@ -84,7 +84,7 @@ pub fn json_files_deep(paths: &[PathBuf]) -> Result<Vec<PathBuf>, FilesError> {
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|e| FilesError::Missing {
             path: p.clone(),
-            why: hostfacts::host::explain_io_error(&e),
+            why: osutil::explain_io_error(&e),
         })?;
         if meta.is_dir() {
             let before = out.len();
@@ -157,10 +157,7 @@ pub fn read_all<T: Send>(
     paths: &[PathBuf],
     f: impl Fn(String, Result<String, Unreadable>) -> T + Sync,
 ) -> Vec<T> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(paths.len().div_ceil(64).max(1));
+    let threads = (osutil::cpus::usable() as usize).min(paths.len().div_ceil(64).max(1));
     let next = AtomicUsize::new(0);
     let one = |p: &PathBuf| {
         let text = std::fs::read_to_string(p).map_err(|err| Unreadable { err });

@@ -10,8 +10,6 @@ use std::collections::HashMap;
 use std::ffi::CStr;
 use std::time::{Duration, Instant};
 
-use crate::guard;
-
 /// How a forked child ended.
 #[derive(Debug, Clone, Copy)]
 pub struct Exit {
@@ -110,7 +108,7 @@ impl<T> Children<T> {
     }
 
     /// Waits for every child, calling `ended` for each; kills the ones still running after `timeout`, or
-    /// 2 s after an interrupt (`guard::interrupted()`). Returns how many were killed.
+    /// 2 s after an interrupt (`osutil::stop::interrupted()`). Returns how many were killed.
     pub fn reap_all(&mut self, timeout: Duration, mut ended: impl FnMut(T, Exit)) -> usize {
         let t = Instant::now();
         while !self.running.is_empty() {
@@ -126,7 +124,7 @@ impl<T> Children<T> {
                 Poll::Running => {}
             }
             if t.elapsed() > timeout
-                || (guard::interrupted() && t.elapsed() > Duration::from_secs(2))
+                || (osutil::stop::interrupted() && t.elapsed() > Duration::from_secs(2))
             {
                 let n = self.running.len();
                 self.kill_all();

@@ -12,10 +12,9 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use crate::child::{Child, ChildError};
-use crate::guard;
 use crate::options::OptionError;
 use crate::result::{self};
+use osutil::child::{Child, ChildError};
 
 pub use results::latency::{Cell, CellSummary, Lat, LatencyResult, Rep, Spec};
 pub use results::Status;
@@ -43,10 +42,10 @@ pub enum LatencyError {
     },
     /// The stop-signal handler could not be installed.
     #[error(transparent)]
-    Signal(#[from] crate::guard::SignalError),
+    Signal(#[from] osutil::stop::SignalError),
     /// The result file could not be written.
     #[error(transparent)]
-    Write(#[from] crate::output::OutputError),
+    Write(#[from] osutil::output::OutputError),
 }
 
 impl LatencyError {
@@ -246,7 +245,7 @@ fn measure(spec: &Spec, policy: &str, cpus: usize) -> Result<(Vec<ThreadOut>, bo
         // interrupts with the measured ones (its timer slack lets the kernel fire it with theirs). A signal
         // ends the sleep early (nanosleep is never restarted after a handler).
         let t = Instant::now();
-        while !guard::interrupted() {
+        while !osutil::stop::interrupted() {
             let left = deadline.saturating_sub(t.elapsed());
             if left.is_zero() {
                 break;
@@ -267,7 +266,7 @@ fn measure(spec: &Spec, policy: &str, cpus: usize) -> Result<(Vec<ThreadOut>, bo
     if let Some(e) = err {
         return Err(e);
     }
-    Ok((outs, guard::interrupted()))
+    Ok((outs, osutil::stop::interrupted()))
 }
 
 fn histogram(h: &Histogram<u64>) -> Vec<(f64, u64)> {
@@ -405,7 +404,7 @@ pub fn run(
     cpus: u32,
     mut on_cell: impl FnMut(&Cell),
 ) -> Result<LatencyResult, LatencyError> {
-    guard::install_signal_flag()?;
+    osutil::stop::install_signal_flag()?;
     crate::latopts::check(&spec)?;
     // SAFETY: mlockall with valid flags; failure only costs page-fault noise, so it is not fatal.
     let locked = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } == 0;
@@ -435,7 +434,8 @@ pub fn run(
         })?;
         if load != "none" {
             let t = Instant::now();
-            while t.elapsed() < Duration::from_secs_f64(spec.load_warmup_s) && !guard::interrupted()
+            while t.elapsed() < Duration::from_secs_f64(spec.load_warmup_s)
+                && !osutil::stop::interrupted()
             {
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -451,7 +451,7 @@ pub fn run(
                 summary: None,
             };
             for _ in 0..spec.repeat {
-                if guard::interrupted() {
+                if osutil::stop::interrupted() {
                     break;
                 }
                 if !l.alive() {
@@ -481,7 +481,7 @@ pub fn run(
                     }
                 }
             }
-            if guard::interrupted() && cell.reps.len() < spec.repeat as usize {
+            if osutil::stop::interrupted() && cell.reps.len() < spec.repeat as usize {
                 cell.status = Status::Interrupted;
                 cell.reason = Some(format!(
                     "interrupted after {} of {} repetitions",
@@ -503,13 +503,13 @@ pub fn run(
             on_cell(&cell);
             res.cells.push(cell);
             result::write(out, &res)?;
-            if guard::interrupted() {
+            if osutil::stop::interrupted() {
                 break 'outer;
             }
         }
         drop(l);
     }
-    res.envelope.interrupted = guard::interrupted();
+    res.envelope.interrupted = osutil::stop::interrupted();
     result::write(out, &res)?;
     Ok(res)
 }

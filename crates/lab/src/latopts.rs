@@ -79,7 +79,8 @@ impl LatencyOptions {
             no_deep_idle: !self.allow_deep_idle,
         };
         check(&spec)?;
-        if spec.loads.iter().any(|l| l == "hackbench") && crate::which("hackbench", &[]).is_none() {
+        if spec.loads.iter().any(|l| l == "hackbench") && osutil::which("hackbench", &[]).is_none()
+        {
             return Err(OptionError::Invalid {
                 option: "load",
                 value: "hackbench".into(),

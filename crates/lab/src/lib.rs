@@ -2,10 +2,9 @@
 //!
 //! - `check`: `check`'s plan (which locks, which huge-page backing) and its reproduction.
 //! - `files`: input files: `*.json` found in the paths given, read on every CPU, result documents loaded.
-//! - `child`: child processes (drivers, loads) in their own process group, stopped on a stop signal.
-//! - `cpustat`: the machine's CPU steal and idle share from /proc/stat.
 //! - `fork`: forking worker processes, reaping them, killing the ones left on drop.
-//! - `guard`: SIGINT/SIGTERM flag, hugetlb pool guard with crash records.
+//! - `guard`: the hugetlb pool and preemption-model guards with crash records (the stop flag, child
+//!   processes, result files, /proc/stat and `which` are `osutil`'s).
 //! - `latency`: `bench latency`, cyclictest-style wakeup latency under a background load.
 //! - `latopts`: `bench latency`'s options as given, checked and resolved into its spec.
 //! - `lockbench`: `bench lock`, the StrategyGetBuffer-like workload.
@@ -13,7 +12,6 @@
 //! - `net`: `bench net`, TCP/UDP stream and ping-pong over loopback or a veth pair between namespaces.
 //! - `netopts`: `bench net`'s options as given, checked and resolved into its spec.
 //! - `options`: what the benches' options share: lists, durations, counts, the host's shape, `OptionError`.
-//! - `output`: result files checked before any work and written atomically.
 //! - `pgbench`: parsing pgbench's summary and progress output (PostgreSQL 13 to 17).
 //! - `pgcluster`: throwaway PostgreSQL clusters (initdb in a private temp dir, run as an unprivileged
 //!   user, unix socket only, removed on drop).
@@ -31,8 +29,6 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod check;
-pub mod child;
-pub mod cpustat;
 pub mod files;
 pub mod fork;
 pub mod guard;
@@ -44,7 +40,6 @@ pub mod lockrun;
 pub mod net;
 pub mod netopts;
 pub mod options;
-pub mod output;
 pub mod pgbench;
 pub mod pgbouncer;
 pub mod pgcluster;
@@ -58,12 +53,3 @@ pub use hostfacts::rusage;
 pub mod simfrom;
 pub mod simopts;
 pub mod sysbench;
-
-/// The first `name` on PATH, then in the `extra` directories (e.g. `/usr/sbin` for daemons).
-pub fn which(name: &str, extra: &[&str]) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(extra.iter().map(std::path::PathBuf::from))
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}

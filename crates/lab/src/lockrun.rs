@@ -9,10 +9,11 @@ use shmlock::shm::{Backing, ShmError, ShmRegion, UnknownBacking};
 use shmlock::{LockKind, UnknownLock};
 
 use crate::fork::Children;
-use crate::guard::{self, PoolGuard, SignalError};
+use crate::guard::{self, PoolGuard};
 use crate::lockbench::costs::CostError;
 use crate::lockbench::{self, BenchError, Rep, RepInput, Spec};
 use crate::result::{self, OutputError};
+use osutil::stop::SignalError;
 
 pub use results::lock::{Cell, CellSummary, FaultCost, LockResult};
 pub use results::Status;
@@ -148,7 +149,7 @@ fn pool_free(kib: u64) -> Result<u64, String> {
 
 /// Runs the matrix. Returns the result (also written to `opts.out` after each cell).
 pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError> {
-    guard::install_signal_flag()?;
+    osutil::stop::install_signal_flag()?;
     for line in guard::recover_stale_pools() {
         eprintln!("preemptlab: {line}");
     }
@@ -178,7 +179,7 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError>
                     // Through the shared record even when the pool looks free enough: the free pages may be
                     // another run's share.
                     Ok(free) if opts.reserve_hugepages => {
-                        if !hostfacts::host::is_root() {
+                        if !osutil::is_root() {
                             Some(format!("needs {need} free {kib} kB pages (has {free}); growing the pool needs root"))
                         } else {
                             match PoolGuard::ensure_free(kib, need) {

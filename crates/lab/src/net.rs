@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use crate::guard;
 use crate::options::OptionError;
 use crate::result::{self};
 
@@ -61,10 +60,10 @@ pub enum NetError {
     },
     /// The stop-signal handler could not be installed.
     #[error(transparent)]
-    Signal(#[from] crate::guard::SignalError),
+    Signal(#[from] osutil::stop::SignalError),
     /// The result file could not be written.
     #[error(transparent)]
-    Write(#[from] crate::output::OutputError),
+    Write(#[from] osutil::output::OutputError),
 }
 
 impl NetError {
@@ -219,7 +218,7 @@ pub fn recover_stale_netns() -> Vec<String> {
 impl NetnsGuard {
     /// Creates the namespace and the veth pair with addresses, both ends up (root).
     pub fn create() -> Result<NetnsGuard, NetError> {
-        if !hostfacts::host::is_root() {
+        if !osutil::is_root() {
             return Err(NetError::NotRoot);
         }
         let name = format!("preemptlab-{}", std::process::id());
@@ -447,7 +446,7 @@ fn run_once(test: &str, size: usize, spec: &Spec, ns: Option<&NetnsGuard>) -> Re
                     // Counted locally: shared counters written per message would bounce a cache line
                     // between the sender's and the receiver's CPUs.
                     let mut sent = 0u64;
-                    while t.elapsed() < dur && !guard::interrupted() {
+                    while t.elapsed() < dur && !osutil::stop::interrupted() {
                         if stream {
                             if s.write_all(&msg).is_err() {
                                 break;
@@ -485,7 +484,7 @@ fn run_once(test: &str, size: usize, spec: &Spec, ns: Option<&NetnsGuard>) -> Re
                     let u0 = thread_use();
                     let t = Instant::now();
                     let mut sent = 0u64;
-                    while t.elapsed() < dur && !guard::interrupted() {
+                    while t.elapsed() < dur && !osutil::stop::interrupted() {
                         if stream {
                             if sock.send(&msg).is_ok() {
                                 sent += 1;
@@ -607,7 +606,7 @@ pub fn run(
     out: &std::path::Path,
     mut on_cell: impl FnMut(&Cell),
 ) -> Result<NetResult, NetError> {
-    guard::install_signal_flag()?;
+    osutil::stop::install_signal_flag()?;
     crate::netopts::check(&spec)?;
     for line in recover_stale_netns() {
         eprintln!("preemptlab: {line}");
@@ -645,11 +644,11 @@ pub fn run(
                 ));
             }
             for _ in 0..spec.repeat {
-                if guard::interrupted() || cell.status != Status::Ok {
+                if osutil::stop::interrupted() || cell.status != Status::Ok {
                     break;
                 }
                 match run_once(test, size, &spec, ns.as_ref()) {
-                    Ok(r) if !guard::interrupted() => cell.reps.push(r),
+                    Ok(r) if !osutil::stop::interrupted() => cell.reps.push(r),
                     Ok(_) => break,
                     Err(e) => {
                         cell.status = Status::Failed;
@@ -658,7 +657,7 @@ pub fn run(
                     }
                 }
             }
-            if guard::interrupted()
+            if osutil::stop::interrupted()
                 && cell.status == Status::Ok
                 && cell.reps.len() < spec.repeat as usize
             {
@@ -688,13 +687,13 @@ pub fn run(
             on_cell(&cell);
             res.cells.push(cell);
             result::write(out, &res)?;
-            if guard::interrupted() {
+            if osutil::stop::interrupted() {
                 break 'outer;
             }
         }
     }
     drop(ns);
-    res.envelope.interrupted = guard::interrupted();
+    res.envelope.interrupted = osutil::stop::interrupted();
     result::write(out, &res)?;
     Ok(res)
 }

@@ -33,7 +33,7 @@ impl HostShape {
                 .unwrap_or(1),
             mem_total_kib: mem.total_kib.value,
             huge_page_kib: mem.default_huge_page_kib.value.unwrap_or(2048),
-            root: hostfacts::host::is_root(),
+            root: osutil::is_root(),
         }
     }
 }

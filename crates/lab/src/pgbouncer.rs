@@ -49,7 +49,7 @@ pub enum PgBouncerError {
 
 /// Finds the pgbouncer binary (PATH, then Debian's /usr/sbin).
 pub fn find() -> Result<PathBuf, PgBouncerError> {
-    crate::which("pgbouncer", &["/usr/sbin"]).ok_or(PgBouncerError::NotFound)
+    osutil::which("pgbouncer", &["/usr/sbin"]).ok_or(PgBouncerError::NotFound)
 }
 
 /// A running pgbouncer.
@@ -84,7 +84,7 @@ impl PgBouncer {
         };
         std::fs::write(&ini, text).map_err(config)?;
         let mut cmd = Command::new(bin);
-        if hostfacts::host::is_root() {
+        if osutil::is_root() {
             let r = cluster.run_as();
             cmd.uid(r.uid).gid(r.gid);
             let c = std::ffi::CString::new(ini.as_os_str().to_string_lossy().as_bytes())

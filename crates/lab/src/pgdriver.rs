@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::child::{Child, ChildError, Ended};
+use osutil::child::{Child, ChildError, Ended};
 
 use hostfacts::pgbin::BinDir;
 
@@ -144,7 +144,7 @@ impl Driver {
                     })
                 }
             }
-            Self::Sysbench => crate::which("sysbench", &[]).ok_or(MissingDriver::Sysbench),
+            Self::Sysbench => osutil::which("sysbench", &[]).ok_or(MissingDriver::Sysbench),
         }
     }
 
@@ -459,7 +459,7 @@ pub(crate) fn drive(
         return Err(DriveError::Exited {
             program: child.program().to_string(),
             status,
-            tail: crate::child::tail(&text, 3),
+            tail: osutil::tail(&text, 3, " | "),
         });
     }
     Ok(Driven::Done(text))

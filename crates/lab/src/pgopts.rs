@@ -357,13 +357,8 @@ pub fn validate(spec: &Spec, mem_total_kib: Option<u64>) -> Result<Option<String
         );
         return Err(invalid("script", &spec.script, why));
     }
-    let text = std::fs::read_to_string(Path::new(&spec.script)).map_err(|e| {
-        invalid(
-            "script",
-            &spec.script,
-            hostfacts::host::explain_io_error(&e),
-        )
-    })?;
+    let text = std::fs::read_to_string(Path::new(&spec.script))
+        .map_err(|e| invalid("script", &spec.script, osutil::explain_io_error(&e)))?;
     if text.trim().is_empty() {
         return Err(invalid("script", &spec.script, "the file is empty"));
     }

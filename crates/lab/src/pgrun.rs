@@ -11,12 +11,13 @@ use std::time::{Duration, Instant};
 
 use hostfacts::pgbin::PgBinError;
 
-use crate::guard::{self, PoolGuard, SignalError};
+use crate::guard::{self, PoolGuard};
 use crate::pgbouncer::{self, PgBouncer, PgBouncerError};
 use crate::pgcluster::{Cluster, ClusterError};
 use crate::pgdriver::{argv, drive, Driven, MissingDriver, Target, UnknownDriver};
 use crate::procsample::{Pss, Sampler};
 use crate::result::{self, OutputError};
+use osutil::stop::SignalError;
 
 pub use results::pg::{
     Cell, CellSummary, Latency, PgResult, Point, Rep, SegmentCheck, Setup, Spec,
@@ -124,7 +125,7 @@ pub struct RunOptions {
 /// Runs the matrix. Errors are one line naming the fix; everything the run created is gone when it
 /// returns, also after SIGINT (then `envelope.interrupted` is set and the cells not reached say so).
 pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError> {
-    guard::install_signal_flag()?;
+    osutil::stop::install_signal_flag()?;
     for line in guard::recover_stale_pools() {
         eprintln!("preemptlab: {line}");
     }
@@ -172,7 +173,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
     let n_clients = spec.clients.len();
     'rounds: for round in 0..spec.repeat {
         for cfg in 0..per_round / n_clients {
-            if guard::interrupted() {
+            if osutil::stop::interrupted() {
                 break 'rounds;
             }
             let first = cfg * n_clients;
@@ -235,7 +236,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
             result::write(&opts.out, &res)?;
         }
     }
-    if guard::interrupted() {
+    if osutil::stop::interrupted() {
         res.envelope.interrupted = true;
         for c in &mut res.cells {
             if c.status == Status::Ok && c.reps.len() < spec.repeat as usize {
@@ -479,7 +480,7 @@ fn run_config(
         None => (cluster.socket_dir(), cluster.port()),
     };
     for c in cells {
-        if guard::interrupted() {
+        if osutil::stop::interrupted() {
             return Ok(());
         }
         let clients = res.cells[c].clients;
@@ -522,7 +523,7 @@ fn run_config(
             Some(&lat_prefix),
         );
         let argv = argv(&cmd);
-        let stat0 = crate::cpustat::now();
+        let stat0 = osutil::procstat::now();
         let pss = match spec.pss.as_str() {
             "every" => Pss::Every,
             "never" => Pss::Never,
@@ -538,7 +539,7 @@ fn run_config(
             &mut |frac, tps| progress(d, t, &label, "measure", frac, tps),
         );
         let sampled = sampler.stop();
-        let steal_pct = crate::cpustat::steal_pct_since(stat0);
+        let steal_pct = osutil::procstat::steal_pct_since(stat0);
         let text = match ran {
             Ok(Driven::Interrupted) => return Ok(()),
             Ok(Driven::Done(text)) => text,

@@ -33,7 +33,7 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use hostfacts::host::explain_io_error as explain;
+use osutil::explain_io_error as explain;
 
 use crate::guard::record_dir;
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-pub use crate::output::OutputError;
+pub use osutil::output::OutputError;
 
 pub use results::{utc, Envelope, SCHEMA_VERSION};
 
@@ -51,9 +51,9 @@ pub fn write<T: Serialize>(path: &Path, value: &T) -> Result<(), OutputError> {
     write_text(path, &(text + "\n"))
 }
 
-/// Writes `text` to `path` atomically (see [`crate::output::write_atomic`]).
+/// Writes `text` to `path` atomically (see [`osutil::output::write_atomic`]).
 pub fn write_text(path: &Path, text: &str) -> Result<(), OutputError> {
-    crate::output::write_atomic(path, text)
+    osutil::output::write_atomic(path, text)
 }
 
 #[cfg(test)]

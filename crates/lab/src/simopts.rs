@@ -11,8 +11,8 @@ use sim::matrix::{self, Axis, MatrixError, Request, RequestError};
 use sim::{Params, Workload};
 
 use crate::options::{self, OptionError};
+use crate::result;
 use crate::simfrom::{self, FileError};
-use crate::{guard, result};
 
 /// `sim`'s options as given.
 #[derive(Debug, Clone)]
@@ -104,10 +104,10 @@ pub enum SimError {
     Matrix(#[from] MatrixError),
     /// The stop-signal handler could not be installed.
     #[error(transparent)]
-    Signal(#[from] crate::guard::SignalError),
+    Signal(#[from] osutil::stop::SignalError),
     /// The result file could not be written.
     #[error(transparent)]
-    Write(#[from] crate::output::OutputError),
+    Write(#[from] osutil::output::OutputError),
 }
 
 impl SimError {
@@ -237,9 +237,9 @@ impl SimPlan {
             spec: self.spec,
             cells: Vec::new(),
         };
-        guard::install_signal_flag()?;
+        osutil::stop::install_signal_flag()?;
         for c in self.cells {
-            if guard::interrupted() {
+            if osutil::stop::interrupted() {
                 res.envelope.interrupted = true;
                 break;
             }

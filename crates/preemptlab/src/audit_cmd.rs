@@ -1,6 +1,6 @@
 //! `preemptlab audit`.
 //!
-//! `--out FILE` is published for readers that may look at any moment (`lab::output::publish`: temp file,
+//! `--out FILE` is published for readers that may look at any moment (`osutil::output::publish`: temp file,
 //! fsync, rename), and refused before any work when its directory does not exist.
 
 use anyhow::{anyhow, Context, Result};
@@ -17,12 +17,12 @@ pub fn run(args: AuditArgs) -> Result<i32> {
             // fires instead of the last good numbers being served for ever.
             // Only where --out itself is usable: a bad --out is the error being reported already.
             if let (AuditFormat::Prometheus, Some(path)) = (args.format, &args.out) {
-                if lab::output::check_publishable(path).is_ok() {
+                if osutil::output::check_publishable(path).is_ok() {
                     let text = report::prometheus::render_failure(
                         env!("CARGO_PKG_VERSION"),
                         lab::result::unix_now(),
                     );
-                    if let Err(w) = lab::output::publish(path, &text) {
+                    if let Err(w) = osutil::output::publish(path, &text) {
                         eprintln!("preemptlab: {w}");
                     }
                 }
@@ -38,7 +38,7 @@ fn audit(args: &AuditArgs) -> Result<i32> {
         None => Host::live(),
     };
     if let Some(path) = &args.out {
-        lab::output::check_publishable(path).map_err(|e| anyhow!("--out {e}"))?;
+        osutil::output::check_publishable(path).map_err(|e| anyhow!("--out {e}"))?;
     }
     // Connect first and keep the sessions open, so their backends are in /proc while we look.
     let sessions = hostfacts::pgquery::query_all(&args.pg)
@@ -62,7 +62,7 @@ fn audit(args: &AuditArgs) -> Result<i32> {
             AuditFormat::Table => report::json(&audit),
             AuditFormat::Json | AuditFormat::Prometheus => text,
         };
-        lab::output::publish(path, &file_text)?;
+        osutil::output::publish(path, &file_text)?;
     }
     let worst = audit.findings.iter().map(|f| f.severity).max();
     let fail = match args.fail_on {

@@ -52,7 +52,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         lab::check::reproduce(&plan, a.reserve_hugepages, out.clone(), on_cell, GROW_HINT)?;
     if reproduction.envelope.interrupted {
         eprintln!("preemptlab: interrupted");
-        return Ok(lab::guard::interrupted_exit_code());
+        return Ok(osutil::stop::interrupted_exit_code());
     }
     let huge = plan
         .huge

@@ -43,7 +43,7 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
     if let Some(p) = &args.page_size {
         targets::page_size_kib(p).map_err(explain)?;
     }
-    if args.apply && !hostfacts::host::is_root() {
+    if args.apply && !osutil::is_root() {
         bail!("--apply resizes a hugetlb pool and needs root (run with sudo, or drop --apply to only print the plan)");
     }
     let req = Request {

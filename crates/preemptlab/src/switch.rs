@@ -15,10 +15,10 @@ pub fn preempt(args: &SwitchPreemptArgs) -> Result<Option<PreemptGuard>> {
         return Ok(None);
     };
     check_preempt_mode(mode).map_err(flag)?;
-    if !hostfacts::host::is_root() {
+    if !osutil::is_root() {
         bail!("--switch-preempt needs root (it writes /sys/kernel/debug/sched/preempt)");
     }
-    lab::guard::install_signal_flag()?;
+    osutil::stop::install_signal_flag()?;
     let guard = PreemptGuard::switch(Box::new(DebugfsPreempt::under(Path::new("/"))), mode)
         .map_err(flag)?;
     if guard.switched() {

@@ -82,11 +82,11 @@ pub fn write_atomic(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
 
 /// Checks before any work that the result can be written to `path` (one line naming the path and the fix).
 pub fn claim_output(path: &std::path::Path) -> anyhow::Result<()> {
-    lab::output::check_writable(path).map_err(out_flag)
+    osutil::output::check_writable(path).map_err(out_flag)
 }
 
 /// A result file's error, with how to choose another path where one would do.
-pub fn out_flag(e: lab::output::OutputError) -> anyhow::Error {
+pub fn out_flag(e: osutil::output::OutputError) -> anyhow::Error {
     match e.wants_another_path() {
         true => anyhow::anyhow!("{e} (choose another path with --out)"),
         false => anyhow::anyhow!(e),
@@ -128,7 +128,7 @@ pub fn cell_printer(bar: Option<ProgressBar>, quiet: bool) -> impl Fn(String) {
 pub fn bench_exit(interrupted: bool, said: String, failures: Vec<String>) -> anyhow::Result<i32> {
     if interrupted {
         eprintln!("preemptlab: interrupted; {said}");
-        return Ok(lab::guard::interrupted_exit_code());
+        return Ok(osutil::stop::interrupted_exit_code());
     }
     if !failures.is_empty() {
         anyhow::bail!("{} cells failed: {}", failures.len(), failures.join("; "));
@@ -149,7 +149,7 @@ pub fn flags(e: lab::options::OptionError) -> anyhow::Error {
 /// The exit code of a command that wrote its result: the stop signal's when interrupted, else 0.
 pub fn exit_code(interrupted: bool) -> i32 {
     match interrupted {
-        true => lab::guard::interrupted_exit_code(),
+        true => osutil::stop::interrupted_exit_code(),
         false => 0,
     }
 }

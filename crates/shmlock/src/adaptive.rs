@@ -69,7 +69,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use crate::spin::cpu_relax;
-use crate::{futex, rseq, Acquired, RawLock};
+use crate::{futex, Acquired, RawLock};
 
 const LOCKED: u32 = 1;
 const PARKED: u32 = 2;
@@ -100,7 +100,7 @@ const _: () = assert!(std::mem::size_of::<AdaptiveLock>() == 128);
 pub struct AdaptiveWaiter {
     spin_iterations: u32,
     max_spinners: u32,
-    slice: Option<rseq::SliceExtension>,
+    slice: Option<rseqslice::SliceExtension>,
 }
 
 /// Relax iterations that take about `SPIN_BUDGET` on this CPU (measured once per process).
@@ -132,16 +132,6 @@ fn now_ns() -> u64 {
 fn this_cpu() -> u32 {
     // SAFETY: sched_getcpu has no preconditions; -1 (unknown) maps to u32::MAX, which matches no holder.
     unsafe { libc::sched_getcpu() as u32 }
-}
-
-fn online_cpus() -> u32 {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    if n > 0 {
-        n as u32
-    } else {
-        1
-    }
 }
 
 impl AdaptiveLock {
@@ -329,13 +319,13 @@ impl RawLock for AdaptiveLock {
     fn waiter(&self, _id: u32) -> AdaptiveWaiter {
         AdaptiveWaiter {
             spin_iterations: spin_iterations(),
-            max_spinners: online_cpus().clamp(1, SLOTS as u32),
-            slice: rseq::SliceExtension::enable().ok(),
+            max_spinners: osutil::cpus::online().clamp(1, SLOTS as u32),
+            slice: rseqslice::SliceExtension::enable().ok(),
         }
     }
 
-    fn slice_counts(w: &AdaptiveWaiter) -> Option<rseq::SliceCounts> {
-        w.slice.as_ref().map(rseq::SliceExtension::counts)
+    fn slice_counts(w: &AdaptiveWaiter) -> Option<rseqslice::SliceCounts> {
+        w.slice.as_ref().map(rseqslice::SliceExtension::counts)
     }
 
     #[inline]
@@ -439,7 +429,7 @@ mod tests {
 
     #[test]
     fn after_one_spent_budget_later_arrivals_park_without_spinning() {
-        if online_cpus() < 2 {
+        if osutil::cpus::online() < 2 {
             eprintln!("skipped: needs two CPUs");
             return;
         }

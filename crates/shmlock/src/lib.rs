@@ -72,7 +72,7 @@ pub trait RawLock: Sync {
     fn unlock(&self, w: &mut Self::Waiter);
 
     /// What the rseq slice extension did for this waiter so far, for locks that request it.
-    fn slice_counts(_w: &Self::Waiter) -> Option<rseq::SliceCounts> {
+    fn slice_counts(_w: &Self::Waiter) -> Option<rseqslice::SliceCounts> {
         None
     }
 }
@@ -158,9 +158,9 @@ impl LockKind {
     }
 
     /// Whether this host can run the lock; the reason when not (only `rseq` depends on the kernel).
-    pub fn availability(self) -> Result<(), rseq::Unavailable> {
+    pub fn availability(self) -> Result<(), rseqslice::Unavailable> {
         match self {
-            LockKind::Rseq => rseq::probe(),
+            LockKind::Rseq => rseqslice::probe(),
             _ => Ok(()),
         }
     }

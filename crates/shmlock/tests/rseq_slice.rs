@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use shmlock::rseq::{self, RseqLock};
+use shmlock::rseq::RseqLock;
 use shmlock::shm::{Backing, ShmRegion};
 use shmlock::RawLock;
 
@@ -34,7 +34,7 @@ fn skip_or_fail(why: &str) {
 
 #[test]
 fn rseq_lock_gets_grants_and_keeps_exclusion() {
-    if let Err(e) = rseq::probe() {
+    if let Err(e) = rseqslice::probe() {
         skip_or_fail(&e.to_string());
         return;
     }

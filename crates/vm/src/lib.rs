@@ -9,7 +9,7 @@
 //! - [`kernels`]: which kernels can be booted and what each offers (models, rseq slice extension);
 //! - [`accel`]: KVM or TCG, with the reason;
 //! - [`run`]: the virtme-ng invocation, the guest script, timing, and cleanup (virtme-ng and QEMU run in
-//!   their own process group, killed on SIGINT/SIGTERM/SIGHUP or error; the temp dir is removed);
+//!   their own process group, killed on a stop signal or error; the temp dir is removed);
 //! - [`record`]: the `vm` block of the result (pure data; all that is left without the default `runner`
 //!   feature, for the `results` schema crate);
 //! - `cli` (feature `cli`): the options as a command line gives them (clap), turned into [`VmOptions`].
@@ -144,7 +144,10 @@ pub enum VmError {
         /// The end of virtme-ng's output.
         log_tail: String,
     },
-    /// SIGINT, SIGTERM or SIGHUP.
+    /// The result file could not be written on the host.
+    #[error(transparent)]
+    Output(#[from] osutil::output::OutputError),
+    /// A stop signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT: [`osutil::stop`]).
     #[error("interrupted: the VM was stopped and nothing is left behind")]
     Interrupted,
 }

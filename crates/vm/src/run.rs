@@ -8,16 +8,14 @@
 //! writes FILE itself, with the `vm` block added.
 //!
 //! vng and the QEMU it starts run in their own process group with stdin on /dev/null (a background group
-//! reading the terminal would stop on SIGTTIN); SIGINT, SIGTERM and SIGHUP set a flag that the wait loop
-//! polls, then the whole group gets SIGTERM and, after 3 s, SIGKILL. The same happens on every error path
+//! reading the terminal would stop on SIGTTIN); a stop signal sets the flag of [`osutil::stop`] that the
+//! wait loop polls, then the whole group gets SIGTERM and, after 3 s, SIGKILL. The same happens on every error path
 //! through [`Group`]'s drop; the temp dir (and the private HOME given to vng, so that its cache is not the
 //! user's) goes with [`tempfile::TempDir`].
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use hostfacts::rusage::{Usage, Who};
@@ -76,27 +74,9 @@ pub struct VmOutcome {
     pub out_file: Option<PathBuf>,
 }
 
-static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-
-/// Installs SIGINT/SIGTERM/SIGHUP handlers that set the stop flag (idempotent).
-fn install_stop_flag() -> Result<Arc<AtomicBool>, VmError> {
-    let flag = STOP.get_or_init(|| Arc::new(AtomicBool::new(false)));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(sig, Arc::clone(flag))
-            .map_err(|e| VmError::io("installing a signal handler", e))?;
-    }
-    Ok(Arc::clone(flag))
-}
-
-/// The host's online CPUs.
+/// The host's CPUs this process may use (a guest gets at most as many vCPUs).
 pub fn host_cpus() -> u32 {
-    std::thread::available_parallelism()
-        .map(|n| n.get() as u32)
-        .unwrap_or(1)
+    osutil::cpus::usable()
 }
 
 /// Quotes a word for sh.
@@ -242,13 +222,6 @@ pub fn vng_args(
     v
 }
 
-fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
 /// virtme-ng's `vng`: `$PREEMPTLAB_VNG`, then PATH, then the venv `scripts/test-vm` makes.
 pub fn find_vng() -> Result<PathBuf, VmError> {
     if let Some(p) = std::env::var_os("PREEMPTLAB_VNG").filter(|p| !p.is_empty()) {
@@ -262,7 +235,7 @@ pub fn find_vng() -> Result<PathBuf, VmError> {
             })
         };
     }
-    which("vng")
+    osutil::which("vng", &[])
         .or_else(|| Some(Path::new(DEFAULT_VNG_VENV).join("bin/vng")).filter(|p| p.is_file()))
         .ok_or_else(|| VmError::ToolMissing {
             tool: "virtme-ng (vng)".into(),
@@ -379,8 +352,7 @@ struct HostLoad {
 
 impl HostLoad {
     fn now() -> Option<Self> {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let t = hostfacts::procfs::CpuTimes::parse(&stat)?;
+        let t = osutil::procstat::now()?;
         // SAFETY: sysconf only reads a configuration value.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         if hz <= 0 {
@@ -418,10 +390,9 @@ fn read_trim(p: &Path) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// The last `lines` non-empty lines of a log file, for an error message.
 fn tail(p: &Path, lines: usize) -> String {
-    let text = std::fs::read_to_string(p).unwrap_or_default();
-    let v: Vec<&str> = text.lines().collect();
-    v[v.len().saturating_sub(lines)..].join("\n")
+    osutil::tail(&std::fs::read_to_string(p).unwrap_or_default(), lines, "\n")
 }
 
 /// Boots the kernel, runs the command, brings back its output. The host is left as it was on every path.
@@ -450,17 +421,18 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
     let (accel, accel_why) =
         accel::choose(opts.accel, &accel::probe()).map_err(VmError::KvmUnusable)?;
     let vng = find_vng()?;
-    let qemu = which("qemu-system-x86_64").ok_or_else(|| VmError::ToolMissing {
+    let qemu = osutil::which("qemu-system-x86_64", &[]).ok_or_else(|| VmError::ToolMissing {
         tool: "qemu-system-x86_64".into(),
         fix: "run scripts/test-vm, or: apt-get install qemu-system-x86".into(),
     })?;
-    if which("busybox").is_none() && !Path::new("/bin/busybox").is_file() {
+    if osutil::which("busybox", &[]).is_none() && !Path::new("/bin/busybox").is_file() {
         return Err(VmError::ToolMissing {
             tool: "busybox".into(),
             fix: "run scripts/test-vm, or: apt-get install busybox-static".into(),
         });
     }
-    let stop = install_stop_flag()?;
+    osutil::stop::install_signal_flag()
+        .map_err(|e| VmError::io("installing a signal handler", e.err))?;
 
     let tmp = tempfile::Builder::new()
         .prefix("preemptlab-vm-")
@@ -554,7 +526,7 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
     let mut boot: Option<Duration> = None;
     let status_file = shared.join("status");
     loop {
-        if stop.load(Ordering::Relaxed) {
+        if osutil::stop::interrupted() {
             group.stop();
             return Err(VmError::Interrupted);
         }
@@ -642,7 +614,7 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
         if let Ok(text) = std::fs::read_to_string(&guest_result) {
             let text = with_vm_block(&text, &block).unwrap_or(text);
             let dest = PathBuf::from(&host_path);
-            write_atomic(&dest, &text)?;
+            osutil::output::write_atomic(&dest, &text)?;
             out_file = Some(dest);
         }
     }
@@ -653,22 +625,6 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
         block,
         out_file,
     })
-}
-
-fn write_atomic(dest: &Path, text: &str) -> Result<(), VmError> {
-    let dir = match dest.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| VmError::io(format!("creating {}", dir.display()), e))?;
-    let mut f = tempfile::NamedTempFile::new_in(&dir)
-        .map_err(|e| VmError::io(format!("writing into {}", dir.display()), e))?;
-    std::io::Write::write_all(&mut f, text.as_bytes())
-        .map_err(|e| VmError::io(format!("writing {}", dest.display()), e))?;
-    f.persist(dest)
-        .map_err(|e| VmError::io(format!("writing {}", dest.display()), e.error))?;
-    Ok(())
 }
 
 #[cfg(test)]

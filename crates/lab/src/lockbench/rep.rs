@@ -16,10 +16,9 @@ use super::layout::{
 use super::worker::{de, hist, process_worker, worker, WorkerCfg, WorkerOut};
 use super::workload::start_age;
 use super::{failed, BenchError, Percentiles, Rep, RseqSlice, Spec};
-use crate::cpustat;
 use crate::fork::Children;
-use crate::guard;
 use crate::rusage::Who;
+use osutil::procstat as cpustat;
 
 /// Inputs of one repetition.
 pub struct RepInput<'a> {
@@ -180,7 +179,7 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
             }
         });
         measured = r?;
-        if killed > 0 && !guard::interrupted() {
+        if killed > 0 && !osutil::stop::interrupted() {
             return Err(failed(format!("{killed} workers did not stop within {timeout:?} and were killed (a waiter stuck behind a lock?)")));
         }
         if let Some(e) = abnormal {
@@ -229,7 +228,7 @@ fn drive<L>(
     let t = Instant::now();
     while c.ready.load(Ordering::Acquire) < workers {
         tick(PHASE_WAIT)?;
-        if guard::interrupted() {
+        if osutil::stop::interrupted() {
             return Err(BenchError::Interrupted);
         }
         if t.elapsed() > Duration::from_secs(60) {
@@ -255,7 +254,7 @@ fn drive<L>(
         let mut rate = 0.0;
         while start.elapsed() < d {
             tick(phase)?;
-            if guard::interrupted() {
+            if osutil::stop::interrupted() {
                 return Err(BenchError::Interrupted);
             }
             std::thread::sleep(Duration::from_millis(2));

@@ -73,7 +73,7 @@ pub(super) fn de(b: &[u8]) -> Result<Histogram<u64>, super::BenchError> {
 }
 
 /// The lock's counters as the result records them.
-fn rseq_slice_of(c: shmlock::rseq::SliceCounts) -> RseqSlice {
+fn rseq_slice_of(c: rseqslice::SliceCounts) -> RseqSlice {
     RseqSlice {
         requests: c.requests,
         grants: c.grants,

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use hostfacts::host::explain_io_error;
+use crate::explain_io_error;
 
 /// Why a result file cannot be written. The messages name the path and the fix; a command line adds how
 /// its user names another path.

@@ -1,8 +1,6 @@
-//! Parsers of /proc files the benches sample (text in, typed value out; the readers live in `lab`).
-//!
-//! `procfs-core` would parse /proc/stat too, but its `KernelStats` wants the whole file and the boot-time
-//! tick rate and returns every CPU; the benches need three sums of the first line, so the few lines here
-//! stay.
+//! CPU time of the whole machine from /proc/stat: [`CpuTimes::parse`] (text in, typed value out) and
+//! [`now`], its reader; the hypervisor's steal and the idle share over a measured window. (Why not
+//! `procfs-core`: see the crate doc.)
 
 /// One reading of the first line of /proc/stat (user nice system idle iowait irq softirq steal [guest
 /// guest_nice], jiffies of all CPUs): the total and the two parts the benches report.
@@ -49,9 +47,31 @@ impl CpuTimes {
     }
 }
 
+/// Reads /proc/stat; None where it cannot be read or has fewer than eight CPU fields.
+pub fn now() -> Option<CpuTimes> {
+    CpuTimes::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// The hypervisor's CPU steal since `start` (a reading taken earlier), % of all CPU time.
+pub fn steal_pct_since(start: Option<CpuTimes>) -> Option<f64> {
+    start?.share(now()?, |t| t.steal)
+}
+
+/// The share of all CPU time left idle (idle + iowait) since `start`, %.
+pub fn idle_pct_since(start: Option<CpuTimes>) -> Option<f64> {
+    start?.share(now()?, |t| t.idle)
+}
+
 #[cfg(test)]
 mod tests {
     use super::CpuTimes;
+
+    #[test]
+    fn proc_stat_is_read() {
+        let now = super::now();
+        assert!(now.is_some(), "/proc/stat readable");
+        assert!(super::idle_pct_since(now).is_none_or(|p| (0.0..=100.0).contains(&p)));
+    }
 
     #[test]
     fn cpu_times_parse_overflowing_sum_is_no_reading() {

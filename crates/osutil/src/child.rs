@@ -1,14 +1,14 @@
 //! The one child-process helper of the benches (pgbench, sysbench, a latency load): the child runs in its
 //! own process group, so a terminal's Ctrl-C reaches preemptlab alone and preemptlab stops the child
-//! itself; the parent polls the stop flag ([`guard::interrupted`]: SIGINT, SIGTERM, SIGHUP, SIGQUIT) and
+//! itself; the parent polls the stop flag ([`stop::interrupted`]: SIGINT, SIGTERM, SIGHUP, SIGQUIT) and
 //! stops the group with SIGINT, then SIGKILL after a grace period; dropping a [`Child`] does the same, so
-//! no exit path leaves one behind. [`tail`] keeps the last lines of its output for error messages.
+//! no exit path leaves one behind. [`crate::tail`] keeps the last lines of its output for error messages.
 
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::guard;
+use crate::stop;
 
 /// Errors of a child process.
 #[derive(Debug, thiserror::Error)]
@@ -110,7 +110,7 @@ impl Child {
                 self.inner = None;
                 return Ok(Ended::Exited(st));
             }
-            if guard::interrupted() {
+            if stop::interrupted() {
                 self.stop();
                 return Ok(Ended::Interrupted);
             }
@@ -158,20 +158,9 @@ impl Drop for Child {
     }
 }
 
-/// The last `n` non-empty lines of `text`, joined with " | " (for an error message).
-pub fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .rev()
-        .take(n)
-        .collect();
-    lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{tail, Child, Ended};
+    use super::{Child, Ended};
     use std::process::{Command, Stdio};
     use std::time::Duration;
 
@@ -205,6 +194,5 @@ mod tests {
             Duration::ZERO
         )
         .is_err());
-        assert_eq!(tail("a\n\nb\nc\n", 2), "b | c");
     }
 }
