@@ -1,55 +1,17 @@
 //! The audit: every fact, every finding, one verdict.
 
-use serde::{Deserialize, Serialize};
+pub use results::host::audit::{Audit, HostFacts};
 
-use crate::fact::Fact;
-use crate::findings::{self, Finding, Verdict};
+use crate::findings::{self};
 use crate::host::Host;
+use crate::hostpool;
 use crate::kernel::{self, KernelFacts};
 use crate::memory::{self, MemoryFacts};
 use crate::pgquery::ServerInfo;
-use crate::postgres::{self, PgInstance};
+use crate::postgres::{self};
 
 /// The version of the audit JSON schema (GUIDE.md "Audit JSON"). Bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// Everything the audit found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Audit {
-    /// Schema version of this document.
-    pub schema_version: u32,
-    /// preemptlab's version.
-    pub tool_version: String,
-    /// Seconds since the Unix epoch when the audit ran.
-    pub generated_unix_s: u64,
-    /// The `--sysroot` read instead of this host, if any.
-    pub sysroot: Option<String>,
-    /// Host name.
-    pub hostname: Fact<String>,
-    /// Kernel and preemption.
-    pub kernel: KernelFacts,
-    /// Memory, huge pages, THP.
-    pub memory: MemoryFacts,
-    /// Running PostgreSQL instances.
-    pub instances: Vec<PgInstance>,
-    /// `--pg` servers that are not local instances.
-    pub unmatched_servers: Vec<ServerInfo>,
-    /// Findings, most severe first.
-    pub findings: Vec<Finding>,
-    /// ok, warn or at-risk.
-    pub verdict: Verdict,
-}
-
-/// Host facts without PostgreSQL: what every result file records about the machine it ran on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HostFacts {
-    /// Host name.
-    pub hostname: Fact<String>,
-    /// Kernel and preemption.
-    pub kernel: KernelFacts,
-    /// Memory, huge pages, THP.
-    pub memory: MemoryFacts,
-}
 
 /// Reads the host facts (no PostgreSQL discovery).
 pub fn host_facts(host: &Host) -> HostFacts {
@@ -68,7 +30,14 @@ pub fn audit(host: &Host, servers: &[ServerInfo]) -> Audit {
         memory,
     } = host_facts(host);
     let (instances, unmatched_servers) = postgres::discover(host, servers);
-    let findings = findings::findings(&kernel, &memory, &instances, &unmatched_servers);
+    let pool_targets = hostpool::for_host(&memory, &instances);
+    let findings = findings::findings(
+        &kernel,
+        &memory,
+        &instances,
+        &unmatched_servers,
+        &pool_targets,
+    );
     let verdict = findings::verdict(&findings);
     Audit {
         schema_version: SCHEMA_VERSION,
@@ -87,6 +56,7 @@ pub fn audit(host: &Host, servers: &[ServerInfo]) -> Audit {
         memory,
         instances,
         unmatched_servers,
+        pool_targets,
         findings,
         verdict,
     }

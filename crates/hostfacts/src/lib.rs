@@ -5,10 +5,14 @@
 //! a fixture tree as if it were `/`. See docs/references.md (the regression, how the kernel preempts, PostgreSQL) for the facts the rules rely on.
 
 pub mod audit;
-pub mod fact;
+/// Facts with provenance: the type is the schema's (`results::host::fact`).
+pub use results::host::fact;
 pub mod findings;
+pub mod fleet;
 pub mod host;
+pub mod hostpool;
 pub mod hugepages;
+pub mod hugetlb;
 pub mod kernel;
 pub mod memory;
 pub mod parse;

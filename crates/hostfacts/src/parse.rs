@@ -4,17 +4,12 @@
 //! `Documentation/admin-guide/cputopology.rst` (CPU lists), PostgreSQL's `postmaster.pid` layout
 //! (`src/include/utils/pidfile.h`) and configuration-file syntax (`guc-file.l`).
 
-use std::collections::BTreeMap;
-use std::fmt;
-
-/// A parse failure, naming what was expected.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ParseError(pub String);
+pub use results::host::bytes::{pg_memory, size, Bytes, ParseError};
 
 fn err(msg: impl Into<String>) -> ParseError {
     ParseError(msg.into())
 }
+use std::collections::BTreeMap;
 
 /// Parses `Key:   123 kB` lines (meminfo, status, smaps_rollup) into a map of key -> value in kB (or the bare
 /// number for unitless keys such as `HugePages_Total`). Lines that are not of that shape are skipped.
@@ -50,6 +45,8 @@ pub struct SmapsMapping {
     pub end: u64,
     /// Permissions such as `rw-s` (`s` = shared).
     pub perms: String,
+    /// Offset into the mapped file (the third column): what turns an address into a file offset.
+    pub offset: u64,
     /// Path or pseudo-path (`/dev/zero (deleted)`, `/anon_hugepage (deleted)`, `/SYSV00000000 (deleted)`).
     pub path: String,
     /// The `Key: N kB` fields of the mapping.
@@ -67,7 +64,7 @@ impl SmapsMapping {
     }
 }
 
-/// Parses `/proc/PID/smaps` into its mappings.
+/// Parses `/proc/PID/smaps` (or `/proc/PID/maps`, the same headers without the fields) into its mappings.
 pub fn smaps(text: &str) -> Vec<SmapsMapping> {
     let mut out: Vec<SmapsMapping> = Vec::new();
     for line in text.lines() {
@@ -98,7 +95,7 @@ fn smaps_header(line: &str) -> Option<SmapsMapping> {
     if perms.len() != 4 {
         return None;
     }
-    let _offset = parts.next()?;
+    let offset = u64::from_str_radix(parts.next()?, 16).ok()?;
     let _dev = parts.next()?;
     let _inode = parts.next()?;
     let path = parts.next().unwrap_or("").trim().to_string();
@@ -106,6 +103,7 @@ fn smaps_header(line: &str) -> Option<SmapsMapping> {
         start,
         end,
         perms,
+        offset,
         path,
         fields: BTreeMap::new(),
     })
@@ -194,31 +192,77 @@ pub fn cmdline_param(cmdline: &str, name: &str) -> Option<String> {
     found
 }
 
-/// The mode printed by the kernel's `Dynamic Preempt: <mode>` boot line (last occurrence), from `dmesg`
-/// text or raw `/dev/kmsg` records.
+/// The kernel log of the latest boot in `log`: what follows the last `Linux version ` banner (the first line
+/// the kernel prints at each boot), so that a log file holding several boots (`/var/log/kern.log`) speaks for
+/// the running one; all of it when there is no banner (a ring buffer that wrapped past it).
+fn latest_boot(log: &str) -> &str {
+    match log.rfind("Linux version ") {
+        Some(i) => &log[i..],
+        None => log,
+    }
+}
+
+/// The mode printed by the kernel's `Dynamic Preempt: <mode>` boot line (the last one of the latest boot),
+/// from `dmesg` text, raw `/dev/kmsg` records, a syslog file or a journal export (`MESSAGE=` lines). A line
+/// saying that the command line's mode was refused (`Dynamic Preempt: unsupported mode: none`) names no mode.
 pub fn boot_log_preempt(log: &str) -> Option<String> {
-    log.lines()
+    latest_boot(log)
+        .lines()
         .filter_map(|l| {
             l.split_once("Dynamic Preempt: ")
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .rfind(|m| !m.starts_with("unsupported mode"))
+}
+
+/// The mode the kernel refused at the latest boot (`Dynamic Preempt: unsupported mode: none`, printed by
+/// kernel/sched/core.c setup_preempt_mode when `preempt=` names a mode the kernel does not offer).
+pub fn boot_log_refused(log: &str) -> Option<String> {
+    latest_boot(log)
+        .lines()
+        .filter_map(|l| {
+            l.split_once("Dynamic Preempt: unsupported mode:")
                 .map(|(_, m)| m.trim().to_string())
         })
         .next_back()
 }
 
-/// The active mode and the offered modes of `/sys/kernel/debug/sched/preempt`, e.g. `none voluntary (full) lazy`.
-pub fn debugfs_preempt(text: &str) -> Result<(String, Vec<String>), ParseError> {
-    let offered = choices(text);
-    let active = text
-        .split_whitespace()
-        .find(|w| w.starts_with('(') && w.ends_with(')'))
-        .map(|w| w.trim_matches(|c| c == '(' || c == ')').to_string())
-        .ok_or_else(|| {
-            err(format!(
-                "no active mode in parentheses in {:?}",
-                text.trim()
-            ))
-        })?;
-    Ok((active, offered))
+/// Why a `/sys/kernel/debug/sched/preempt` text names no active mode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DebugfsPreemptError {
+    /// Nothing but white space (a kernel that prints no mode: a linux-next series of autumn 2026 without its
+    /// fix).
+    #[error("empty: the kernel printed no mode")]
+    Empty,
+    /// No mode in parentheses.
+    #[error("no active mode in parentheses in {0:?}")]
+    NoActive(String),
+    /// More than one mode in parentheses: which one runs is not said.
+    #[error("ambiguous: more than one mode in parentheses in {0:?}")]
+    Ambiguous(String),
+}
+
+/// The active mode and the offered modes of `/sys/kernel/debug/sched/preempt`, e.g. `none voluntary (full)
+/// lazy` (kernel/sched/debug.c sched_dynamic_show: the offered modes, the active one in parentheses).
+pub fn debugfs_preempt(text: &str) -> Result<(String, Vec<String>), DebugfsPreemptError> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(DebugfsPreemptError::Empty);
+    }
+    let active: Vec<&str> = t.split_whitespace().filter_map(active_mode).collect();
+    match active.as_slice() {
+        [] => Err(DebugfsPreemptError::NoActive(t.to_string())),
+        [one] => Ok((one.to_string(), choices(t))),
+        _ => Err(DebugfsPreemptError::Ambiguous(t.to_string())),
+    }
+}
+
+/// The mode a word of the debugfs file marks as active: `(name)`, the name non-empty and without
+/// parentheses of its own.
+pub fn active_mode(word: &str) -> Option<&str> {
+    word.strip_prefix('(')
+        .and_then(|w| w.strip_suffix(')'))
+        .filter(|m| !m.is_empty() && !m.contains(['(', ')']))
 }
 
 /// A kernel release's major and minor numbers: `6.18.44-fc` -> (6, 18).
@@ -229,85 +273,11 @@ pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
-/// A byte count, printed in binary units.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(transparent)]
-pub struct Bytes(pub u64);
-
-impl Bytes {
-    /// From kibibytes.
-    pub fn from_kib(kib: u64) -> Self {
-        Bytes(kib * 1024)
-    }
-    /// In kibibytes (rounded down).
-    pub fn kib(self) -> u64 {
-        self.0 / 1024
-    }
-}
-
-impl fmt::Display for Bytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-        let mut v = self.0 as f64;
-        let mut i = 0;
-        while v >= 1024.0 && i < UNITS.len() - 1 {
-            v /= 1024.0;
-            i += 1;
-        }
-        if i == 0 {
-            write!(f, "{} B", self.0)
-        } else if v >= 100.0 {
-            write!(f, "{v:.0} {}", UNITS[i])
-        } else if v >= 10.0 {
-            write!(f, "{v:.1} {}", UNITS[i])
-        } else {
-            write!(f, "{v:.2} {}", UNITS[i])
-        }
-    }
-}
-
-/// Parses a human size: `120GB`, `2MB`, `1G`, `512kB`, `4096` (bytes), `1.5GiB`. Units are binary
-/// (k = 1024), as in PostgreSQL and the kernel.
-pub fn size(text: &str) -> Result<Bytes, ParseError> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    if num.is_empty() {
-        return Err(err(format!(
-            "{text:?} is not a size (expected e.g. 120GB, 2MB, 512kB)"
-        )));
-    }
-    let value: f64 = num
-        .parse()
-        .map_err(|_| err(format!("{text:?} is not a size (expected e.g. 120GB, 2MB)")))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
-        other => {
-            return Err(err(format!(
-                "{text:?}: unknown unit {other:?} (use B, kB, MB, GB or TB)"
-            )))
-        }
-    };
-    let bytes = value * mult as f64;
-    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
-        return Err(err(format!("{text:?} is out of range")));
-    }
-    Ok(Bytes(bytes.round() as u64))
-}
-
 /// A duration that does not parse or is out of range.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
     /// Not a number with an optional unit.
-    #[error("{0:?} is not a duration (expected e.g. 3s, 500ms, 2m)")]
+    #[error("{0:?} is not a duration (expected e.g. 3s, 500ms, 2m, 1h)")]
     NotADuration(String),
     /// Negative, or longer than 24 h.
     #[error("{0:?} is out of range (0 to 24 h)")]
@@ -325,6 +295,8 @@ pub fn duration(text: &str) -> Result<std::time::Duration, DurationError> {
         (n, 1.0)
     } else if let Some(n) = t.strip_suffix('m') {
         (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
     } else {
         (t, 1.0)
     };
@@ -336,30 +308,6 @@ pub fn duration(text: &str) -> Result<std::time::Duration, DurationError> {
         return Err(DurationError::OutOfRange(text.into()));
     }
     Ok(std::time::Duration::from_secs_f64(v * mult))
-}
-
-/// Parses a PostgreSQL memory setting as `pg_settings` shows it: `setting` in multiples of `unit`
-/// (`8kB`, `kB`, `MB`), e.g. ("16384", Some("8kB")) -> 128 MiB.
-pub fn pg_memory(setting: &str, unit: Option<&str>) -> Result<Bytes, ParseError> {
-    let n: f64 = setting
-        .trim()
-        .parse()
-        .map_err(|_| err(format!("{setting:?} is not a number")))?;
-    let unit_bytes = match unit {
-        None | Some("") => 1.0,
-        Some(u) => {
-            size(
-                if u.chars().next().is_some_and(|c| c.is_ascii_digit()) {
-                    u.to_string()
-                } else {
-                    format!("1{u}")
-                }
-                .as_str(),
-            )?
-            .0 as f64
-        }
-    };
-    Ok(Bytes((n * unit_bytes).round() as u64))
 }
 
 /// The fields of PostgreSQL's `postmaster.pid` (pidfile.h: pid, data dir, start time, port, socket dir,
@@ -487,9 +435,90 @@ pub fn postmaster_args(args: &[String]) -> (Option<String>, Option<u16>, BTreeMa
     (data_dir, port, settings)
 }
 
+/// The fields of `/proc/PID/stat` that `diagnose` reads (proc_pid_stat(5); clock ticks are USER_HZ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PidStat {
+    /// Field 3: R, S, D, Z, ...
+    pub state: char,
+    /// Field 4.
+    pub ppid: u32,
+    /// Field 10: minor faults.
+    pub minflt: u64,
+    /// Field 11: minor faults of waited-for (reaped) children.
+    pub cminflt: u64,
+    /// Field 14: user time, ticks.
+    pub utime: u64,
+    /// Field 15: system time, ticks.
+    pub stime: u64,
+    /// Field 16: user time of reaped children, ticks.
+    pub cutime: u64,
+    /// Field 17: system time of reaped children, ticks.
+    pub cstime: u64,
+}
+
+impl PidStat {
+    /// Parses `/proc/PID/stat`; None when it is cut short. The command name (field 2) may hold spaces and
+    /// parentheses, so the fields are counted after its last `)`.
+    pub fn parse(text: &str) -> Option<Self> {
+        let rest = &text[text.rfind(')')? + 1..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // f[0] is field 3.
+        let n = |i: usize| -> Option<u64> { f.get(i - 3)?.parse().ok() };
+        Some(PidStat {
+            state: f.first()?.chars().next()?,
+            ppid: n(4)? as u32,
+            minflt: n(10)?,
+            cminflt: n(11)?,
+            utime: n(14)?,
+            stime: n(15)?,
+            cutime: n(16)?,
+            cstime: n(17)?,
+        })
+    }
+}
+
+/// `/proc/PID/schedstat`: time on the CPU and time runnable but waiting for one (run-queue wait), ns, and
+/// the number of times it ran (Documentation/scheduler/sched-stats.rst). Needs CONFIG_SCHED_INFO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SchedStat {
+    /// Time spent on the CPU, ns.
+    pub run_ns: u64,
+    /// Time spent waiting on a run queue, ns.
+    pub wait_ns: u64,
+    /// Timeslices run on this CPU.
+    pub slices: u64,
+}
+
+impl SchedStat {
+    /// Parses the three numbers.
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut w = text.split_whitespace().map(|x| x.parse::<u64>().ok());
+        Some(SchedStat {
+            run_ns: w.next()??,
+            wait_ns: w.next()??,
+            slices: w.next()??,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pid_stat_and_schedstat() {
+        let t = "4242 (postgres: x (y)) S 4200 4200 4200 0 -1 4194560 1234 5678 0 0 11 22 33 44 20 0 1 0 99 0 0\n";
+        let s = PidStat::parse(t).unwrap();
+        assert_eq!(
+            (s.state, s.ppid, s.minflt, s.cminflt),
+            ('S', 4200, 1234, 5678)
+        );
+        assert_eq!((s.utime, s.stime, s.cutime, s.cstime), (11, 22, 33, 44));
+        assert!(PidStat::parse("1 (x) S 0 0").is_none());
+        let q = SchedStat::parse("123 456 7\n").unwrap();
+        assert_eq!((q.run_ns, q.wait_ns, q.slices), (123, 456, 7));
+        assert!(SchedStat::parse("1 2").is_none());
+    }
 
     #[test]
     fn postmaster_args_multibyte_after_dash_is_no_flag() {
@@ -594,12 +623,65 @@ mod tests {
         assert_eq!(boot_log_preempt("nothing here"), None);
     }
 
+    /// A 7.x kernel booted with `preempt=none` refuses it and runs its default (kernel/sched/core.c
+    /// setup_preempt_mode, then preempt_dynamic_init); a log of several boots speaks for the last.
+    #[test]
+    fn boot_log_refused_mode_and_the_latest_boot() {
+        let log = "[    0.0] Linux version 6.18.15+deb13-amd64\n[    0.1] Dynamic Preempt: none\n\
+                   [    0.0] Linux version 7.2.13+deb14-amd64\n\
+                   [    0.0] Dynamic Preempt: unsupported mode: none\n\
+                   [    0.2] Dynamic Preempt: lazy\n";
+        assert_eq!(boot_log_preempt(log).as_deref(), Some("lazy"));
+        assert_eq!(boot_log_refused(log).as_deref(), Some("none"));
+        let older = &log[..log.find("[    0.0] Linux version 7").unwrap()];
+        assert_eq!(boot_log_refused(older), None);
+        assert_eq!(boot_log_preempt(older).as_deref(), Some("none"));
+        // A journal export (`journalctl -k -o export`).
+        let export = "__CURSOR=s=1\nMESSAGE=Linux version 7.2.13\n\n__CURSOR=s=2\nMESSAGE=Dynamic Preempt: lazy\n";
+        assert_eq!(boot_log_preempt(export).as_deref(), Some("lazy"));
+    }
+
     #[test]
     fn debugfs_line() {
         let (a, o) = debugfs_preempt("none voluntary (full) lazy\n").unwrap();
         assert_eq!(a, "full");
         assert_eq!(o, vec!["none", "voluntary", "full", "lazy"]);
-        assert!(debugfs_preempt("full lazy").is_err());
+        assert_eq!(
+            debugfs_preempt("full lazy"),
+            Err(DebugfsPreemptError::NoActive("full lazy".into()))
+        );
+        assert_eq!(debugfs_preempt("full (lazy) \n").unwrap().0, "lazy");
+    }
+
+    /// Regression (issue 29): an empty file (a linux-next series) and two modes in parentheses were taken as
+    /// no line and as the first mode; both name no mode.
+    #[test]
+    fn debugfs_empty_or_ambiguous_names_no_mode() {
+        assert_eq!(debugfs_preempt(""), Err(DebugfsPreemptError::Empty));
+        assert_eq!(debugfs_preempt(" \n"), Err(DebugfsPreemptError::Empty));
+        assert!(matches!(
+            debugfs_preempt("(full) (lazy)"),
+            Err(DebugfsPreemptError::Ambiguous(_))
+        ));
+        assert!(matches!(
+            debugfs_preempt("()"),
+            Err(DebugfsPreemptError::NoActive(_))
+        ));
+        // Found by fuzzing (fuzz/corpus/debugfs_preempt/crash-empty-mode-in-parentheses): `(()` was taken
+        // as an active mode with an empty name.
+        assert!(matches!(
+            debugfs_preempt("(()"),
+            Err(DebugfsPreemptError::NoActive(_))
+        ));
+        assert_eq!(active_mode("(lazy)"), Some("lazy"));
+    }
+
+    /// Found by fuzzing (fuzz/corpus/hugepages_sysfs/crash-pinned-kib-overflow, through the pool target):
+    /// a page size of u64::MAX kB overflowed when shown in bytes.
+    #[test]
+    fn bytes_from_an_absurd_kib_count_saturate_regression() {
+        assert_eq!(Bytes::from_kib(u64::MAX), Bytes(u64::MAX));
+        assert_eq!(Bytes::from_kib(3), Bytes(3072));
     }
 
     #[test]
@@ -631,7 +713,7 @@ mod tests {
         assert_eq!(duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(
             duration("soon").unwrap_err().to_string(),
-            "\"soon\" is not a duration (expected e.g. 3s, 500ms, 2m)"
+            "\"soon\" is not a duration (expected e.g. 3s, 500ms, 2m, 1h)"
         );
         assert_eq!(
             duration("-1s"),

@@ -5,9 +5,8 @@
 //! the connect timeout is 5 s unless the DSN sets one. The client (`query`, `query_all`) needs the
 //! default `pg-client` feature; the types and `redact` do not.
 
+pub use results::host::pgquery::{ServerInfo, Setting};
 use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
 
 /// The settings the audit asks for.
 pub const SETTINGS: [&str; 10] = [
@@ -22,26 +21,6 @@ pub const SETTINGS: [&str; 10] = [
     "data_directory",
     "port",
 ];
-
-/// One `pg_settings` row.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Setting {
-    /// `setting`, as text.
-    pub setting: String,
-    /// `unit` (`8kB`, `kB`, `MB`), if any.
-    pub unit: Option<String>,
-}
-
-/// What one `--pg` connection returned.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServerInfo {
-    /// The DSN with any password removed.
-    pub dsn: String,
-    /// The PID of the backend serving this connection (matches the server to a discovered instance).
-    pub backend_pid: u32,
-    /// The settings found, by name.
-    pub settings: BTreeMap<String, Setting>,
-}
 
 #[cfg(feature = "pg-client")]
 /// Errors of a `--pg` query.

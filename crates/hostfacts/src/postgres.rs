@@ -7,147 +7,29 @@
 //! (deleted)` or `/SYSV...` otherwise); its `KernelPageSize` says whether it is on huge pages.
 //! Per-process page-table memory is `VmPTE` in `/proc/PID/status`; Pss comes from `smaps_rollup`.
 
+pub use results::host::postgres::{
+    PgInstance, PgProcess, Role, Segment, SettingFact, THROWAWAY_CLUSTER_NAME,
+};
 use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
 
 use crate::fact::Fact;
 use crate::host::Host;
 use crate::parse;
 use crate::pgquery::ServerInfo;
 
-/// What a PostgreSQL process is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// The postmaster.
-    Postmaster,
-    /// An auxiliary process (checkpointer, background writer, walwriter, autovacuum, ...).
-    Auxiliary,
-    /// A client backend.
-    Backend,
-}
-
-/// One process of an instance.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PgProcess {
-    /// PID.
-    pub pid: u32,
-    /// Postmaster, auxiliary or backend.
-    pub role: Role,
-    /// The process title (`postgres: checkpointer`, `postgres: app db [local] idle`).
-    pub title: String,
-    /// `VmPTE` in kB: this process's page tables.
-    pub vm_pte_kib: Option<u64>,
-    /// `Pss` in kB (smaps_rollup): proportional share of resident memory (hugetlb not counted).
-    pub pss_kib: Option<u64>,
-    /// `Rss` in kB (smaps_rollup).
-    pub rss_kib: Option<u64>,
-    /// `Shared_Hugetlb` in kB (smaps_rollup): hugetlb memory mapped and touched.
-    pub shared_hugetlb_kib: Option<u64>,
-}
-
-/// The main shared memory segment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Segment {
-    /// The mapping's name in smaps.
-    pub mapping: String,
-    /// Size in kB.
-    pub size_kib: u64,
-    /// `KernelPageSize` in kB: 4 on ordinary pages, 2048 or 1048576 on hugetlb.
-    pub kernel_page_size_kib: u64,
-    /// `ShmemPmdMapped` in kB: parts mapped by shmem THP (when `shmem_enabled` allows).
-    pub thp_pmd_mapped_kib: u64,
-    /// `Shared_Hugetlb` + `Private_Hugetlb` in kB in the postmaster.
-    pub hugetlb_kib: u64,
-}
-
-impl Segment {
-    /// True when the segment is on hugetlb pages.
-    pub fn on_huge_pages(&self) -> bool {
-        // hugetlb mappings are named /anon_hugepage (mmap) or keep a SysV name with a huge KernelPageSize.
-        self.mapping.starts_with("/anon_hugepage") || self.kernel_page_size_kib >= 2048
-    }
-}
-
-/// A PostgreSQL setting as the audit knows it, with its source.
-pub type SettingFact = Fact<String>;
-
-/// A running instance.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PgInstance {
-    /// The postmaster's PID.
-    pub postmaster_pid: u32,
-    /// The executable.
-    pub exe: Fact<String>,
-    /// The data directory.
-    pub data_dir: Fact<String>,
-    /// Major version (PG_VERSION, or the server's `server_version` with `--pg`).
-    pub version: Fact<String>,
-    /// Port.
-    pub port: Fact<u16>,
-    /// Unix-socket directory.
-    pub socket_dir: Fact<String>,
-    /// The main shared memory segment.
-    pub segment: Fact<Segment>,
-    /// Whether the main segment is on huge pages.
-    pub on_huge_pages: Fact<bool>,
-    /// The postmaster's `VmPeak` in kB (the VmPeak sizing basis, docs/references.md#vmpeak-sizing).
-    pub postmaster_vm_peak_kib: Fact<u64>,
-    /// Every process of the instance, sorted by Pss, largest first.
-    pub processes: Vec<PgProcess>,
-    /// PIDs of the client backends.
-    pub backend_pids: Vec<u32>,
-    /// Sum of `VmPTE` over the instance's processes, in kB.
-    pub page_tables_kib: u64,
-    /// Page tables projected to `max_connections` backends at today's mean backend `VmPTE`, in kB.
-    pub page_tables_projected_kib: Fact<u64>,
-    /// Page tables if `max_connections` backends and the auxiliaries each touched the whole segment,
-    /// in kB: the ceiling long-running hosts approach (docs/references.md#page-table-cost) after hours of running.
-    pub page_tables_full_touch_kib: Fact<u64>,
-    /// Settings that matter here, each with its source (server, command line, config file, default).
-    pub settings: BTreeMap<String, SettingFact>,
-    /// What `--pg` returned for this instance, if it was matched.
-    pub server: Option<ServerInfo>,
-}
-
-impl PgInstance {
-    /// A setting's value, if known.
-    pub fn setting(&self, name: &str) -> Option<&str> {
-        self.settings
-            .get(name)
-            .and_then(|f| f.get())
-            .map(String::as_str)
-    }
-
-    /// `max_connections`, if known.
-    pub fn max_connections(&self) -> Option<u64> {
-        self.setting("max_connections").and_then(|s| s.parse().ok())
-    }
-
-    /// The shared memory size in kB: the server's `shared_memory_size` or the segment's size.
-    pub fn shared_memory_kib(&self) -> Option<u64> {
-        if let Some(s) = self
-            .server
-            .as_ref()
-            .and_then(|s| s.settings.get("shared_memory_size"))
-        {
-            if let Ok(b) = parse::pg_memory(&s.setting, s.unit.as_deref()) {
-                return Some(b.kib());
-            }
-        }
-        self.segment.get().map(|s| s.size_kib)
-    }
-}
-
 struct ProcInfo {
     name: String,
     ppid: u32,
 }
 
+/// The name and parent of a live process; None for a zombie (`State: Z`: it exited and waits to be reaped,
+/// with no memory and no server behind it) or an unreadable one.
 fn proc_info(host: &Host, pid: u32) -> Option<ProcInfo> {
     let status = host.read(&format!("/proc/{pid}/status")).ok()?;
     let kv = parse::kv_text(&status);
+    if kv.get("State").is_some_and(|s| s.starts_with('Z')) {
+        return None;
+    }
     Some(ProcInfo {
         name: kv.get("Name")?.clone(),
         ppid: kv.get("PPid")?.parse().ok()?,
@@ -178,22 +60,40 @@ const AUX_TITLES: [&str; 16] = [
 ];
 
 fn classify(title: &str) -> Role {
+    match auxiliary_type(title) {
+        Some(_) => Role::Auxiliary,
+        None => Role::Backend,
+    }
+}
+
+/// The auxiliary process type a postmaster child's title names (`checkpointer`, `autovacuum worker`,
+/// ...), or None for a client backend.
+pub fn auxiliary_type(title: &str) -> Option<&'static str> {
     // "postgres: [cluster: ]role ..." — strip "postgres: " and an optional cluster-name prefix.
     let rest = title.strip_prefix("postgres: ").unwrap_or(title);
     let candidates = [rest, rest.split_once(": ").map(|(_, r)| r).unwrap_or(rest)];
-    if candidates
+    candidates
         .iter()
-        .any(|r| AUX_TITLES.iter().any(|a| r.starts_with(a)))
-    {
-        Role::Auxiliary
-    } else {
-        Role::Backend
-    }
+        .find_map(|r| AUX_TITLES.iter().find(|a| r.starts_with(**a)).copied())
 }
 
 /// Picks the main shared segment: the largest MAP_SHARED mapping that is anonymous shared memory or
 /// SysV, not a file and not a dynamic shared memory segment in /dev/shm.
 pub fn main_segment(maps: &[parse::SmapsMapping]) -> Option<Segment> {
+    main_mapping(maps).map(|m| Segment {
+        mapping: m.path.clone(),
+        size_kib: m.end.saturating_sub(m.start) / 1024,
+        kernel_page_size_kib: m.kib("KernelPageSize").max(4),
+        thp_pmd_mapped_kib: m.kib("ShmemPmdMapped"),
+        hugetlb_kib: m
+            .kib("Shared_Hugetlb")
+            .saturating_add(m.kib("Private_Hugetlb")),
+    })
+}
+
+/// The mapping [`main_segment`] describes, with its address range (`diagnose` classifies fault addresses
+/// against it in every process of the instance).
+pub fn main_mapping(maps: &[parse::SmapsMapping]) -> Option<&parse::SmapsMapping> {
     maps.iter()
         .filter(|m| m.is_shared())
         .filter(|m| {
@@ -205,15 +105,6 @@ pub fn main_segment(maps: &[parse::SmapsMapping]) -> Option<Segment> {
         })
         // Saturating: a header whose end is below its start (not one the kernel writes) counts as empty.
         .max_by_key(|m| m.end.saturating_sub(m.start))
-        .map(|m| Segment {
-            mapping: m.path.clone(),
-            size_kib: m.end.saturating_sub(m.start) / 1024,
-            kernel_page_size_kib: m.kib("KernelPageSize").max(4),
-            thp_pmd_mapped_kib: m.kib("ShmemPmdMapped"),
-            hugetlb_kib: m
-                .kib("Shared_Hugetlb")
-                .saturating_add(m.kib("Private_Hugetlb")),
-        })
 }
 
 /// Finds every PostgreSQL instance running on `host`, matching `servers` (from `--pg`) by backend PID.
@@ -399,6 +290,8 @@ fn read_instance(host: &Host, pm: u32, children: &[u32], server: Option<ServerIn
         page_tables_full_touch_kib: Fact::unavailable("", ""),
         settings,
         server,
+        preemptlab_throwaway: arg_settings.get("cluster_name").map(String::as_str)
+            == Some(THROWAWAY_CLUSTER_NAME),
     };
     project_page_tables(&mut inst);
     inst
@@ -550,6 +443,28 @@ mod tests {
         assert_eq!(seg.size_kib, 8);
         let only_bad = main_segment(&maps[..1]).unwrap();
         assert_eq!((only_bad.size_kib, only_bad.hugetlb_kib), (0, u64::MAX));
+    }
+
+    /// Regression (issue 25): a zombie postmaster (exited, not yet reaped by its parent) was listed as an
+    /// instance.
+    #[test]
+    fn a_zombie_postmaster_is_no_instance() {
+        let root = tempfile::tempdir().unwrap();
+        let put = |pid: u32, state: &str, ppid: u32| {
+            let dir = root.path().join(format!("proc/{pid}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("status"),
+                format!("Name:\tpostgres\nState:\t{state}\nPPid:\t{ppid}\n"),
+            )
+            .unwrap();
+        };
+        put(300, "Z (zombie)", 1);
+        put(400, "S (sleeping)", 1);
+        put(401, "S (sleeping)", 400);
+        let (found, _) = discover(&Host::at(root.path()), &[]);
+        let pids: Vec<u32> = found.iter().map(|i| i.postmaster_pid).collect();
+        assert_eq!(pids, vec![400]);
     }
 
     #[test]

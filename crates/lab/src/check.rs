@@ -1,6 +1,6 @@
 //! `check`'s plan and reproduction: what to run (pg vs adaptive, 4 KB pages vs the best huge-page backing
 //! the host can give, 8x CPUs workers) and running it as a `bench lock` matrix. The effects, verdict and
-//! fixes are pure and live in `report::check`.
+//! fixes are pure and live in [`crate::judge`].
 
 use std::path::PathBuf;
 

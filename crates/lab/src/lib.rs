@@ -5,6 +5,8 @@
 //! - `fork`: forking worker processes, reaping them, killing the ones left on drop.
 //! - `guard`: the hugetlb pool and preemption-model guards with crash records (the stop flag, child
 //!   processes, result files, /proc/stat and `which` are `osutil`'s).
+//! - `from_lock`: what a `bench lock` result gives the model (its costs as parameters, its matrix as axes).
+//! - `judge`: `check`'s judgement: effects, fixes ranked by measured gain, the verdict, the document.
 //! - `latency`: `bench latency`, cyclictest-style wakeup latency under a background load.
 //! - `latopts`: `bench latency`'s options as given, checked and resolved into its spec.
 //! - `lockbench`: `bench lock`, the StrategyGetBuffer-like workload.
@@ -31,7 +33,9 @@
 pub mod check;
 pub mod files;
 pub mod fork;
+pub mod from_lock;
 pub mod guard;
+pub mod judge;
 pub mod latency;
 pub mod latopts;
 pub mod lockbench;

@@ -339,7 +339,7 @@ mod tests {
         let e = duration_at_least("load_warmup", "soon", ms(0)).unwrap_err();
         assert_eq!(
             e.render(flag),
-            "--load-warmup: \"soon\" is not a duration (expected e.g. 3s, 500ms, 2m)"
+            "--load-warmup: \"soon\" is not a duration (expected e.g. 3s, 500ms, 2m, 1h)"
         );
         let e = duration_at_least("duration", "1ms", ms(100)).unwrap_err();
         assert_eq!(e.render(flag), "--duration 1ms: at least 100ms");

@@ -268,6 +268,8 @@ impl Driver {
             segment: SegmentCheck::default(),
             steal_pct: None,
             command: Vec::new(),
+            diagnosis: None,
+            diagnosis_unmeasured: Vec::new(),
         };
         match self {
             Self::Sysbench => {

@@ -64,6 +64,10 @@ pub struct PgOptions {
     /// Load every table and index into shared_buffers with pg_prewarm after each server start.
     #[cfg_attr(feature = "cli", arg(long))]
     pub prewarm: bool,
+    /// Observe the cluster with `diagnose` during each measured run (root: perf events); the diagnosis
+    /// (spinlock share, segment faults, preemptions inside faults) goes into the run's record.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub diagnose: bool,
     /// Measured time per run, whole seconds (10s, 1m).
     #[cfg_attr(feature = "cli", arg(long, default_value = "10s"))]
     pub duration: String,
@@ -234,6 +238,7 @@ impl PgOptions {
             protocol: self.protocol.clone(),
             reconnect: self.reconnect,
             prewarm: self.prewarm,
+            diagnose: self.diagnose,
             duration_s,
             warmup_s,
             repeat: self.repeat,
@@ -397,6 +402,7 @@ mod tests {
             protocol: "prepared".into(),
             reconnect: false,
             prewarm: false,
+            diagnose: false,
             duration_s: 1,
             warmup_s: 0,
             repeat: 1,
@@ -478,7 +484,7 @@ mod tests {
     #[test]
     fn unknown_setting_names_are_refused_by_the_servers_own_list() {
         let Ok(bin) = pgbin::find(None, None) else {
-            eprintln!(
+            osutil::msg!(
                 "no PostgreSQL binaries here: the setting-name check is covered by bad_input"
             );
             return;

@@ -7,6 +7,7 @@
 //! configuration are restored after its server stops; the cluster goes on every exit path.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hostfacts::pgbin::PgBinError;
@@ -127,7 +128,7 @@ pub struct RunOptions {
 pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError> {
     osutil::stop::install_signal_flag()?;
     for line in guard::recover_stale_pools() {
-        eprintln!("preemptlab: {line}");
+        osutil::msg!("preemptlab: {line}");
     }
     let bin = hostfacts::pgbin::find(Some(Path::new(&spec.pg_bin)), None)?;
     let driver: Driver = spec.driver.parse()?;
@@ -270,9 +271,19 @@ fn pg_version(cluster: &Cluster) -> Option<String> {
     t.split_whitespace().nth(2).map(str::to_string)
 }
 
+/// The throwaway cluster's name: the audit reads it from the postmaster's command line and knows the
+/// server for this bench's (its huge pages are temporary, not an instance's need).
+fn throwaway_name() -> (String, String) {
+    (
+        "cluster_name".to_string(),
+        hostfacts::postgres::THROWAWAY_CLUSTER_NAME.to_string(),
+    )
+}
+
 /// The settings a configuration's server starts with.
 pub fn server_settings(spec: &Spec, sb: &str, hp: &str, max_clients: u32) -> Vec<(String, String)> {
     let mut s = vec![
+        throwaway_name(),
         ("shared_buffers".to_string(), sb.to_string()),
         ("huge_pages".to_string(), hp.to_string()),
         (
@@ -355,6 +366,7 @@ fn load(
     exe: &Path,
 ) -> Result<Setup, PgRunError> {
     let mut settings = vec![
+        throwaway_name(),
         ("fsync".to_string(), "off".to_string()),
         ("max_wal_size".to_string(), "8GB".to_string()),
         ("maintenance_work_mem".to_string(), "256MB".to_string()),
@@ -532,12 +544,25 @@ fn run_config(
         let sampler = Sampler::start(pm, Duration::from_secs_f64(spec.sample_interval_s), pss);
         let (d, t) = (*done, total);
         let progress = &mut opts.progress;
-        let ran = drive(
-            cmd,
-            &cluster.root().join("run"),
-            spec.duration_s,
-            &mut |frac, tps| progress(d, t, &label, "measure", frac, tps),
-        );
+        let ran_done = AtomicBool::new(false);
+        // Prepared before the run (the audit and the symbol tables take a while), observing during it.
+        let prepared = spec.diagnose.then(|| diagnose_prepare(pm, spec.duration_s));
+        let (ran, diagnosis) = std::thread::scope(|s| {
+            let diagnosis = prepared.map(|p| {
+                s.spawn(|| {
+                    let stop = || ran_done.load(Ordering::Relaxed) || osutil::stop::interrupted();
+                    p.map(|p| p.observe(&stop, &mut |_| {}))
+                })
+            });
+            let ran = drive(
+                cmd,
+                &cluster.root().join("run"),
+                spec.duration_s,
+                &mut |frac, tps| progress(d, t, &label, "measure", frac, tps),
+            );
+            ran_done.store(true, Ordering::Relaxed);
+            (ran, diagnosis.map(|h| h.join()))
+        });
         let sampled = sampler.stop();
         let steal_pct = osutil::procstat::steal_pct_since(stat0);
         let text = match ran {
@@ -564,6 +589,15 @@ fn run_config(
         rep.nvcsw_per_tx = sampled.nvcsw as f64 / tx;
         rep.nivcsw_per_tx = sampled.nivcsw as f64 / tx;
         rep.sampled = sampled;
+        match diagnosis {
+            Some(Ok(Ok(mut r))) => {
+                rep.diagnosis = r.instances.pop().map(Box::new);
+                rep.diagnosis_unmeasured = r.unmeasured;
+            }
+            Some(Ok(Err(e))) => rep.diagnosis_unmeasured = vec![diagnosis_failed(e.to_string())],
+            Some(Err(_)) => rep.diagnosis_unmeasured = vec![diagnosis_failed("it panicked".into())],
+            None => {}
+        }
         res.cells[c].reps.push(rep);
         *done += 1;
         let cell = &res.cells[c];
@@ -572,6 +606,24 @@ fn run_config(
     }
     drop(bouncer);
     Ok(())
+}
+
+/// `--diagnose`: prepares a diagnosis of the cluster of postmaster `pm` for the measured run (its window
+/// ends with the run, or on a stop signal; the duration is only a bound).
+fn diagnose_prepare(
+    pm: u32,
+    duration_s: u64,
+) -> Result<diagnose::Prepared, diagnose::DiagnoseError> {
+    let mut opts = diagnose::Options::new(Duration::from_secs(duration_s + 60));
+    opts.pids = vec![pm];
+    diagnose::prepare(&opts, result::envelope("diagnose"))
+}
+
+fn diagnosis_failed(why: String) -> results::diagnose::Unmeasured {
+    results::diagnose::Unmeasured {
+        what: "diagnosis".into(),
+        why,
+    }
 }
 
 fn segment_check(cluster: &Cluster, pm: u32, spec: &Spec) -> SegmentCheck {
@@ -652,6 +704,7 @@ mod tests {
             protocol: "prepared".into(),
             reconnect: false,
             prewarm: false,
+            diagnose: false,
             duration_s: 1,
             warmup_s: 0,
             repeat: 1,
@@ -694,7 +747,11 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                ("shared_buffers".to_string(), "2GB".to_string()),
+                (
+                    "cluster_name".to_string(),
+                    "preemptlab-throwaway".to_string()
+                ),
+                ("shared_buffers".into(), "2GB".into()),
                 ("huge_pages".into(), "on".into()),
                 ("max_connections".into(), "500".into()),
                 ("work_mem".into(), "8MB".into()),

@@ -48,12 +48,7 @@ pub fn write<T: Serialize>(path: &Path, value: &T) -> Result<(), OutputError> {
         path: path.to_path_buf(),
         err,
     })?;
-    write_text(path, &(text + "\n"))
-}
-
-/// Writes `text` to `path` atomically (see [`osutil::output::write_atomic`]).
-pub fn write_text(path: &Path, text: &str) -> Result<(), OutputError> {
-    osutil::output::write_atomic(path, text)
+    osutil::output::write_atomic(path, &(text + "\n"))
 }
 
 #[cfg(test)]

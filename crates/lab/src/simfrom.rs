@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use results::from_lock::{self, FromLockError};
+use crate::from_lock::{self, FromLockError};
 use results::lock::LockResult;
 use results::sim::FromFile;
 use results::Document;

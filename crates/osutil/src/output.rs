@@ -86,6 +86,18 @@ pub enum OutputError {
 }
 
 impl OutputError {
+    /// The I/O error behind it, explained ([`explain_io_error`]); for a caller whose own message names
+    /// the path and the step. The serialization error has none.
+    pub fn explained(&self) -> String {
+        match self {
+            OutputError::CreateDir { err, .. }
+            | OutputError::NotWritable { err, .. }
+            | OutputError::Write { err, .. }
+            | OutputError::Rename { err, .. } => explain_io_error(err),
+            other => other.to_string(),
+        }
+    }
+
     /// True when another path would do (the directory cannot be made or written): the cases a command
     /// line answers with how to give one.
     pub fn wants_another_path(&self) -> bool {

@@ -4,9 +4,11 @@
 //! fsync, rename), and refused before any work when its directory does not exist.
 
 use anyhow::{anyhow, Context, Result};
-use hostfacts::{Host, Severity};
+use hostfacts::Host;
 
-use crate::cli::{AuditArgs, AuditFormat, FailOn};
+use report::export::Format;
+
+use crate::cli::AuditArgs;
 use crate::term;
 
 pub fn run(args: AuditArgs) -> Result<i32> {
@@ -16,14 +18,14 @@ pub fn run(args: AuditArgs) -> Result<i32> {
             // A timer writes the textfile unattended: leave a file that says the audit failed, so an alert
             // fires instead of the last good numbers being served for ever.
             // Only where --out itself is usable: a bad --out is the error being reported already.
-            if let (AuditFormat::Prometheus, Some(path)) = (args.format, &args.out) {
+            if let (Format::Prometheus, Some(path)) = (args.format, &args.out) {
                 if osutil::output::check_publishable(path).is_ok() {
                     let text = report::prometheus::render_failure(
                         env!("CARGO_PKG_VERSION"),
                         lab::result::unix_now(),
                     );
                     if let Err(w) = osutil::output::publish(path, &text) {
-                        eprintln!("preemptlab: {w}");
+                        osutil::msg!("preemptlab: {w}");
                     }
                 }
             }
@@ -48,27 +50,18 @@ fn audit(args: &AuditArgs) -> Result<i32> {
     let audit = hostfacts::audit(&host, servers);
     drop(sessions);
 
-    let text = match args.format {
-        AuditFormat::Table => {
-            report::audit_table::render(&audit, term::style(&args.color), term::width())
-        }
-        AuditFormat::Json => report::json(&audit),
-        AuditFormat::Prometheus => report::prometheus::render(&audit),
-    };
+    let text = term::render(args.format, Some(&args.color), &audit)?;
     term::stdout(&text)?;
     if let Some(path) = &args.out {
         // The file holds the format asked for; a table is for eyes, so --format table writes the JSON.
         let file_text = match args.format {
-            AuditFormat::Table => report::json(&audit),
-            AuditFormat::Json | AuditFormat::Prometheus => text,
+            Format::Table => term::render(Format::Json, None, &audit)?,
+            _ => text,
         };
         osutil::output::publish(path, &file_text)?;
     }
-    let worst = audit.findings.iter().map(|f| f.severity).max();
-    let fail = match args.fail_on {
-        Some(FailOn::Warn) => worst >= Some(Severity::Warn),
-        Some(FailOn::Critical) => worst >= Some(Severity::Critical),
-        None => false,
-    };
+    let fail = args
+        .fail_on
+        .is_some_and(|f| f.fails_findings(&audit.findings));
     Ok(if fail { 1 } else { 0 })
 }

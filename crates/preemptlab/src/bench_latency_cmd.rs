@@ -16,11 +16,10 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
     let _preempt = crate::switch::preempt(&a.preempt)?;
     let res = latency::run(spec, &out, host.cpus, |c| {
         if !quiet {
-            eprintln!("{}", report::latency_table::cell_line(c));
+            osutil::msg!("{}", report::latency_table::cell_line(c));
         }
     })
     .map_err(|e| anyhow!(e.render(term::flag)))?;
-    let table = |md| report::latency_table::render(&res, md);
-    term::print_result(a.result.format, &res, table, &out, quiet)?;
+    term::print_result(a.result.format, &res, &out, quiet)?;
     Ok(term::exit_code(res.envelope.interrupted))
 }

@@ -21,7 +21,7 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
             if let Some(pb) = &pb {
                 pb.set_prefix(format!("{}/{}", ci + 1, n));
                 pb.set_position((((ci as f64) + frac) / n as f64 * 1000.0) as u64);
-                let rate = report::lock_table::rate(rate);
+                let rate = stats::fmt::rate(rate);
                 pb.set_message(format!("{label} {phase} {rate}"));
             }
         }),
@@ -33,13 +33,9 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
     let res = lockrun::run(spec, run_opts)?;
     if let (Some(c), false) = (&res.costs, a.result.quiet) {
         let fault = res.fault_cost.as_ref().map(|f| f.ns_per_fault);
-        eprintln!("{}", lab::lockbench::costs::line(c, fault));
+        osutil::msg!("{}", lab::lockbench::costs::line(c, fault));
     }
-    let table = |md| match md {
-        true => report::lock_table::markdown(&res),
-        false => report::lock_table::render(&res),
-    };
-    term::print_result(a.result.format, &res, table, &out, a.result.quiet)?;
+    term::print_result(a.result.format, &res, &out, a.result.quiet)?;
     let said = format!("the cells measured so far are in {}", out.display());
     term::bench_exit(res.envelope.interrupted, said, lockopts::failures(&res))
 }

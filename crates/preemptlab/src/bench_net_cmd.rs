@@ -15,11 +15,10 @@ pub fn run(a: BenchNetArgs) -> Result<i32> {
     let _preempt = crate::switch::preempt(&a.preempt)?;
     let res = net::run(spec, &out, |c| {
         if !quiet {
-            eprintln!("{}", report::net_table::row(c).join("  "));
+            osutil::msg!("{}", report::net_table::row(c).join("  "));
         }
     })
     .map_err(|e| anyhow!(e.render(term::flag)))?;
-    let table = |md| report::net_table::render(&res, md);
-    term::print_result(a.result.format, &res, table, &out, quiet)?;
+    term::print_result(a.result.format, &res, &out, quiet)?;
     Ok(term::exit_code(res.envelope.interrupted))
 }

@@ -27,7 +27,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
                 let pos = (done as f64 + frac) / total.max(1) as f64;
                 pb.set_position((pos.min(1.0) * 1000.0) as u64);
                 let live = match tps > 0.0 {
-                    true => format!(" {} tps", report::lock_table::rate(tps)),
+                    true => format!(" {} tps", stats::fmt::rate(tps)),
                     false => String::new(),
                 };
                 pb.set_message(format!("{label} {phase}{live}"));
@@ -39,11 +39,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
     // Switched back when this function returns, by any path.
     let _preempt = crate::switch::preempt(&a.preempt)?;
     let res = pgrun::run(spec, run_opts).map_err(flags)?;
-    let table = |md| match md {
-        true => report::pg_table::markdown(&res),
-        false => report::pg_table::render(&res),
-    };
-    term::print_result(a.result.format, &res, table, &out, a.result.quiet)?;
+    term::print_result(a.result.format, &res, &out, a.result.quiet)?;
     let said = format!(
         "the runs measured so far are in {} (the cluster is removed)",
         out.display()

@@ -1,6 +1,6 @@
 //! `preemptlab check`: the audit, a short reproduction of lock-holder preemption on this host, and a
 //! verdict with the fixes ranked by their measured effect (planned and run by `lab::check`, judged by
-//! `report::check`).
+//! `lab::judge`).
 
 use std::io::IsTerminal;
 use std::time::Instant;
@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use hostfacts::Host;
 
-use crate::cli::{CheckArgs, PlainFormat};
+use crate::cli::CheckArgs;
 use crate::term;
 
 /// How the binary's user grows the pool, for the reason the reproduction has no huge-page side (or a
@@ -16,8 +16,37 @@ use crate::term;
 const GROW_HINT: &str =
     "pass --reserve-hugepages as root to grow it for the check, restored afterwards";
 
+/// The window of `check --pg`'s diagnosis.
+const DIAGNOSIS: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `check --pg`: a short diagnosis of the servers, before the reproduction loads the machine. It never
+/// fails the check: what stood in its way is said instead.
+fn diagnosis(pg: &[String], quiet: bool) -> Result<results::diagnose::DiagnoseResult, String> {
+    if !quiet {
+        osutil::msg!(
+            "preemptlab check: diagnosing the running server for {} s...",
+            DIAGNOSIS.as_secs()
+        );
+    }
+    let mut opts = diagnose::Options::new(DIAGNOSIS);
+    opts.dsns = pg.to_vec();
+    osutil::stop::install_signal_flag().map_err(|e| e.to_string())?;
+    diagnose::run(
+        &opts,
+        lab::result::envelope("diagnose"),
+        &osutil::stop::interrupted,
+        &mut |_| {},
+    )
+    .map_err(|e| e.to_string())
+}
+
 pub fn run(a: CheckArgs) -> Result<i32> {
     let t0 = Instant::now();
+    let diagnosed = (!a.pg.is_empty()).then(|| diagnosis(&a.pg, !std::io::stderr().is_terminal()));
+    if osutil::stop::interrupted() {
+        osutil::msg!("preemptlab: interrupted");
+        return Ok(osutil::stop::interrupted_exit_code());
+    }
     let host = Host::live();
     let sessions = hostfacts::pgquery::query_all(&a.pg)
         .map_err(anyhow::Error::from)
@@ -34,7 +63,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     term::claim_output(&out)?;
     if !quiet {
         let s = &plan.spec;
-        eprintln!(
+        osutil::msg!(
             "preemptlab check: reproducing on this host ({} workers on {} CPUs, pg vs adaptive, {}; {} x {} s)...",
             s.workers[0],
             plan.cpus,
@@ -45,40 +74,40 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     }
     let on_cell = Box::new(move |c: &lab::lockrun::Cell| {
         if !quiet {
-            eprintln!("{}", report::lock_table::cell_line(c));
+            osutil::msg!("{}", report::lock_table::cell_line(c));
         }
     });
     let reproduction =
         lab::check::reproduce(&plan, a.reserve_hugepages, out.clone(), on_cell, GROW_HINT)?;
     if reproduction.envelope.interrupted {
-        eprintln!("preemptlab: interrupted");
+        osutil::msg!("preemptlab: interrupted");
         return Ok(osutil::stop::interrupted_exit_code());
     }
     let huge = plan
         .huge
         .map(|h| h.name())
         .map_err(|e| e.describe(GROW_HINT));
-    let doc = report::check::document(audit, reproduction, huge, t0.elapsed().as_secs_f64());
+    let mut doc = lab::judge::document(audit, reproduction, huge, t0.elapsed().as_secs_f64());
+    match diagnosed {
+        Some(Ok(d)) => doc.diagnosis = Some(Box::new(d)),
+        Some(Err(why)) => doc.diagnosis_skipped = Some(why),
+        None => {}
+    }
     if let Some(path) = &a.report {
-        let html = report::html::render(
-            &[report::html::Doc {
+        let page = report::export::Page {
+            docs: vec![report::html::Doc {
                 label: "check".into(),
                 doc: results::Document::Check(Box::new(doc.clone())),
             }],
-            &lab::result::utc(lab::result::unix_now()),
-        );
+            fleet: None,
+            generated_utc: lab::result::utc(lab::result::unix_now()),
+        };
+        let html = term::render(report::export::Format::Html, None, &page)?;
         term::write_atomic(path, &html)?;
     }
-    match a.format {
-        PlainFormat::Json => term::stdout(report::json(&doc))?,
-        PlainFormat::Table => term::stdout(report::check::render(
-            &doc,
-            term::style(&a.color),
-            term::width(),
-        ))?,
-    }
+    term::stdout(term::render(a.format, Some(&a.color), &doc)?)?;
     if !quiet {
-        eprintln!(
+        osutil::msg!(
             "preemptlab: reproduction written to {} ({:.0} s in all)",
             out.display(),
             doc.elapsed_s

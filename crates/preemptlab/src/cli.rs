@@ -2,7 +2,10 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use hostfacts::findings::FailOn;
+use report::export::Format;
 
 /// Find, reproduce, measure and fix lock-holder preemption (Linux 7.0 + PostgreSQL on 4 KB pages).
 #[derive(Debug, Parser)]
@@ -18,6 +21,10 @@ pub enum Command {
     Check(CheckArgs),
     /// Host and PostgreSQL facts, findings with evidence and the exact fix, a verdict.
     Audit(AuditArgs),
+    /// Is lock-holder preemption hurting the PostgreSQL running now? Observes running instances for a
+    /// window, read-only: where their CPU goes, page faults on the shared segment, preemptions inside
+    /// faults, wait events; a verdict and the audit's fix.
+    Diagnose(DiagnoseArgs),
     /// How many huge pages a PostgreSQL instance needs; the sysctl and postgresql.conf lines.
     Hugepages(HugepagesArgs),
     /// Reproduce and measure: lock contention, PostgreSQL, latency, network.
@@ -47,8 +54,8 @@ pub struct FleetArgs {
     #[arg(value_name = "DIR|FILE", required = true)]
     pub paths: Vec<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
-    pub format: TableFormat,
+    #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json, Format::Markdown]))]
+    pub format: Format,
     /// An audit older than this is stale: a number and a unit (s, m, h, d, w).
     #[arg(long, value_name = "AGE", default_value = "2d")]
     pub stale_after: String,
@@ -56,7 +63,7 @@ pub struct FleetArgs {
     #[arg(long, value_name = "UNIX_SECONDS")]
     pub now: Option<u64>,
     /// Exit with code 1 when a host's verdict is at or above this (warn: warn or at-risk; critical: at-risk).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = fail_on())]
     pub fail_on: Option<FailOn>,
     #[command(flatten)]
     pub color: ColorArgs,
@@ -96,14 +103,6 @@ pub struct ReportArgs {
     pub out: PathBuf,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompareFormat {
-    Table,
-    Markdown,
-    Json,
-    Csv,
-}
-
 #[derive(Debug, Args)]
 pub struct CompareArgs {
     /// Result files: the first is the baseline, each other one is compared with it. With --by, one file or
@@ -128,8 +127,8 @@ pub struct CompareArgs {
     #[arg(long)]
     pub fail_on_regression: bool,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
-    pub format: CompareFormat,
+    #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Markdown, Format::Json, Format::Csv]))]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]
@@ -161,8 +160,8 @@ pub struct ResultArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Output format on stdout.
-    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
-    pub format: TableFormat,
+    #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json, Format::Markdown]))]
+    pub format: Format,
     /// No progress or per-cell lines on stderr.
     #[arg(long)]
     pub quiet: bool,
@@ -217,32 +216,6 @@ pub struct BenchLockArgs {
     pub result: ResultArgs,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AuditFormat {
-    Table,
-    Json,
-    Prometheus,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PlainFormat {
-    Table,
-    Json,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TableFormat {
-    Table,
-    Json,
-    Markdown,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FailOn {
-    Warn,
-    Critical,
-}
-
 /// `--sysroot` of the commands that read a host.
 #[derive(Debug, Args)]
 pub struct SysrootArgs {
@@ -285,8 +258,8 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = PlainFormat::Table)]
-    pub format: PlainFormat,
+    #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json]))]
+    pub format: Format,
     #[command(flatten)]
     pub color: ColorArgs,
 }
@@ -299,15 +272,51 @@ pub struct AuditArgs {
     #[arg(long = "pg", value_name = "DSN")]
     pub pg: Vec<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = AuditFormat::Table)]
-    pub format: AuditFormat,
+    #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json, Format::Prometheus]))]
+    pub format: Format,
     /// Exit with code 1 when a finding is at or above this severity.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = fail_on())]
     pub fail_on: Option<FailOn>,
     /// Also write the result to FILE, atomically (temp file + rename): in --format json or prometheus,
     /// else JSON. For node_exporter's textfile collector: --format prometheus --out DIR/preemptlab.prom.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub color: ColorArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DiagnoseArgs {
+    /// Observe this server (read-only; repeatable): it must run on this host; also samples its wait
+    /// events and buffer evictions.
+    #[arg(long = "pg", value_name = "DSN")]
+    pub pg: Vec<String>,
+    /// Observe the instance of this postmaster PID (repeatable). Without --pid and --pg: every instance.
+    #[arg(long, value_name = "PID")]
+    pub pid: Vec<u32>,
+    /// The window: a number and a unit (s, m, h).
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub duration: String,
+    /// On-CPU samples per second per CPU.
+    #[arg(long, value_name = "HZ", default_value_t = diagnose::DEFAULT_CPU_CLOCK_HZ)]
+    pub frequency: u64,
+    /// Sample one minor fault in this many (counts are scaled back).
+    #[arg(long, value_name = "N", default_value_t = diagnose::DEFAULT_FAULT_PERIOD)]
+    pub fault_period: u64,
+    /// Output format.
+    #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json, Format::Prometheus]))]
+    pub format: Format,
+    /// Also write the result to FILE, atomically: in --format json or prometheus, else JSON (the result
+    /// file `compare` and `report` read).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Exit with code 1 when an instance's verdict is at or above this (present; cant-tell: present or
+    /// too few samples to tell).
+    #[arg(long, value_parser = symptom_fail_on())]
+    pub fail_on: Option<results::diagnose::FailOn>,
+    /// No progress on stderr.
+    #[arg(long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub color: ColorArgs,
 }
@@ -338,8 +347,28 @@ pub struct HugepagesArgs {
     #[command(flatten)]
     pub sysroot: SysrootArgs,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = PlainFormat::Table)]
-    pub format: PlainFormat,
+    #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json]))]
+    pub format: Format,
     #[command(flatten)]
     pub color: ColorArgs,
+}
+
+/// `--format`'s parser for a command that offers `offered` (in the order its help lists them): the one
+/// [`Format`] of every command, each command naming the formats its document has.
+fn formats(offered: &'static [Format]) -> impl TypedValueParser<Value = Format> {
+    PossibleValuesParser::new(offered.iter().map(|f| f.name()))
+        .map(|name| name.parse::<Format>().expect("a name of Format::ALL"))
+}
+
+/// `diagnose --fail-on`'s parser: a [`results::diagnose::FailOn`] by its name.
+fn symptom_fail_on() -> impl TypedValueParser<Value = results::diagnose::FailOn> {
+    use results::diagnose::FailOn;
+    PossibleValuesParser::new(FailOn::ALL.iter().map(|f| f.name()))
+        .map(|name| name.parse::<FailOn>().expect("a name of FailOn::ALL"))
+}
+
+/// `--fail-on`'s parser: a [`FailOn`] by its name.
+fn fail_on() -> impl TypedValueParser<Value = FailOn> {
+    PossibleValuesParser::new(FailOn::ALL.iter().map(|f| f.name()))
+        .map(|name| name.parse::<FailOn>().expect("a name of FailOn::ALL"))
 }

@@ -3,10 +3,9 @@
 use anyhow::{anyhow, bail, Result};
 use lab::files::{self, load_document as load, FilesError};
 use report::compare::{self, CompareError};
-use report::export::{export, Format};
 use results::Document;
 
-use crate::cli::{CompareArgs, CompareFormat, ReportArgs, ResultsArgs};
+use crate::cli::{CompareArgs, ReportArgs, ResultsArgs};
 use crate::term;
 
 pub fn run(a: CompareArgs) -> Result<i32> {
@@ -25,16 +24,9 @@ pub fn run(a: CompareArgs) -> Result<i32> {
             .map(|m| m.split(',').map(|s| s.trim().to_string()).collect()),
     };
     let c = compare::run(&docs, &opts).map_err(|e| flag_context(e, &a))?;
-    let format = match a.format {
-        CompareFormat::Table => Format::Table,
-        CompareFormat::Markdown => Format::Markdown,
-        CompareFormat::Json => Format::Json,
-        CompareFormat::Csv => Format::Csv,
-    };
-    // Every format applies to a comparison.
-    term::stdout(export(format, &c).unwrap_or_default())?;
+    term::stdout(term::render(a.format, None, &c)?)?;
     if c.rows.is_empty() {
-        eprintln!("preemptlab: no cells matched between the inputs (different benches or different matrices?)");
+        osutil::msg!("preemptlab: no cells matched between the inputs (different benches or different matrices?)");
     }
     Ok(if a.fail_on_regression && c.has_regression() {
         1
@@ -105,12 +97,26 @@ pub fn report(a: ReportArgs) -> Result<i32> {
             })
         })
         .collect::<Result<_>>()?;
-    let html = report::html::render(&docs, &lab::result::utc(lab::result::unix_now()));
+    // Several hosts' audits: the page opens with the fleet's answer over them.
+    let audits: Vec<(&str, &hostfacts::Audit)> = docs
+        .iter()
+        .filter_map(|d| match &d.doc {
+            results::Document::Audit(a) => Some((d.label.as_str(), &**a)),
+            _ => None,
+        })
+        .collect();
+    let fleet = hostfacts::fleet::of_several(&audits);
+    let page = report::export::Page {
+        docs,
+        fleet,
+        generated_utc: lab::result::utc(lab::result::unix_now()),
+    };
+    let html = term::render(report::export::Format::Html, None, &page)?;
     crate::term::write_atomic(&a.out, &html)?;
-    eprintln!(
+    osutil::msg!(
         "preemptlab: wrote {} ({} inputs, {} KiB)",
         a.out.display(),
-        docs.len(),
+        page.docs.len(),
         html.len() / 1024
     );
     Ok(0)

@@ -1,11 +1,10 @@
 //! `preemptlab fleet`: finds the audit files, reads and assesses them on every CPU, prints the answer.
 
 use anyhow::{anyhow, Context, Result};
-use hostfacts::findings::Verdict;
+use hostfacts::fleet::{self, Failed, Loaded, Options};
 use lab::files::{self, FilesError};
-use report::fleet::{self, Failed, Loaded, Options};
 
-use crate::cli::{FailOn, FleetArgs, TableFormat};
+use crate::cli::FleetArgs;
 use crate::term;
 
 pub fn run(args: FleetArgs) -> Result<i32> {
@@ -35,19 +34,9 @@ pub fn run(args: FleetArgs) -> Result<i32> {
         }),
     });
     let answer = fleet::combine(loaded, &opts);
-    match args.format {
-        TableFormat::Json => term::stdout(report::json(&answer))?,
-        TableFormat::Markdown => term::stdout(report::fleet_table::markdown(&answer))?,
-        TableFormat::Table => term::stdout(report::fleet_table::render(
-            &answer,
-            term::style(&args.color),
-            term::width(),
-        ))?,
-    }
-    let fail = match args.fail_on {
-        None => false,
-        Some(FailOn::Warn) => answer.hosts.iter().any(|h| h.verdict != Verdict::Ok),
-        Some(FailOn::Critical) => answer.hosts.iter().any(|h| h.verdict == Verdict::AtRisk),
-    };
+    term::stdout(term::render(args.format, Some(&args.color), &answer)?)?;
+    let fail = args
+        .fail_on
+        .is_some_and(|f| answer.hosts.iter().any(|h| f.fails_verdict(h.verdict)));
     Ok(i32::from(fail))
 }

@@ -10,6 +10,7 @@ mod bench_pg_cmd;
 mod check_cmd;
 mod cli;
 mod compare_cmd;
+mod diagnose_cmd;
 mod fleet_cmd;
 mod generate_cmd;
 mod hugepages_cmd;
@@ -22,7 +23,7 @@ use clap::Parser;
 
 /// An error that carries its exit code: 2 for usage and runtime errors.
 fn fail(err: anyhow::Error) -> ! {
-    eprintln!("preemptlab: {err:#}");
+    osutil::msg!("preemptlab: {err:#}");
     std::process::exit(2)
 }
 
@@ -115,11 +116,11 @@ fn main() {
             e.exit()
         }
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            eprintln!("preemptlab: {}", missing_subcommand());
+            osutil::msg!("preemptlab: {}", missing_subcommand());
             std::process::exit(2)
         }
         Err(e) => {
-            eprintln!(
+            osutil::msg!(
                 "preemptlab: {}",
                 negative_value(&e).unwrap_or_else(|| usage_line(&e))
             );
@@ -129,6 +130,7 @@ fn main() {
     let code = match cli.command {
         cli::Command::Check(c) => check_cmd::run(c),
         cli::Command::Audit(a) => audit_cmd::run(a),
+        cli::Command::Diagnose(d) => diagnose_cmd::run(d),
         cli::Command::Hugepages(h) => hugepages_cmd::run(h),
         cli::Command::Bench(cli::BenchCommand::Lock(b)) => bench_lock_cmd::run(b),
         cli::Command::Bench(cli::BenchCommand::Pg(b)) => bench_pg_cmd::run(b),

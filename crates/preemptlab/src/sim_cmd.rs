@@ -3,7 +3,6 @@
 //! `compare` and `report` read it next to measured results.
 
 use anyhow::{anyhow, Result};
-use report::export::{export, Format};
 
 use crate::cli::SimArgs;
 use crate::term;
@@ -14,21 +13,17 @@ pub fn run(a: SimArgs) -> Result<i32> {
     let quiet = a.result.quiet;
     if let (Some(path), false) = (&a.opts.like, quiet) {
         for n in &plan.like_notes {
-            eprintln!("preemptlab: --like {}: {n}", path.display());
+            osutil::msg!("preemptlab: --like {}: {n}", path.display());
         }
     }
     let out = term::result_path(&a.result, "sim")?;
     let res = plan
         .run(&out, |cell| {
             if !quiet {
-                eprintln!("{}", report::sim_table::cell_line(cell));
+                osutil::msg!("{}", report::sim_table::cell_line(cell));
             }
         })
         .map_err(sim_error)?;
-    let table = |md| {
-        let format = if md { Format::Markdown } else { Format::Table };
-        export(format, &res).unwrap_or_default()
-    };
-    term::print_result(a.result.format, &res, table, &out, quiet)?;
+    term::print_result(a.result.format, &res, &out, quiet)?;
     Ok(term::exit_code(res.envelope.interrupted))
 }

@@ -6,25 +6,36 @@ use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use report::export::{Export, Format, Layout};
+
 use crate::cli::{Color, ColorArgs, ResultArgs};
 
-/// Prints a result on stdout in `format` (`table(markdown)` renders the two text forms) and, unless quiet,
-/// says on stderr where its file is.
-pub fn print_result<T: serde::Serialize>(
-    format: crate::cli::TableFormat,
+/// `doc` in `format`, laid out for this terminal (colour as `color` says, its width): the one path from a
+/// command's document to its output ([`report::export::export`]). A format the document lacks is an error
+/// (a command offers only its document's formats, so this is a bug).
+pub fn render<T: Export>(
+    format: Format,
+    color: Option<&ColorArgs>,
+    doc: &T,
+) -> anyhow::Result<String> {
+    let layout = Layout {
+        style: color.map_or(report::Style { color: false }, style),
+        width: width(),
+    };
+    report::export::export(format, &layout, doc)
+        .ok_or_else(|| anyhow::anyhow!("--format {} does not apply to this output", format.name()))
+}
+
+/// Prints a result on stdout in `format` and, unless quiet, says on stderr where its file is.
+pub fn print_result<T: Export>(
+    format: Format,
     res: &T,
-    table: impl Fn(bool) -> String,
     out: &std::path::Path,
     quiet: bool,
 ) -> anyhow::Result<()> {
-    use crate::cli::TableFormat;
-    let printed = match format {
-        TableFormat::Json => stdout(report::json(res)),
-        TableFormat::Table => stdout(table(false)),
-        TableFormat::Markdown => stdout(table(true)),
-    };
+    let printed = render(format, None, res).and_then(stdout);
     if !quiet {
-        eprintln!("preemptlab: result written to {}", out.display());
+        osutil::msg!("preemptlab: result written to {}", out.display());
     }
     printed
 }
@@ -77,7 +88,7 @@ pub fn width() -> usize {
 
 /// Writes `text` to `path` atomically (temp file + rename).
 pub fn write_atomic(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
-    lab::result::write_text(path, text).map_err(anyhow::Error::from)
+    osutil::output::write_atomic(path, text).map_err(anyhow::Error::from)
 }
 
 /// Checks before any work that the result can be written to `path` (one line naming the path and the fix).
@@ -118,7 +129,7 @@ pub fn bar(quiet: bool, template: &str) -> Option<ProgressBar> {
 pub fn cell_printer(bar: Option<ProgressBar>, quiet: bool) -> impl Fn(String) {
     move |line| match &bar {
         Some(pb) => pb.println(line),
-        None if !quiet => eprintln!("{line}"),
+        None if !quiet => osutil::msg!("{line}"),
         None => {}
     }
 }
@@ -127,7 +138,7 @@ pub fn cell_printer(bar: Option<ProgressBar>, quiet: bool) -> impl Fn(String) {
 /// them), or 0.
 pub fn bench_exit(interrupted: bool, said: String, failures: Vec<String>) -> anyhow::Result<i32> {
     if interrupted {
-        eprintln!("preemptlab: interrupted; {said}");
+        osutil::msg!("preemptlab: interrupted; {said}");
         return Ok(osutil::stop::interrupted_exit_code());
     }
     if !failures.is_empty() {

@@ -201,9 +201,11 @@ fn bench_pg_results_get_their_plots() {
     assert!(text.contains(&format!("{:.0} MiB", off / 1024.0)));
     tidy_ok(&html);
     let (w, h, px) = screenshot(&html, &dir.path().join("pg.png"));
-    // The page is short (about 1300 px of the 4200-px window): count what is drawn, not a share.
+    // The page is short (about 1300 px of the 4200-px window): count what is drawn, not a share. A blank
+    // page draws nothing; this one draws 96-110k pixels depending on the Chromium build's text rendering
+    // (Chromium 156 on Debian 12: 96,382), so the bound is half of that, not a figure near it.
     let drawn = (w * h) as usize - count_near(&px, (255, 255, 255));
-    assert!(drawn > 100_000, "a blank page: {drawn} non-white pixels");
+    assert!(drawn > 50_000, "a blank page: {drawn} non-white pixels");
     for (name, rgb) in [("blue", (0x1f, 0x77, 0xb4)), ("red", (0xd6, 0x27, 0x28))] {
         assert!(
             count_near(&px, rgb) > 200,
@@ -238,4 +240,37 @@ fn latency_and_net_results_get_their_plots() {
     );
     assert!(text.contains("other load lock") && text.contains("tcp-stream 16384 B"));
     tidy_ok(&html);
+}
+
+/// A diagnosis on the page: its verdict, its per-second charts and top functions, valid HTML; and
+/// `compare` of two diagnoses (here the same one twice) sets them second by second.
+#[test]
+fn diagnosis_is_reported_and_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = repo().join("docs/results/diagnose-pg15-4k-reconnect.json");
+    let html = dir.path().join("d.html");
+    let o = Command::new(cargo_bin("preemptlab"))
+        .arg("report")
+        .arg(&input)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    tidy_ok(&html);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h2>diagnose:"), "a diagnose section");
+    assert!(page.matches("<svg").count() >= 3, "its three charts");
+    assert!(page.contains("Symptom not present"));
+    let o = Command::new(cargo_bin("preemptlab"))
+        .arg("compare")
+        .arg(&input)
+        .arg(&input)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for m in ["spinlock %", "segment faults/s", "in-fault switches/s"] {
+        assert!(out.contains(m), "compare shows {m}: {out}");
+    }
 }

@@ -445,3 +445,97 @@ fn rseq_lock_gets_grants_on_the_slice_extension_kernel() {
     assert!(grants > 0, "the kernel granted extensions: {slices:?}");
     eprintln!("rseq slice extension, 3 x 2 s: {slices:?}");
 }
+
+/// `bench pg --diagnose` in a 6.18 guest under `model`: the run's diagnosis, failing loudly when the guest
+/// could not measure (perf events or tracefs missing there).
+fn diagnosed_pg_run(model: &str) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join(format!("{model}.json"));
+    let out_s = out.to_str().unwrap();
+    let o = vm(&[
+        "--kernel",
+        "6.18",
+        "--preempt",
+        model,
+        "--",
+        "bench",
+        "pg",
+        "--huge-pages",
+        "off",
+        "--shared-buffers",
+        "64MB",
+        "--scale",
+        "1",
+        "--clients",
+        "8",
+        "--reconnect",
+        "--duration",
+        "8s",
+        "--warmup",
+        "0s",
+        "--repeat",
+        "1",
+        "--diagnose",
+        "--quiet",
+        "--out",
+        out_s,
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["host"]["kernel"]["preemption"]["model"], model);
+    let rep = &v["cells"][0]["reps"][0];
+    let unmeasured = rep["diagnosis_unmeasured"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        unmeasured.is_empty(),
+        "the guest must offer perf events and tracefs: {unmeasured:?}"
+    );
+    let d = rep["diagnosis"].clone();
+    assert!(
+        d["verdict"]["spinlock_share"]["of"].as_u64().unwrap() > 50,
+        "on-CPU samples in the guest: {}",
+        d["totals"]
+    );
+    assert!(
+        d["totals"]["switches"]["runnable"].as_u64().unwrap() > 0,
+        "sched_switch records in the guest: {}",
+        d["totals"]
+    );
+    d
+}
+
+/// Issue 24: the report's mechanism counted directly. In a `full` guest under a reconnecting pgbench,
+/// backends are preempted inside page faults (> 0); in a `none` guest never (0, by construction: the
+/// kernel does not preempt inside itself there).
+#[test]
+fn preemptions_inside_faults_under_full_and_none() {
+    let full = diagnosed_pg_run("full");
+    let sw = &full["totals"]["switches"];
+    assert!(
+        sw["in_fault_kernel_preemption"].as_u64().unwrap() > 0,
+        "preempted inside faults under full: {sw}"
+    );
+    let none = diagnosed_pg_run("none");
+    let sw = &none["totals"]["switches"];
+    assert_eq!(
+        sw["kernel_preemption"], 0,
+        "none preempts nothing inside the kernel: {sw}"
+    );
+    assert_eq!(sw["in_fault_kernel_preemption"], 0, "{sw}");
+    assert!(
+        none["verdict"]["checks"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("ok: 0 in-kernel preemptions"),
+        "{}",
+        none["verdict"]
+    );
+}

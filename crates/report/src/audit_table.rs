@@ -1,11 +1,11 @@
 //! The audit as a table readable in 80 columns.
 
-use results::hostfacts::findings::Severity;
-use results::hostfacts::parse::Bytes;
-use results::hostfacts::postgres::Role;
-use results::hostfacts::{Audit, Fact};
+use results::host::postgres::Role;
+use results::host::Bytes;
+use results::host::Severity;
+use results::host::{Audit, Fact};
 
-use crate::markup::{columns, field, wrap, Align, Style};
+use crate::markup::{columns, command, field, wrap, Align, Style};
 
 fn kib(k: u64) -> String {
     Bytes::from_kib(k).to_string()
@@ -261,7 +261,7 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
         ));
         // A process with nothing readable exited while the audit read it (or is unreadable): counted, not
         // shown as a row of blanks.
-        let gone = |p: &&hostfacts::postgres::PgProcess| {
+        let gone = |p: &&results::host::postgres::PgProcess| {
             p.pss_kib.is_none() && p.vm_pte_kib.is_none() && p.shared_hugetlb_kib.is_none()
         };
         let vanished = inst.processes.iter().filter(gone).count();
@@ -359,16 +359,16 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
             o.push_str(&format!(
                 "      {} {}\n",
                 style.bold("fix:"),
-                wrap(x, width, 11, 8)
+                command(x, width, 11, 8)
             ));
         }
     }
     let count = |s: Severity| a.findings.iter().filter(|f| f.severity == s).count();
     let v = a.verdict.as_str().to_uppercase();
     let v = match a.verdict {
-        results::hostfacts::Verdict::Ok => style.green(&v),
-        results::hostfacts::Verdict::Warn => style.yellow(&v),
-        results::hostfacts::Verdict::AtRisk => style.red(&v),
+        results::host::Verdict::Ok => style.green(&v),
+        results::host::Verdict::Warn => style.yellow(&v),
+        results::host::Verdict::AtRisk => style.red(&v),
     };
     o.push_str(&format!(
         "\n{} {v} ({} critical, {} warn, {} info)\n",

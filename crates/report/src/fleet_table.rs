@@ -1,9 +1,9 @@
 //! The fleet answer as a terminal table or Markdown: the same sections in the same order.
 
-use hostfacts::parse::Bytes;
+use results::host::Bytes;
 
-use crate::fleet::{show_age, Fleet, HostRow, InstanceFix};
 use crate::markup::{columns, markdown_table, wrap, Align, Style};
+use results::host::fleet::{DiagnosisRow, Fleet, HostRow, InstanceFix};
 
 fn kib(k: u64) -> String {
     Bytes::from_kib(k).to_string()
@@ -20,7 +20,7 @@ fn findings(h: &HostRow) -> String {
 
 fn host_label(h: &HostRow) -> String {
     if h.stale {
-        format!("{} (stale {})", h.host, show_age(h.age_s))
+        format!("{} (stale {})", h.host, stats::fmt::age(h.age_s))
     } else {
         h.host.clone()
     }
@@ -36,7 +36,7 @@ fn summary(f: &Fleet) -> Vec<String> {
         t.warn,
         t.ok,
         t.stale,
-        show_age(f.stale_after_s as i64),
+        stats::fmt::age(f.stale_after_s as i64),
         t.failed,
         if t.superseded > 0 {
             format!(", {} older audits superseded", t.superseded)
@@ -103,7 +103,11 @@ fn instance_row(i: &InstanceFix) -> Vec<String> {
         i.segment_kib.map(kib).unwrap_or_else(|| "?".into()),
         kib(i.page_tables_kib),
         pool_now,
-        i.fix.first().cloned().unwrap_or_default(),
+        // The command alone: the comment (what the target is made of) is in the JSON.
+        i.fix
+            .first()
+            .map(|f| crate::markup::split_command(f).0.to_string())
+            .unwrap_or_default(),
     ]
 }
 
@@ -191,15 +195,16 @@ pub fn render(f: &Fleet, style: Style, width: usize) -> String {
             )
         ));
     }
+    o.push_str(&diagnoses_table(f, style, width));
     if !f.stale.is_empty() {
         o.push_str(&style.bold(&format!(
             "\nStale audits (older than {})\n",
-            show_age(f.stale_after_s as i64)
+            stats::fmt::age(f.stale_after_s as i64)
         )));
         let rows: Vec<_> = f
             .stale
             .iter()
-            .map(|s| vec![s.host.clone(), show_age(s.age_s), s.file.clone()])
+            .map(|s| vec![s.host.clone(), stats::fmt::age(s.age_s), s.file.clone()])
             .collect();
         o.push_str(&columns(
             &["host", "age", "file"],
@@ -262,21 +267,36 @@ pub fn markdown(f: &Fleet) -> String {
             .map(|i| {
                 let mut r = instance_row(i);
                 let last = r.len() - 1;
-                r[last] = format!("`{}`", i.fix.join("`<br>`"));
+                // Each command in code, its comment as text after it.
+                r[last] = i
+                    .fix
+                    .iter()
+                    .map(|l| match crate::markup::split_command(l) {
+                        ("", Some(c)) => format!("# {c}"),
+                        (cmd, Some(c)) => format!("`{cmd}` # {c}"),
+                        (cmd, None) => format!("`{cmd}`"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("<br>");
                 r
             })
             .collect();
         o.push_str(&markdown_table(&INSTANCE_HEAD, &escape_rows(rows), 7));
     }
+    if !f.diagnoses.is_empty() {
+        o.push_str("\n### Diagnoses (hosts that sent one), the symptom present first\n\n");
+        let rows = f.diagnoses.iter().map(diagnosis_row).collect();
+        o.push_str(&markdown_table(&DIAGNOSIS_HEAD, &escape_rows(rows), 3));
+    }
     if !f.stale.is_empty() {
         o.push_str(&format!(
             "\n### Stale audits (older than {})\n\n",
-            show_age(f.stale_after_s as i64)
+            stats::fmt::age(f.stale_after_s as i64)
         ));
         let rows = f
             .stale
             .iter()
-            .map(|s| vec![s.host.clone(), s.file.clone(), show_age(s.age_s)])
+            .map(|s| vec![s.host.clone(), s.file.clone(), stats::fmt::age(s.age_s)])
             .collect();
         o.push_str(&markdown_table(
             &["host", "file", "age"],
@@ -346,5 +366,76 @@ pub fn html(f: &Fleet) -> String {
         }
         o.push_str("</table>");
     }
+    if !f.diagnoses.is_empty() {
+        o.push_str("<table><tr>");
+        for h in DIAGNOSIS_HEAD {
+            o.push_str(&format!("<th>{h}</th>"));
+        }
+        o.push_str("</tr>");
+        for d in &f.diagnoses {
+            o.push_str("<tr>");
+            for c in diagnosis_row(d) {
+                o.push_str(&format!("<td>{}</td>", esc(&c)));
+            }
+            o.push_str("</tr>");
+        }
+        o.push_str("</table>");
+    }
+    o
+}
+
+/// The diagnoses table's head.
+const DIAGNOSIS_HEAD: [&str; 7] = [
+    "host",
+    "postmaster",
+    "symptom",
+    "spinlock",
+    "samples",
+    "segment faults/s",
+    "pages",
+];
+
+fn diagnosis_row(d: &DiagnosisRow) -> Vec<String> {
+    vec![
+        d.host.clone(),
+        d.postmaster_pid.to_string(),
+        d.symptom.as_str().to_string(),
+        format!("{:.1}%", d.spinlock_pct),
+        d.client_samples.to_string(),
+        stats::fmt::rate(d.segment_faults_per_s),
+        d.segment_page_kib
+            .map(|k| {
+                if k >= 1024 {
+                    format!("{} MB", k / 1024)
+                } else {
+                    format!("{k} KB")
+                }
+            })
+            .unwrap_or_else(|| "?".into()),
+    ]
+}
+
+/// The section of the hosts that sent a diagnosis, in the table format.
+fn diagnoses_table(f: &Fleet, style: Style, width: usize) -> String {
+    if f.diagnoses.is_empty() {
+        return String::new();
+    }
+    let mut o = style.bold("\nDiagnoses (hosts that sent one), the symptom present first\n");
+    let rows: Vec<_> = f.diagnoses.iter().map(diagnosis_row).collect();
+    o.push_str(&columns(
+        &DIAGNOSIS_HEAD,
+        &[
+            Align::Left,
+            Align::Right,
+            Align::Left,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+        ],
+        &rows,
+        2,
+        width,
+    ));
     o
 }

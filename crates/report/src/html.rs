@@ -7,9 +7,10 @@
 use std::fmt::Write;
 
 use results::check::CheckDoc;
+use results::host::fleet::Fleet;
+use results::host::kernel::KernelFacts;
+use results::host::memory::MemoryFacts;
 use results::host::{Audit, Fact};
-use results::hostfacts::kernel::KernelFacts;
-use results::hostfacts::memory::MemoryFacts;
 use results::latency::{self, LatencyResult};
 use results::lock::{self, LockResult};
 use results::net::{self, NetResult};
@@ -18,8 +19,8 @@ use results::{Document, Status};
 use serde::Serialize;
 use stats::Summary;
 
-use crate::lock_table::{ns, rate};
 use crate::svg::{bar_chart, line_chart, ranged_bar_chart, Axis, Series};
+use stats::fmt::{ns, rate};
 
 pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -621,8 +622,9 @@ fn verdict(d: &CheckDoc) -> String {
     o
 }
 
-/// Renders the page.
-pub fn render(docs: &[Doc], generated_utc: &str) -> String {
+/// Renders the page: the documents, with the fleet's answer over their audits first where the caller
+/// judged one (several hosts' audits: `hostfacts::fleet::of_audits`).
+pub fn render(docs: &[Doc], fleet: Option<&Fleet>, generated_utc: &str) -> String {
     let mut o = String::new();
     let _ = write!(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>preemptlab report</title><style>{CSS}</style></head><body>");
     let _ = write!(
@@ -656,15 +658,8 @@ pub fn render(docs: &[Doc], generated_utc: &str) -> String {
         let _ = write!(o, "<h2>Host</h2>{h}");
     }
     // Several hosts' audits: the fleet's answer first (at-risk hosts first, each instance's exact fix).
-    let audits: Vec<(&str, &Audit)> = docs
-        .iter()
-        .filter_map(|d| match &d.doc {
-            Document::Audit(a) => Some((d.label.as_str(), &**a)),
-            _ => None,
-        })
-        .collect();
-    if audits.len() >= 2 {
-        o.push_str(&crate::fleet_table::html(&crate::fleet::of_audits(&audits)));
+    if let Some(f) = fleet {
+        o.push_str(&crate::fleet_table::html(f));
     }
     for d in docs {
         let audit = match &d.doc {
@@ -698,6 +693,11 @@ pub fn render(docs: &[Doc], generated_utc: &str) -> String {
     for d in docs {
         if let Document::Pg(r) = &d.doc {
             o.push_str(&pg_section(&d.label, r));
+        }
+    }
+    for d in docs {
+        if let Document::Diagnose(r) = &d.doc {
+            o.push_str(&crate::diagnose_html::section(&d.label, r));
         }
     }
     for d in docs {

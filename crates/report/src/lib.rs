@@ -1,12 +1,16 @@
-//! Exporters: text tables, JSON and Prometheus for preemptlab's documents. Table-like formats share
-//! `markup` (alignment, wrapping, colour).
+//! Rendering only: every command's typed document (from `results`) in one of the formats of
+//! [`export::Format`], through the one path [`export::export`]. Decisions are made where their facts are
+//! judged (`hostfacts`, `lab::judge`, `stats::judge`), not here. Table-like formats share `markup`
+//! (alignment, wrapping, colour); figures are shown by `stats::fmt`.
 
 pub mod audit_table;
 pub mod check;
 pub mod compare;
 mod compare_input;
+mod diagnose_html;
+pub mod diagnose_prom;
+pub mod diagnose_table;
 pub mod export;
-pub mod fleet;
 pub mod fleet_table;
 pub mod html;
 pub mod hugepages;

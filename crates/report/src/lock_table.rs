@@ -4,31 +4,9 @@
 use results::lock::{Cell, LockResult};
 use results::Status;
 
-use crate::markup::{columns, not_run_row, sig3, Align};
+use stats::fmt::{ns, rate, sig3};
 
-/// A rate with a unit: 1.23M, 456k.
-pub fn rate(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{}M", sig3(x / 1e6))
-    } else if x >= 1e3 {
-        format!("{}k", sig3(x / 1e3))
-    } else {
-        sig3(x)
-    }
-}
-
-/// A duration in ns with a unit.
-pub fn ns(x: f64) -> String {
-    if x >= 1e9 {
-        format!("{}s", sig3(x / 1e9))
-    } else if x >= 1e6 {
-        format!("{}ms", sig3(x / 1e6))
-    } else if x >= 1e3 {
-        format!("{}µs", sig3(x / 1e3))
-    } else {
-        format!("{}ns", sig3(x))
-    }
-}
+use crate::markup::{columns, not_run_row, Align};
 
 /// One line for a finished cell (progress output).
 pub fn cell_line(c: &Cell) -> String {

@@ -5,8 +5,9 @@
 use results::pg::{Cell, PgResult};
 use results::Status;
 
-use crate::lock_table::rate;
-use crate::markup::{columns, not_run_row, sig3, Align};
+use crate::markup::{columns, not_run_row, Align};
+use stats::fmt::rate;
+use stats::fmt::sig3;
 
 /// kB as a size with a unit.
 pub fn kib(x: f64) -> String {
@@ -196,7 +197,47 @@ pub fn render(r: &PgResult) -> String {
             steal.iter().copied().fold(0.0, f64::max)
         ));
     }
+    o.push_str(&diagnoses(r));
     o
+}
+
+/// `--diagnose`: one line per run with the diagnosis' key counts, and what it could not measure.
+fn diagnoses(r: &PgResult) -> String {
+    let mut o = String::new();
+    for c in &r.cells {
+        for rep in &c.reps {
+            if let Some(d) = &rep.diagnosis {
+                let sw = &d.totals.switches;
+                o.push_str(&format!(
+                    "  {:<28} round {}: spinlock {:.1}% of {} samples, page faults {:.1}%, segment faults {}/s, in-fault switches {}/s (preempted in the kernel {}, cond_resched {}, return to user {}), symptom {}\n",
+                    label(c),
+                    rep.round + 1,
+                    d.verdict.spinlock_share.pct,
+                    d.verdict.spinlock_share.of,
+                    d.verdict.page_fault_share.pct,
+                    rate(d.rates.segment_faults_per_s),
+                    rate(d.rates.preempted_in_fault_per_s),
+                    sw.in_fault_kernel_preemption,
+                    sw.in_fault_voluntary,
+                    sw.after_fault_return_to_user,
+                    d.verdict.symptom.as_str()
+                ));
+            }
+            for u in &rep.diagnosis_unmeasured {
+                o.push_str(&format!(
+                    "  {:<28} round {}: not measured: {}: {}\n",
+                    label(c),
+                    rep.round + 1,
+                    u.what,
+                    u.why
+                ));
+            }
+        }
+    }
+    if o.is_empty() {
+        return o;
+    }
+    format!("\nDiagnosis during each measured run (client backends' on-CPU samples):\n{o}")
 }
 
 /// The cells as a Markdown table (GUIDE.md and docs/notes are pasted from this, never typed).

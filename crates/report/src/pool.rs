@@ -266,7 +266,7 @@ mod tests {
     }
 
     /// A copy of a real result, as if measured under `model` (and decided by the debugfs file).
-    fn under(doc: &Document, model: hostfacts::PreemptModel) -> Document {
+    fn under(doc: &Document, model: results::host::kernel::PreemptModel) -> Document {
         let mut d = doc.clone();
         let Document::Lock(r) = &mut d else {
             panic!("a bench lock result")
@@ -279,7 +279,7 @@ mod tests {
 
     #[test]
     fn by_preempt_pools_files_per_model_and_sets_each_against_the_base() {
-        use hostfacts::PreemptModel::{Full, Lazy};
+        use results::host::kernel::PreemptModel::{Full, Lazy};
         let run1 = load("bench-lock-bars-v5-run1.json");
         let run2 = load("bench-lock-bars-v5-run2.json");
         let inputs = [
@@ -341,7 +341,7 @@ mod tests {
     #[test]
     fn by_preempt_still_requires_one_host_otherwise() {
         let run1 = load("bench-lock-bars-v5-run1.json");
-        let mut other = under(&run1, hostfacts::PreemptModel::Lazy);
+        let mut other = under(&run1, results::host::kernel::PreemptModel::Lazy);
         let Document::Lock(r) = &mut other else {
             unreachable!()
         };
@@ -350,7 +350,7 @@ mod tests {
         let e = split(&inputs, &By::Preempt, None).unwrap_err().to_string();
         assert!(e.contains("differ in the host's HZ"), "{e}");
         // RAM beyond the boot-to-boot wobble is another host.
-        let mut big = under(&run1, hostfacts::PreemptModel::Lazy);
+        let mut big = under(&run1, results::host::kernel::PreemptModel::Lazy);
         let Document::Lock(r) = &mut big else {
             unreachable!()
         };
@@ -365,7 +365,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("every file has preempt=none"), "{e}");
-        let lazy = under(&run1, hostfacts::PreemptModel::Lazy);
+        let lazy = under(&run1, results::host::kernel::PreemptModel::Lazy);
         let e = split(
             &[input("a", &run1), input("b", &lazy)],
             &By::Preempt,

@@ -2,8 +2,8 @@
 
 use results::sim::{SimCell, SimResult, Workload};
 
-use crate::lock_table::{ns, rate};
 use crate::markup::{columns, markdown_table, Align};
+use stats::fmt::{ns, rate};
 
 /// One line for a cell that ran.
 pub fn cell_line(c: &SimCell) -> String {

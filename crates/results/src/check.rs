@@ -1,5 +1,5 @@
 //! `check`: the audit, a short `bench lock` reproduction, the effects measured in it, a verdict and the
-//! fixes: the document's shape (`lab::check` plans and runs the reproduction, `report::check` decides).
+//! fixes: the document's shape (`lab::check` plans and runs the reproduction, `lab::judge` decides, `report::check` lays it out).
 
 use serde::{Deserialize, Serialize};
 
@@ -54,7 +54,7 @@ pub struct CheckDoc {
     /// Wall time the check took, s.
     pub elapsed_s: f64,
     /// The audit.
-    pub audit: hostfacts::Audit,
+    pub audit: crate::host::Audit,
     /// The reproduction (a `bench lock` result).
     pub reproduction: Option<LockResult>,
     /// Why there was no reproduction, if there was none.
@@ -67,4 +67,10 @@ pub struct CheckDoc {
     pub exposure: String,
     /// Fixes, most effective first.
     pub fixes: Vec<Fix>,
+    /// `check --pg`: a short diagnosis of those servers, taken before the reproduction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<Box<crate::diagnose::DiagnoseResult>>,
+    /// Why there is no diagnosis although `--pg` was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis_skipped: Option<String>,
 }

@@ -5,6 +5,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::check::CheckDoc;
+use crate::diagnose::DiagnoseResult;
 use crate::host::{Audit, HostFacts};
 use crate::hugepages::HugepagesDoc;
 use crate::latency::LatencyResult;
@@ -34,11 +35,13 @@ pub enum Kind {
     Audit,
     /// `hugepages --format json`.
     Hugepages,
+    /// `diagnose`.
+    Diagnose,
 }
 
 impl Kind {
     /// Every kind, in the order above.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::BenchLock,
         Kind::BenchPg,
         Kind::BenchLatency,
@@ -47,6 +50,7 @@ impl Kind {
         Kind::Check,
         Kind::Audit,
         Kind::Hugepages,
+        Kind::Diagnose,
     ];
 
     /// The `kind` field's value.
@@ -60,6 +64,7 @@ impl Kind {
             Kind::Check => "check",
             Kind::Audit => "audit",
             Kind::Hugepages => "hugepages",
+            Kind::Diagnose => "diagnose",
         }
     }
 
@@ -93,7 +98,7 @@ pub enum LoadError {
         supported: u32,
     },
     /// A `kind` this version does not know.
-    #[error("unknown kind {0:?} (known: bench-lock, bench-pg, bench-latency, bench-net, sim, check, audit, hugepages)")]
+    #[error("unknown kind {0:?} (known: bench-lock, bench-pg, bench-latency, bench-net, sim, check, audit, hugepages, diagnose)")]
     UnknownKind(String),
     /// The right kind, the wrong shape.
     #[error("not a valid {kind} document: {error}")]
@@ -124,6 +129,8 @@ pub enum Document {
     Audit(Box<Audit>),
     /// `hugepages`.
     Hugepages(HugepagesDoc),
+    /// `diagnose`.
+    Diagnose(Box<DiagnoseResult>),
 }
 
 fn typed<T: DeserializeOwned>(kind: Kind, v: serde_json::Value) -> Result<T, LoadError> {
@@ -218,6 +225,7 @@ impl Document {
             Kind::Check => Document::Check(Box::new(typed(kind, v)?)),
             Kind::Audit => Document::Audit(Box::new(typed(kind, v)?)),
             Kind::Hugepages => Document::Hugepages(typed(kind, v)?),
+            Kind::Diagnose => Document::Diagnose(Box::new(typed(kind, v)?)),
         })
     }
 
@@ -232,6 +240,7 @@ impl Document {
             Document::Check(_) => Kind::Check,
             Document::Audit(_) => Kind::Audit,
             Document::Hugepages(_) => Kind::Hugepages,
+            Document::Diagnose(_) => Kind::Diagnose,
         }
     }
 
@@ -243,6 +252,7 @@ impl Document {
             Document::Latency(r) => Some(&r.envelope),
             Document::Net(r) => Some(&r.envelope),
             Document::Sim(r) => Some(&r.envelope),
+            Document::Diagnose(r) => Some(&r.envelope),
             _ => None,
         }
     }
@@ -260,6 +270,7 @@ impl Document {
             Document::Latency(r) => serde_json::to_value(&r.spec),
             Document::Net(r) => serde_json::to_value(&r.spec),
             Document::Sim(r) => serde_json::to_value(&r.spec),
+            Document::Diagnose(r) => serde_json::to_value(&r.spec),
             _ => return None,
         };
         let Ok(serde_json::Value::Object(o)) = spec else {
@@ -343,6 +354,21 @@ impl Document {
                         ("sweep", scalar(&c.sweep)),
                     ];
                     view(key, c.status, &c.reps, RepRef::Sim)
+                })
+                .collect(),
+            // One cell per instance, keyed by its data directory (a postmaster PID changes across the
+            // restart a fix needs); its seconds are the repetitions.
+            Document::Diagnose(r) => r
+                .instances
+                .iter()
+                .map(|i| {
+                    let key = vec![(
+                        "instance",
+                        i.data_dir
+                            .clone()
+                            .unwrap_or_else(|| format!("postmaster {}", i.postmaster_pid)),
+                    )];
+                    view(key, Status::Ok, &i.series, RepRef::Diagnose)
                 })
                 .collect(),
             _ => return None,

@@ -22,12 +22,12 @@ pub struct Envelope {
     /// Start time, UTC, `YYYY-MM-DDTHH:MM:SSZ`.
     pub started_utc: String,
     /// The host it ran on.
-    pub host: hostfacts::HostFacts,
+    pub host: crate::host::HostFacts,
     /// True when SIGINT/SIGTERM ended the run early.
     pub interrupted: bool,
     /// How the guest was run, when the result was measured inside a VM (`preemptlab vm` adds it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vm: Option<vm::VmBlock>,
+    pub vm: Option<crate::vm::VmBlock>,
 }
 
 /// Formats epoch seconds as `YYYY-MM-DDTHH:MM:SSZ` (civil-from-days, proleptic Gregorian).

@@ -4,27 +4,22 @@
 //! host and writes them.
 
 pub mod check;
+pub mod diagnose;
 pub mod document;
 pub mod envelope;
-pub mod from_lock;
 pub mod hugepages;
 pub mod latency;
 pub mod lock;
 pub mod metrics;
+pub mod model;
 pub mod net;
 pub mod pg;
 pub mod sim;
+pub mod vm;
 
-/// hostfacts itself (its pure part: no PostgreSQL client), for the types [`host`] does not name.
-pub use hostfacts;
+/// The records hostfacts produces (host facts, the audit, plans, the fleet).
+pub mod host;
 
 pub use document::{Document, Kind, LoadError};
 pub use envelope::{utc, Envelope, Status, SCHEMA_VERSION};
 pub use metrics::{Better, Metric, RepRef, Unit, METRICS};
-
-/// Host facts and the audit: hostfacts' pure types, re-exported so readers of results need one crate.
-pub mod host {
-    pub use hostfacts::fact::Fact;
-    pub use hostfacts::findings::{Finding, Severity, Verdict};
-    pub use hostfacts::{Audit, HostFacts};
-}

@@ -6,7 +6,7 @@ use serde::Serialize;
 use stats::compare::Centre;
 
 use crate::host::HostFacts;
-use crate::{latency, lock, net, pg};
+use crate::{diagnose, latency, lock, net, pg};
 
 /// Which way is better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -41,7 +41,10 @@ pub enum RepRef<'a> {
     /// `bench net`.
     Net(&'a net::Rep),
     /// `sim`.
-    Sim(&'a sim::Outcome),
+    Sim(&'a crate::model::Outcome),
+    /// One second of a diagnosis (`compare` sets a diagnosis before a fix against one after, second by
+    /// second).
+    Diagnose(&'a diagnose::Second),
 }
 
 /// A metric.
@@ -87,7 +90,7 @@ use Centre::{Arithmetic, Harmonic};
 use RepRef as R;
 
 /// Every metric, in display order (a cell shows the ones its repetitions have).
-pub const METRICS: [Metric; 16] = [
+pub const METRICS: [Metric; 22] = [
     metric("ops/s", Unit::Rate, Higher, Harmonic, |r| match r {
         R::Lock(r) => Some(r.ops_per_s),
         R::Sim(o) => Some(o.ops_per_s),
@@ -178,7 +181,54 @@ pub const METRICS: [Metric; 16] = [
         R::Net(r) => r.rtt_us.as_ref().map(|p| p.p99),
         _ => None,
     }),
+    metric("spinlock %", Unit::Plain, Lower, Arithmetic, |r| match r {
+        R::Diagnose(s) => share(s.cpu.spinlock, s.cpu.samples),
+        _ => None,
+    }),
+    metric(
+        "page fault %",
+        Unit::Plain,
+        Lower,
+        Arithmetic,
+        |r| match r {
+            R::Diagnose(s) => share(s.cpu.page_fault, s.cpu.samples),
+            _ => None,
+        },
+    ),
+    metric(
+        "segment faults/s",
+        Unit::Rate,
+        Lower,
+        Arithmetic,
+        |r| match r {
+            R::Diagnose(s) => Some(s.segment_faults as f64),
+            _ => None,
+        },
+    ),
+    metric("minflt/s", Unit::Rate, Lower, Arithmetic, |r| match r {
+        R::Diagnose(s) => Some(s.minflt as f64),
+        _ => None,
+    }),
+    metric("nivcsw/s", Unit::Rate, Lower, Arithmetic, |r| match r {
+        R::Diagnose(s) => Some(s.nivcsw as f64),
+        _ => None,
+    }),
+    metric(
+        "in-fault switches/s",
+        Unit::Rate,
+        Lower,
+        Arithmetic,
+        |r| match r {
+            R::Diagnose(s) => Some(s.switches.runnable_in_fault as f64),
+            _ => None,
+        },
+    ),
 ];
+
+/// A share in %, None for a second without samples.
+fn share(part: u64, of: u64) -> Option<f64> {
+    (of > 0).then(|| part as f64 / of as f64 * 100.0)
+}
 
 /// A host fact worth showing when two results differ in it.
 #[derive(Debug, Clone, Copy)]

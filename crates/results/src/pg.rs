@@ -33,6 +33,9 @@ pub struct Spec {
     pub reconnect: bool,
     /// Load every table and index into shared_buffers with pg_prewarm after each start.
     pub prewarm: bool,
+    /// Attach `diagnose` to the cluster during each measured run (`--diagnose`).
+    #[serde(default)]
+    pub diagnose: bool,
     /// Measured seconds per run.
     pub duration_s: u64,
     /// Warm-up seconds per run (a separate driver run just before, not measured).
@@ -141,6 +144,12 @@ pub struct Rep {
     pub steal_pct: Option<f64>,
     /// The driver's command line.
     pub command: Vec<String>,
+    /// `--diagnose`: the cluster observed during the measured run (its per-second series included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<Box<crate::diagnose::InstanceDiagnosis>>,
+    /// `--diagnose`: what the diagnosis could not measure, or why it failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnosis_unmeasured: Vec<crate::diagnose::Unmeasured>,
 }
 
 /// Centres and spreads over a cell's runs.

@@ -1,9 +1,9 @@
 //! `sim`: the discrete-event model's matrix, in the bench result schema so `compare` and `report` read it
-//! next to measured results. A repetition is the model's own [`sim::Outcome`].
+//! next to measured results. A repetition is the model's own [`crate::model::Outcome`].
 
-use serde::{Deserialize, Serialize};
 /// The model's own types the schema holds.
-pub use sim::{Outcome, Params, Workload};
+pub use crate::model::{Outcome, Params, Workload};
+use serde::{Deserialize, Serialize};
 use stats::Summary;
 
 use crate::{Envelope, Status};

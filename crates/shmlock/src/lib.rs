@@ -14,7 +14,7 @@
 //! | `mcs` | MCS queue lock, nodes in shared memory | [`mcs`] |
 //! | `futex` | three-state futex mutex (Drepper, "Futexes Are Tricky", mutex 3; docs/references.md#futex-mutex) | [`futex_mutex`] |
 //! | `pthread` | `PTHREAD_PROCESS_SHARED` glibc mutex | [`pthread`] |
-//! | `adaptive` | this project's design: time-bounded spinning in at most one slot per CPU (stale slots taken over), one yield, then park; no handoff | [`adaptive`] |
+//! | `adaptive` | this project's design: time-bounded spinning in at most one slot per CPU (stale slots taken over), no yield, then park; no handoff | [`adaptive`] |
 //! | `rseq` | `pg` whose holder requests an rseq time-slice extension (Linux 7.0+) | [`rseq`] |
 
 pub mod adaptive;

@@ -38,8 +38,7 @@ fn rseq_lock_gets_grants_and_keeps_exclusion() {
         skip_or_fail(&e.to_string());
         return;
     }
-    // SAFETY: sysconf has no preconditions.
-    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u32;
+    let cpus = osutil::cpus::online();
     let procs = (2 * cpus).max(4);
     let run = Duration::from_secs(2);
     let off = std::mem::size_of::<RseqLock>().div_ceil(64) * 64;

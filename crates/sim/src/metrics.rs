@@ -2,7 +2,7 @@
 //! and the [`Outcome`] they become at the end.
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
+pub use results::model::{CpuSplit, Outcome};
 
 use crate::{Params, Workload};
 
@@ -18,58 +18,6 @@ fn pcts(h: &Histogram<u64>) -> Pcts {
         p999: h.value_at_quantile(0.999),
         max: h.max(),
     }
-}
-
-/// Where the CPUs' time went, as fractions of CPU time.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CpuSplit {
-    /// Work, per-operation overhead and critical sections.
-    pub useful: f64,
-    /// Spinning on the lock.
-    pub spinning: f64,
-    /// Page faults.
-    pub faults: f64,
-    /// Syscalls (sleep, futex), worker replacement.
-    pub kernel: f64,
-    /// Context switches.
-    pub scheduler: f64,
-    /// Idle.
-    pub idle: f64,
-}
-
-/// The outcome of one simulated run (a `bench lock` repetition's fields where they exist).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Outcome {
-    /// Operations per second of virtual time.
-    pub ops_per_s: f64,
-    /// Operations in the measured window.
-    pub ops: u64,
-    /// `txn`: transactions per second of virtual time (named `tps` as in `bench pg`, so `compare` pairs
-    /// them); absent for `lock`.
-    #[serde(rename = "tps", default, skip_serializing_if = "Option::is_none")]
-    pub txn_per_s: Option<f64>,
-    /// Acquire latency, ns.
-    pub acquire_ns: Pcts,
-    /// Hold time, ns.
-    pub hold_ns: Pcts,
-    /// Holds longer than 100 us per million operations.
-    pub stalled_per_mop: f64,
-    /// Lock-holder preemptions (the holder descheduled while holding) per second.
-    pub lhp_per_s: f64,
-    /// Faults per operation.
-    pub minflt_per_op: f64,
-    /// CPU time per operation, ns (busy time / operations).
-    pub cpu_ns_per_op: f64,
-    /// Sleeps (pg_usleep or futex waits) per operation.
-    pub sleeps_per_op: f64,
-    /// Context switches per operation.
-    pub switches_per_op: f64,
-    /// Jain's fairness index over per-worker operations.
-    pub jain: f64,
-    /// CPU split.
-    pub cpu: CpuSplit,
-    /// Events processed.
-    pub events: u64,
 }
 
 /// Where a segment's CPU time goes.

@@ -5,6 +5,7 @@
 //! tables show the median with the min..max range next to it.
 
 pub mod compare;
+pub mod fmt;
 pub mod judge;
 
 pub use judge::{judge, Judgement, Sample};
@@ -152,5 +153,45 @@ mod tests {
         assert!((jain(&[5.0, 5.0, 5.0, 5.0]) - 1.0).abs() < 1e-12);
         assert!((jain(&[1.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
         assert_eq!(jain(&[0.0, 0.0]), 1.0);
+    }
+}
+
+/// The 95% Wilson score interval of a proportion `k` of `n`, as (low, high) fractions; (0, 1) when `n` is 0.
+/// Unlike the normal approximation it stays inside [0, 1] and is honest for small `n` and shares near 0 or
+/// 1 (Wilson 1927; Brown, Cai and DasGupta 2001 recommend it over the Wald interval).
+pub fn wilson(k: u64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let z = 1.959_963_984_540_054_f64;
+    let (k, n) = (k.min(n) as f64, n as f64);
+    let p = k / n;
+    let z2n = z * z / n;
+    let centre = (p + z2n / 2.0) / (1.0 + z2n);
+    let half = z / (1.0 + z2n) * (p * (1.0 - p) / n + z2n / (4.0 * n)).sqrt();
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+#[cfg(test)]
+mod wilson_tests {
+    use super::wilson;
+
+    #[test]
+    fn wilson_known_values() {
+        // 50 of 100: 0.404..0.596 (the textbook value).
+        let (lo, hi) = wilson(50, 100);
+        assert!(
+            (lo - 0.4038).abs() < 1e-3 && (hi - 0.5962).abs() < 1e-3,
+            "{lo} {hi}"
+        );
+        // 0 of 10: the upper bound is still 27.8%, not 0.
+        let (lo, hi) = wilson(0, 10);
+        assert!(lo == 0.0 && (hi - 0.2775).abs() < 1e-3, "{lo} {hi}");
+        assert_eq!(wilson(3, 0), (0.0, 1.0));
+        let (lo, hi) = wilson(10, 10);
+        assert!(
+            (hi - 1.0).abs() < 1e-9 && (lo - 0.7225).abs() < 1e-3,
+            "{lo} {hi}"
+        );
     }
 }

@@ -20,7 +20,8 @@ pub mod accel;
 pub mod cli;
 #[cfg(feature = "runner")]
 pub mod kernels;
-pub mod record;
+/// The `vm` block of a result: its type is the schema's (`results::vm`).
+pub use results::vm as record;
 #[cfg(feature = "runner")]
 pub mod run;
 

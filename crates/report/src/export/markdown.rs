@@ -1,5 +1,6 @@
 //! Markdown: the comparison, the fleet, and every bench and sim result.
 
+use results::diagnose::DiagnoseResult;
 use results::latency::LatencyResult;
 use results::lock::LockResult;
 use results::net::NetResult;
@@ -8,7 +9,7 @@ use results::sim::SimResult;
 
 use super::{cells_of, header, Exporter};
 use crate::compare::Comparison;
-use crate::fleet::Fleet;
+use results::host::fleet::Fleet;
 
 /// The Markdown exporter.
 #[derive(Debug, Clone, Copy)]
@@ -23,6 +24,15 @@ impl Exporter<Comparison> for Markdown {
 impl Exporter<Fleet> for Markdown {
     fn export(&self, f: &Fleet) -> String {
         crate::fleet_table::markdown(f)
+    }
+}
+
+impl Exporter<DiagnoseResult> for Markdown {
+    fn export(&self, r: &DiagnoseResult) -> String {
+        format!(
+            "```\n{}```\n",
+            crate::diagnose_table::render(r, crate::Style { color: false }, 100)
+        )
     }
 }
 

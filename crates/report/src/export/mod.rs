@@ -1,21 +1,36 @@
 //! Exporters, in the manner of hyperfine's `src/export/`: one [`Exporter`] trait, one module per format
-//! (text table, Markdown, CSV, JSON, HTML), each implementing it for the documents that format applies to. The
-//! table-like formats share `markup` (alignment, numbers) and the comparison's parts below (its header,
-//! the cells of a row). [`export`] picks the format's exporter.
+//! (text table, Markdown, CSV, JSON, Prometheus, HTML), each implementing it for the documents that format
+//! applies to, and one [`Format`] enum that every command's `--format` names. [`export`] is the one path
+//! from a command's typed document to its text: the document says which formats it has ([`Export`], one
+//! `exports!` line per document type below), the format's exporter renders it. The table-like formats
+//! share `markup` (alignment, numbers) and the comparison's parts below (its header, the cells of a row).
+
+use results::check::CheckDoc;
+use results::diagnose::DiagnoseResult;
+use results::hugepages::HugepagesDoc;
+use results::latency::LatencyResult;
+use results::lock::LockResult;
+use results::net::NetResult;
+use results::pg::PgResult;
+use results::sim::SimResult;
 
 use crate::compare::{Comparison, Metric, Row, Unit};
-use crate::markup::sig3;
+use crate::markup::Style;
+use results::host::fleet::Fleet;
+use stats::fmt::sig3;
 
 mod csv;
 mod html;
 mod json;
 mod markdown;
+mod prometheus;
 mod table;
 
 pub use self::csv::Csv;
-pub use self::html::Html;
+pub use self::html::{Html, Page};
 pub use self::json::Json;
 pub use self::markdown::Markdown;
+pub use self::prometheus::Prometheus;
 pub use self::table::Table;
 
 /// Renders a typed document `T` in one format.
@@ -24,58 +39,140 @@ pub trait Exporter<T: ?Sized> {
     fn export(&self, doc: &T) -> String;
 }
 
-/// The output formats of the results and the comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Every output format of every command; a command offers those that apply to its document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
-    /// Aligned text.
+    /// Aligned text (coloured on a terminal where the document has colour).
     Table,
-    /// A Markdown table.
+    /// Markdown tables.
     Markdown,
     /// CSV, one row per record (where it applies).
     Csv,
-    /// Pretty JSON (the document itself).
+    /// Pretty JSON (the document itself: the result files' schema).
     Json,
+    /// Prometheus text exposition (the audit, for node_exporter's textfile collector).
+    Prometheus,
+    /// One self-contained HTML page.
+    Html,
 }
 
-/// A document in `format`; `None` when the format does not apply to it (CSV of a bench result).
-pub fn export<T>(format: Format, doc: &T) -> Option<String>
-where
-    Table: Exporter<T>,
-    Markdown: Exporter<T>,
-    Json: Exporter<T>,
-    T: MaybeCsv,
-{
-    Some(match format {
-        Format::Table => Table.export(doc),
-        Format::Markdown => Markdown.export(doc),
-        Format::Json => Json.export(doc),
-        Format::Csv => return doc.csv(),
-    })
-}
+impl Format {
+    /// Every format.
+    pub const ALL: [Format; 6] = [
+        Format::Table,
+        Format::Markdown,
+        Format::Csv,
+        Format::Json,
+        Format::Prometheus,
+        Format::Html,
+    ];
 
-/// Documents with a CSV form say so; the others have none.
-pub trait MaybeCsv {
-    /// The CSV form, if the document has one.
-    fn csv(&self) -> Option<String> {
-        None
+    /// The name a command line gives it (`--format markdown`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Markdown => "markdown",
+            Format::Csv => "csv",
+            Format::Json => "json",
+            Format::Prometheus => "prometheus",
+            Format::Html => "html",
+        }
     }
 }
 
-impl MaybeCsv for Comparison {
-    fn csv(&self) -> Option<String> {
-        Some(Csv.export(self))
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Format, String> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+                format!("{s}: one of {}", names.join(", "))
+            })
     }
 }
-impl MaybeCsv for results::lock::LockResult {}
-impl MaybeCsv for results::pg::PgResult {}
-impl MaybeCsv for results::latency::LatencyResult {}
-impl MaybeCsv for results::net::NetResult {}
-impl MaybeCsv for results::sim::SimResult {}
+
+/// How the text formats lay a document out: colour and the width to wrap in (the table format; the others
+/// ignore it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Colour or not.
+    pub style: Style,
+    /// Columns to lay text out in.
+    pub width: usize,
+}
+
+impl Default for Layout {
+    /// No colour, 80 columns.
+    fn default() -> Layout {
+        Layout {
+            style: Style { color: false },
+            width: 80,
+        }
+    }
+}
+
+/// A document some formats apply to: its text in `format`, or None where the format does not apply.
+pub trait Export {
+    /// The formats this document has.
+    const FORMATS: &'static [Format];
+
+    /// The document in `format`, laid out by `layout`; None when the format is not in [`Export::FORMATS`].
+    fn export(&self, format: Format, layout: &Layout) -> Option<String>;
+}
+
+/// `doc` in `format`; None when the format does not apply to it (CSV of a bench result). The one path
+/// from a command's result to its output.
+pub fn export<T: Export>(format: Format, layout: &Layout, doc: &T) -> Option<String> {
+    doc.export(format, layout)
+}
+
+/// The exporter of a format, laid out by `layout` where the format has a layout.
+macro_rules! exporter {
+    (Table, $l:expr) => {
+        Table(*$l)
+    };
+    ($f:ident, $l:expr) => {{
+        let _ = $l;
+        $f
+    }};
+}
+
+/// Implements [`Export`] for a document type over the formats listed, each rendered by its exporter.
+macro_rules! exports {
+    ($t:ty: $($f:ident),+) => {
+        impl Export for $t {
+            const FORMATS: &'static [Format] = &[$(Format::$f),+];
+
+            fn export(&self, format: Format, layout: &Layout) -> Option<String> {
+                $(if format == Format::$f {
+                    return Some(exporter!($f, layout).export(self));
+                })+
+                None
+            }
+        }
+    };
+}
+
+exports!(Comparison: Table, Markdown, Csv, Json);
+exports!(LockResult: Table, Markdown, Json);
+exports!(PgResult: Table, Markdown, Json);
+exports!(LatencyResult: Table, Markdown, Json);
+exports!(NetResult: Table, Markdown, Json);
+exports!(SimResult: Table, Markdown, Json);
+exports!(results::host::Audit: Table, Json, Prometheus);
+exports!(CheckDoc: Table, Json);
+exports!(HugepagesDoc: Table, Json);
+exports!(Fleet: Table, Markdown, Json, Html);
+exports!(Page: Html);
+exports!(DiagnoseResult: Table, Markdown, Json, Prometheus);
 
 pub(crate) fn show(v: f64, metric: &str) -> String {
     match Metric::named(metric).map(|m| m.unit) {
-        Some(Unit::Rate) => crate::lock_table::rate(v),
-        Some(Unit::Ns) => crate::lock_table::ns(v),
+        Some(Unit::Rate) => stats::fmt::rate(v),
+        Some(Unit::Ns) => stats::fmt::ns(v),
         _ => sig3(v),
     }
 }
@@ -200,35 +297,26 @@ mod tests {
             ..Options::default()
         };
         let c = run(&docs, &opts).unwrap();
+        let l = Layout::default();
         for (name, format) in [
             ("table", Format::Table),
             ("markdown", Format::Markdown),
             ("csv", Format::Csv),
         ] {
-            insta::assert_snapshot!(format!("compare-{name}"), export(format, &c).unwrap());
+            insta::assert_snapshot!(format!("compare-{name}"), export(format, &l, &c).unwrap());
         }
-        assert!(export(Format::Json, &c).unwrap().contains("\"welch_p\""));
+        assert!(export(Format::Json, &l, &c)
+            .unwrap()
+            .contains("\"welch_p\""));
+        assert_eq!(export(Format::Prometheus, &l, &c), None);
         // A bench result has no CSV form.
         let Document::Lock(r) = &docs[0].1 else {
             panic!("a lock result")
         };
-        assert_eq!(export(Format::Csv, r), None);
+        assert_eq!(export(Format::Csv, &l, r), None);
         assert_eq!(
-            export(Format::Table, r).unwrap(),
+            export(Format::Table, &l, r).unwrap(),
             crate::lock_table::render(r)
         );
-    }
-
-    /// The fleet's Markdown and HTML exporters are its section renderers, on a fixture host's audit.
-    #[test]
-    fn fleet_in_markdown_and_html() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/linux-7.0-lazy-debugfs");
-        let audit = hostfacts::audit(&hostfacts::Host::at(root), &[]);
-        let f = crate::fleet::of_audits(&[("a.json", &audit)]);
-        let html = Html.export(&f);
-        assert_eq!(html, crate::fleet_table::html(&f));
-        assert!(html.contains('<'), "{html}");
-        assert_eq!(Markdown.export(&f), crate::fleet_table::markdown(&f));
     }
 }

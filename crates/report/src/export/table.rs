@@ -1,18 +1,50 @@
-//! Aligned text: the comparison, and every bench and sim result (their tables in `*_table`).
+//! Aligned text: the comparison, every bench and sim result, the audit, the check, the hugepages plans and
+//! the fleet (their tables in `*_table`, `check`, `hugepages`).
 
+use results::check::CheckDoc;
+use results::diagnose::DiagnoseResult;
+use results::hugepages::HugepagesDoc;
 use results::latency::LatencyResult;
 use results::lock::LockResult;
 use results::net::NetResult;
 use results::pg::PgResult;
 use results::sim::SimResult;
 
-use super::{cells_of, header, Exporter};
+use super::{cells_of, header, Exporter, Layout};
 use crate::compare::Comparison;
 use crate::markup::{columns, Align};
+use results::host::fleet::Fleet;
 
-/// The text table exporter.
+/// The text table exporter, laid out in its [`Layout`] (colour and width, where a document has them).
 #[derive(Debug, Clone, Copy)]
-pub struct Table;
+pub struct Table(pub Layout);
+
+impl Exporter<results::host::Audit> for Table {
+    fn export(&self, a: &results::host::Audit) -> String {
+        crate::audit_table::render(a, self.0.style, self.0.width)
+    }
+}
+
+impl Exporter<CheckDoc> for Table {
+    fn export(&self, d: &CheckDoc) -> String {
+        crate::check::render(d, self.0.style, self.0.width)
+    }
+}
+
+impl Exporter<HugepagesDoc> for Table {
+    fn export(&self, d: &HugepagesDoc) -> String {
+        d.plans
+            .iter()
+            .map(|s| crate::hugepages::render_sized(s, self.0.style, self.0.width))
+            .collect()
+    }
+}
+
+impl Exporter<Fleet> for Table {
+    fn export(&self, f: &Fleet) -> String {
+        crate::fleet_table::render(f, self.0.style, self.0.width)
+    }
+}
 
 impl Exporter<Comparison> for Table {
     fn export(&self, c: &Comparison) -> String {
@@ -47,6 +79,12 @@ impl Exporter<NetResult> for Table {
 impl Exporter<SimResult> for Table {
     fn export(&self, r: &SimResult) -> String {
         crate::sim_table::render(r, false)
+    }
+}
+
+impl Exporter<DiagnoseResult> for Table {
+    fn export(&self, r: &DiagnoseResult) -> String {
+        crate::diagnose_table::render(r, self.0.style, self.0.width)
     }
 }
 

@@ -5,7 +5,7 @@
 //! sleeper when no spinner is around and no wake is in flight (`WAKING`). The defaults are shmlock's
 //! constants.
 
-use lockparams::adaptive::{PARK_TIMEOUT_MAX, PARK_TIMEOUT_MIN, SLOTS, SPIN_BUDGET};
+use lockparams::adaptive::SLOTS;
 
 use crate::event::Ev;
 use crate::sim::Sim;
@@ -14,12 +14,6 @@ use crate::LockKind;
 
 /// `adaptive`: spinner slots in the lock (shmlock's `SLOTS`); the cap is the smaller of this and the CPUs.
 pub const ADAPTIVE_SLOTS: u32 = SLOTS as u32;
-/// The default `adaptive_spin_ns` (shmlock's `SPIN_BUDGET`).
-pub(crate) const SPIN_NS: u64 = SPIN_BUDGET.as_nanos() as u64;
-/// The default `adaptive_park_min_ns` (shmlock's `PARK_TIMEOUT_MIN`).
-pub(crate) const PARK_MIN_NS: u64 = PARK_TIMEOUT_MIN.as_nanos() as u64;
-/// The default `adaptive_park_max_ns` (shmlock's `PARK_TIMEOUT_MAX`).
-pub(crate) const PARK_MAX_NS: u64 = PARK_TIMEOUT_MAX.as_nanos() as u64;
 
 impl Sim {
     /// The lock is taken: spin only while the holder may be running (not queued on this very CPU), no
@@ -146,6 +140,9 @@ mod tests {
                 workers: 128,
                 spin_ns: 300,
                 wakeup_preempt_after_ns: Some(0),
+                // The backends' own long runs, with no client threads to share the CPUs.
+                txn_client_threads: Some(0),
+                stmt_ns: 185_000,
                 adaptive_rseq,
                 duration_ns: 200_000_000,
                 warmup_ns: 20_000_000,

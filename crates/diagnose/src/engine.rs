@@ -1,0 +1,577 @@
+//! The window: open the events, follow the processes, read the rings and /proc second by second, judge.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use hostfacts::postgres::PgInstance;
+use hostfacts::{Audit, Host};
+use results::diagnose::{
+    ByType, Context, DiagnoseResult, FunctionShare, InstanceDiagnosis, Rates, Segment, Spec,
+    Totals, Unmeasured, Waits,
+};
+use results::Envelope;
+
+use crate::perf::{self, Event, Ring};
+use crate::procs::{self, Reaped};
+use crate::symbols::{self, UserResolver};
+use crate::track::{Inst, State};
+use crate::waits;
+use crate::{DiagnoseError, Options};
+
+/// Top functions kept in the result.
+const TOP_FUNCTIONS: usize = 20;
+
+/// The CPUs online (`/sys/devices/system/cpu/online`, e.g. `0-3,6`).
+fn online_cpus() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut out = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+            out.extend(a..=b);
+        }
+    }
+    if out.is_empty() {
+        // SAFETY: sysconf has no preconditions.
+        let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        out.extend(0..n.max(1) as usize);
+    }
+    out
+}
+
+/// Picks the instances to observe; errors for a `--pid` that is no postmaster and a `--pg` that is no
+/// local instance.
+fn select<'a>(audit: &'a Audit, opts: &Options) -> Result<Vec<&'a PgInstance>, DiagnoseError> {
+    let mut out: Vec<&PgInstance> = Vec::new();
+    for &pid in &opts.pids {
+        match audit.instances.iter().find(|i| i.postmaster_pid == pid) {
+            Some(i) => out.push(i),
+            None => return Err(not_a_postmaster(pid, audit)),
+        }
+    }
+    if let Some(s) = audit.unmatched_servers.first() {
+        return Err(DiagnoseError::Remote { dsn: s.dsn.clone() });
+    }
+    for i in audit.instances.iter().filter(|i| i.server.is_some()) {
+        if !out.iter().any(|o| o.postmaster_pid == i.postmaster_pid) {
+            out.push(i);
+        }
+    }
+    if opts.pids.is_empty() && opts.dsns.is_empty() {
+        out = audit.instances.iter().collect();
+    }
+    if out.is_empty() {
+        return Err(DiagnoseError::NoInstance);
+    }
+    Ok(out)
+}
+
+fn not_a_postmaster(pid: u32, audit: &Audit) -> DiagnoseError {
+    let Some((_, stat)) = procs::read(pid) else {
+        return DiagnoseError::NoSuchProcess { pid };
+    };
+    let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let what = match audit
+        .instances
+        .iter()
+        .find(|i| i.postmaster_pid == stat.ppid)
+    {
+        Some(i) => format!(
+            "it is a child of postmaster {}: pass --pid {}",
+            i.postmaster_pid, i.postmaster_pid
+        ),
+        None => format!("its name is {name:?}"),
+    };
+    DiagnoseError::NotPostmaster { pid, what }
+}
+
+fn context(audit: &Audit, inst: &PgInstance) -> Context {
+    let p = &audit.kernel.preemption;
+    let mut fix: Vec<String> = Vec::new();
+    let mut findings = Vec::new();
+    for f in audit
+        .findings
+        .iter()
+        .filter(|f| f.instance == Some(inst.postmaster_pid))
+    {
+        findings.push(format!("{} {}: {}", f.severity.as_str(), f.id, f.title));
+        for l in &f.fix {
+            if !l.starts_with("the same as") && !fix.contains(l) {
+                fix.push(l.clone());
+            }
+        }
+    }
+    Context {
+        preemption_model: p.model.as_str().to_string(),
+        preemption_decided_by: p.decided_by.clone(),
+        huge_pages: inst
+            .settings
+            .get("huge_pages")
+            .and_then(|f| f.value.clone().map(|v| format!("{v} ({})", f.source))),
+        findings,
+        fix,
+    }
+}
+
+fn new_inst(audit: &Audit, i: &PgInstance) -> Inst {
+    let pm = i.postmaster_pid;
+    let maps = std::fs::read_to_string(format!("/proc/{pm}/maps")).unwrap_or_default();
+    let mapping = hostfacts::postgres::main_mapping(&hostfacts::parse::smaps(&maps)).cloned();
+    let segment = match (&mapping, i.segment.get()) {
+        (Some(m), Some(s)) => Some(Segment {
+            mapping: m.path.clone(),
+            size_kib: (m.end - m.start) / 1024,
+            page_size_kib: s.kernel_page_size_kib,
+            on_huge_pages: s.on_huge_pages(),
+            source: format!("/proc/{pm}/maps, {}", i.segment.source),
+        }),
+        _ => None,
+    };
+    Inst {
+        pm,
+        pm_title: procs::title(pm).unwrap_or_default(),
+        seg: mapping.map(|m| (m.start, m.end)),
+        segment,
+        maps: symbols::exec_maps(&maps),
+        reaped: Reaped::default(),
+        series: Vec::new(),
+        totals: Totals::default(),
+        by_type: BTreeMap::new(),
+        funcs: HashMap::new(),
+        exited_at_s: None,
+        dsn: i.server.as_ref().map(|s| s.dsn.clone()),
+        context: context(audit, i),
+        data_dir: i.data_dir.value.clone(),
+        version: i.version.value.clone(),
+        port: i.port.value,
+    }
+}
+
+/// Opens the rings; what cannot be opened becomes an [`Unmeasured`] line.
+fn open_rings(
+    opts: &Options,
+    unmeasured: &mut Vec<Unmeasured>,
+) -> (Vec<Ring>, Option<&'static str>, bool, bool) {
+    let cpus = online_cpus();
+    // 8 MiB over all rings at most, 64 KiB..512 KiB each.
+    let per = (8usize << 20) / (3 * cpus.len().max(1));
+    let ring_bytes = per.clamp(64 << 10, 512 << 10).next_power_of_two() / 2;
+    let cfg = perf::Config {
+        cpu_clock_hz: opts.cpu_clock_hz,
+        fault_period: opts.fault_period,
+        ring_bytes: ring_bytes.max(64 << 10),
+        max_stack: 64,
+    };
+    let mut rings = Vec::new();
+    let mut first_err: [Option<String>; 3] = [None, None, None];
+    let sw = match crate::tracefs::sched_switch() {
+        Ok(s) => Some(s),
+        Err(why) => {
+            unmeasured.push(Unmeasured {
+                what: "switches while runnable (sched_switch)".into(),
+                why: format!("sched:sched_switch: {why}"),
+            });
+            None
+        }
+    };
+    let mut filter = None;
+    for &cpu in &cpus {
+        match perf::open_cpu(cpu, &cfg) {
+            Ok(r) => rings.push(r),
+            Err(e) => {
+                first_err[0].get_or_insert(perf::explain(&e));
+            }
+        }
+        match perf::open_faults(cpu, &cfg) {
+            Ok(r) => rings.push(r),
+            Err(e) => {
+                first_err[1].get_or_insert(perf::explain(&e));
+            }
+        }
+        if let Some(sw) = sw {
+            match perf::open_switch(cpu, &cfg, sw) {
+                Ok((r, f)) => {
+                    filter = f;
+                    rings.push(r)
+                }
+                Err(e) => {
+                    first_err[2].get_or_insert(perf::explain(&e));
+                }
+            }
+        }
+    }
+    let names = [
+        "on-CPU samples (cpu-clock)",
+        "page-fault samples (page-faults-min)",
+        "switches while runnable (sched_switch)",
+    ];
+    for (k, e) in first_err.iter().enumerate() {
+        if let Some(why) = e {
+            unmeasured.push(Unmeasured {
+                what: names[k].into(),
+                why: why.clone(),
+            });
+        }
+    }
+    let cpu_ok = rings.iter().any(|r| r.kind == perf::Kind::Cpu);
+    let sw_ok = rings.iter().any(|r| r.kind == perf::Kind::Switch);
+    (rings, filter, cpu_ok, sw_ok)
+}
+
+fn poll(rings: &[Ring], timeout: Duration) {
+    let mut fds: Vec<libc::pollfd> = rings
+        .iter()
+        .map(|r| libc::pollfd {
+            fd: r.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: fds is a valid array of pollfd of the given length for the duration of the call.
+    unsafe {
+        libc::poll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            timeout.as_millis().min(1000) as i32,
+        )
+    };
+}
+
+/// Observes the instances for the window and judges them. `stop` ends the window early (the result is
+/// then marked interrupted); `progress` gets the seconds observed so far (0 when the window opens). `envelope` is the result's,
+/// filled by the caller (`kind` is set here).
+pub fn run(
+    opts: &Options,
+    envelope: Envelope,
+    stop: &dyn Fn() -> bool,
+    progress: &mut dyn FnMut(f64),
+) -> Result<DiagnoseResult, DiagnoseError> {
+    Ok(prepare(opts, envelope)?.observe(stop, progress))
+}
+
+/// A diagnosis ready to observe: connected, instances chosen, events open (not yet enabled). Preparing
+/// reads the audit and the symbol tables, which takes a while on a slow machine; a caller that wants the
+/// window to match a measured run (`bench pg --diagnose`) prepares first and observes during the run.
+pub struct Prepared {
+    opts: Options,
+    envelope: Envelope,
+    state: State,
+    rings: Vec<Ring>,
+    filter: Option<&'static str>,
+    cpu_ok: bool,
+    sw_ok: bool,
+    unmeasured: Vec<Unmeasured>,
+    servers: Vec<hostfacts::pgquery::ServerInfo>,
+    clients: Vec<postgres::Client>,
+}
+
+/// Prepares a diagnosis (see [`Prepared`]); errors as [`run`].
+pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, DiagnoseError> {
+    opts.check()?;
+    envelope.kind = "diagnose".into();
+    // Connect first and keep the sessions: their backends are how servers are matched to instances.
+    let mut clients = Vec::new();
+    let mut servers = Vec::new();
+    for dsn in &opts.dsns {
+        let (info, client) = hostfacts::pgquery::query(dsn)?;
+        servers.push(info);
+        clients.push(client);
+    }
+    let audit = hostfacts::audit(&Host::live(), &servers);
+    let chosen = select(&audit, opts)?;
+    let mut unmeasured = Vec::new();
+    let kallsyms = match std::fs::read_to_string("/proc/kallsyms") {
+        Ok(t) => symbols::kallsyms(&t),
+        Err(_) => None,
+    };
+    if kallsyms.is_none() {
+        unmeasured.push(Unmeasured {
+            what:
+                "kernel frames by name (page-fault and scheduler shares, how switches came about)"
+                    .into(),
+            why: "/proc/kallsyms shows no addresses (needs root, or kernel.kptr_restrict < 2)"
+                .into(),
+        });
+    }
+    let insts: Vec<Inst> = chosen.iter().map(|i| new_inst(&audit, i)).collect();
+    let state = State {
+        insts,
+        procs: HashMap::new(),
+        exclude: servers.iter().map(|s| s.backend_pid).collect(),
+        foreign: HashSet::new(),
+        kallsyms,
+        resolver: UserResolver::default(),
+        fault_period: opts.fault_period,
+        t0_ns: 0,
+        lost: 0,
+    };
+    let (rings, filter, cpu_ok, sw_ok) = open_rings(opts, &mut unmeasured);
+    Ok(Prepared {
+        opts: opts.clone(),
+        envelope,
+        state,
+        rings,
+        filter,
+        cpu_ok,
+        sw_ok,
+        unmeasured,
+        servers,
+        clients,
+    })
+}
+
+impl Prepared {
+    /// Observes for the window (or until `stop`), then judges.
+    pub fn observe(self, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) -> DiagnoseResult {
+        observe(self, stop, progress)
+    }
+}
+
+fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) -> DiagnoseResult {
+    let Prepared {
+        opts,
+        mut envelope,
+        mut state,
+        mut rings,
+        filter,
+        cpu_ok,
+        sw_ok,
+        unmeasured,
+        servers,
+        clients,
+    } = p;
+    let opts = &opts;
+
+    // Wait-event samplers, one thread per --pg server matched to an observed instance.
+    let t0 = Instant::now();
+    let stop_waits = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<(usize, waits::Read)>();
+    let mut threads = Vec::new();
+    for (info, client) in servers.iter().zip(clients) {
+        let Some(k) = state
+            .insts
+            .iter()
+            .position(|i| i.dsn.as_deref() == Some(info.dsn.as_str()))
+        else {
+            continue;
+        };
+        let (stop, tx) = (stop_waits.clone(), tx.clone());
+        let interval = opts.wait_interval;
+        let (itx, irx) = mpsc::channel();
+        let h = std::thread::spawn(move || waits::sample(client, t0, interval, stop, itx));
+        let fwd = std::thread::spawn(move || {
+            for r in irx {
+                if tx.send((k, r)).is_err() {
+                    break;
+                }
+            }
+        });
+        threads.push((k, info.dsn.clone(), h, fwd));
+    }
+    drop(tx);
+
+    state.t0_ns = perf::monotonic_ns();
+    state.baseline();
+    for r in rings.iter_mut() {
+        let _ = r.enable();
+    }
+    progress(0.0);
+    let mut events = Vec::new();
+    let mut next_second = 1usize;
+    let mut interrupted = false;
+    loop {
+        let elapsed = t0.elapsed();
+        let boundary = Duration::from_secs(next_second as u64);
+        if elapsed < boundary {
+            poll(&rings, (boundary - elapsed).min(Duration::from_millis(100)));
+        }
+        drain(&mut rings, &mut events, &mut state);
+        if t0.elapsed() >= boundary {
+            let t_s = t0.elapsed().as_secs_f64();
+            state.scan(next_second - 1, t_s);
+            progress(t_s);
+            next_second += 1;
+            if state.insts.iter().all(|i| i.exited_at_s.is_some()) || t0.elapsed() >= opts.duration
+            {
+                break;
+            }
+        }
+        if stop() {
+            interrupted = true;
+            break;
+        }
+    }
+    for r in rings.iter_mut() {
+        let _ = r.disable();
+    }
+    drain(&mut rings, &mut events, &mut state);
+    let observed_s = t0.elapsed().as_secs_f64();
+    if interrupted {
+        state.scan(next_second - 1, observed_s);
+    }
+    drop(rings);
+    stop_waits.store(true, Ordering::Relaxed);
+    let mut ended: HashMap<usize, (String, waits::Ended)> = HashMap::new();
+    for (k, dsn, h, fwd) in threads {
+        let e = h.join().unwrap_or_default();
+        let _ = fwd.join();
+        ended.insert(k, (dsn, e));
+    }
+    let mut wait_totals: HashMap<usize, BTreeMap<String, u64>> = HashMap::new();
+    for (k, r) in rx.try_iter() {
+        let idx = (r.t_s as usize).min(state.insts[k].series.len().saturating_sub(1));
+        for (e, n) in r.events {
+            *state.insts[k]
+                .second(idx)
+                .waits
+                .entry(e.clone())
+                .or_insert(0) += n;
+            *wait_totals.entry(k).or_default().entry(e).or_insert(0) += n;
+        }
+    }
+    for (pid, p) in std::mem::take(&mut state.procs) {
+        let _ = pid;
+        let inst = p.inst;
+        state.insts[inst].fold(p);
+    }
+    envelope.interrupted = interrupted;
+    let instances = state
+        .insts
+        .into_iter()
+        .enumerate()
+        .map(|(k, inst)| {
+            let waits = ended.remove(&k).map(|(dsn, e)| {
+                finish_waits(
+                    dsn,
+                    e,
+                    wait_totals.remove(&k).unwrap_or_default(),
+                    observed_s,
+                )
+            });
+            finish(inst, waits, observed_s, state.lost, cpu_ok, sw_ok)
+        })
+        .collect();
+    DiagnoseResult {
+        envelope,
+        spec: Spec {
+            duration_s: opts.duration.as_secs_f64(),
+            observed_s,
+            cpu_clock_hz: opts.cpu_clock_hz,
+            fault_period: opts.fault_period,
+            pids: opts.pids.clone(),
+            dsns: opts
+                .dsns
+                .iter()
+                .map(|d| hostfacts::pgquery::redact(d))
+                .collect(),
+            wait_sample_interval_s: opts.wait_interval.as_secs_f64(),
+            sched_switch_filter: filter.map(str::to_string),
+        },
+        unmeasured,
+        instances,
+    }
+}
+
+fn drain(rings: &mut [Ring], events: &mut Vec<Event>, state: &mut State) {
+    for r in rings.iter_mut() {
+        r.drain(events);
+    }
+    // Forks first, so a new backend's samples drained in the same pass find it.
+    events.sort_by_key(|e| !matches!(e, Event::Fork { .. }));
+    for e in events.drain(..) {
+        state.event(e);
+    }
+}
+
+fn finish_waits(
+    dsn: String,
+    e: waits::Ended,
+    totals: BTreeMap<String, u64>,
+    observed_s: f64,
+) -> Waits {
+    let mut events: Vec<(String, u64)> = totals.into_iter().collect();
+    events.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    Waits {
+        dsn,
+        reads: e.reads,
+        backends_seen: events.iter().map(|(_, n)| n).sum(),
+        events,
+        evictions_per_s: e
+            .evictions
+            .as_ref()
+            .map(|(n, _)| *n as f64 / observed_s.max(1e-9)),
+        evictions_source: e.evictions.map(|(_, s)| s),
+        note: e.note,
+    }
+}
+
+fn finish(
+    mut inst: Inst,
+    waits: Option<Waits>,
+    observed_s: f64,
+    lost: u64,
+    cpu_ok: bool,
+    sw_ok: bool,
+) -> InstanceDiagnosis {
+    let window = inst.exited_at_s.unwrap_or(observed_s).max(1e-9);
+    inst.totals.lost_records = lost;
+    let t = &inst.totals;
+    let rates = Rates {
+        segment_faults_per_s: t.segment_faults as f64 / window,
+        other_faults_per_s: t.other_faults as f64 / window,
+        minflt_per_s: t.minflt as f64 / window,
+        nivcsw_per_s: t.nivcsw as f64 / window,
+        runqueue_wait_ms_per_s: t.runqueue_wait_ms / window,
+        preempted_in_fault_per_s: t.switches.runnable_in_fault as f64 / window,
+    };
+    let total_samples = t.cpu.samples.max(1) as f64;
+    let mut funcs: Vec<FunctionShare> = inst
+        .funcs
+        .iter()
+        .map(|(f, (c, n))| FunctionShare {
+            function: f.clone(),
+            category: c.as_str().to_string(),
+            samples: *n,
+            pct: *n as f64 / total_samples * 100.0,
+        })
+        .collect();
+    funcs.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.function.cmp(&b.function)));
+    funcs.truncate(TOP_FUNCTIONS);
+    let mut by_type: Vec<ByType> = std::mem::take(&mut inst.by_type).into_values().collect();
+    by_type.sort_by(|a, b| {
+        (b.process_type == "client backend")
+            .cmp(&(a.process_type == "client backend"))
+            .then(b.cpu.samples.cmp(&a.cpu.samples))
+            .then(a.process_type.cmp(&b.process_type))
+    });
+    let facts = crate::judge::Facts {
+        model: &inst.context.preemption_model,
+        segment_page_kib: inst.segment.as_ref().map(|s| s.page_size_kib),
+        segment_faults_per_s: rates.segment_faults_per_s,
+        switches_measured: sw_ok,
+        cpu_measured: cpu_ok,
+        fix: inst.context.fix.clone(),
+    };
+    let verdict = crate::judge::verdict(&inst.totals.client_cpu, &inst.totals.switches, &facts);
+    InstanceDiagnosis {
+        postmaster_pid: inst.pm,
+        data_dir: inst.data_dir,
+        version: inst.version,
+        port: inst.port,
+        dsn: inst.dsn,
+        segment: inst.segment,
+        context: inst.context,
+        exited_at_s: inst.exited_at_s,
+        totals: inst.totals,
+        rates,
+        by_type,
+        top_functions: funcs,
+        waits,
+        series: inst.series,
+        verdict,
+    }
+}

@@ -1,0 +1,145 @@
+//! `preemptlab diagnose`: is lock-holder preemption hurting the PostgreSQL that is running now?
+//!
+//! It observes running instances for a window, read-only (it changes nothing on the host or in the
+//! database and generates no load), and measures per second, for each instance's processes:
+//! - where their CPU goes, from `cpu-clock` samples taken system-wide on every CPU (`perf`), symbolized with
+//!   the postgres binary's own symbol tables and `/proc/kallsyms`: the spinlock slow path, LWLocks, page-fault
+//!   handling, the scheduler, the top functions ([`classify`], [`symbols`]);
+//! - their minor page faults with the faulting address, split into the main shared segment and elsewhere,
+//!   against the kernel's own minflt counters;
+//! - their switches out while runnable from the `sched:sched_switch` tracepoint with kernel call chains,
+//!   and among them those with the page-fault path on the stack, split by how the switch came about
+//!   (preempted inside the kernel, at `cond_resched`, on the return to user space: [`classify::SwitchKind`]);
+//! - their involuntary and voluntary switches, run-queue wait and CPU time from /proc ([`procs`]);
+//! - with `--pg`, the wait events of active client backends and the buffer eviction rate ([`waits`]).
+//!
+//! Then it judges ([`judge`]) and attaches the audit's context and exact fix.
+//!
+//! Why system-wide sampling filtered in user space rather than per-process events: a backend that a
+//! connection starts and ends between two looks at /proc is still seen, and the number of events grows with
+//! the CPUs, not the backends. What it costs is measured by `scripts/diagnose-overhead`.
+
+pub mod classify;
+mod engine;
+pub mod judge;
+pub mod perf;
+pub mod procs;
+pub mod symbols;
+pub mod tracefs;
+mod track;
+pub mod waits;
+
+use std::time::Duration;
+
+pub use engine::{prepare, run, Prepared};
+
+/// Default cpu-clock frequency per CPU, Hz: a prime, off the timer tick's multiples, so samples do not lock
+/// step with periodic kernel work.
+pub const DEFAULT_CPU_CLOCK_HZ: u64 = 199;
+
+/// Default page-fault sampling period: one sample per this many minor faults (counts are scaled back).
+pub const DEFAULT_FAULT_PERIOD: u64 = 16;
+
+/// What to observe and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The window.
+    pub duration: Duration,
+    /// Postmaster PIDs (`--pid`); with `dsns` empty too, every instance found.
+    pub pids: Vec<u32>,
+    /// Servers to observe and sample wait events from (`--pg`).
+    pub dsns: Vec<String>,
+    /// cpu-clock frequency, Hz.
+    pub cpu_clock_hz: u64,
+    /// One fault sample per this many faults.
+    pub fault_period: u64,
+    /// Seconds between wait-event reads.
+    pub wait_interval: Duration,
+}
+
+impl Options {
+    /// The defaults for a window.
+    pub fn new(duration: Duration) -> Self {
+        Options {
+            duration,
+            pids: Vec::new(),
+            dsns: Vec::new(),
+            cpu_clock_hz: DEFAULT_CPU_CLOCK_HZ,
+            fault_period: DEFAULT_FAULT_PERIOD,
+            wait_interval: Duration::from_millis(200),
+        }
+    }
+}
+
+/// Why a diagnosis could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DiagnoseError {
+    /// `--pid` names no process.
+    #[error("{pid}: no such process; give a running postmaster's PID (the first line of DATA_DIR/postmaster.pid)")]
+    NoSuchProcess {
+        /// The PID given.
+        pid: u32,
+    },
+    /// `--pid` names a process that is not a postmaster.
+    #[error("{pid} is not a PostgreSQL postmaster ({what}); give the postmaster's PID (the first line of DATA_DIR/postmaster.pid)")]
+    NotPostmaster {
+        /// The PID given.
+        pid: u32,
+        /// What it is instead.
+        what: String,
+    },
+    /// No instance runs here.
+    #[error("no PostgreSQL instance is running on this host (diagnose observes local servers; start one, or pass --pid)")]
+    NoInstance,
+    /// A `--pg` server is not a local instance.
+    #[error("{dsn}: the server is not an instance on this host (its backend is not a child of a local postmaster); diagnose observes local servers")]
+    Remote {
+        /// The DSN without password.
+        dsn: String,
+    },
+    /// A `--pg` connection failed.
+    #[error(transparent)]
+    Query(#[from] hostfacts::pgquery::QueryError),
+    /// The window is out of range.
+    #[error("{given:?}: the window must be 1s..24h")]
+    Duration {
+        /// As given.
+        given: Duration,
+    },
+    /// A sampling parameter is out of range.
+    #[error("{what} {value}: {range}")]
+    Range {
+        /// Which.
+        what: &'static str,
+        /// The value.
+        value: u64,
+        /// Its range.
+        range: &'static str,
+    },
+}
+
+impl Options {
+    /// Checks the ranges.
+    pub fn check(&self) -> Result<(), DiagnoseError> {
+        if self.duration < Duration::from_secs(1) || self.duration > Duration::from_secs(86_400) {
+            return Err(DiagnoseError::Duration {
+                given: self.duration,
+            });
+        }
+        if !(1..=10_000).contains(&self.cpu_clock_hz) {
+            return Err(DiagnoseError::Range {
+                what: "frequency",
+                value: self.cpu_clock_hz,
+                range: "1..10000 Hz",
+            });
+        }
+        if !(1..=1_000_000).contains(&self.fault_period) {
+            return Err(DiagnoseError::Range {
+                what: "fault period",
+                value: self.fault_period,
+                range: "1..1000000",
+            });
+        }
+        Ok(())
+    }
+}

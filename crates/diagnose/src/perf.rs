@@ -1,0 +1,375 @@
+//! The perf events, opened system-wide on every online CPU (pid = -1, cpu = N; perf_event_open(2)), and
+//! their records turned into this crate's [`Event`]s.
+//!
+//! System-wide rather than per process: a backend that a connection starts and ends between two scans of
+//! /proc is sampled all the same, and the number of file descriptors grows with the CPUs, not with the
+//! backends. The instance's processes are picked out in user space (fork records name the parent).
+//!
+//! Three events per CPU, each with its own ring buffer:
+//! - `cpu-clock` at a frequency: IP, TID, time, the kernel call chain and the user chain (whose leaf is the
+//!   user instruction even when the sample hit in the kernel); with `task` on, fork and exit records too.
+//! - `page-faults-min` (minor faults, the ones /proc/PID/stat's minflt counts) every `fault_period`th
+//!   fault: TID, time and the faulting data address (PERF_SAMPLE_ADDR).
+//! - the `sched:sched_switch` tracepoint: TID, time, the raw record and the kernel call chain, filtered in
+//!   the kernel to PostgreSQL's processes (prev_comm) switched out while runnable.
+
+use std::io;
+use std::os::unix::io::AsRawFd;
+
+use perf_event::events::{Software, Tracepoint};
+use perf_event::{Builder, Clock, SampleFlag, Sampler};
+
+use crate::tracefs::SchedSwitch;
+
+/// `PERF_CONTEXT_KERNEL`: the kernel part of a call chain follows.
+const CONTEXT_KERNEL: u64 = -128i64 as u64;
+/// `PERF_CONTEXT_USER`: the user part follows.
+const CONTEXT_USER: u64 = -512i64 as u64;
+/// Any marker at or above this (`PERF_CONTEXT_MAX` = -4095) is a context marker, not an address.
+const CONTEXT_MAX: u64 = -4095i64 as u64;
+
+/// `PERF_EVENT_IOC_SET_FILTER` = _IOW('$', 6, char *) on the 64-bit architectures with the generic ioctl
+/// encoding (x86_64, arm64, riscv64, s390x).
+const IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
+
+/// A record of interest, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// An on-CPU sample.
+    Cpu {
+        /// Process.
+        pid: u32,
+        /// CLOCK_MONOTONIC, ns.
+        time_ns: u64,
+        /// Kernel frames, leaf first (empty when the sample hit in user space).
+        kernel: Vec<u64>,
+        /// The user leaf (the user instruction, or where user space entered the kernel).
+        user_leaf: Option<u64>,
+    },
+    /// A sampled minor fault.
+    Fault {
+        /// Process.
+        pid: u32,
+        /// CLOCK_MONOTONIC, ns.
+        time_ns: u64,
+        /// The faulting data address.
+        addr: u64,
+    },
+    /// A `sched_switch` of a runnable task (the kernel filter let it through).
+    Switch {
+        /// The task switched out.
+        prev_pid: u32,
+        /// Its state as recorded.
+        prev_state: i64,
+        /// CLOCK_MONOTONIC, ns.
+        time_ns: u64,
+        /// Kernel frames, leaf first.
+        kernel: Vec<u64>,
+    },
+    /// A fork: `pid` is the new process, `ppid` its parent.
+    Fork {
+        /// The child.
+        pid: u32,
+        /// The parent.
+        ppid: u32,
+        /// CLOCK_MONOTONIC, ns.
+        time_ns: u64,
+    },
+    /// A thread or process exited.
+    Exit {
+        /// Process.
+        pid: u32,
+        /// Thread.
+        tid: u32,
+    },
+    /// The kernel dropped this many records (the reader fell behind).
+    Lost(u64),
+}
+
+/// Splits a perf call chain into its kernel frames and its user leaf.
+pub fn split_chain(chain: &[u64]) -> (Vec<u64>, Option<u64>) {
+    let mut kernel = Vec::new();
+    let mut user_leaf = None;
+    let mut ctx = 0u64;
+    for &ip in chain {
+        if ip >= CONTEXT_MAX {
+            ctx = ip;
+            continue;
+        }
+        match ctx {
+            CONTEXT_KERNEL => kernel.push(ip),
+            CONTEXT_USER if user_leaf.is_none() => user_leaf = Some(ip),
+            _ => {}
+        }
+    }
+    (kernel, user_leaf)
+}
+
+/// Which of the three events a ring carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// cpu-clock.
+    Cpu,
+    /// page-faults-min.
+    Fault,
+    /// sched_switch.
+    Switch,
+}
+
+/// One event's ring on one CPU.
+pub struct Ring {
+    /// What it carries.
+    pub kind: Kind,
+    sampler: Sampler,
+    switch: Option<SchedSwitch>,
+}
+
+/// How to sample.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// cpu-clock frequency, Hz.
+    pub cpu_clock_hz: u64,
+    /// One fault sample per this many minor faults.
+    pub fault_period: u64,
+    /// Ring size per event and CPU, bytes (a power of two).
+    pub ring_bytes: usize,
+    /// Deepest call chain recorded.
+    pub max_stack: u16,
+}
+
+/// The common settings. The reader is woken only when a ring is half full (it drains every 100 ms
+/// anyway): waking it for every record cost the watched server dearly, an irq_work and a wake-up per
+/// sample (with one per byte, 27% of a reconnecting pgbench's CPU sat in perf_swevent_event at one
+/// fault sample in 4).
+fn base(builder: &mut Builder<'_>, cpu: usize, flags: SampleFlag, ring_bytes: usize) {
+    builder
+        .any_pid()
+        .one_cpu(cpu)
+        .sample(flags)
+        .clockid(Clock::MONOTONIC)
+        .exclude_kernel(false)
+        .exclude_hv(true)
+        .wakeup_watermark(ring_bytes / 2);
+}
+
+/// Opens the cpu-clock ring of one CPU.
+pub fn open_cpu(cpu: usize, c: &Config) -> io::Result<Ring> {
+    let mut b = Builder::new(Software::CPU_CLOCK);
+    base(
+        &mut b,
+        cpu,
+        SampleFlag::TID | SampleFlag::TIME | SampleFlag::IP | SampleFlag::CALLCHAIN,
+        c.ring_bytes,
+    );
+    b.sample_frequency(c.cpu_clock_hz)
+        .sample_max_stack(c.max_stack)
+        .task(true);
+    Ok(Ring {
+        kind: Kind::Cpu,
+        sampler: b.build()?.sampled(c.ring_bytes)?,
+        switch: None,
+    })
+}
+
+/// Opens the minor-fault ring of one CPU.
+pub fn open_faults(cpu: usize, c: &Config) -> io::Result<Ring> {
+    let mut b = Builder::new(Software::PAGE_FAULTS_MIN);
+    base(
+        &mut b,
+        cpu,
+        SampleFlag::TID | SampleFlag::TIME | SampleFlag::ADDR,
+        c.ring_bytes,
+    );
+    b.sample_period(c.fault_period.max(1));
+    Ok(Ring {
+        kind: Kind::Fault,
+        sampler: b.build()?.sampled(c.ring_bytes)?,
+        switch: None,
+    })
+}
+
+/// The kernel filters tried on sched_switch, most selective first: PostgreSQL's processes switched out
+/// while runnable (no TASK_REPORT state bit), then PostgreSQL's processes.
+pub const SWITCH_FILTERS: [&str; 2] = [
+    "(prev_comm == \"postgres\" || prev_comm == \"postmaster\") && !(prev_state & 255)",
+    "prev_comm == \"postgres\" || prev_comm == \"postmaster\"",
+];
+
+/// Opens the sched_switch ring of one CPU with the first filter of [`SWITCH_FILTERS`] the kernel accepts
+/// (none if it takes none); returns the filter used.
+pub fn open_switch(
+    cpu: usize,
+    c: &Config,
+    sw: SchedSwitch,
+) -> io::Result<(Ring, Option<&'static str>)> {
+    let mut b = Builder::new(Tracepoint::with_id(sw.id));
+    base(
+        &mut b,
+        cpu,
+        SampleFlag::TID | SampleFlag::TIME | SampleFlag::RAW | SampleFlag::CALLCHAIN,
+        c.ring_bytes,
+    );
+    b.sample_period(1)
+        .exclude_callchain_user(true)
+        .sample_max_stack(c.max_stack);
+    let sampler = b.build()?.sampled(c.ring_bytes)?;
+    let mut used = None;
+    for f in SWITCH_FILTERS {
+        let text = std::ffi::CString::new(f).expect("no NUL in the filters");
+        // SAFETY: the fd is a perf event this process owns; the argument is a NUL-terminated string that
+        // outlives the call (the kernel copies it).
+        let rc = unsafe { libc::ioctl(sampler.as_raw_fd(), IOC_SET_FILTER as _, text.as_ptr()) };
+        if rc == 0 {
+            used = Some(f);
+            break;
+        }
+    }
+    Ok((
+        Ring {
+            kind: Kind::Switch,
+            sampler,
+            switch: Some(sw),
+        },
+        used,
+    ))
+}
+
+impl Ring {
+    /// Starts counting.
+    pub fn enable(&mut self) -> io::Result<()> {
+        self.sampler.enable()
+    }
+
+    /// Stops counting (records already written stay readable).
+    pub fn disable(&mut self) -> io::Result<()> {
+        self.sampler.disable()
+    }
+
+    /// The fd, for poll.
+    pub fn fd(&self) -> i32 {
+        self.sampler.as_raw_fd()
+    }
+
+    /// Drains the ring into `out`; returns how many records were read.
+    pub fn drain(&mut self, out: &mut Vec<Event>) -> usize {
+        use perf_event::data::Record as R;
+        let mut n = 0;
+        let (kind, switch) = (self.kind, self.switch);
+        while let Some(rec) = self.sampler.next_record() {
+            n += 1;
+            let Ok(parsed) = rec.parse_record() else {
+                continue;
+            };
+            match parsed {
+                R::Sample(s) => {
+                    let (Some(pid), Some(time_ns)) = (s.pid(), s.time()) else {
+                        continue;
+                    };
+                    match kind {
+                        Kind::Cpu => {
+                            let (kernel, mut user_leaf) = split_chain(s.callchain().unwrap_or(&[]));
+                            if kernel.is_empty() && user_leaf.is_none() {
+                                user_leaf = s.ip();
+                            }
+                            out.push(Event::Cpu {
+                                pid,
+                                time_ns,
+                                kernel,
+                                user_leaf,
+                            });
+                        }
+                        Kind::Fault => {
+                            if let Some(addr) = s.addr() {
+                                out.push(Event::Fault { pid, time_ns, addr });
+                            }
+                        }
+                        Kind::Switch => {
+                            let (Some(sw), Some(raw)) = (switch, s.raw()) else {
+                                continue;
+                            };
+                            let (Some(prev_pid), Some(prev_state)) =
+                                (sw.prev_pid.read(raw), sw.prev_state.read(raw))
+                            else {
+                                continue;
+                            };
+                            let (kernel, _) = split_chain(s.callchain().unwrap_or(&[]));
+                            out.push(Event::Switch {
+                                prev_pid: prev_pid as u32,
+                                prev_state,
+                                time_ns,
+                                kernel,
+                            });
+                        }
+                    }
+                }
+                R::Fork(f) => out.push(Event::Fork {
+                    pid: f.pid,
+                    ppid: f.ppid,
+                    time_ns: f.time,
+                }),
+                R::Exit(e) => out.push(Event::Exit {
+                    pid: e.pid,
+                    tid: e.tid,
+                }),
+                R::Lost(l) => out.push(Event::Lost(l.lost)),
+                _ => {}
+            }
+        }
+        n
+    }
+}
+
+/// CLOCK_MONOTONIC now, ns (the clock the rings stamp records with).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to write; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Why perf_event_open failed, in words an operator can act on.
+pub fn explain(err: &io::Error) -> String {
+    match err.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "?".into());
+            format!(
+                "perf_event_open: {err} (system-wide events need root or CAP_PERFMON; kernel.perf_event_paranoid is {paranoid})"
+            )
+        }
+        Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => {
+            format!("perf_event_open: {err} (this kernel or VM does not offer the event)")
+        }
+        Some(libc::EMFILE) => {
+            format!("perf_event_open: {err} (raise the open-file limit: ulimit -n)")
+        }
+        _ => format!("perf_event_open: {err}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chains_split() {
+        let chain = [
+            CONTEXT_KERNEL,
+            0xffff_0001,
+            0xffff_0002,
+            CONTEXT_USER,
+            0x401000,
+            0x402000,
+        ];
+        assert_eq!(
+            split_chain(&chain),
+            (vec![0xffff_0001, 0xffff_0002], Some(0x401000))
+        );
+        assert_eq!(split_chain(&[CONTEXT_USER, 0x5]), (vec![], Some(0x5)));
+        assert_eq!(split_chain(&[]), (vec![], None));
+    }
+}

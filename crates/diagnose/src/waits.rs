@@ -1,0 +1,130 @@
+//! Wait events of a server's active client backends, sampled over one read-only connection (`--pg`), and
+//! its buffer eviction counter at both ends of the window.
+//!
+//! `pg_stat_activity.wait_event` shows `SpinDelay` only while a backend sleeps in the spin back-off, never
+//! while it spins (an on-CPU spinner shows no wait event, counted here as `CPU`); that is why the on-CPU
+//! samples, not this, carry the verdict. Evictions: `pg_stat_io.evictions` (PostgreSQL 16+); before 16 the
+//! nearest counter is `pg_stat_bgwriter.buffers_alloc` (buffers allocated), and the result says which.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One read of pg_stat_activity.
+#[derive(Debug, Clone, Default)]
+pub struct Read {
+    /// Seconds since the window opened.
+    pub t_s: f64,
+    /// `type:event` (or `CPU`) of each active client backend.
+    pub events: BTreeMap<String, u64>,
+}
+
+/// What the sampler ends with.
+#[derive(Debug, Clone, Default)]
+pub struct Ended {
+    /// Reads taken.
+    pub reads: u64,
+    /// Evictions (or allocations) over the window, and the counter's name.
+    pub evictions: Option<(u64, String)>,
+    /// Why something is missing.
+    pub note: Option<String>,
+}
+
+const ACTIVITY: &str = "SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') \
+     FROM pg_stat_activity WHERE state = 'active' AND backend_type = 'client backend' \
+     AND pid <> pg_backend_pid()";
+
+fn eviction_query(version_num: i64) -> (&'static str, &'static str) {
+    if version_num >= 160000 {
+        (
+            "SELECT coalesce(sum(evictions), 0)::bigint FROM pg_stat_io",
+            "pg_stat_io.evictions",
+        )
+    } else {
+        (
+            "SELECT buffers_alloc FROM pg_stat_bgwriter",
+            "pg_stat_bgwriter.buffers_alloc (buffers allocated; pg_stat_io.evictions needs PostgreSQL 16)",
+        )
+    }
+}
+
+fn counter(client: &mut postgres::Client, sql: &str) -> Option<u64> {
+    client
+        .query_one(sql, &[])
+        .ok()
+        .and_then(|r| r.try_get::<_, i64>(0).ok())
+        .map(|v| v.max(0) as u64)
+}
+
+/// Samples every `interval` until `stop` is set, sending each read; returns the totals. Runs on its own
+/// thread (the client blocks).
+pub fn sample(
+    mut client: postgres::Client,
+    t0: Instant,
+    interval: Duration,
+    stop: Arc<AtomicBool>,
+    tx: mpsc::Sender<Read>,
+) -> Ended {
+    let mut ended = Ended::default();
+    let version: i64 = client
+        .query_one("SELECT current_setting('server_version_num')::int", &[])
+        .ok()
+        .and_then(|r| r.try_get::<_, i32>(0).ok())
+        .map(i64::from)
+        .unwrap_or(0);
+    let (sql, name) = eviction_query(version);
+    let before = counter(&mut client, sql);
+    let mut next = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        match client.query(ACTIVITY, &[]) {
+            Ok(rows) => {
+                let mut events = BTreeMap::new();
+                for r in rows {
+                    let e: String = r.get(0);
+                    *events.entry(e).or_insert(0) += 1;
+                }
+                ended.reads += 1;
+                let _ = tx.send(Read {
+                    t_s: t0.elapsed().as_secs_f64(),
+                    events,
+                });
+            }
+            Err(e) => {
+                ended.note = Some(format!("pg_stat_activity: {e}"));
+                break;
+            }
+        }
+        next += interval;
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else {
+            next = now;
+        }
+    }
+    let after = counter(&mut client, sql);
+    ended.evictions = match (before, after) {
+        (Some(b), Some(a)) => Some((a.saturating_sub(b), name.to_string())),
+        _ => {
+            ended
+                .note
+                .get_or_insert_with(|| format!("{name}: not readable"));
+            None
+        }
+    };
+    ended
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn eviction_counter_by_version() {
+        assert_eq!(
+            super::eviction_query(150008).1.split(' ').next(),
+            Some("pg_stat_bgwriter.buffers_alloc")
+        );
+        assert_eq!(super::eviction_query(160000).1, "pg_stat_io.evictions");
+    }
+}

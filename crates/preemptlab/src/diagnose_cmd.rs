@@ -1,0 +1,115 @@
+//! `preemptlab diagnose`: the options checked, the window observed by the `diagnose` crate, the result
+//! printed and written. A stop signal ends the window early; what was measured is still printed and
+//! written, marked interrupted, and the exit code is the signal's.
+
+use std::io::IsTerminal;
+
+use anyhow::{anyhow, Result};
+use report::export::Format;
+
+use crate::cli::DiagnoseArgs;
+use crate::term;
+
+pub fn run(args: DiagnoseArgs) -> Result<i32> {
+    match diagnose(&args) {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            // As the audit: a timer's textfile says the run failed rather than keeping old numbers.
+            if let (Format::Prometheus, Some(path)) = (args.format, &args.out) {
+                if osutil::output::check_publishable(path).is_ok() {
+                    let text = report::diagnose_prom::render_failure(
+                        env!("CARGO_PKG_VERSION"),
+                        lab::result::unix_now(),
+                    );
+                    if let Err(w) = osutil::output::publish(path, &text) {
+                        osutil::msg!("preemptlab: {w}");
+                    }
+                }
+            }
+            Err(e)
+        }
+    }
+}
+
+fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
+    let duration =
+        hostfacts::parse::duration(&args.duration).map_err(|e| anyhow!("--duration {e}"))?;
+    let mut opts = diagnose::Options::new(duration);
+    opts.pids = args.pid.clone();
+    opts.dsns = args.pg.clone();
+    opts.cpu_clock_hz = args.frequency;
+    opts.fault_period = args.fault_period;
+    opts.check().map_err(|e| match e {
+        diagnose::DiagnoseError::Duration { .. } => {
+            anyhow!("--duration {}: the window must be 1s..24h", args.duration)
+        }
+        diagnose::DiagnoseError::Range {
+            what: "frequency", ..
+        } => anyhow!("--{e}"),
+        e => anyhow!(
+            "--{}",
+            e.to_string().replace("fault period", "fault-period")
+        ),
+    })?;
+    if let Some(path) = &args.out {
+        osutil::output::check_publishable(path).map_err(|e| anyhow!("--out {e}"))?;
+    }
+    osutil::stop::install_signal_flag()?;
+    let show = !args.quiet && std::io::stderr().is_terminal();
+    let total = duration.as_secs_f64();
+    let mut progress = |t: f64| {
+        if t == 0.0 && !args.quiet {
+            // Said once the events are open, so that a script can start its load on it.
+            osutil::msg!("preemptlab diagnose: observing for {total:.0} s");
+        } else if show {
+            // A closed stderr drops the line (as osutil::msg! does), never the run.
+            use std::io::Write;
+            let _ = write!(
+                std::io::stderr().lock(),
+                "\rpreemptlab diagnose: {t:.0}/{total:.0} s observed"
+            );
+        }
+    };
+    let res = diagnose::run(
+        &opts,
+        lab::result::envelope("diagnose"),
+        &osutil::stop::interrupted,
+        &mut progress,
+    )
+    .map_err(|e| match &e {
+        diagnose::DiagnoseError::NoSuchProcess { .. }
+        | diagnose::DiagnoseError::NotPostmaster { .. } => anyhow!("--pid {e}"),
+        diagnose::DiagnoseError::Query(_) | diagnose::DiagnoseError::Remote { .. } => {
+            anyhow!("--pg {e}")
+        }
+        _ => anyhow!(e),
+    })?;
+    if show {
+        osutil::msg!();
+    }
+    for u in &res.unmeasured {
+        osutil::msg!("preemptlab: not measured: {}: {}", u.what, u.why);
+    }
+    let text = term::render(args.format, Some(&args.color), &res)?;
+    term::stdout(&text)?;
+    if let Some(path) = &args.out {
+        // As the audit: the file holds the format asked for, JSON for --format table.
+        let file_text = match args.format {
+            Format::Table => term::render(Format::Json, None, &res)?,
+            _ => text,
+        };
+        osutil::output::publish(path, &file_text)?;
+    }
+    if res.envelope.interrupted {
+        osutil::msg!("preemptlab: interrupted; the result covers the window observed so far");
+        return Ok(osutil::stop::interrupted_exit_code());
+    }
+    for i in res.instances.iter().filter(|i| i.exited_at_s.is_some()) {
+        osutil::msg!(
+            "preemptlab: instance {} exited during the window: a partial result",
+            i.postmaster_pid
+        );
+    }
+    let fail = args.fail_on.is_some_and(|f| f.fails(&res));
+    Ok(if fail { 1 } else { 0 })
+}

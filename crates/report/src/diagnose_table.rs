@@ -1,0 +1,383 @@
+//! A diagnosis as text: per instance, where the client backends' CPU went, the page faults on the
+//! segment against the kernel's counters, the scheduling counts, the wait events, the verdict and the fix.
+
+use results::diagnose::{Categories, DiagnoseResult, InstanceDiagnosis, Symptom};
+
+use crate::markup::{columns, field, wrap, Align, Style};
+use stats::fmt::rate;
+use stats::fmt::sig3;
+
+fn pct(part: u64, of: u64) -> String {
+    if of == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}%", part as f64 / of as f64 * 100.0)
+    }
+}
+
+fn kib(k: u64) -> String {
+    if k >= 1 << 20 {
+        format!("{} GiB", sig3(k as f64 / (1u64 << 20) as f64))
+    } else if k >= 1024 {
+        format!("{} MiB", sig3(k as f64 / 1024.0))
+    } else {
+        format!("{k} KiB")
+    }
+}
+
+fn page(k: u64) -> String {
+    match k {
+        4 => "4 KB".into(),
+        2048 => "2 MB".into(),
+        1048576 => "1 GB".into(),
+        k => format!("{k} KB"),
+    }
+}
+
+fn categories(c: &Categories) -> Vec<Vec<String>> {
+    [
+        ("spinlock slow path", c.spinlock),
+        ("LWLock", c.lwlock),
+        ("page-fault handling", c.page_fault),
+        ("scheduler", c.scheduler),
+        ("other kernel", c.kernel_other),
+        ("other user space", c.user_other),
+    ]
+    .iter()
+    .map(|(n, v)| vec![n.to_string(), pct(*v, c.samples), v.to_string()])
+    .collect()
+}
+
+fn symptom(s: Symptom, st: Style) -> String {
+    match s {
+        Symptom::Present => st.red("PRESENT"),
+        Symptom::NotPresent => st.green("not present"),
+        Symptom::CantTell => st.yellow("can't tell"),
+    }
+}
+
+fn instance(o: &mut String, i: &InstanceDiagnosis, window_s: f64, st: Style, width: usize) {
+    let mut head = format!("Instance {}", i.postmaster_pid);
+    let mut what = Vec::new();
+    if let Some(v) = &i.version {
+        what.push(format!("PostgreSQL {v}"));
+    }
+    if let Some(d) = &i.data_dir {
+        what.push(d.clone());
+    }
+    if let Some(p) = i.port {
+        what.push(format!("port {p}"));
+    }
+    if !what.is_empty() {
+        head.push_str(&format!(" ({})", what.join(", ")));
+    }
+    o.push_str(&st.bold(&wrap(&head, width, 0, 2)));
+    o.push('\n');
+    if let Some(t) = i.exited_at_s {
+        o.push_str(&field(
+            "partial",
+            &format!("the postmaster exited {t:.1} s into the window; the counts stop there"),
+            width,
+        ));
+    }
+    match &i.segment {
+        Some(s) => o.push_str(&field(
+            "segment",
+            &format!(
+                "{} {} on {} pages{}",
+                s.mapping,
+                kib(s.size_kib),
+                page(s.page_size_kib),
+                if s.on_huge_pages {
+                    ""
+                } else {
+                    " (not huge pages)"
+                }
+            ),
+            width,
+        )),
+        None => o.push_str(&field("segment", "not found", width)),
+    }
+    if let Some(h) = &i.context.huge_pages {
+        o.push_str(&field("huge_pages", h, width));
+    }
+    let t = &i.totals;
+    o.push_str(&field(
+        "processes",
+        &format!(
+            "{} seen, {} started during the window",
+            t.processes_seen, t.processes_started
+        ),
+        width,
+    ));
+    o.push('\n');
+
+    o.push_str(&format!(
+        "  Where client backends' CPU went ({} on-CPU samples)\n",
+        t.client_cpu.samples
+    ));
+    o.push_str(&columns(
+        &["", "share", "samples"],
+        &[Align::Left, Align::Right, Align::Right],
+        &categories(&t.client_cpu),
+        4,
+        width,
+    ));
+    let v = &i.verdict;
+    o.push_str(&format!(
+        "    spinlock share 95% interval {:.1}..{:.1}%\n",
+        v.spinlock_share.lo_pct, v.spinlock_share.hi_pct
+    ));
+    if !i.top_functions.is_empty() {
+        o.push_str(&format!(
+            "\n  Top functions (every process, {} samples)\n",
+            t.cpu.samples
+        ));
+        let rows: Vec<Vec<String>> = i
+            .top_functions
+            .iter()
+            .take(10)
+            .map(|f| {
+                vec![
+                    format!("{:.1}%", f.pct),
+                    f.function.clone(),
+                    f.category.replace('_', " "),
+                ]
+            })
+            .collect();
+        o.push_str(&columns(
+            &["share", "function", "category"],
+            &[Align::Right, Align::Left, Align::Left],
+            &rows,
+            4,
+            width,
+        ));
+    }
+    let r = &i.rates;
+    o.push_str("\n  Page faults\n");
+    o.push_str(&columns(
+        &["", "per s", "total"],
+        &[Align::Left, Align::Right, Align::Right],
+        &[
+            vec![
+                "in the shared segment".into(),
+                rate(r.segment_faults_per_s),
+                t.segment_faults.to_string(),
+            ],
+            vec![
+                "elsewhere".into(),
+                rate(r.other_faults_per_s),
+                t.other_faults.to_string(),
+            ],
+            vec![
+                "minor faults, kernel counters".into(),
+                rate(r.minflt_per_s),
+                t.minflt.to_string(),
+            ],
+        ],
+        4,
+        width,
+    ));
+    o.push_str(&format!(
+        "    {}\n",
+        wrap(
+            &format!(
+                "{} fault samples (sampled faults x period); kernel counters from /proc/PID/stat",
+                t.fault_samples
+            ),
+            width,
+            4,
+            4
+        )
+    ));
+    let s = &t.switches;
+    o.push_str("\n  Scheduling\n");
+    o.push_str(&field(
+        "involuntary",
+        &format!(
+            "{}/s switches (voluntary {}/s); run-queue wait {} ms/s; CPU {} ms/s",
+            rate(r.nivcsw_per_s),
+            rate(t.nvcsw as f64 / window_s.max(1e-9)),
+            sig3(r.runqueue_wait_ms_per_s),
+            sig3(t.cpu_ms / window_s.max(1e-9))
+        ),
+        width,
+    ));
+    o.push_str(&field(
+        "runnable",
+        &format!(
+            "{} switched out while runnable; {} of them with the page-fault path on the stack: {} preempted inside the kernel, {} at cond_resched, {} on the return to user space, {} otherwise; {} in-kernel preemptions in all",
+            s.runnable,
+            s.runnable_in_fault,
+            s.in_fault_kernel_preemption,
+            s.in_fault_voluntary,
+            s.after_fault_return_to_user,
+            s.in_fault_other,
+            s.kernel_preemption
+        ),
+        width,
+    ));
+    if let Some(w) = &i.waits {
+        o.push_str(&format!(
+            "\n  Wait events of active client backends ({} reads, {} backends seen)\n",
+            w.reads, w.backends_seen
+        ));
+        let rows: Vec<Vec<String>> = w
+            .events
+            .iter()
+            .take(8)
+            .map(|(e, n)| vec![pct(*n, w.backends_seen), e.clone()])
+            .collect();
+        if !rows.is_empty() {
+            o.push_str(&columns(
+                &["share", "event"],
+                &[Align::Right, Align::Left],
+                &rows,
+                4,
+                width,
+            ));
+        }
+        if let (Some(e), Some(src)) = (w.evictions_per_s, &w.evictions_source) {
+            o.push_str(&format!(
+                "    {}\n",
+                wrap(&format!("buffers {}/s ({src})", rate(e)), width, 4, 6)
+            ));
+        }
+        if let Some(n) = &w.note {
+            o.push_str(&format!("    {}\n", wrap(n, width, 4, 4)));
+        }
+    }
+    if !i.by_type.is_empty() {
+        o.push_str("\n  By process type\n");
+        let rows: Vec<Vec<String>> = i
+            .by_type
+            .iter()
+            .map(|b| {
+                vec![
+                    b.process_type.clone(),
+                    b.processes.to_string(),
+                    b.cpu.samples.to_string(),
+                    pct(b.cpu.spinlock, b.cpu.samples),
+                    b.segment_faults.to_string(),
+                    b.switches.runnable_in_fault.to_string(),
+                ]
+            })
+            .collect();
+        o.push_str(&columns(
+            &[
+                "type",
+                "procs",
+                "samples",
+                "spin",
+                "seg faults",
+                "in-fault sw",
+            ],
+            &[
+                Align::Left,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+            ],
+            &rows,
+            4,
+            width,
+        ));
+    }
+    o.push('\n');
+    o.push_str(&format!(
+        "  {} the lock-holder-preemption symptom is {}\n",
+        st.bold("Verdict:"),
+        symptom(v.symptom, st)
+    ));
+    for reason in v.reasons.iter().chain(&v.checks) {
+        o.push_str(&format!("    - {}\n", wrap(reason, width, 6, 6)));
+    }
+    if !v.fix.is_empty() {
+        o.push_str(&format!("  {}\n", st.bold("Fix (from the audit):")));
+        for l in &v.fix {
+            o.push_str(&format!("    {}\n", wrap(l, width, 4, 6)));
+        }
+    }
+    o.push('\n');
+}
+
+/// The diagnosis as text.
+pub fn render(r: &DiagnoseResult, st: Style, width: usize) -> String {
+    let mut o = String::new();
+    let k = &r.envelope.host.kernel;
+    o.push_str(&st.bold("preemptlab diagnose"));
+    o.push('\n');
+    o.push('\n');
+    let mut window = format!(
+        "{:.1} s observed of {:.0} s; cpu-clock at {} Hz per CPU; 1 in {} minor faults sampled",
+        r.spec.observed_s, r.spec.duration_s, r.spec.cpu_clock_hz, r.spec.fault_period
+    );
+    if r.envelope.interrupted {
+        window.push_str("; INTERRUPTED: a partial result");
+    }
+    o.push_str(&field("window", &window, width));
+    o.push_str(&field(
+        "host",
+        &format!(
+            "kernel {} on {} CPUs, preemption {}{}",
+            k.release.value.as_deref().unwrap_or("?"),
+            k.cpus.value.map(|c| c.to_string()).unwrap_or("?".into()),
+            k.preemption.model.as_str(),
+            k.preemption
+                .decided_by
+                .as_ref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        ),
+        width,
+    ));
+    o.push('\n');
+    for i in &r.instances {
+        instance(&mut o, i, r.spec.observed_s, st, width);
+    }
+    if !r.unmeasured.is_empty() {
+        o.push_str(&st.bold("Not measured"));
+        o.push('\n');
+        for u in &r.unmeasured {
+            o.push_str(&format!(
+                "  - {}\n",
+                wrap(&format!("{}: {}", u.what, u.why), width, 4, 4)
+            ));
+        }
+    }
+    o
+}
+
+/// A few lines per instance: the verdict and its key counts (`check --pg` shows this).
+pub fn summary(r: &DiagnoseResult, width: usize) -> String {
+    let mut o = String::new();
+    for i in &r.instances {
+        let v = &i.verdict;
+        let line = format!(
+            "instance {} ({}): symptom {}; spinlock {:.1}% of {} client-backend samples (95% CI {:.1}..{:.1}%); segment on {} pages, {}/s faults in it; {} preempted inside faults",
+            i.postmaster_pid,
+            i.data_dir.as_deref().unwrap_or("?"),
+            v.symptom.as_str(),
+            v.spinlock_share.pct,
+            v.spinlock_share.of,
+            v.spinlock_share.lo_pct,
+            v.spinlock_share.hi_pct,
+            i.segment
+                .as_ref()
+                .map(|s| page(s.page_size_kib))
+                .unwrap_or_else(|| "unknown".into()),
+            rate(i.rates.segment_faults_per_s),
+            i.totals.switches.in_fault_kernel_preemption
+        );
+        o.push_str(&format!("  {}\n", wrap(&line, width, 2, 4)));
+    }
+    for u in &r.unmeasured {
+        o.push_str(&format!(
+            "  {}\n",
+            wrap(&format!("not measured: {}: {}", u.what, u.why), width, 2, 4)
+        ));
+    }
+    o
+}

@@ -1,0 +1,54 @@
+//! Audit and the host facts every result file carries (hostfacts reads them).
+
+use serde::{Deserialize, Serialize};
+
+use super::fact::Fact;
+use super::findings::{Finding, Verdict};
+use super::hostpool::PoolTarget;
+use super::kernel::KernelFacts;
+use super::memory::MemoryFacts;
+use super::pgquery::ServerInfo;
+use super::postgres::PgInstance;
+
+/// Everything the audit found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Audit {
+    /// Schema version of this document.
+    pub schema_version: u32,
+    /// preemptlab's version.
+    pub tool_version: String,
+    /// Seconds since the Unix epoch when the audit ran.
+    pub generated_unix_s: u64,
+    /// The `--sysroot` read instead of this host, if any.
+    pub sysroot: Option<String>,
+    /// Host name.
+    pub hostname: Fact<String>,
+    /// Kernel and preemption.
+    pub kernel: KernelFacts,
+    /// Memory, huge pages, THP.
+    pub memory: MemoryFacts,
+    /// Running PostgreSQL instances.
+    pub instances: Vec<PgInstance>,
+    /// `--pg` servers that are not local instances.
+    pub unmatched_servers: Vec<ServerInfo>,
+    /// The hugetlb pool this host needs, one per page size its instances use: every instance's need and
+    /// the pages committed to other users (`hostfacts::hostpool`). Absent in audits written before it was
+    /// kept (`fleet` then computes it from the facts).
+    #[serde(default)]
+    pub pool_targets: Vec<PoolTarget>,
+    /// Findings, most severe first.
+    pub findings: Vec<Finding>,
+    /// ok, warn or at-risk.
+    pub verdict: Verdict,
+}
+
+/// Host facts without PostgreSQL: what every result file records about the machine it ran on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostFacts {
+    /// Host name.
+    pub hostname: Fact<String>,
+    /// Kernel and preemption.
+    pub kernel: KernelFacts,
+    /// Memory, huge pages, THP.
+    pub memory: MemoryFacts,
+}

@@ -1,0 +1,25 @@
+//! What a running server said when asked (read-only).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One `pg_settings` row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Setting {
+    /// `setting`, as text.
+    pub setting: String,
+    /// `unit` (`8kB`, `kB`, `MB`), if any.
+    pub unit: Option<String>,
+}
+
+/// What one `--pg` connection returned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// The DSN with any password removed.
+    pub dsn: String,
+    /// The PID of the backend serving this connection (matches the server to a discovered instance).
+    pub backend_pid: u32,
+    /// The settings found, by name.
+    pub settings: BTreeMap<String, Setting>,
+}

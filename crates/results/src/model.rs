@@ -1,0 +1,508 @@
+//! The model's records: its parameters (with their defaults, this project's measured costs), the axes it
+//! takes (preemption model, lock, page size, workload), one run's outcome, and the costs a bench result
+//! gives it. Plain serde types: `sim` runs them and depends on this crate, so the schema depends on no
+//! engine.
+
+use serde::{Deserialize, Serialize};
+use stats::Percentiles as Pcts;
+
+/// The adaptive lock's spin budget, ns: the real lock's `SPIN_BUDGET` (lockparams), the model's default.
+pub const ADAPTIVE_SPIN_NS: u64 = lockparams::adaptive::SPIN_BUDGET.as_nanos() as u64;
+/// The adaptive lock's shortest park, ns (`PARK_TIMEOUT_MIN`).
+pub const ADAPTIVE_PARK_MIN_NS: u64 = lockparams::adaptive::PARK_TIMEOUT_MIN.as_nanos() as u64;
+/// The adaptive lock's longest park, ns (`PARK_TIMEOUT_MAX`).
+pub const ADAPTIVE_PARK_MAX_NS: u64 = lockparams::adaptive::PARK_TIMEOUT_MAX.as_nanos() as u64;
+
+/// A name none of a choice's values has.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{given}: expected {expected}")]
+pub struct UnknownName {
+    /// The name given.
+    pub given: String,
+    /// The names there are, as a phrase (`4k or 2m`).
+    pub expected: &'static str,
+}
+
+/// Preemption model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Model {
+    /// No preemption in the kernel.
+    None,
+    /// Also at cond_resched() points (the modelled fault path has none).
+    Voluntary,
+    /// Preemption anywhere preemption is enabled.
+    Full,
+    /// Lazy requests, upgraded at the tick; no IPI for fair-class wakeups.
+    Lazy,
+}
+
+impl Model {
+    /// Parses `none|voluntary|full|lazy`.
+    pub fn parse(s: &str) -> Result<Model, UnknownName> {
+        match s {
+            "none" => Ok(Model::None),
+            "voluntary" => Ok(Model::Voluntary),
+            "full" => Ok(Model::Full),
+            "lazy" => Ok(Model::Lazy),
+            _ => Err(UnknownName {
+                given: s.to_string(),
+                expected: "none, voluntary, full or lazy",
+            }),
+        }
+    }
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::None => "none",
+            Model::Voluntary => "voluntary",
+            Model::Full => "full",
+            Model::Lazy => "lazy",
+        }
+    }
+}
+
+/// The lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LockKind {
+    /// PostgreSQL's s_lock.
+    Pg,
+    /// Three-state futex mutex.
+    Futex,
+    /// `pg` with the rseq time-slice extension for the holder.
+    Rseq,
+    /// The shmlock crate's `adaptive` lock (its rseq request with `adaptive_rseq`): at most
+    /// min(CPUs, `ADAPTIVE_SLOTS`) waiters spin, each for a bounded time; a waiter on the CPU the holder took the lock on, or one arriving after a
+    /// spinner spent a whole budget on this hold (`STALLED`), parks on a futex with a bounded sleep;
+    /// unlock wakes one sleeper when no spinner is around and no wake is in flight.
+    Adaptive,
+}
+
+impl LockKind {
+    /// Parses `pg|futex|rseq|adaptive`.
+    pub fn parse(s: &str) -> Result<LockKind, UnknownName> {
+        match s {
+            "pg" => Ok(LockKind::Pg),
+            "futex" => Ok(LockKind::Futex),
+            "rseq" => Ok(LockKind::Rseq),
+            "adaptive" => Ok(LockKind::Adaptive),
+            _ => Err(UnknownName {
+                given: s.to_string(),
+                expected: "pg, futex, rseq or adaptive",
+            }),
+        }
+    }
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockKind::Pg => "pg",
+            LockKind::Futex => "futex",
+            LockKind::Rseq => "rseq",
+            LockKind::Adaptive => "adaptive",
+        }
+    }
+}
+
+/// Page size of the shared descriptor array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Pages {
+    /// 4 KB pages (faults map a fault-around group).
+    #[serde(rename = "4k")]
+    P4k,
+    /// 2 MB pages.
+    #[serde(rename = "2m")]
+    P2m,
+}
+
+impl Pages {
+    /// Parses `4k|2m` (also `hugetlb-2m`).
+    pub fn parse(s: &str) -> Result<Pages, UnknownName> {
+        match s {
+            "4k" => Ok(Pages::P4k),
+            "2m" | "hugetlb-2m" => Ok(Pages::P2m),
+            _ => Err(UnknownName {
+                given: s.to_string(),
+                expected: "4k or 2m",
+            }),
+        }
+    }
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pages::P4k => "4k",
+            Pages::P2m => "2m",
+        }
+    }
+}
+
+/// What the workers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// `bench lock`'s operation in a loop: work, then the free-list pop under the lock (random order).
+    #[default]
+    Lock,
+    /// pgbench-like transactions: statements, each a client round trip (the backend sleeps and a remote
+    /// CPU wakes it), recv, user work with buffer allocations (the free-list pop under the lock, then the
+    /// block's pread and its first-touch fault outside the lock), send. The free list pops buffers in
+    /// order, as PostgreSQL's initial free list does.
+    Txn,
+}
+
+impl Workload {
+    /// Parses `lock|txn`.
+    pub fn parse(s: &str) -> Result<Workload, UnknownName> {
+        match s {
+            "lock" => Ok(Workload::Lock),
+            "txn" => Ok(Workload::Txn),
+            _ => Err(UnknownName {
+                given: s.to_string(),
+                expected: "lock or txn",
+            }),
+        }
+    }
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Lock => "lock",
+            Workload::Txn => "txn",
+        }
+    }
+}
+
+/// How a `txn` backend gets a buffer for a block that is not in shared buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum BufferStrategy {
+    /// PostgreSQL 9.5-18: pop the free list under `buffer_strategy_lock`, reading the head's descriptor
+    /// inside the lock.
+    #[default]
+    Freelist,
+    /// PostgreSQL 19: no free list; an atomic tick of the clock hand, the victim's descriptor read with no
+    /// lock held (the lock only on the hand's wraparound, once per pass over all buffers: not modelled).
+    Clocksweep,
+}
+
+/// Everything the model takes. Costs default to this project's measurements (docs/references.md#dev-machine-costs, docs/model.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Params {
+    // The run.
+    /// CPUs.
+    pub cpus: u32,
+    /// Worker processes.
+    pub workers: u32,
+    /// Preemption model.
+    pub model: Model,
+    /// Lock.
+    pub lock: LockKind,
+    /// Page size.
+    pub pages: Pages,
+    /// Timer ticks per second.
+    pub hz: u32,
+    /// Measured virtual time, ns.
+    pub duration_ns: u64,
+    /// Virtual time before measuring, ns.
+    pub warmup_ns: u64,
+    /// RNG seed.
+    pub seed: u64,
+    // The operation (the `lock` workload's; `txn` uses `work_ns` per chunk too).
+    /// 64-byte buffer descriptors in the shared array.
+    pub descriptors: u64,
+    /// User work outside the lock per operation, ns.
+    pub work_ns: u64,
+    /// Other user time per operation outside the lock (the loop, the RNG, timers), ns.
+    pub op_ns: u64,
+    /// User time inside the lock (pop the head, read its descriptor), ns.
+    pub cs_ns: u64,
+    /// Extra time per operation on 4 KB pages (TLB misses and page walks over the array), ns.
+    pub access_4k_ns: u64,
+    // Memory and faults, and replacing workers (fresh page tables).
+    /// A minor fault on 4 KB pages (maps a fault-around group), ns.
+    pub fault_4k_ns: u64,
+    /// 4 KB pages one fault maps (fault-around: 64 KB).
+    pub fault_around_pages: u64,
+    /// Mapping an existing 2 MB page in a new process, ns.
+    pub fault_2m_map_ns: u64,
+    /// The first touch of a 2 MB page by anyone (zeroing), ns.
+    pub fault_2m_zero_ns: u64,
+    /// Replace a worker after this many operations (fresh page tables); 0: never.
+    pub reconnect_every: u64,
+    /// Replacing a worker (exit, fork), ns of kernel time.
+    pub respawn_ns: u64,
+    // Lock costs.
+    /// One spin-loop iteration (`pause` plus the test), ns.
+    pub spin_ns: u64,
+    /// One cache-line transfer between two CPUs (the lock word handed from the releaser to the next
+    /// holder), ns. `bench lock` measures it (`costs.line_transfer_ns`); it also prices `line_ns` and
+    /// `spin_line_ns` when they are unset and, in `txn`, the struct-page lines a shared fault pulls from
+    /// other CPUs.
+    pub lock_transfer_ns: u64,
+    /// What every other running spinner adds to a handover, ns: the lock word and the free-list head share
+    /// one cache line, which the spinners keep reading, so the new holder's fetch of it and its writes to it
+    /// wait behind their re-reads, served one at a time (a TTAS handoff's cost grows linearly with the
+    /// spinners, docs/references.md#non-scalable-locks). None: one line transfer (`lock_transfer_ns`) per
+    /// spinner. It cannot show on 2 CPUs, where no other spinner runs at a handoff.
+    pub line_ns: Option<u64>,
+    /// What every other running spinner adds to a `pg` or `rseq` spin iteration, ns: with the line written
+    /// at every allocation, an iteration's read of the lock word misses and waits while the line serves
+    /// one read for each other spinner. None: one line transfer (`lock_transfer_ns`); 0: an iteration costs
+    /// `spin_ns` whatever the crowd (the model before). See the sim's `lock::spin`.
+    pub spin_line_ns: Option<u64>,
+    // Kernel costs.
+    /// A context switch, ns.
+    pub ctx_switch_ns: u64,
+    /// Entering and leaving a syscall, ns.
+    pub syscall_ns: u64,
+    /// futex_wake with a waiter, ns.
+    pub futex_wake_ns: u64,
+    /// What futex_wake costs the waker on top when the woken task goes to an idle CPU (the IPI that wakes
+    /// it), ns. 0 keeps the model as first calibrated.
+    pub futex_wake_idle_ns: u64,
+    /// IPI delivery to a remote CPU, ns.
+    pub ipi_ns: u64,
+    /// Leaving idle on a wakeup, ns.
+    pub idle_exit_ns: u64,
+    /// Timer slack added to pg_usleep, ns.
+    pub sleep_slack_ns: u64,
+    // The fault-path hypothesis.
+    /// Hypothesis knob (docs/notes/2026-11-22-sim-lock-workload-regression.md): the probability that a 4 KB fault blocks on a sleeping lock in the fault
+    /// path (woken by another CPU). 0 in the defaults.
+    pub fault_block_p: f64,
+    /// How long such a block lasts before the wakeup, ns.
+    pub fault_block_ns: u64,
+    // Lock tuning: `rseq` and `adaptive`.
+    /// rseq slice extension granted to the holder, ns.
+    pub rseq_grant_ns: u64,
+    /// `adaptive`: how long a waiter spins before it parks, ns (shmlock's `SPIN_BUDGET`).
+    pub adaptive_spin_ns: u64,
+    /// `adaptive`: a parked waiter's first bounded sleep, ns (shmlock's `PARK_TIMEOUT_MIN`); it doubles
+    /// with every further sleep of the same acquisition up to `adaptive_park_max_ns`.
+    pub adaptive_park_min_ns: u64,
+    /// `adaptive`: the longest bounded sleep, ns (shmlock's `PARK_TIMEOUT_MAX`).
+    pub adaptive_park_max_ns: u64,
+    /// `adaptive`: the holder requests the rseq slice extension (`rseq_grant_ns`), as the real lock does on
+    /// kernels that have it (7.0+); off by default because this machine's kernel has none.
+    pub adaptive_rseq: bool,
+    // The scheduler.
+    /// A woken task preempts the running one only after that one has run this long since it was switched
+    /// in (EEVDF's RUN_TO_PARITY protects the current task's slice); None: the base slice.
+    pub wakeup_preempt_after_ns: Option<u64>,
+    /// EEVDF's delayed dequeue (Linux 6.12+): a task that goes to sleep owing time stays queued until it
+    /// owes none, and a wakeup before then keeps its deadline, so a slice is used up across short sleeps;
+    /// the expiry is noticed at the tick and whenever a task is enqueued on the CPU (`update_curr`), and the
+    /// reschedule it asks for follows the model (an IPI to a remote CPU, or only the lazy flag); the
+    /// default. false: a slice counts from the switch-in and only the tick notices it (the model before).
+    pub delayed_dequeue: bool,
+    /// `delayed_dequeue`: a sleep shorter than this keeps the task's deadline, ns. None: EEVDF's arithmetic
+    /// with equal weights: a task that ran `burst` with n - 1 others queued is owed nothing again after
+    /// burst x (n - 1).
+    pub delayed_dequeue_window_ns: Option<u64>,
+    // The workload.
+    /// What the workers run.
+    pub workload: Workload,
+    /// `txn`: statements per transaction (pgbench simple-update: BEGIN, UPDATE, SELECT, INSERT, END).
+    pub txn_stmts: u32,
+    /// `txn`: buffer allocations (free-list pops) per transaction, spread over its statements.
+    pub txn_allocs: f64,
+    /// `txn`: backend user time per statement (parse, plan, execute), ns.
+    pub stmt_ns: u64,
+    /// `txn` with no client threads (`txn_client_threads` 0): the client's part of a statement's round
+    /// trip, ns, during which the backend sleeps and no CPU is used for it.
+    pub client_ns: u64,
+    /// `txn`: reading the allocated buffer's block from the page cache (pread of 8 KB), ns of kernel time.
+    pub read_ns: u64,
+    /// `txn`: pgbench's threads (`-j`), tasks on the same CPUs as the backends, each serving the
+    /// connections of `workers / threads` backends: a backend's result wakes its thread, which spends
+    /// `client_stmt_ns` on it and sends the next statement, which wakes the backend. None: one per CPU (the
+    /// April 2026 report ran 96 threads on 96 vCPUs); 0: no client tasks, a fixed `client_ns` sleep instead
+    /// (the model before client threads).
+    pub txn_client_threads: Option<u32>,
+    /// `txn`: pgbench's CPU per statement (receive and parse the result, build and send the next statement),
+    /// ns.
+    pub client_stmt_ns: u64,
+    /// `txn`: PostgreSQL's buffer allocation. `freelist` (9.5-18): pop the free list under
+    /// `buffer_strategy_lock` while it is not empty (the model's `txn` always is: the buffer pool is
+    /// filling); `clocksweep` (19, no free list): an atomic tick of the clock hand on the strategy line,
+    /// then the victim's descriptor read with no lock held.
+    pub buffer_strategy: BufferStrategy,
+}
+
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            cpus: 2,
+            workers: 16,
+            model: Model::None,
+            lock: LockKind::Pg,
+            pages: Pages::P4k,
+            hz: 250,
+            duration_ns: 1_000_000_000,
+            warmup_ns: 100_000_000,
+            seed: 1,
+            descriptors: 16 << 20,
+            work_ns: 1000,
+            op_ns: 460,
+            cs_ns: 200,
+            access_4k_ns: 450,
+            fault_4k_ns: 4000,
+            fault_around_pages: 16,
+            fault_2m_map_ns: 1000,
+            fault_2m_zero_ns: 500_000,
+            reconnect_every: 81_920,
+            respawn_ns: 150_000,
+            spin_ns: 30,
+            lock_transfer_ns: 100,
+            line_ns: None,
+            spin_line_ns: None,
+            ctx_switch_ns: 1500,
+            syscall_ns: 300,
+            futex_wake_ns: 300,
+            futex_wake_idle_ns: 0,
+            ipi_ns: 2000,
+            idle_exit_ns: 5000,
+            sleep_slack_ns: 50_000,
+            fault_block_p: 0.0,
+            fault_block_ns: 5000,
+            rseq_grant_ns: 5000,
+            adaptive_spin_ns: ADAPTIVE_SPIN_NS,
+            adaptive_park_min_ns: ADAPTIVE_PARK_MIN_NS,
+            adaptive_park_max_ns: ADAPTIVE_PARK_MAX_NS,
+            adaptive_rseq: false,
+            wakeup_preempt_after_ns: None,
+            delayed_dequeue: true,
+            delayed_dequeue_window_ns: None,
+            workload: Workload::Lock,
+            txn_stmts: 5,
+            txn_allocs: 2.0,
+            stmt_ns: 82_000,
+            client_ns: 100_000,
+            read_ns: 3000,
+            txn_client_threads: None,
+            client_stmt_ns: 15_000,
+            buffer_strategy: BufferStrategy::Freelist,
+        }
+    }
+}
+
+/// Where the CPUs' time went, as fractions of CPU time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuSplit {
+    /// Work, per-operation overhead and critical sections.
+    pub useful: f64,
+    /// Spinning on the lock.
+    pub spinning: f64,
+    /// Page faults.
+    pub faults: f64,
+    /// Syscalls (sleep, futex), worker replacement.
+    pub kernel: f64,
+    /// Context switches.
+    pub scheduler: f64,
+    /// Idle.
+    pub idle: f64,
+}
+
+/// The outcome of one simulated run (a `bench lock` repetition's fields where they exist).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Operations per second of virtual time.
+    pub ops_per_s: f64,
+    /// Operations in the measured window.
+    pub ops: u64,
+    /// `txn`: transactions per second of virtual time (named `tps` as in `bench pg`, so `compare` pairs
+    /// them); absent for `lock`.
+    #[serde(rename = "tps", default, skip_serializing_if = "Option::is_none")]
+    pub txn_per_s: Option<f64>,
+    /// Acquire latency, ns.
+    pub acquire_ns: Pcts,
+    /// Hold time, ns.
+    pub hold_ns: Pcts,
+    /// Holds longer than 100 us per million operations.
+    pub stalled_per_mop: f64,
+    /// Lock-holder preemptions (the holder descheduled while holding) per second.
+    pub lhp_per_s: f64,
+    /// Faults per operation.
+    pub minflt_per_op: f64,
+    /// CPU time per operation, ns (busy time / operations).
+    pub cpu_ns_per_op: f64,
+    /// Sleeps (pg_usleep or futex waits) per operation.
+    pub sleeps_per_op: f64,
+    /// Context switches per operation.
+    pub switches_per_op: f64,
+    /// Jain's fairness index over per-worker operations.
+    pub jain: f64,
+    /// CPU split.
+    pub cpu: CpuSplit,
+    /// Events processed.
+    pub events: u64,
+}
+
+/// What `bench lock` measures before its cells, each the median of many repetitions, ns. The minor fault
+/// is not here: the result's `fault_cost` has it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Costs {
+    /// One iteration of the `pg` lock's spin loop on a held lock: the test (a load of the lock word) and
+    /// `pause`.
+    pub spin_ns: f64,
+    /// A syscall round trip (`getppid`).
+    pub syscall_ns: f64,
+    /// Two processes pinned to one CPU handing a futex back and forth: half a round trip, which is one
+    /// `futex_wake` of a waiter on the same CPU, one `futex_wait` and one context switch.
+    pub switch_half_round_trip_ns: f64,
+    /// `futex_wake` with nobody queued.
+    pub futex_wake_nobody_ns: f64,
+    /// What `futex_wake` costs the waker when it wakes a task sleeping on another, idle CPU
+    /// (`shmlock::wake_cost`). Null where the bench's process may use only one CPU.
+    pub futex_wake_remote_ns: Option<f64>,
+    /// Mapping an existing (zeroed) 2 MB hugetlb page in a new process: a fresh process's first touch of
+    /// it. Null when the run had no hugetlb-2m cells that could run (no pool with free pages), and in
+    /// results written before it was measured.
+    #[serde(default)]
+    pub fault_2m_map_ns: Option<f64>,
+    /// A fresh process's first read of populated 4 KB shared memory: a minor fault that maps the page's
+    /// fault-around group (64 KB), as a worker's first read of a descriptor does. Null in results written
+    /// before it was measured (the write fault of `fault_cost`, one page, stands in then).
+    #[serde(default)]
+    pub fault_4k_read_ns: Option<f64>,
+    /// The handover of one cache line between two CPUs (two processes pinned to two CPUs take turns on a
+    /// word in shared memory; half a round trip): the median over timed batches, and the batches' 10th and
+    /// 90th percentiles. Null on one CPU, and in results written before it was measured.
+    #[serde(default)]
+    pub line_transfer_ns: Option<f64>,
+    /// The 10th percentile of the handover over the timed batches.
+    #[serde(default)]
+    pub line_transfer_p10_ns: Option<f64>,
+    /// The 90th percentile of the handover over the timed batches.
+    #[serde(default)]
+    pub line_transfer_p90_ns: Option<f64>,
+}
+
+/// One parameter set from a measurement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Taken {
+    /// The parameter (`spec.params`' name).
+    pub param: &'static str,
+    /// Its value.
+    pub value: u64,
+    /// The measurement it comes from, as the lock result names it.
+    pub from: &'static str,
+}
+
+/// The operation as one uncontended worker ran it: `bench lock`'s `pg` cells with a single worker, medians
+/// over their repetitions, ns. The model's per-operation user costs (`cs_ns`, `op_ns`, `access_4k_ns`)
+/// were calibrated on the development machine; a machine (or a guest under software emulation) that runs
+/// the same code several times slower needs its own, and these cells carry them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Uncontended {
+    /// The bench's work outside the lock per operation (`spec.work_ns`).
+    pub work_ns: u64,
+    /// A lone worker's time per operation on 2 MB pages (no faults to speak of): its wall time, all of
+    /// which its CPU spends on the operation (its rusage can miss part of it: 1.45-1.51x less in the TCG
+    /// guests of docs/results/vm).
+    pub op_2m_ns: f64,
+    /// Hold time p50 on 2 MB pages: the pop under the lock, nobody to hand the line over to.
+    pub hold_2m_p50_ns: f64,
+    /// A lone worker's time per operation on 4 KB pages and its minor faults per operation, when measured.
+    pub op_4k: Option<(f64, f64)>,
+}
