@@ -205,3 +205,191 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(o.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// Debian 12's own PostgreSQL, the third build of the axis test.
+const DISTRO_BIN: &str = "/usr/lib/postgresql/15/bin";
+
+/// The builds `bench pg --pg-bin` is given below that this machine lacks, each with the command that makes
+/// it (empty: all there).
+fn missing_for_the_axis() -> Vec<String> {
+    let mut missing = Vec::new();
+    if !Path::new(DISTRO_BIN).join("postgres").is_file() {
+        missing.push(format!("{DISTRO_BIN} (apt-get install postgresql-15)"));
+    }
+    for (name, patches) in BUILDS {
+        if !cache().join(name).join("bin/postgres").is_file() {
+            let p: String = patches.iter().map(|p| format!(" --patch {p}")).collect();
+            missing.push(format!("{name} (scripts/pg-build 18{p})"));
+        }
+    }
+    missing
+}
+
+#[test]
+fn bench_pg_runs_builds_as_an_axis_and_compare_splits_by_build() {
+    let missing = missing_for_the_axis();
+    if !missing.is_empty() {
+        eprintln!(
+            "SKIPPED bench_pg_runs_builds_as_an_axis: this machine lacks {}; scripts/test makes them",
+            missing.join(", ")
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // The clusters' parent (TMPDIR) must be traversable by the postgres user.
+    std::fs::set_permissions(
+        tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let out = tmp.path().join("result.json");
+    let given = format!("{DISTRO_BIN},18,18+rseq-spinlock");
+    let o = Command::new(assert_cmd::cargo::cargo_bin("preemptlab"))
+        .args(["bench", "pg", "--quiet", "--format", "json", "--out"])
+        .arg(&out)
+        .args([
+            "--pg-bin",
+            &given,
+            "--shared-buffers",
+            "64MB",
+            "--scale",
+            "1",
+            "--duration",
+            "2s",
+            "--warmup",
+            "1s",
+            "--sample-interval",
+            "500ms",
+            "--huge-pages",
+            "off",
+            "--clients",
+            "2",
+            "--repeat",
+            "2",
+        ])
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "bench pg failed: {err}");
+    let d: Value = serde_json::from_slice(&o.stdout).unwrap();
+
+    // The axis, in the order given, each build described by its binaries and its manifest.
+    let builds = d["spec"]["builds"].as_array().unwrap();
+    let names: Vec<&str> = builds.iter().map(|b| b["name"].as_str().unwrap()).collect();
+    assert_eq!(names, [DISTRO_BIN, "18", "18+rseq-spinlock"]);
+    let version = |name: &str| {
+        let bin = match name {
+            DISTRO_BIN => PathBuf::from(DISTRO_BIN),
+            n => cache().join(n).join("bin"),
+        };
+        let o = Command::new(bin.join("postgres"))
+            .arg("--version")
+            .output()
+            .unwrap();
+        stdout_line(&o)
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .to_string()
+    };
+    for b in builds {
+        let name = b["name"].as_str().unwrap();
+        assert_eq!(b["version"].as_str().unwrap(), version(name), "{b}");
+        let patches: Vec<&str> = b["patches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        let want: &[&str] = match name {
+            "18+rseq-spinlock" => &["rseq-spinlock"],
+            _ => &[],
+        };
+        assert_eq!(patches, want, "{b}");
+        if name != DISTRO_BIN {
+            assert_eq!(
+                b["configure"],
+                manifest(name)["configure"],
+                "{name}: the manifest's flags"
+            );
+            assert!(b["source"]
+                .as_str()
+                .unwrap()
+                .starts_with("postgresql-18 18."));
+        }
+    }
+    assert_eq!(d["setups"].as_array().unwrap().len(), 3, "a load per build");
+
+    // One cell per build, each run in both rounds; only the rseq build has the patch's counters.
+    let cells = d["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 3);
+    for (c, name) in cells.iter().zip(names) {
+        assert_eq!(c["build"]["name"], name);
+        assert_eq!(c["status"], "ok", "{c}");
+        let reps = c["reps"].as_array().unwrap();
+        let rounds: Vec<u64> = reps.iter().map(|r| r["round"].as_u64().unwrap()).collect();
+        assert_eq!(rounds, [0, 1], "{name}");
+        for r in reps {
+            assert!(r["tps"].as_f64().unwrap() > 0.0, "{name}: {r}");
+            let rseq = &r["rseq_slice"];
+            if name != "18+rseq-spinlock" {
+                assert!(rseq.is_null(), "{name} has no rseq counters: {r}");
+                continue;
+            }
+            // Enabled where the kernel grants slice extensions (and then the run's critical sections
+            // requested them), else off with the server's reason.
+            if rseq["enabled"] == true {
+                assert!(rseq["requests"].as_u64().unwrap() > 0, "{rseq}");
+                assert!(rseq["processes"].as_u64().unwrap() > 0, "{rseq}");
+            } else {
+                assert!(
+                    rseq["why"].as_str().unwrap().contains("rseq"),
+                    "the server says why: {rseq}"
+                );
+            }
+        }
+    }
+    // Both clusters gone: only the result file is left.
+    let left: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n != "result.json")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+
+    // compare --by build sets the builds against each other, the first as the base.
+    let c = Command::new(assert_cmd::cargo::cargo_bin("preemptlab"))
+        .args(["compare", "--by", "build", "--format", "json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        c.status.success(),
+        "compare --by build: {}",
+        String::from_utf8_lossy(&c.stderr)
+    );
+    let cmp: Value = serde_json::from_slice(&c.stdout).unwrap();
+    let inputs: Vec<&str> = cmp["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        inputs,
+        [
+            format!("build={DISTRO_BIN}").as_str(),
+            "build=18",
+            "build=18+rseq-spinlock"
+        ]
+    );
+    let tps_rows = cmp["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["metric"] == "tps")
+        .count();
+    assert_eq!(tps_rows, 2, "18 and 18+rseq-spinlock against 15: {cmp}");
+}
