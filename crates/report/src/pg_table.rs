@@ -312,18 +312,19 @@ pub fn build_line(b: &Build) -> String {
 /// The rseq time-slice extension's counters summed over each build's runs (builds with the patch).
 pub(crate) fn rseq_lines(r: &PgResult) -> String {
     let mut o = String::new();
-    let mut names: Vec<String> = Vec::new();
+    // The builds in cell order, each once (the axis' values, compared as values, not by name).
+    let mut builds: Vec<Option<&Build>> = Vec::new();
     for c in &r.cells {
-        let n = build_name(c);
-        if !names.contains(&n) {
-            names.push(n);
+        if !builds.contains(&c.build.as_ref()) {
+            builds.push(c.build.as_ref());
         }
     }
-    for n in names {
+    for b in builds {
+        let n = b.map_or("-", |b| b.name.as_str());
         let counts: Vec<&RseqSlice> = r
             .cells
             .iter()
-            .filter(|c| build_name(c) == n)
+            .filter(|c| c.build.as_ref() == b)
             .flat_map(|c| c.reps.iter().filter_map(|x| x.rseq_slice.as_ref()))
             .collect();
         let Some(first) = counts.first() else {
