@@ -76,8 +76,8 @@ fn load_tables(c: &Cluster, init: bool) {
 /// finds every page in the buffer pool, so its ring strategy never evicts one). Every backend touches every
 /// 64 KB block of 26 MB of consecutive buffers, 13 huge pages' worth: many 64 KB blocks within few 2 MB
 /// pages. On 4 KB pages a read fault maps up to 16 neighbouring pages of shared memory (fault-around,
-/// 64 KB), so a backend takes one fault per block, 465-477 a backend measured here; on huge pages one per
-/// 2 MB page it touches, 16-19 of the segment's 19. Segment-fault rates 23.2x-26.9x apart in five runs
+/// 64 KB), so a backend takes one fault per block, 462-477 a backend measured here; on huge pages one per
+/// 2 MB page it touches, 16-19 of the segment's 19. Segment-fault rates 23.2x-26.9x apart in six runs
 /// with a load average of 13-14 from other work. (The load before, a 200,000-account index range in
 /// a 128 MB pool, touched a few blocks in each of many 2 MB pages: 9.4x-11.5x. Shorter connections separate
 /// the two less: select-only's four lookups, a 1,000- and a 10,000-row range measured 7x, 7.7x and 8.4x,
