@@ -3,7 +3,7 @@
 //! run: `lhp_trace [model,...] [key=value...]`, the values as in `preemptlab sim --set`.
 //!
 //!     cargo run --release -p sim --example lhp_trace
-//!     cargo run --release -p sim --example lhp_trace -- lazy pick=vruntime
+//!     cargo run --release -p sim --example lhp_trace -- none,lazy eevdf=true
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (models, sets): (Vec<&String>, Vec<&String>) = args.iter().partition(|a| !a.contains('='));
