@@ -1,6 +1,7 @@
 //! EEVDF as the fair class runs it for tasks of equal weight (`--set eevdf=true`; off by default):
-//! kernel/sched/fair.c of Linux 6.12 to 7.x with the features.h defaults (PLACE_LAG, RUN_TO_PARITY, DELAY_DEQUEUE, DELAY_ZERO
-//! and PLACE_REL_DEADLINE on, NEXT_BUDDY off), each rule with the function it comes from:
+//! kernel/sched/fair.c of Linux 6.12 to 7.x with the features.h defaults (PLACE_LAG, RUN_TO_PARITY,
+//! DELAY_DEQUEUE, DELAY_ZERO and PLACE_REL_DEADLINE on, NEXT_BUDDY off), each rule with the function it comes
+//! from:
 //! - V, a CPU's average virtual runtime over its queued tasks (delayed ones included) and the running one
 //!   (`avg_vruntime`); a task is eligible while its virtual runtime is at most V (`vruntime_eligible`);
 //! - the pick: the running task while it is eligible and protected (up to `vprot`, its deadline when all
