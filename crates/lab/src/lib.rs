@@ -14,9 +14,11 @@
 //! - `net`: `bench net`, TCP/UDP stream and ping-pong over loopback or a veth pair between namespaces.
 //! - `netopts`: `bench net`'s options as given, checked and resolved into its spec.
 //! - `options`: what the benches' options share: lists, durations, counts, the host's shape, `OptionError`.
-//! - `pgrun`: `bench pg`, the huge_pages x shared_buffers x clients matrix over pgbench or sysbench (the
+//! - `pgrun`: `bench pg`, the builds x shared_buffers x huge_pages x clients matrix over pgbench or sysbench (the
 //!   clusters, pooler, drivers and /proc sampling are `pgharness`').
 //! - `pgopts`: `bench pg`'s options as given, checked (setting names too) before any cluster exists.
+//! - `pgbuild`: the builds axis of `bench pg` (bin directories and scripts/pg-build's cache, their
+//!   manifests) and the rseq-spinlock build's counters.
 //! - `pool`: hugetlb pool shares that concurrent runs hold and give back.
 //! - `rusage`: the one getrusage wrapper (hostfacts', re-exported).
 //! - `simfrom`: what `bench lock` result files give a `sim` run (their matrix, their measured costs).
@@ -38,6 +40,7 @@ pub mod lockrun;
 pub mod net;
 pub mod netopts;
 pub mod options;
+pub mod pgbuild;
 pub mod pgopts;
 pub mod pgrun;
 pub mod pool;

@@ -256,6 +256,7 @@ impl Drive for Driver {
             command: Vec::new(),
             diagnosis: None,
             diagnosis_unmeasured: Vec::new(),
+            rseq_slice: None,
         };
         match self {
             Self::Sysbench => {
