@@ -10,11 +10,11 @@ use crate::term;
 pub fn run(a: BenchLatencyArgs) -> Result<i32> {
     let host = HostShape::live();
     let spec = a.opts.spec(&host).map_err(term::flags)?;
-    let out = term::result_path(&a.result, "bench-latency")?;
+    let out = term::result_file(&a.result, "bench-latency", &[])?;
     let quiet = a.result.quiet;
     // Switched back when this function returns, by any path.
     let _preempt = crate::switch::preempt(&a.preempt)?;
-    let res = latency::run(spec, &out, host.cpus, |c| {
+    let res = latency::run(spec, &out.path(), host.cpus, |c| {
         if !quiet {
             eprintln!("{}", report::latency_table::cell_line(c));
         }

@@ -87,6 +87,8 @@ pub fn report(a: ReportArgs) -> Result<i32> {
                 .join(", ")
         );
     }
+    // The page is never one of its inputs (`report --out X X` overwrote X with HTML).
+    osutil::output::check_not_input(&a.out, &files).map_err(|e| anyhow!("--out {e}"))?;
     crate::term::claim_output(&a.out)?;
     let docs: Vec<report::html::Doc> = files
         .iter()
