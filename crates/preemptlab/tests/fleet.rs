@@ -167,3 +167,40 @@ fn refused_input() {
     common::assert_refused(&run(&["fleet", e, "--now", "yesterday"]), "now", "--now");
     common::assert_refused(&run(&["fleet"]), "no paths", "DIR|FILE");
 }
+
+/// Regression (issue 29): a host name with a newline split the fleet table's row, and one with escape bytes
+/// reached the terminal raw (terminal injection from an untrusted audit file). Every string from an audit
+/// is shown as an escape in the table, Markdown and HTML, never sent.
+#[test]
+fn strings_from_audit_files_are_shown_not_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = audit_into(dir.path(), "linux-7.0-lazy-debugfs");
+    audit_into(dir.path(), "debian-6.1-voluntary");
+    let p = dir.path().join("linux-7.0-lazy-debugfs.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let evil = "db1\n\u{1b}]0;owned\u{7}\u{1b}[2J\u{202e}evil";
+    v["hostname"]["value"] = Value::from(evil);
+    std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let now = (t + 60).to_string();
+    for format in ["table", "markdown"] {
+        let o = run(&["fleet", d, "--format", format, "--now", &now]);
+        assert_eq!(o.status.code(), Some(0), "{format}");
+        let text = String::from_utf8(o.stdout).unwrap();
+        for bad in ['\u{1b}', '\u{7}', '\u{202e}'] {
+            assert!(!text.contains(bad), "{format}: {bad:?} sent: {text}");
+        }
+        assert!(
+            text.contains(r"db1\n\u{1b}]0;owned\u{7}\u{1b}[2J\u{202e}evil"),
+            "{format}: {text}"
+        );
+        // The row stays one line.
+        assert!(!text.lines().any(|l| l.trim() == "evil"), "{text}");
+    }
+    let html = dir.path().join("page.html");
+    let o = run(&["report", d, "-o", html.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(!page.contains('\u{1b}') && !page.contains('\u{202e}'));
+    assert!(page.contains(r"\u{1b}[2J"), "the host name is shown");
+}

@@ -17,15 +17,15 @@ pub fn render(docs: &[(String, Document)]) -> String {
                 .filter(|c| c.status == results::Status::Ok)
                 .count();
             Some(vec![
-                env.started_utc.clone(),
-                env.kind.clone(),
+                crate::markup::shown(&env.started_utc),
+                crate::markup::shown(&env.kind),
                 format!("{ok}/{}", cells.len()),
                 if env.interrupted {
                     "interrupted".into()
                 } else {
                     String::new()
                 },
-                file.clone(),
+                crate::markup::shown(file),
             ])
         })
         .collect();
