@@ -35,8 +35,11 @@ pub fn run(args: FleetArgs) -> Result<i32> {
     });
     let answer = fleet::combine(loaded, &opts);
     term::stdout(term::render(args.format, Some(&args.color), &answer)?)?;
-    let fail = args
-        .fail_on
-        .is_some_and(|f| answer.hosts.iter().any(|h| f.fails_verdict(h.verdict)));
-    Ok(i32::from(fail))
+    match args.fail_on.and_then(|f| f.fleet_failure(&answer)) {
+        Some(why) => {
+            eprintln!("preemptlab fleet: {why}");
+            Ok(1)
+        }
+        None => Ok(0),
+    }
 }
