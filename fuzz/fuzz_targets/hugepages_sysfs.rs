@@ -1,11 +1,13 @@
 //! `/sys/kernel/mm/hugepages/hugepages-<size>kB/*`: the pool files, read through a sysroot as the audit
 //! and `hugepages` read them. The input is split at newlines: the directory's size, then nr_hugepages,
-//! free_hugepages, resv_hugepages, surplus_hugepages and nr_overcommit_hugepages.
+//! free_hugepages, resv_hugepages, surplus_hugepages and nr_overcommit_hugepages. The size is also meminfo's
+//! `Hugepagesize`, and the host's pool target is computed for a size asked about (`Hugepagesize: 0 kB` and a
+//! `hugepages-0kB` pool divided by zero before).
 #![no_main]
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use hostfacts::{memory, Host};
+use hostfacts::{hostpool, hugepages, memory, Host};
 use libfuzzer_sys::fuzz_target;
 
 static ROOT: OnceLock<tempfile::TempDir> = OnceLock::new();
@@ -33,11 +35,34 @@ fuzz_target!(|data: &[u8]| {
     for (f, v) in FILES.iter().zip(parts) {
         std::fs::write(dir.join(f), v).expect("writing a pool file");
     }
+    std::fs::create_dir_all(root.path().join("proc")).expect("creating proc/");
+    std::fs::write(
+        root.path().join("proc/meminfo"),
+        format!("MemTotal: 4194304 kB\nHugepagesize: {size} kB\n"),
+    )
+    .expect("writing meminfo");
     let host = Host::at(root.path());
     if let Some(ps) = memory::read_pools(&host).get() {
         for p in ps {
-            let _ = (p.committed(), p.available(), p.pinned_kib());
+            let _ = (p.committed(), p.available(), p.pinned_kib(), p.persistent());
             assert!(p.available() <= p.free);
         }
     }
+    let mem = memory::read(&host);
+    let page_kib = size.trim().parse::<u64>().unwrap_or(2048);
+    let basis = hugepages::Basis::Given { size_kib: 1 << 20 };
+    let own = hugepages::own_sizing(&basis, page_kib);
+    let need = hostpool::Need {
+        label: "1GB of shared memory".into(),
+        postmaster_pid: None,
+        basis: basis.clone(),
+        pages_exact: own.pages_exact,
+        pages_needed: own.pages_needed,
+        own_pages: 0,
+    };
+    let t = hostpool::for_page_size(&mem, &[], page_kib, &|_| page_kib, vec![need]);
+    assert!(t.target >= own.pages_needed);
+    let _ = (t.shortfall(), t.describe_for(None));
+    let plan = hugepages::plan(basis, page_kib, hostpool::default_page_kib(&mem), None, Some(t));
+    let _ = hostfacts::targets::pins_most_ram("fuzz", &plan, &mem);
 });

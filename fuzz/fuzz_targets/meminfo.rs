@@ -1,4 +1,5 @@
-//! `/proc/meminfo`: `Key: N kB` lines, and the unitless `HugePages_*` counts.
+//! `/proc/meminfo`: `Key: N kB` lines, and the unitless `HugePages_*` counts; then a size sized in pages of
+//! its `Hugepagesize` (0 kB included: the page size every sizing divides by).
 #![no_main]
 use hostfacts::parse;
 use libfuzzer_sys::fuzz_target;
@@ -15,5 +16,14 @@ fuzz_target!(|data: &[u8]| {
             .filter_map(|(_, rest)| rest.split_whitespace().next()?.parse::<u64>().ok())
             .next_back();
         assert_eq!(last, Some(*v));
+    }
+    // Sizing in pages of whatever Hugepagesize says never panics (0 divided by zero before).
+    if let Some(page) = m.get("Hugepagesize") {
+        let size_kib = m.get("MemTotal").copied().unwrap_or(1 << 20);
+        let own = hostfacts::hugepages::own_sizing(
+            &hostfacts::hugepages::Basis::Given { size_kib },
+            *page,
+        );
+        assert!(own.pages_needed >= own.pages_exact);
     }
 });

@@ -4,6 +4,7 @@ pub use results::host::audit::{Audit, HostFacts};
 
 use crate::findings::{self};
 use crate::host::Host;
+use crate::hostpool;
 use crate::kernel::{self, KernelFacts};
 use crate::memory::{self, MemoryFacts};
 use crate::pgquery::ServerInfo;
@@ -29,7 +30,14 @@ pub fn audit(host: &Host, servers: &[ServerInfo]) -> Audit {
         memory,
     } = host_facts(host);
     let (instances, unmatched_servers) = postgres::discover(host, servers);
-    let findings = findings::findings(&kernel, &memory, &instances, &unmatched_servers);
+    let pool_targets = hostpool::for_host(&memory, &instances);
+    let findings = findings::findings(
+        &kernel,
+        &memory,
+        &instances,
+        &unmatched_servers,
+        &pool_targets,
+    );
     let verdict = findings::verdict(&findings);
     Audit {
         schema_version: SCHEMA_VERSION,
@@ -48,6 +56,7 @@ pub fn audit(host: &Host, servers: &[ServerInfo]) -> Audit {
         memory,
         instances,
         unmatched_servers,
+        pool_targets,
         findings,
         verdict,
     }

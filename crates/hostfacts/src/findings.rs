@@ -4,10 +4,9 @@
 //! facts, so fixtures drive them in tests.
 
 pub use results::host::findings::{FailOn, Finding, PoolFix, Severity, Verdict};
-pub use results::host::postgres::{
-    huge_page_size_kib, instance_huge_page_kib, instance_pages_needed,
-};
+pub use results::host::postgres::{huge_page_size_kib, instance_huge_page_kib};
 
+use crate::hostpool::PoolTarget;
 use crate::kernel::{KernelFacts, PreemptModel};
 use crate::memory::MemoryFacts;
 use crate::parse::{self, Bytes};
@@ -34,17 +33,20 @@ fn kib(k: u64) -> String {
     Bytes::from_kib(k).to_string()
 }
 
-/// The exact pool an instance needs, by the sizing rule of `preemptlab hugepages` (best basis available).
-pub fn pool_fix(inst: &PgInstance, mem: &MemoryFacts) -> Option<PoolFix> {
-    let plan = crate::hugepages::plan_for_instance(inst, mem, None).ok()?;
-    let page_kib = plan.page_size_kib;
+/// The pool fix for an instance: its own need and the host's target at its page size, from the host's
+/// pool targets ([`crate::hostpool`]).
+pub fn pool_fix(inst: &PgInstance, targets: &[PoolTarget]) -> Option<PoolFix> {
+    let (t, need) = targets
+        .iter()
+        .find_map(|t| t.need_of(inst.postmaster_pid).map(|n| (t, n)))?;
     Some(PoolFix {
-        page_size_kib: page_kib,
-        pages_needed: plan.pages_needed,
-        pool_target: plan.pool_target,
-        basis: plan.basis.kind().into(),
-        basis_detail: plan.basis.describe(),
-        commands: plan.sysctl_lines.clone(),
+        page_size_kib: t.page_size_kib,
+        pages_needed: need.pages_needed,
+        pool_target: t.target,
+        basis: need.basis.kind().into(),
+        basis_detail: need.basis.describe(),
+        commands: t.commands.clone(),
+        describe: t.describe_for(Some(inst.postmaster_pid)),
     })
 }
 
@@ -54,12 +56,7 @@ fn fix_huge_pages(inst: &PgInstance, pool: Option<&PoolFix>) -> Vec<String> {
         Some(p) => {
             for (i, c) in p.commands.iter().enumerate() {
                 fix.push(if i == 0 {
-                    format!(
-                        "{c}   # {} pages of {} from the {}",
-                        p.pool_target,
-                        kib(p.page_size_kib),
-                        p.basis_detail
-                    )
+                    format!("{c}   # {}", p.describe)
                 } else {
                     c.clone()
                 });
@@ -84,6 +81,7 @@ pub fn findings(
     mem: &MemoryFacts,
     instances: &[PgInstance],
     unmatched: &[ServerInfo],
+    targets: &[PoolTarget],
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     let model = kernel.preemption.model;
@@ -120,9 +118,12 @@ pub fn findings(
                 .iter()
                 .map(|e| format!("{}: {}", e.source, e.note.clone().or(e.says.clone()).unwrap_or_default()))
                 .collect(),
-            fix: vec!["run as root with debugfs mounted: mount -t debugfs none /sys/kernel/debug; preemptlab audit".into()],
+            fix: vec!["mount -t debugfs none /sys/kernel/debug; preemptlab audit   # as root, with debugfs mounted".into()],
  pool: None,
 });
+    }
+    if let Some(f) = preempt_ignored_finding(kernel, &model_line) {
+        out.push(f);
     }
     if instances.is_empty() {
         out.push(Finding {
@@ -167,7 +168,7 @@ pub fn findings(
             .map(|f| format!("huge_pages = {} ({})", f.describe(|s| s.clone()), f.source))
             .unwrap_or_default();
 
-        let pool = pool_fix(inst, mem);
+        let pool = pool_fix(inst, targets);
         if on_huge == Some(false) {
             if preemptive {
                 out.push(Finding {
@@ -214,34 +215,38 @@ pub fn findings(
                     .get()
                     .is_some_and(|p| p.iter().any(|p| p.total > 0)))
         {
-            if let Some(page_kib) = instance_huge_page_kib(inst, mem) {
-                if let Some((need, how)) = instance_pages_needed(inst, page_kib) {
-                    let pool_now = mem.pool(page_kib);
-                    let total = pool_now.map(|p| p.total).unwrap_or(0);
-                    if total < need {
-                        let severity = if hp == Some("on") {
-                            Severity::Critical
+            if let Some((t, need)) = targets.iter().find_map(|t| t.need_of(pm).map(|n| (t, n))) {
+                let pool_size = t.operators_pool();
+                let (room, exact) = t.restart_room(pm).unwrap_or((0, need.pages_exact));
+                let others = pool_size.saturating_sub(room);
+                if room < exact {
+                    let on = hp == Some("on");
+                    let size = kib(t.page_size_kib);
+                    out.push(Finding {
+                        id: "hugetlb-pool-too-small".into(),
+                        severity: if on { Severity::Critical } else { Severity::Warn },
+                        instance: Some(pm),
+                        title: if on {
+                            format!("instance {pm} has huge_pages = on but the {size} pool leaves it {room} of the {exact} pages it needs: it will not start after a restart")
                         } else {
-                            Severity::Warn
-                        };
-                        out.push(Finding {
-                            id: "hugetlb-pool-too-small".into(),
-                            severity,
-                            instance: Some(pm),
-                            title: if hp == Some("on") {
-                                format!("instance {pm} has huge_pages = on but the {} pool holds {total} of the {need} pages it needs: it will not start after a restart", kib(page_kib))
-                            } else {
-                                format!("instance {pm}: the {} pool holds {total} of the {need} pages it needs: huge_pages = try will fall back to 4 KB pages", kib(page_kib))
-                            },
-                            evidence: vec![
-                                hp_line.clone(),
-                                format!("needs {need} pages ({how})"),
-                                format!("pool hugepages-{page_kib}kB: total {total}, free {}, reserved {}", pool_now.map(|p| p.free).unwrap_or(0), pool_now.map(|p| p.reserved).unwrap_or(0)),
-                            ],
-                            fix: fix_huge_pages(inst, pool.as_ref()),
-                    pool: pool.clone(),
-                        });
-                    }
+                            format!("instance {pm}: the {size} pool leaves it {room} of the {exact} pages it needs: huge_pages = try will fall back to 4 KB pages")
+                        },
+                        evidence: vec![
+                            hp_line.clone(),
+                            format!("needs {exact} pages ({})", need.basis.describe()),
+                            format!(
+                                "pool hugepages-{}kB: {pool_size} pages{}, {others} of them committed to other users and instances",
+                                t.page_size_kib,
+                                if t.added_by_preemptlab > 0 {
+                                    format!(" (without the {} preemptlab runs added for now)", t.added_by_preemptlab)
+                                } else {
+                                    String::new()
+                                }
+                            ),
+                        ],
+                        fix: fix_huge_pages(inst, pool.as_ref()),
+                        pool: pool.clone(),
+                    });
                 }
             }
         }
@@ -310,7 +315,7 @@ pub fn findings(
             evidence: vec![format!("{} = always", mem.thp_enabled.source)],
             fix: vec![
                 "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled".into(),
-                "persist: transparent_hugepage=madvise on the kernel command line".into(),
+                "transparent_hugepage=madvise   # persist: on the kernel command line".into(),
             ],
  pool: None,
 });
@@ -325,7 +330,7 @@ pub fn findings(
                 evidence: vec![format!("{} = {v}", mem.thp_shmem_enabled.source)],
                 fix: vec![
                     "echo never > /sys/kernel/mm/transparent_hugepage/shmem_enabled".into(),
-                    "persist: transparent_hugepage_shmem=never on the kernel command line (6.12+)".into(),
+                    "transparent_hugepage_shmem=never   # persist: on the kernel command line (6.12+)".into(),
                 ],
  pool: None,
 });
@@ -354,11 +359,11 @@ pub fn findings(
                     p.page_size_kib, p.total, p.free, p.reserved
                 )],
                 fix: if candidates.is_empty() {
-                    vec![format!("release it: echo 0 > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages (and remove it from sysctl.d)", p.page_size_kib)]
+                    vec![format!("echo 0 > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages   # release it (and remove it from /etc/sysctl.d)", p.page_size_kib)]
                 } else {
                     vec![
-                        format!("instances on 4 KB pages that could use it: {}; set huge_pages = on and restart them", candidates.join(", ")),
-                        format!("or release it: echo 0 > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages", p.page_size_kib),
+                        format!("# instances on 4 KB pages that could use it: {}; set huge_pages = on and restart them", candidates.join(", ")),
+                        format!("echo 0 > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages   # or release it", p.page_size_kib),
                     ]
                 },
  pool: None,
@@ -385,6 +390,66 @@ pub fn findings(
     out
 }
 
+/// `preempt-mode-ignored` (warn): `preempt=` on the kernel command line names a mode this kernel does not
+/// follow (one it does not offer: Linux 7.0+ on x86, arm64, powerpc, riscv, s390 and loongarch offers only
+/// `full` and `lazy`; or any mode on a kernel without PREEMPT_DYNAMIC). An operator who booted
+/// `preempt=none` on older advice believes the kernel runs `none`; it runs its default.
+fn preempt_ignored_finding(kernel: &KernelFacts, model_line: &str) -> Option<Finding> {
+    let ig = kernel.preemption.ignored_cmdline.as_ref()?;
+    let runs = match ig.runs {
+        PreemptModel::Unknown => "its built default".to_string(),
+        m => format!("'{m}'"),
+    };
+    let offered = ig
+        .offered
+        .iter()
+        .map(|m| m.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut evidence = vec![
+        format!("preempt={} ({})", ig.asked, kernel.cmdline.source),
+        format!("ignored: {}", ig.why),
+        format!("offered: {offered} ({})", kernel.preemption.offered_source),
+    ];
+    if ig.refused_in_boot_log {
+        evidence.push(format!(
+            "boot log: \"Dynamic Preempt: unsupported mode: {}\"",
+            ig.asked
+        ));
+    }
+    evidence.push(model_line.to_string());
+    let mut fix = vec![format!(
+        "# remove preempt={} from the kernel command line (GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub): this kernel does not follow it",
+        ig.asked
+    )];
+    if ig.none_unavailable {
+        evidence.push(
+            "no boot parameter gives 'none' (or 'voluntary') on this kernel: kernel/sched/core.c refuses them where the architecture has lazy preemption (Linux 7.0+) or the kernel is PREEMPT_RT".into(),
+        );
+        fix.push(
+            "preemptlab hugepages   # the fix that works under every model: PostgreSQL's shared memory on huge pages"
+                .into(),
+        );
+    } else if kernel.preemption.dynamic.get() == Some(&false) {
+        fix.push(format!(
+            "# the kernel has no PREEMPT_DYNAMIC: its model ({}) is built in; another model needs another kernel",
+            ig.runs
+        ));
+    }
+    Some(Finding {
+        id: "preempt-mode-ignored".into(),
+        severity: Severity::Warn,
+        instance: None,
+        title: format!(
+            "the kernel command line asks for preempt={}, which this kernel ignores: it runs {runs}",
+            ig.asked
+        ),
+        evidence,
+        fix,
+        pool: None,
+    })
+}
+
 /// `rseq-slice-unavailable` (info): on a 7.x kernel, where the rseq time-slice extension could exist, the
 /// probe found it unusable; the fix follows the cause the probe named.
 fn rseq_slice_finding(kernel: &KernelFacts, seven: bool, release: &str) -> Option<Finding> {
@@ -396,14 +461,15 @@ fn rseq_slice_finding(kernel: &KernelFacts, seven: bool, release: &str) -> Optio
         .clone()
         .unwrap_or_else(|| "the probe gave no reason".into());
     let fix = if why.contains("disabled at boot by") {
-        vec!["remove rseq_slice_ext=0 from the kernel command line and reboot".into()]
+        vec!["# remove rseq_slice_ext=0 from the kernel command line and reboot".into()]
     } else if why.contains("ENOTSUPP") {
         vec![
-            "boot a kernel built with CONFIG_RSEQ_SLICE_EXTENSION=y (7.0+); Debian's 7.2 is built without it".into(),
-            "or measure in a guest: scripts/kernel-build-rseq, then preemptlab vm --kernel <that bzImage> -- bench lock --locks pg,rseq".into(),
+            "# boot a kernel built with CONFIG_RSEQ_SLICE_EXTENSION=y (7.0+); Debian's 7.2 is built without it".into(),
+            "scripts/kernel-build-rseq   # or measure in a guest: build a kernel with it, then:".into(),
+            "preemptlab vm --kernel <that bzImage> -- bench lock --locks pg,rseq".into(),
         ]
     } else if why.contains("registration is") {
-        vec!["run with GLIBC_TUNABLES=glibc.pthread.rseq=0 so that the process registers its own rseq area".into()]
+        vec!["export GLIBC_TUNABLES=glibc.pthread.rseq=0   # then start the process: it registers its own rseq area".into()]
     } else {
         vec![]
     };

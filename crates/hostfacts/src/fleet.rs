@@ -5,15 +5,16 @@
 //! hosts did not report recently. Everything here is pure: the caller reads the files (in parallel; each
 //! file is parsed and assessed on its own by [`load`]) and [`combine`] makes the answer.
 //!
-//! Pool sizes come from [`crate::hugepages::plan_for_instance`], the rule `preemptlab hugepages` uses
-//! (PostgreSQL's own figure, else the segment rounded up to whole pages, plus a 2% margin of at least one
-//! page, plus pages already committed to other users of the pool), applied to the facts the audit recorded.
+//! Pool sizes are the audit's own: its `pool_targets` ([`hostfacts::hostpool`], the figure `audit`,
+//! `hugepages` and `check` print: every instance's need plus the pages other users of the pool hold), or,
+//! for an audit written before it kept them, the same computation over the facts it recorded.
 //!
 //! Diagnosis files (`preemptlab diagnose --format json`) among the audits are read too: the newest of each
 //! host gives one row per instance it observed ([`DiagnosisRow`]), instances with the symptom first.
 
 pub use results::host::fleet::{
-    DiagnosisRow, Failed, Fleet, Group, HostRow, InstanceFix, Sizing, Stale, Superseded, Totals,
+    DiagnosisRow, Failed, Fleet, Group, HostPool, HostRow, InstanceFix, Sizing, Stale, Superseded,
+    Totals,
 };
 use std::collections::{BTreeMap, HashMap};
 
@@ -23,7 +24,7 @@ use crate::kernel::PreemptModel;
 use crate::Audit;
 
 /// The version of the fleet JSON schema.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The default age after which an audit is stale: two days (a daily timer that missed one run is not
 /// stale yet; one that missed two is).
@@ -211,38 +212,58 @@ pub fn assess(file: &str, a: &Audit, opts: &Options) -> Assessed {
     let age_s = opts.now_unix_s as i64 - a.generated_unix_s as i64;
     let mut instances_4k = Vec::new();
     let mut full_touch_kib = 0;
+    let targets = crate::hostpool::targets_of(a);
     for inst in &a.instances {
         if inst.on_huge_pages.get() != Some(&false) {
             continue;
         }
         let full_touch = inst.page_tables_full_touch_kib.get().copied();
         full_touch_kib += full_touch.unwrap_or(0);
-        let (sizing, unsized_reason, mut fix) =
-            match hugepages::plan_for_instance(inst, &a.memory, None) {
-                Ok(p) => {
-                    let mut fix = p.sysctl_lines.clone();
-                    fix.extend(p.postgresql_conf_lines.iter().cloned());
-                    let basis = p.basis.kind().to_string();
-                    let sizing = Sizing {
-                        page_size_kib: p.page_size_kib,
-                        basis,
-                        pages_needed: p.pages_needed,
-                        pool_now: p.pool_now.as_ref().map(|q| q.total),
-                        pool_target: p.pool_target,
-                        host_pool_target: None,
-                        pinned_kib: p.pages_needed * p.page_size_kib,
-                    };
-                    (Some(sizing), None, fix)
-                }
-                Err(e) => (
+        let found = targets
+            .iter()
+            .find_map(|t| t.need_of(inst.postmaster_pid).map(|n| (t, n)));
+        let (sizing, unsized_reason, mut fix) = match found {
+            Some((t, need)) => {
+                let mut fix: Vec<String> = t
+                    .commands
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| match i {
+                        0 => format!("{c}   # {}", t.describe_for(Some(inst.postmaster_pid))),
+                        _ => c.clone(),
+                    })
+                    .collect();
+                fix.extend(hugepages::postgresql_conf_lines(
+                    t.page_size_kib,
+                    t.default_page_size_kib,
+                ));
+                let sizing = Sizing {
+                    page_size_kib: t.page_size_kib,
+                    basis: need.basis.kind().to_string(),
+                    pages_needed: need.pages_needed,
+                    pool_now: t.persistent,
+                    pool_target: t.target,
+                    pinned_kib: need.pages_needed.saturating_mul(t.page_size_kib),
+                };
+                (Some(sizing), None, fix)
+            }
+            None => {
+                let why = targets
+                    .iter()
+                    .flat_map(|t| &t.not_sized)
+                    .find(|u| u.postmaster_pid == inst.postmaster_pid)
+                    .map(|u| u.why.clone())
+                    .unwrap_or_else(|| "the audit has no pool target for it".into());
+                (
                     None,
-                    Some(e.to_string()),
+                    Some(why),
                     vec![format!(
-                    "on {host}: preemptlab hugepages --pid {}   # the audit lacks the segment size",
-                    inst.postmaster_pid
-                )],
-                ),
-            };
+                        "on {host}: preemptlab hugepages --pid {}   # the audit lacks the segment size",
+                        inst.postmaster_pid
+                    )],
+                )
+            }
+        };
         fix.push(
             "restart PostgreSQL, then: preemptlab audit   # expect 'on huge pages: yes'".into(),
         );
@@ -261,7 +282,6 @@ pub fn assess(file: &str, a: &Audit, opts: &Options) -> Assessed {
             fix,
         });
     }
-    share_pools(&mut instances_4k, a);
     let mut above_info: Vec<_> = a
         .findings
         .iter()
@@ -297,45 +317,21 @@ pub fn assess(file: &str, a: &Audit, opts: &Options) -> Assessed {
         instances: a.instances.len(),
         instances_4k: instances_4k.len(),
         page_tables_4k_kib: instances_4k.iter().map(|i| i.page_tables_kib).sum(),
+        pools: targets
+            .iter()
+            .map(|t| HostPool {
+                page_size_kib: t.page_size_kib,
+                target: t.target,
+                pool_now: t.persistent.map(|_| t.operators_pool()),
+                shortfall: t.shortfall(),
+            })
+            .collect(),
     };
     Assessed {
         row,
         instances_4k,
         instances: a.instances.len(),
         full_touch_kib,
-    }
-}
-
-/// Several instances of one host on 4 KB pages needing the same page size share one pool: its size is
-/// the sum of their needs plus what the pool already commits to others, and each fix says so.
-fn share_pools(instances: &mut [InstanceFix], a: &Audit) {
-    let default_kib = a
-        .memory
-        .default_huge_page_kib
-        .get()
-        .copied()
-        .unwrap_or(2048);
-    let mut by_size: BTreeMap<u64, (usize, u64)> = BTreeMap::new();
-    for s in instances.iter().filter_map(|i| i.sizing.as_ref()) {
-        let e = by_size.entry(s.page_size_kib).or_default();
-        e.0 += 1;
-        e.1 += s.pages_needed;
-    }
-    for (page_kib, (n, needed)) in by_size.into_iter().filter(|(_, (n, _))| *n > 1) {
-        let committed = a.memory.pool(page_kib).map(|p| p.committed()).unwrap_or(0);
-        let target = needed + committed;
-        let lines = hugepages::pool_lines(page_kib, default_kib, target);
-        for i in instances.iter_mut() {
-            if let Some(s) = i.sizing.as_mut().filter(|s| s.page_size_kib == page_kib) {
-                s.host_pool_target = Some(target);
-                i.fix.splice(
-                    0..lines.len(),
-                    lines
-                        .iter()
-                        .map(|l| format!("{l}   # for the {n} instances on this host")),
-                );
-            }
-        }
     }
 }
 

@@ -41,6 +41,17 @@ pub enum SysrootError {
     },
 }
 
+/// Where a captured host tree keeps its kernel log, in the order the audit reads them: the ring buffer
+/// (`dev/kmsg`, as scripts/capture-sysroot saves it), rsyslog's `kern.log`, the boot-time `dmesg`, and an
+/// export of the kernel's journal (`journalctl -k -b -o export`, which scripts/capture-sysroot saves too).
+/// Of a log holding several boots, the latest is read ([`crate::parse::boot_log_preempt`]).
+pub const CAPTURED_KERNEL_LOGS: [&str; 4] = [
+    "/dev/kmsg",
+    "/var/log/kern.log",
+    "/var/log/dmesg",
+    "/var/log/journal-kernel.export",
+];
+
 /// A view of a host's files under a root directory.
 #[derive(Debug, Clone)]
 pub struct Host {
@@ -109,13 +120,51 @@ impl Host {
 
     /// Reads a text file.
     pub fn read(&self, host_path: &str) -> Result<String, ReadError> {
-        let bytes = fs::read(self.path(host_path)).map_err(|e| self.error(host_path, &e))?;
+        let bytes = self.read_bytes(host_path)?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    /// Reads a binary file.
+    /// Reads a binary file. It is opened without blocking and read only when it is a regular file: a FIFO,
+    /// socket or device (under `--sysroot`, anything can be there) would otherwise hang the reader or read
+    /// another thing than a copy of the host's file.
     pub fn read_bytes(&self, host_path: &str) -> Result<Vec<u8>, ReadError> {
-        fs::read(self.path(host_path)).map_err(|e| self.error(host_path, &e))
+        let mut file = self.open_regular(host_path)?;
+        let mut out = Vec::new();
+        file.read_to_end(&mut out)
+            .map_err(|e| self.error(host_path, &e))?;
+        Ok(out)
+    }
+
+    fn open_regular(&self, host_path: &str) -> Result<fs::File, ReadError> {
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(self.path(host_path))
+            .map_err(|e| self.error(host_path, &e))?;
+        let kind = file
+            .metadata()
+            .map_err(|e| self.error(host_path, &e))?
+            .file_type();
+        if kind.is_file() {
+            return Ok(file);
+        }
+        use std::os::unix::fs::FileTypeExt;
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_socket() {
+            "a socket"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_dir() {
+            "a directory"
+        } else {
+            "not a file"
+        };
+        Err(ReadError {
+            path: self.shown(host_path),
+            reason: format!("{what}, not a regular file: not read"),
+            kind: io::ErrorKind::InvalidInput,
+        })
     }
 
     /// Reads a text file into a fact: trimmed content, or the reason it is unavailable.
@@ -147,15 +196,38 @@ impl Host {
         self.path(host_path).exists()
     }
 
-    /// Reads the kernel log: `/dev/kmsg` (one record per read, non-blocking, stops when drained) or, in a
-    /// fixture tree, a plain file of that name. Falls back to `/var/log/dmesg`.
-    pub fn read_kernel_log(&self) -> Result<(String, &'static str), ReadError> {
-        match self.read_kmsg() {
-            Ok(text) => Ok((text, "/dev/kmsg")),
-            Err(first) => match self.read("/var/log/dmesg") {
-                Ok(text) => Ok((text, "/var/log/dmesg")),
-                Err(_) => Err(first),
-            },
+    /// Reads the kernel log and says where from. This host: `/dev/kmsg` (one record per read, non-blocking,
+    /// stops when drained), else `/var/log/dmesg` (written at boot). A captured tree (`--sysroot`): the first
+    /// of [`CAPTURED_KERNEL_LOGS`] that holds a `Dynamic Preempt:` line, else the first readable one.
+    pub fn read_kernel_log(&self) -> Result<(String, String), ReadError> {
+        if self.live {
+            return match self.read_kmsg() {
+                Ok(text) => Ok((text, "/dev/kmsg".into())),
+                Err(first) => match self.read("/var/log/dmesg") {
+                    Ok(text) => Ok((text, "/var/log/dmesg".into())),
+                    Err(_) => Err(first),
+                },
+            };
+        }
+        let mut first_readable = None;
+        let mut first_error = None;
+        for path in CAPTURED_KERNEL_LOGS {
+            match self.read(path) {
+                Ok(text) if text.contains("Dynamic Preempt:") => {
+                    return Ok((text, path.to_string()))
+                }
+                Ok(text) => {
+                    first_readable.get_or_insert((text, path.to_string()));
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match (first_readable, first_error) {
+            (Some(found), _) => Ok(found),
+            (None, Some(e)) => Err(e),
+            (None, None) => unreachable!("CAPTURED_KERNEL_LOGS is not empty"),
         }
     }
 
@@ -185,5 +257,78 @@ impl Host {
             }
         }
         Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+
+    /// Regression (issue 29): a FIFO at sys/kernel/debug/sched/preempt under --sysroot hung the audit.
+    #[test]
+    fn a_fifo_or_device_under_a_sysroot_is_not_read_and_does_not_hang() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("sys/kernel/debug/sched");
+        fs::create_dir_all(&dir).unwrap();
+        let fifo = std::ffi::CString::new(dir.join("preempt").to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path in this test's own temp dir.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let host = Host::at(root.path());
+        let e = host.read("/sys/kernel/debug/sched/preempt").unwrap_err();
+        assert_eq!(e.kind, io::ErrorKind::InvalidInput);
+        assert!(e.reason.starts_with("a FIFO, not a regular file"), "{e}");
+        std::os::unix::fs::symlink("/dev/null", root.path().join("sys/null")).unwrap();
+        assert!(host
+            .read("/sys/null")
+            .unwrap_err()
+            .reason
+            .starts_with("a device"));
+        // The whole audit of such a tree finishes, the model decided by what else there is.
+        put(root.path(), "proc/cmdline", "quiet\n");
+        let k = crate::kernel::read(&host);
+        assert!(k.preemption.evidence[0]
+            .note
+            .as_deref()
+            .unwrap()
+            .starts_with("a FIFO"));
+    }
+
+    /// A captured tree's kernel log: the first of dev/kmsg, var/log/kern.log, var/log/dmesg and the journal
+    /// export that holds the boot line (issue 29: only dev/kmsg was read).
+    #[test]
+    fn captured_kernel_logs_in_order() {
+        let root = tempfile::tempdir().unwrap();
+        let host = Host::at(root.path());
+        assert!(host.read_kernel_log().is_err(), "none captured");
+        put(
+            root.path(),
+            "var/log/journal-kernel.export",
+            "MESSAGE=Dynamic Preempt: lazy\n",
+        );
+        assert_eq!(
+            host.read_kernel_log().unwrap().1,
+            "/var/log/journal-kernel.export"
+        );
+        put(
+            root.path(),
+            "var/log/kern.log",
+            "Jun 1 kernel: [0.1] Dynamic Preempt: full\n",
+        );
+        assert_eq!(host.read_kernel_log().unwrap().1, "/var/log/kern.log");
+        // A ring buffer that wrapped past the boot line gives way to a file that has it.
+        put(root.path(), "dev/kmsg", "6,900,99,-;eth0: link up\n");
+        assert_eq!(host.read_kernel_log().unwrap().1, "/var/log/kern.log");
+        put(
+            root.path(),
+            "dev/kmsg",
+            "6,88,243510,-;Dynamic Preempt: lazy\n",
+        );
+        assert_eq!(host.read_kernel_log().unwrap().1, "/dev/kmsg");
     }
 }

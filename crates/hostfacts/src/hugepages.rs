@@ -8,7 +8,8 @@
 
 pub use results::host::hugepages::{Applied, Basis, Plan};
 
-use crate::memory::{HugePool, MemoryFacts};
+use crate::hostpool::PoolTarget;
+use crate::memory::HugePool;
 use crate::parse::{self, Bytes};
 use crate::pgquery::ServerInfo;
 use crate::postgres::PgInstance;
@@ -53,7 +54,7 @@ pub fn instance_basis(inst: &PgInstance, page_kib: u64) -> Result<(Basis, u64), 
         .segment
         .get()
         .filter(|s| s.on_huge_pages() && s.kernel_page_size_kib == page_kib)
-        .map(|s| s.size_kib / page_kib)
+        .map(|s| s.size_kib.div_ceil(page_kib.max(1)))
         .unwrap_or(0);
     if let Some(server) = &inst.server {
         let (pages, size) = server_figures(server);
@@ -138,21 +139,41 @@ pub fn server_basis(server: &ServerInfo, page_is_default: bool) -> Result<Basis,
 /// (max_connections, max_locks_per_transaction, a preloaded extension) that grow the segment.
 pub const MARGIN_FRACTION: f64 = 0.02;
 
+/// What one need (an instance, a data directory, a size) takes on its own: the exact pages, the margin, and
+/// the arithmetic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnSizing {
+    /// Pages before the margin.
+    pub pages_exact: u64,
+    /// Pages added as margin.
+    pub margin_pages: u64,
+    /// Why that margin.
+    pub margin_reason: String,
+    /// Pages to provide: exact plus margin.
+    pub pages_needed: u64,
+    /// The arithmetic, line by line.
+    pub arithmetic: Vec<String>,
+}
+
 fn human(kib: u64) -> String {
     Bytes::from_kib(kib).to_string()
 }
 
-/// Builds a plan. `own_committed` is how many pages of this pool the instance already holds (a running
-/// instance on huge pages), so they are not counted twice.
-pub fn plan(
-    basis: Basis,
-    page_size_kib: u64,
-    default_page_size_kib: u64,
-    pool_now: Option<HugePool>,
-    own_committed: u64,
-) -> Plan {
+/// The pages `basis` needs at `page_size_kib` (a page size of 0, from odd host text, is taken as 4 kB so
+/// that nothing divides by zero).
+pub fn own_sizing(basis: &Basis, page_size_kib: u64) -> OwnSizing {
+    let page_size_kib = page_size_kib.max(4);
     let mut arithmetic = Vec::new();
-    let (pages_exact, margin_pages, margin_reason) = match &basis {
+    let rounded = |size_kib: u64, arithmetic: &mut Vec<String>| {
+        let p = size_kib.div_ceil(page_size_kib);
+        arithmetic.push(format!(
+            "{} / {} = {p} pages, rounded up",
+            human(size_kib),
+            human(page_size_kib)
+        ));
+        p
+    };
+    let (pages_exact, margin_pages, margin_reason) = match basis {
         Basis::Postgres {
             pages,
             shared_memory_kib,
@@ -169,36 +190,25 @@ pub fn plan(
                     *s as f64 / page_size_kib as f64
                 ));
             }
-            let m = margin(*pages);
-            (*pages, m, margin_text())
+            (*pages, margin(*pages), margin_text())
         }
         Basis::PostgresSize {
             shared_memory_kib,
             how,
         } => {
-            let p = shared_memory_kib.div_ceil(page_size_kib);
             arithmetic.push(format!(
                 "shared_memory_size = {} ({how})",
                 human(*shared_memory_kib)
             ));
-            arithmetic.push(format!(
-                "{} / {} = {p} pages, rounded up",
-                human(*shared_memory_kib),
-                human(page_size_kib)
-            ));
+            let p = rounded(*shared_memory_kib, &mut arithmetic);
             (p, margin(p), margin_text())
         }
         Basis::Segment { size_kib, how } => {
-            let p = size_kib.div_ceil(page_size_kib);
             arithmetic.push(format!(
                 "main shared segment = {} ({how})",
                 human(*size_kib)
             ));
-            arithmetic.push(format!(
-                "{} / {} = {p} pages, rounded up",
-                human(*size_kib),
-                human(page_size_kib)
-            ));
+            let p = rounded(*size_kib, &mut arithmetic);
             (p, margin(p), margin_text())
         }
         Basis::VmPeak { vm_peak_kib, how } => {
@@ -210,81 +220,85 @@ pub fn plan(
             (p, 0, "none: VmPeak already overestimates (it counts the binary, libraries and private memory)".to_string())
         }
         Basis::Given { size_kib } => {
-            let p = size_kib.div_ceil(page_size_kib);
-            arithmetic.push(format!(
-                "{} / {} = {p} pages, rounded up",
-                human(*size_kib),
-                human(page_size_kib)
-            ));
+            let p = rounded(*size_kib, &mut arithmetic);
             (p, margin(p), margin_text())
         }
     };
-    let pages_needed = pages_exact + margin_pages;
+    let pages_needed = pages_exact.saturating_add(margin_pages);
     arithmetic.push(format!(
         "+ {margin_pages} margin = {pages_needed} pages = {}",
-        human(pages_needed * page_size_kib)
+        human(pages_needed.saturating_mul(page_size_kib))
     ));
-    // A bench's temporary pages are not demand: they go back when it ends.
-    let committed_all = pool_now
-        .as_ref()
-        .map(|p| p.committed_by_users())
-        .unwrap_or(0);
-    let committed_by_others = committed_all.saturating_sub(own_committed);
-    if committed_by_others > 0 {
-        arithmetic.push(format!(
-            "+ {committed_by_others} pages already committed to other users of the pool"
-        ));
-    }
-    let pool_target = pages_needed + committed_by_others;
-    arithmetic.push(format!(
-        "pool target = {pool_target} pages of {}",
-        human(page_size_kib)
-    ));
-    let sysctl_lines = pool_lines(page_size_kib, default_page_size_kib, pool_target);
-    let mut postgresql_conf_lines = vec!["huge_pages = on".to_string()];
-    postgresql_conf_lines.push(if page_size_kib == default_page_size_kib {
-        "huge_page_size = 0        # the default huge page size".to_string()
-    } else {
-        format!(
-            "huge_page_size = {}",
-            if page_size_kib == 1 << 20 {
-                "1GB".to_string()
-            } else {
-                format!("{}kB", page_size_kib)
-            }
-        )
-    });
-    Plan {
-        page_size_kib,
-        basis,
+    OwnSizing {
         pages_exact,
         margin_pages,
         margin_reason,
         pages_needed,
+        arithmetic,
+    }
+}
+
+/// Builds a plan for one need on `basis`, with the pool its host needs (`host`, which counts this need
+/// among its own; None for a server that is not on this host: then the pool is the need alone).
+pub fn plan(
+    basis: Basis,
+    page_size_kib: u64,
+    default_page_size_kib: u64,
+    pool_now: Option<HugePool>,
+    host: Option<PoolTarget>,
+) -> Plan {
+    let own = own_sizing(&basis, page_size_kib);
+    let mut arithmetic = own.arithmetic;
+    let pool_target = match &host {
+        Some(h) => {
+            arithmetic.push(format!("this host's {} pool:", human(page_size_kib)));
+            arithmetic.extend(h.arithmetic.iter().map(|l| format!("  {l}")));
+            h.target
+        }
+        None => {
+            arithmetic.push(
+                "the server is not a process of this host: other users of its host's pool are not known here; add their pages"
+                    .into(),
+            );
+            own.pages_needed
+        }
+    };
+    let sysctl_lines = match &host {
+        Some(h) => h.commands.clone(),
+        None => pool_lines(page_size_kib, default_page_size_kib, pool_target),
+    };
+    let postgresql_conf_lines = postgresql_conf_lines(page_size_kib, default_page_size_kib);
+    Plan {
+        page_size_kib,
+        basis,
+        pages_exact: own.pages_exact,
+        margin_pages: own.margin_pages,
+        margin_reason: own.margin_reason,
+        pages_needed: own.pages_needed,
         pool_now,
-        committed_by_others,
+        committed_by_others: pool_target.saturating_sub(own.pages_needed),
         pool_target,
-        pinned_kib: pool_target * page_size_kib,
+        pinned_kib: pool_target.saturating_mul(page_size_kib),
         arithmetic,
         sysctl_lines,
         postgresql_conf_lines,
         default_page_size_kib,
+        host_pool: host,
     }
 }
 
-/// The plan for a running instance on a host with memory facts `mem`, at `page_kib` or else the page size
-/// the instance would use (its `huge_page_size`, else the host's default; 2 MB when even that is unknown).
-pub fn plan_for_instance(
-    inst: &PgInstance,
-    mem: &MemoryFacts,
-    page_kib: Option<u64>,
-) -> Result<Plan, SizingError> {
-    let default_kib = mem.default_huge_page_kib.get().copied().unwrap_or(2048);
-    let page = page_kib
-        .or_else(|| crate::findings::instance_huge_page_kib(inst, mem))
-        .unwrap_or(default_kib);
-    let (basis, own) = instance_basis(inst, page)?;
-    Ok(plan(basis, page, default_kib, mem.pool(page).cloned(), own))
+/// The postgresql.conf lines that put an instance on huge pages of `page_size_kib`.
+pub fn postgresql_conf_lines(page_size_kib: u64, default_page_size_kib: u64) -> Vec<String> {
+    vec![
+        "huge_pages = on".to_string(),
+        if page_size_kib == default_page_size_kib {
+            "huge_page_size = 0        # the default huge page size".to_string()
+        } else if page_size_kib == 1 << 20 {
+            "huge_page_size = 1GB".to_string()
+        } else {
+            format!("huge_page_size = {page_size_kib}kB")
+        },
+    ]
 }
 
 /// The lines that set the pool of `page_size_kib` to `pool_target` pages: `vm.nr_hugepages` (now and in
@@ -304,7 +318,7 @@ pub fn pool_lines(page_size_kib: u64, default_page_size_kib: u64, pool_target: u
         };
         vec![
             format!("echo {pool_target} > {sysfs}"),
-            format!("persist (reliable for {}: reserve at boot): hugepagesz={g} hugepages={pool_target} on the kernel command line", human(page_size_kib)),
+            format!("hugepagesz={g} hugepages={pool_target}   # persist: on the kernel command line (reserved at boot: reliable for {} pages)", human(page_size_kib)),
         ]
     }
 }
@@ -321,184 +335,59 @@ fn margin_text() -> String {
     )
 }
 
-/// Why a pool could not be resized.
-#[derive(Debug, thiserror::Error)]
-pub enum ApplyError {
-    /// The pool's size could not be read.
-    #[error("reading {path}: {}", osutil::explain_io_error(.err))]
-    Read {
-        /// The sysfs file.
-        path: String,
-        /// What the read said.
-        err: std::io::Error,
-    },
-    /// The pool's size is not a number.
-    #[error("{path}: not a number")]
-    NotANumber {
-        /// The sysfs file.
-        path: String,
-    },
-    /// The new size could not be written.
-    #[error("writing {path}: {}", osutil::explain_io_error(.err))]
-    Write {
-        /// The sysfs file.
-        path: String,
-        /// What the write said.
-        err: std::io::Error,
-    },
-}
-
-/// Grows the pool of `page_size_kib` to `target` pages (never shrinks it) and reports what the kernel gave.
-pub fn apply(page_size_kib: u64, target: u64) -> Result<Applied, ApplyError> {
-    let path = format!("/sys/kernel/mm/hugepages/hugepages-{page_size_kib}kB/nr_hugepages");
-    let read = || -> Result<u64, ApplyError> {
-        std::fs::read_to_string(&path)
-            .map_err(|err| ApplyError::Read {
-                path: path.clone(),
-                err,
-            })?
-            .trim()
-            .parse()
-            .map_err(|_| ApplyError::NotANumber { path: path.clone() })
-    };
-    let before = read()?;
-    if before >= target {
-        return Ok(Applied {
-            path,
-            before,
-            requested: target,
-            obtained: before,
-        });
-    }
-    std::fs::write(&path, format!("{target}\n")).map_err(|err| ApplyError::Write {
-        path: path.clone(),
-        err,
-    })?;
-    let obtained = read()?;
-    Ok(Applied {
-        path,
-        before,
-        requested: target,
-        obtained,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn postgres_figure_plus_margin() {
-        let p = plan(
-            Basis::Postgres {
+        let own = own_sizing(
+            &Basis::Postgres {
                 pages: 138,
                 shared_memory_kib: Some(275 * 1024),
                 how: "SHOW".into(),
             },
             2048,
-            2048,
-            None,
-            0,
         );
-        assert_eq!(p.pages_exact, 138);
-        assert_eq!(p.margin_pages, 3);
-        assert_eq!(p.pages_needed, 141);
-        assert_eq!(p.pool_target, 141);
-        assert_eq!(p.sysctl_lines[0], "sysctl -w vm.nr_hugepages=141");
-        assert_eq!(p.pinned_kib, 141 * 2048);
+        assert_eq!(
+            (own.pages_exact, own.margin_pages, own.pages_needed),
+            (138, 3, 141)
+        );
     }
 
     #[test]
     fn vm_peak_has_no_margin_and_matches_seed_003() {
         // The VmPeak rule's published example (docs/references.md#vmpeak-sizing): VmPeak 148392404 kB -> 72457 pages of 2 MB (their division truncates; we round up).
-        let p = plan(
-            Basis::VmPeak {
+        let own = own_sizing(
+            &Basis::VmPeak {
                 vm_peak_kib: 148392404,
                 how: "/proc/4357/status".into(),
             },
             2048,
-            2048,
-            None,
-            0,
         );
-        assert_eq!(p.pages_needed, 72458);
-        assert_eq!(p.margin_pages, 0);
+        assert_eq!((own.pages_needed, own.margin_pages), (72458, 0));
     }
 
     #[test]
-    fn one_gigabyte_pages_use_sysfs_and_count_others() {
-        let pool = HugePool {
-            page_size_kib: 1 << 20,
-            total: 4,
-            free: 2,
-            reserved: 0,
-            surplus: 0,
-            overcommit: 0,
-            held_by_preemptlab: 0,
-        };
+    fn a_server_elsewhere_is_sized_alone_with_sysfs_lines_for_1_gb() {
         let p = plan(
             Basis::Given {
                 size_kib: 120 << 20,
             },
             1 << 20,
             2048,
-            Some(pool),
-            0,
+            None,
+            None,
         );
-        assert_eq!(p.pages_exact, 120);
-        assert_eq!(p.margin_pages, 3);
-        assert_eq!(p.committed_by_others, 2);
-        assert_eq!(p.pool_target, 125);
+        assert_eq!((p.pages_exact, p.margin_pages), (120, 3));
+        assert_eq!((p.committed_by_others, p.pool_target), (0, 123));
+        assert_eq!(p.pinned_kib, 123 << 20);
         assert!(p.sysctl_lines[0].contains("hugepages-1048576kB"));
         assert!(p.postgresql_conf_lines[1].contains("1GB"));
-    }
-
-    #[test]
-    fn a_benchs_temporary_pages_are_not_demand() {
-        // A bench run grew the pool by 513 pages and has faulted them in: without the record the plan would
-        // add them to the target (the audit's advice was 513 pages too high while a bench ran).
-        let pool = HugePool {
-            page_size_kib: 2048,
-            total: 513,
-            free: 0,
-            reserved: 0,
-            surplus: 0,
-            overcommit: 0,
-            held_by_preemptlab: 513,
-        };
-        let p = plan(
-            Basis::Given { size_kib: 1 << 20 },
-            2048,
-            2048,
-            Some(pool),
-            0,
-        );
-        assert_eq!(p.committed_by_others, 0);
-        assert_eq!(p.pool_target, 512 + 11);
-    }
-
-    #[test]
-    fn own_pages_not_counted_twice() {
-        let pool = HugePool {
-            page_size_kib: 2048,
-            total: 150,
-            free: 12,
-            reserved: 0,
-            surplus: 0,
-            overcommit: 0,
-            held_by_preemptlab: 0,
-        };
-        let p = plan(
-            Basis::Segment {
-                size_kib: 138 * 2048,
-                how: "smaps".into(),
-            },
-            2048,
-            2048,
-            Some(pool),
-            138,
-        );
-        assert_eq!(p.committed_by_others, 0);
-        assert_eq!(p.pool_target, 141);
+        assert!(p
+            .arithmetic
+            .last()
+            .unwrap()
+            .contains("not a process of this host"));
     }
 }

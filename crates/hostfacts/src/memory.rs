@@ -24,19 +24,60 @@ fn meminfo_fact(
     }
 }
 
-/// Pages of the `kib` pool that live preemptlab runs hold, from their record; 0 when there is none.
-fn held_by_preemptlab(host: &Host, kib: u64) -> u64 {
+/// What live preemptlab runs hold of one pool.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Held {
+    /// Pages they added (the record's shares).
+    added: u64,
+    /// Pages their processes map now.
+    mapped: u64,
+    /// Why some run's mappings could not be read.
+    unknown: Option<String>,
+}
+
+/// Pages of `kib` the mappings in `smaps` text commit: every hugetlb mapping of that page size, whole (a
+/// hugetlb mapping reserves all of its pages when it is made, and faulting them in does not change the sum).
+pub fn hugetlb_pages_mapped(smaps: &str, kib: u64) -> u64 {
+    crate::parse::smaps(smaps)
+        .iter()
+        .filter(|m| kib > 0 && m.kib("KernelPageSize") == kib)
+        .fold(0u64, |a, m| {
+            a.saturating_add((m.end.saturating_sub(m.start) / 1024).div_ceil(kib))
+        })
+}
+
+/// What the live preemptlab runs of the `kib` pool's record hold; nothing when there is no record.
+fn held_by_preemptlab(host: &Host, kib: u64) -> Held {
     let Ok(text) = host.read(&format!("/run/preemptlab/pool-{kib}kB.json")) else {
-        return 0;
+        return Held::default();
     };
     let Some(mut reg) = crate::pool_record::Registry::parse(&text) else {
-        return 0;
+        return Held::default();
     };
     reg.prune(|s| {
         let stat = host.read(&format!("/proc/{}/stat", s.pid)).ok();
         crate::pool_record::share_alive(s, stat.as_deref())
     });
-    reg.target().saturating_sub(reg.base)
+    let mut held = Held {
+        added: reg.target().saturating_sub(reg.base),
+        ..Held::default()
+    };
+    let mut unread = Vec::new();
+    let mut pids: Vec<u32> = reg.shares.iter().map(|s| s.pid).collect();
+    pids.sort_unstable();
+    pids.dedup(); // a process may hold several shares; its mappings count once
+    for pid in pids {
+        // A bench maps its region in the run's own process and forks its workers from it (bench lock);
+        // bench pg's server is a throwaway cluster, counted by the pool target as such.
+        match host.read(&format!("/proc/{pid}/smaps")) {
+            Ok(t) => held.mapped = held.mapped.saturating_add(hugetlb_pages_mapped(&t, kib)),
+            Err(e) => unread.push(format!("run {pid}: {}", e.reason)),
+        }
+    }
+    if !unread.is_empty() {
+        held.unknown = Some(unread.join("; "));
+    }
+    held
 }
 
 /// Reads the hugetlb pools.
@@ -69,15 +110,20 @@ pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
             num("resv_hugepages"),
             num("surplus_hugepages"),
         ) {
-            (Ok(total), Ok(free), Ok(reserved), Ok(surplus)) => pools.push(HugePool {
-                page_size_kib: kib,
-                total,
-                free,
-                reserved,
-                surplus,
-                overcommit: num("nr_overcommit_hugepages").unwrap_or(0),
-                held_by_preemptlab: held_by_preemptlab(host, kib),
-            }),
+            (Ok(total), Ok(free), Ok(reserved), Ok(surplus)) => {
+                let held = held_by_preemptlab(host, kib);
+                pools.push(HugePool {
+                    page_size_kib: kib,
+                    total,
+                    free,
+                    reserved,
+                    surplus,
+                    overcommit: num("nr_overcommit_hugepages").unwrap_or(0),
+                    held_by_preemptlab: held.added,
+                    mapped_by_preemptlab: held.mapped,
+                    mapped_by_preemptlab_unknown: held.unknown,
+                })
+            }
             (a, b, c, d) => {
                 let why: Vec<String> = [a, b, c, d].into_iter().filter_map(|r| r.err()).collect();
                 return Fact::unavailable(dir, why.join("; "));
@@ -101,7 +147,11 @@ pub fn read(host: &Host) -> MemoryFacts {
         total_kib: meminfo_fact(&meminfo, "MemTotal"),
         available_kib: meminfo_fact(&meminfo, "MemAvailable"),
         page_tables_kib: meminfo_fact(&meminfo, "PageTables"),
-        default_huge_page_kib: meminfo_fact(&meminfo, "Hugepagesize"),
+        // A page size of 0 (odd host text) is no page size: every sizing divides by it.
+        default_huge_page_kib: meminfo_fact(&meminfo, "Hugepagesize").and_then(|k| match k {
+            0 => Err("0 kB is no huge page size"),
+            k => Ok(k),
+        }),
         pools: read_pools(host),
         thp_enabled: thp("enabled"),
         thp_defrag: thp("defrag"),
@@ -128,9 +178,56 @@ mod tests {
             surplus: 0,
             overcommit: 0,
             held_by_preemptlab: 0,
+            mapped_by_preemptlab: 0,
+            mapped_by_preemptlab_unknown: None,
         };
         assert_eq!(p.pinned_kib(), u64::MAX);
         assert_eq!(p.committed(), u64::MAX);
         assert_eq!(p.available(), 0);
+    }
+
+    /// What a live run holds is read from its record and its smaps: the pages it added, and those its
+    /// process maps now (a run that has grown the pool but not mapped its region maps none); a dead run's
+    /// share is not counted, and a run whose smaps cannot be read is named.
+    #[test]
+    fn preemptlab_runs_pages_from_the_record_and_their_smaps() {
+        let root = tempfile::tempdir().unwrap();
+        let put = |rel: &str, text: &str| {
+            let p = root.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        let stat = |pid: u32, ticks: u64| {
+            format!("{pid} (preemptlab) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {ticks} 0 0\n")
+        };
+        put(
+            "run/preemptlab/pool-2048kB.json",
+            r#"{"page_kib":2048,"base":10,"shares":[
+                {"pid":41,"start_ticks":5,"pages":256,"need":256},
+                {"pid":42,"start_ticks":7,"pages":20,"need":50},
+                {"pid":43,"start_ticks":9,"pages":30,"need":30},
+                {"pid":41,"start_ticks":5,"pages":4,"need":4}]}"#,
+        );
+        put("proc/41/stat", &stat(41, 5));
+        put(
+            "proc/41/smaps",
+            "7f0000000000-7f0020000000 rw-s 00000000 00:10 5 /anon_hugepage (deleted)\n\
+             Size: 524288 kB\nKernelPageSize: 2048 kB\n\
+             7f1000000000-7f1000001000 rw-p 00000000 00:00 0\nKernelPageSize: 4 kB\n",
+        );
+        put("proc/42/stat", &stat(42, 7)); // alive, smaps unreadable (absent here)
+        put("proc/43/stat", &stat(43, 99)); // pid reused: the run is dead
+        let held = held_by_preemptlab(&Host::at(root.path()), 2048);
+        assert_eq!(held.added, 256 + 20 + 4);
+        assert_eq!(
+            held.mapped, 256,
+            "run 41's two shares, one process: its mapping once"
+        );
+        assert!(held.unknown.unwrap().starts_with("run 42: "));
+        assert_eq!(hugetlb_pages_mapped("garbage", 2048), 0);
+        assert_eq!(
+            held_by_preemptlab(&Host::at(root.path()), 1 << 20),
+            Held::default()
+        );
     }
 }

@@ -192,31 +192,77 @@ pub fn cmdline_param(cmdline: &str, name: &str) -> Option<String> {
     found
 }
 
-/// The mode printed by the kernel's `Dynamic Preempt: <mode>` boot line (last occurrence), from `dmesg`
-/// text or raw `/dev/kmsg` records.
+/// The kernel log of the latest boot in `log`: what follows the last `Linux version ` banner (the first line
+/// the kernel prints at each boot), so that a log file holding several boots (`/var/log/kern.log`) speaks for
+/// the running one; all of it when there is no banner (a ring buffer that wrapped past it).
+fn latest_boot(log: &str) -> &str {
+    match log.rfind("Linux version ") {
+        Some(i) => &log[i..],
+        None => log,
+    }
+}
+
+/// The mode printed by the kernel's `Dynamic Preempt: <mode>` boot line (the last one of the latest boot),
+/// from `dmesg` text, raw `/dev/kmsg` records, a syslog file or a journal export (`MESSAGE=` lines). A line
+/// saying that the command line's mode was refused (`Dynamic Preempt: unsupported mode: none`) names no mode.
 pub fn boot_log_preempt(log: &str) -> Option<String> {
-    log.lines()
+    latest_boot(log)
+        .lines()
         .filter_map(|l| {
             l.split_once("Dynamic Preempt: ")
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .rfind(|m| !m.starts_with("unsupported mode"))
+}
+
+/// The mode the kernel refused at the latest boot (`Dynamic Preempt: unsupported mode: none`, printed by
+/// kernel/sched/core.c setup_preempt_mode when `preempt=` names a mode the kernel does not offer).
+pub fn boot_log_refused(log: &str) -> Option<String> {
+    latest_boot(log)
+        .lines()
+        .filter_map(|l| {
+            l.split_once("Dynamic Preempt: unsupported mode:")
                 .map(|(_, m)| m.trim().to_string())
         })
         .next_back()
 }
 
-/// The active mode and the offered modes of `/sys/kernel/debug/sched/preempt`, e.g. `none voluntary (full) lazy`.
-pub fn debugfs_preempt(text: &str) -> Result<(String, Vec<String>), ParseError> {
-    let offered = choices(text);
-    let active = text
-        .split_whitespace()
-        .find(|w| w.starts_with('(') && w.ends_with(')'))
-        .map(|w| w.trim_matches(|c| c == '(' || c == ')').to_string())
-        .ok_or_else(|| {
-            err(format!(
-                "no active mode in parentheses in {:?}",
-                text.trim()
-            ))
-        })?;
-    Ok((active, offered))
+/// Why a `/sys/kernel/debug/sched/preempt` text names no active mode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DebugfsPreemptError {
+    /// Nothing but white space (a kernel that prints no mode: a linux-next series of autumn 2026 without its
+    /// fix).
+    #[error("empty: the kernel printed no mode")]
+    Empty,
+    /// No mode in parentheses.
+    #[error("no active mode in parentheses in {0:?}")]
+    NoActive(String),
+    /// More than one mode in parentheses: which one runs is not said.
+    #[error("ambiguous: more than one mode in parentheses in {0:?}")]
+    Ambiguous(String),
+}
+
+/// The active mode and the offered modes of `/sys/kernel/debug/sched/preempt`, e.g. `none voluntary (full)
+/// lazy` (kernel/sched/debug.c sched_dynamic_show: the offered modes, the active one in parentheses).
+pub fn debugfs_preempt(text: &str) -> Result<(String, Vec<String>), DebugfsPreemptError> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(DebugfsPreemptError::Empty);
+    }
+    let active: Vec<&str> = t.split_whitespace().filter_map(active_mode).collect();
+    match active.as_slice() {
+        [] => Err(DebugfsPreemptError::NoActive(t.to_string())),
+        [one] => Ok((one.to_string(), choices(t))),
+        _ => Err(DebugfsPreemptError::Ambiguous(t.to_string())),
+    }
+}
+
+/// The mode a word of the debugfs file marks as active: `(name)`, the name non-empty and without
+/// parentheses of its own.
+pub fn active_mode(word: &str) -> Option<&str> {
+    word.strip_prefix('(')
+        .and_then(|w| w.strip_suffix(')'))
+        .filter(|m| !m.is_empty() && !m.contains(['(', ')']))
 }
 
 /// A kernel release's major and minor numbers: `6.18.44-fc` -> (6, 18).
@@ -577,12 +623,65 @@ mod tests {
         assert_eq!(boot_log_preempt("nothing here"), None);
     }
 
+    /// A 7.x kernel booted with `preempt=none` refuses it and runs its default (kernel/sched/core.c
+    /// setup_preempt_mode, then preempt_dynamic_init); a log of several boots speaks for the last.
+    #[test]
+    fn boot_log_refused_mode_and_the_latest_boot() {
+        let log = "[    0.0] Linux version 6.18.15+deb13-amd64\n[    0.1] Dynamic Preempt: none\n\
+                   [    0.0] Linux version 7.2.13+deb14-amd64\n\
+                   [    0.0] Dynamic Preempt: unsupported mode: none\n\
+                   [    0.2] Dynamic Preempt: lazy\n";
+        assert_eq!(boot_log_preempt(log).as_deref(), Some("lazy"));
+        assert_eq!(boot_log_refused(log).as_deref(), Some("none"));
+        let older = &log[..log.find("[    0.0] Linux version 7").unwrap()];
+        assert_eq!(boot_log_refused(older), None);
+        assert_eq!(boot_log_preempt(older).as_deref(), Some("none"));
+        // A journal export (`journalctl -k -o export`).
+        let export = "__CURSOR=s=1\nMESSAGE=Linux version 7.2.13\n\n__CURSOR=s=2\nMESSAGE=Dynamic Preempt: lazy\n";
+        assert_eq!(boot_log_preempt(export).as_deref(), Some("lazy"));
+    }
+
     #[test]
     fn debugfs_line() {
         let (a, o) = debugfs_preempt("none voluntary (full) lazy\n").unwrap();
         assert_eq!(a, "full");
         assert_eq!(o, vec!["none", "voluntary", "full", "lazy"]);
-        assert!(debugfs_preempt("full lazy").is_err());
+        assert_eq!(
+            debugfs_preempt("full lazy"),
+            Err(DebugfsPreemptError::NoActive("full lazy".into()))
+        );
+        assert_eq!(debugfs_preempt("full (lazy) \n").unwrap().0, "lazy");
+    }
+
+    /// Regression (issue 29): an empty file (a linux-next series) and two modes in parentheses were taken as
+    /// no line and as the first mode; both name no mode.
+    #[test]
+    fn debugfs_empty_or_ambiguous_names_no_mode() {
+        assert_eq!(debugfs_preempt(""), Err(DebugfsPreemptError::Empty));
+        assert_eq!(debugfs_preempt(" \n"), Err(DebugfsPreemptError::Empty));
+        assert!(matches!(
+            debugfs_preempt("(full) (lazy)"),
+            Err(DebugfsPreemptError::Ambiguous(_))
+        ));
+        assert!(matches!(
+            debugfs_preempt("()"),
+            Err(DebugfsPreemptError::NoActive(_))
+        ));
+        // Found by fuzzing (fuzz/corpus/debugfs_preempt/crash-empty-mode-in-parentheses): `(()` was taken
+        // as an active mode with an empty name.
+        assert!(matches!(
+            debugfs_preempt("(()"),
+            Err(DebugfsPreemptError::NoActive(_))
+        ));
+        assert_eq!(active_mode("(lazy)"), Some("lazy"));
+    }
+
+    /// Found by fuzzing (fuzz/corpus/hugepages_sysfs/crash-pinned-kib-overflow, through the pool target):
+    /// a page size of u64::MAX kB overflowed when shown in bytes.
+    #[test]
+    fn bytes_from_an_absurd_kib_count_saturate_regression() {
+        assert_eq!(Bytes::from_kib(u64::MAX), Bytes(u64::MAX));
+        assert_eq!(Bytes::from_kib(3), Bytes(3072));
     }
 
     #[test]

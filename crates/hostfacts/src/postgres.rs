@@ -7,7 +7,9 @@
 //! (deleted)` or `/SYSV...` otherwise); its `KernelPageSize` says whether it is on huge pages.
 //! Per-process page-table memory is `VmPTE` in `/proc/PID/status`; Pss comes from `smaps_rollup`.
 
-pub use results::host::postgres::{PgInstance, PgProcess, Role, Segment, SettingFact};
+pub use results::host::postgres::{
+    PgInstance, PgProcess, Role, Segment, SettingFact, THROWAWAY_CLUSTER_NAME,
+};
 use std::collections::BTreeMap;
 
 use crate::fact::Fact;
@@ -20,9 +22,14 @@ struct ProcInfo {
     ppid: u32,
 }
 
+/// The name and parent of a live process; None for a zombie (`State: Z`: it exited and waits to be reaped,
+/// with no memory and no server behind it) or an unreadable one.
 fn proc_info(host: &Host, pid: u32) -> Option<ProcInfo> {
     let status = host.read(&format!("/proc/{pid}/status")).ok()?;
     let kv = parse::kv_text(&status);
+    if kv.get("State").is_some_and(|s| s.starts_with('Z')) {
+        return None;
+    }
     Some(ProcInfo {
         name: kv.get("Name")?.clone(),
         ppid: kv.get("PPid")?.parse().ok()?,
@@ -283,6 +290,8 @@ fn read_instance(host: &Host, pm: u32, children: &[u32], server: Option<ServerIn
         page_tables_full_touch_kib: Fact::unavailable("", ""),
         settings,
         server,
+        preemptlab_throwaway: arg_settings.get("cluster_name").map(String::as_str)
+            == Some(THROWAWAY_CLUSTER_NAME),
     };
     project_page_tables(&mut inst);
     inst
@@ -434,6 +443,28 @@ mod tests {
         assert_eq!(seg.size_kib, 8);
         let only_bad = main_segment(&maps[..1]).unwrap();
         assert_eq!((only_bad.size_kib, only_bad.hugetlb_kib), (0, u64::MAX));
+    }
+
+    /// Regression (issue 25): a zombie postmaster (exited, not yet reaped by its parent) was listed as an
+    /// instance.
+    #[test]
+    fn a_zombie_postmaster_is_no_instance() {
+        let root = tempfile::tempdir().unwrap();
+        let put = |pid: u32, state: &str, ppid: u32| {
+            let dir = root.path().join(format!("proc/{pid}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("status"),
+                format!("Name:\tpostgres\nState:\t{state}\nPPid:\t{ppid}\n"),
+            )
+            .unwrap();
+        };
+        put(300, "Z (zombie)", 1);
+        put(400, "S (sleeping)", 1);
+        put(401, "S (sleeping)", 400);
+        let (found, _) = discover(&Host::at(root.path()), &[]);
+        let pids: Vec<u32> = found.iter().map(|i| i.postmaster_pid).collect();
+        assert_eq!(pids, vec![400]);
     }
 
     #[test]

@@ -2,6 +2,12 @@
 //! shared_memory_size` (and `huge_page_size`, `shared_memory_size_in_huge_pages`), run as the directory's
 //! owner. These runtime-computed settings exist from PostgreSQL 15 and need the server stopped
 //! (docs/references.md#huge-pages-pg).
+//!
+//! The directory given may be a data directory holding its own `postgresql.conf` (what initdb makes), a
+//! data directory whose configuration lives elsewhere (Debian's layout: configuration in
+//! `/etc/postgresql/VERSION/CLUSTER`, data in `/var/lib/postgresql/VERSION/CLUSTER`, tied by `data_directory`
+//! in that `postgresql.conf`; postgresql-common's pg_createcluster), or such a configuration directory.
+//! `postgres -D` then gets the configuration directory: PostgreSQL reads `data_directory` from it.
 
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
@@ -19,6 +25,22 @@ pub enum StoppedError {
     NotDataDir {
         /// The directory given.
         dir: PathBuf,
+    },
+    /// A configuration directory whose `data_directory` is no data directory.
+    #[error("{}: its postgresql.conf names data_directory {}, which is not a PostgreSQL data directory (no PG_VERSION file)", .dir.display(), .data.display())]
+    BadDataDirectory {
+        /// The configuration directory given.
+        dir: PathBuf,
+        /// What its `data_directory` says.
+        data: PathBuf,
+    },
+    /// A data directory without `postgresql.conf`, and no configuration elsewhere names it.
+    #[error("{}: a data directory without postgresql.conf, and no {}/*/*/postgresql.conf names it as its data_directory; give the directory that holds its postgresql.conf", .dir.display(), .etc.display())]
+    NoConfig {
+        /// The data directory given.
+        dir: PathBuf,
+        /// Where configurations were looked for.
+        etc: PathBuf,
     },
     /// The directory cannot be read.
     #[error("{}: {source}", .dir.display())]
@@ -73,10 +95,95 @@ pub enum StoppedError {
     },
 }
 
-/// Runs `postgres -D dir -C name` as the owner of `dir`, returning the value.
-pub fn postgres_c(bin: &Path, dir: &Path, name: &str) -> Result<String, StoppedError> {
-    let meta = std::fs::metadata(dir).map_err(|source| StoppedError::Unreadable {
+/// Where Debian's postgresql-common keeps the clusters' configuration directories.
+pub const DEBIAN_ETC: &str = "/etc/postgresql";
+
+/// A stopped server's directories.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// The directory `postgres -D` gets: the one holding `postgresql.conf`.
+    pub config_dir: PathBuf,
+    /// The data directory (`PG_VERSION`).
+    pub data_dir: PathBuf,
+}
+
+/// `data_directory` of the `postgresql.conf` in `config_dir`, if it sets one.
+fn data_directory(config_dir: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(config_dir.join("postgresql.conf")).ok()?;
+    parse::pg_conf(&text)
+        .get("data_directory")
+        .filter(|d| !d.is_empty())
+        .map(|d| config_dir.join(d))
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// The directories of the stopped server that `dir` names (see the module doc): configurations that are
+/// not in the data directory are looked for in `etc/*/*/` (Debian: [`DEBIAN_ETC`]).
+pub fn layout(dir: &Path, etc: &Path) -> Result<Layout, StoppedError> {
+    let is_data = |d: &Path| d.is_dir() && d.join("PG_VERSION").is_file();
+    let has_conf = dir.join("postgresql.conf").is_file();
+    if is_data(dir) {
+        if has_conf {
+            return Ok(Layout {
+                config_dir: dir.to_path_buf(),
+                data_dir: dir.to_path_buf(),
+            });
+        }
+        // Debian's own place first (etc/VERSION/CLUSTER for data .../VERSION/CLUSTER), then any cluster.
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        let names: Vec<&std::ffi::OsStr> = dir.iter().collect();
+        if let [.., v, c] = names.as_slice() {
+            candidates.push(etc.join(v).join(c));
+        }
+        if let Ok(versions) = std::fs::read_dir(etc) {
+            for v in versions.filter_map(|e| e.ok()) {
+                if let Ok(clusters) = std::fs::read_dir(v.path()) {
+                    candidates.extend(clusters.filter_map(|e| e.ok()).map(|e| e.path()));
+                }
+            }
+        }
+        return candidates
+            .into_iter()
+            .find(|c| data_directory(c).is_some_and(|d| same_dir(&d, dir)))
+            .map(|config_dir| Layout {
+                config_dir,
+                data_dir: dir.to_path_buf(),
+            })
+            .ok_or_else(|| StoppedError::NoConfig {
+                dir: dir.to_path_buf(),
+                etc: etc.to_path_buf(),
+            });
+    }
+    if has_conf {
+        if let Some(data) = data_directory(dir) {
+            if !is_data(&data) {
+                return Err(StoppedError::BadDataDirectory {
+                    dir: dir.to_path_buf(),
+                    data,
+                });
+            }
+            return Ok(Layout {
+                config_dir: dir.to_path_buf(),
+                data_dir: data,
+            });
+        }
+    }
+    Err(StoppedError::NotDataDir {
         dir: dir.to_path_buf(),
+    })
+}
+
+/// Runs `postgres -D dir -C name` as the owner of the data directory `data` (`dir` itself, or the one its
+/// `postgresql.conf` names), returning the value.
+pub fn postgres_c(bin: &Path, dir: &Path, data: &Path, name: &str) -> Result<String, StoppedError> {
+    let meta = std::fs::metadata(data).map_err(|source| StoppedError::Unreadable {
+        dir: data.to_path_buf(),
         source,
     })?;
     let exe = bin.join("postgres");
@@ -85,7 +192,7 @@ pub fn postgres_c(bin: &Path, dir: &Path, name: &str) -> Result<String, StoppedE
     if osutil::is_root() {
         if meta.uid() == 0 {
             return Err(StoppedError::OwnedByRoot {
-                dir: dir.to_path_buf(),
+                dir: data.to_path_buf(),
             });
         }
         cmd.uid(meta.uid()).gid(meta.gid());
@@ -112,19 +219,30 @@ pub fn basis_for_data_dir(
     page_kib: u64,
     default_kib: u64,
 ) -> Result<Basis, StoppedError> {
-    if !dir.is_dir() || !dir.join("PG_VERSION").is_file() {
-        return Err(StoppedError::NotDataDir {
-            dir: dir.to_path_buf(),
-        });
-    }
-    let version = std::fs::read_to_string(dir.join("PG_VERSION"))
+    basis_for_layout(
+        pg_bin,
+        &layout(dir, Path::new(DEBIAN_ETC))?,
+        page_kib,
+        default_kib,
+    )
+}
+
+/// [`basis_for_data_dir`] for a server's directories.
+pub fn basis_for_layout(
+    pg_bin: Option<&Path>,
+    layout: &Layout,
+    page_kib: u64,
+    default_kib: u64,
+) -> Result<Basis, StoppedError> {
+    let (dir, data) = (layout.config_dir.as_path(), layout.data_dir.as_path());
+    let version = std::fs::read_to_string(data.join("PG_VERSION"))
         .ok()
         .and_then(|v| v.trim().parse::<u32>().ok());
     let bin = crate::pgbin::find(pg_bin, version).map_err(StoppedError::NoBinaries)?;
     if let Some(major) = bin.major.filter(|&m| m < 15) {
         return Err(StoppedError::TooOld { major });
     }
-    let size = postgres_c(&bin.dir, dir, "shared_memory_size")?;
+    let size = postgres_c(&bin.dir, dir, data, "shared_memory_size")?;
     let size_kib = parse::size(&size)
         .map_err(|e| StoppedError::BadValue {
             setting: "shared_memory_size".into(),
@@ -132,7 +250,7 @@ pub fn basis_for_data_dir(
             reason: e.to_string(),
         })?
         .kib();
-    let hps = postgres_c(&bin.dir, dir, "huge_page_size")?;
+    let hps = postgres_c(&bin.dir, dir, data, "huge_page_size")?;
     let hps_kib = if hps == "0" {
         default_kib
     } else {
@@ -145,7 +263,7 @@ pub fn basis_for_data_dir(
     );
     if hps_kib == page_kib {
         let setting = "shared_memory_size_in_huge_pages";
-        let value = postgres_c(&bin.dir, dir, setting)?;
+        let value = postgres_c(&bin.dir, dir, data, setting)?;
         let pages: i64 =
             value
                 .parse()
@@ -166,4 +284,85 @@ pub fn basis_for_data_dir(
         shared_memory_kib: size_kib,
         how,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(p: &Path, text: &str) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    /// Regression (issue 25): `hugepages --data-dir` did not read Debian's layout, configuration in
+    /// /etc/postgresql/VERSION/CLUSTER and data in /var/lib/postgresql/VERSION/CLUSTER.
+    #[test]
+    fn debian_layout_from_either_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let (etc, data) = (
+            root.path().join("etc/postgresql"),
+            root.path().join("var/lib/postgresql/15/main"),
+        );
+        put(&data.join("PG_VERSION"), "15\n");
+        put(
+            &etc.join("15/main/postgresql.conf"),
+            &format!(
+                "data_directory = '{}'\t\t# use data in another directory\nshared_buffers = 128MB\n",
+                data.display()
+            ),
+        );
+        let want = Layout {
+            config_dir: etc.join("15/main"),
+            data_dir: data.clone(),
+        };
+        assert_eq!(
+            layout(&data, &etc).unwrap(),
+            want,
+            "the data directory given"
+        );
+        assert_eq!(
+            layout(&etc.join("15/main"), &etc).unwrap(),
+            want,
+            "the configuration directory given"
+        );
+        // A cluster of another name is found by its data_directory.
+        let other = root.path().join("srv/pg-data");
+        put(&other.join("PG_VERSION"), "15\n");
+        put(
+            &etc.join("15/reports/postgresql.conf"),
+            &format!("data_directory = '{}'\n", other.display()),
+        );
+        assert_eq!(
+            layout(&other, &etc).unwrap().config_dir,
+            etc.join("15/reports")
+        );
+        // initdb's layout: the configuration in the data directory.
+        let plain = root.path().join("plain");
+        put(&plain.join("PG_VERSION"), "15\n");
+        put(&plain.join("postgresql.conf"), "");
+        assert_eq!(layout(&plain, &etc).unwrap().config_dir, plain);
+    }
+
+    #[test]
+    fn a_layout_that_does_not_hold_together_says_why() {
+        let root = tempfile::tempdir().unwrap();
+        let etc = root.path().join("etc");
+        let lone = root.path().join("lone/15/main");
+        put(&lone.join("PG_VERSION"), "15\n");
+        let e = layout(&lone, &etc).unwrap_err();
+        assert!(matches!(e, StoppedError::NoConfig { .. }), "{e}");
+        assert!(e
+            .to_string()
+            .contains("give the directory that holds its postgresql.conf"));
+        let conf = root.path().join("conf");
+        put(
+            &conf.join("postgresql.conf"),
+            "data_directory = '/nonexistent/x'\n",
+        );
+        let e = layout(&conf, &etc).unwrap_err();
+        assert!(matches!(e, StoppedError::BadDataDirectory { .. }), "{e}");
+        let e = layout(root.path(), &etc).unwrap_err();
+        assert!(matches!(e, StoppedError::NotDataDir { .. }), "{e}");
+    }
 }

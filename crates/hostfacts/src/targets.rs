@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::hostpool;
 use crate::hugepages::{self, Basis, SizingError};
 use crate::memory::MemoryFacts;
 use crate::parse;
@@ -40,6 +41,31 @@ pub struct Target {
     pub page_kib: u64,
     /// Pages of that pool the instance already holds.
     pub own_pages: u64,
+    /// Where it runs: a local instance (its postmaster), a size or a stopped data directory for this host,
+    /// or a server that is not a process of this host.
+    pub place: Place,
+}
+
+/// Where a target runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// A running instance of this host.
+    Instance(u32),
+    /// A size or a stopped server, for this host: the running instances still need their pages.
+    ThisHost,
+    /// A server that is not a process of this host: nothing here shares its pool.
+    Elsewhere,
+}
+
+/// What `targets` found: the targets and the host's running instances (which share the pool with them).
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The targets asked for.
+    pub targets: Vec<Target>,
+    /// Every running instance of the host.
+    pub instances: Vec<PgInstance>,
+    /// The page size given, if any.
+    pub explicit_page_kib: Option<u64>,
 }
 
 /// Why no target.
@@ -107,15 +133,22 @@ pub fn targets(
     mem: &MemoryFacts,
     req: &Request,
     servers: &[ServerInfo],
-) -> Result<Vec<Target>, TargetError> {
-    let default_kib = mem.default_huge_page_kib.get().copied().unwrap_or(2048);
+) -> Result<Found, TargetError> {
+    let default_kib = hostpool::default_page_kib(mem);
     let explicit = req.page_size.map(page_size_kib).transpose()?;
     let page = explicit.unwrap_or(default_kib);
-    let target = |label: String, basis: Basis, page_kib: u64, own_pages: u64| Target {
+    let (instances, unmatched) = crate::postgres::discover(host, servers);
+    let found = |targets: Vec<Target>, instances: Vec<PgInstance>| Found {
+        targets,
+        instances,
+        explicit_page_kib: explicit,
+    };
+    let target = |label: String, basis: Basis, page_kib: u64, own_pages: u64, place| Target {
         label,
         basis,
         page_kib,
         own_pages,
+        place,
     };
     if let Some(s) = req.shared_memory {
         let b = parse::size(s).map_err(|e| TargetError::SharedMemory {
@@ -131,19 +164,21 @@ pub fn targets(
         let basis = Basis::Given {
             size_kib: b.0.div_ceil(1024),
         };
-        return Ok(vec![target(
+        let t = target(
             format!("{s} of shared memory"),
             basis,
             page,
             0,
-        )]);
+            Place::ThisHost,
+        );
+        return Ok(found(vec![t], instances));
     }
     if let Some(dir) = req.data_dir {
         let basis = stopped::basis_for_data_dir(req.pg_bin, dir, page, default_kib)?;
         let label = format!("stopped instance {}", dir.display());
-        return Ok(vec![target(label, basis, page, 0)]);
+        let t = target(label, basis, page, 0, Place::ThisHost);
+        return Ok(found(vec![t], instances));
     }
-    let (instances, unmatched) = crate::postgres::discover(host, servers);
     let chosen: Vec<&PgInstance> = if let Some(pid) = req.pid {
         let i = instances.iter().find(|i| i.postmaster_pid == pid);
         vec![i.ok_or_else(|| TargetError::NoSuchPid {
@@ -158,7 +193,14 @@ pub fn targets(
                 let s = unmatched.first().ok_or(TargetError::NoServer)?;
                 let basis =
                     hugepages::server_basis(s, page == default_kib).map_err(TargetError::Server)?;
-                return Ok(vec![target(format!("server {}", s.dsn), basis, page, 0)]);
+                let t = target(
+                    format!("server {}", s.dsn),
+                    basis,
+                    page,
+                    0,
+                    Place::Elsewhere,
+                );
+                return Ok(found(vec![t], instances));
             }
         }
     } else if instances.is_empty() {
@@ -168,18 +210,72 @@ pub fn targets(
     };
     let mut out = Vec::new();
     for inst in chosen {
-        let page = explicit
-            .or_else(|| crate::findings::instance_huge_page_kib(inst, mem))
-            .unwrap_or(default_kib);
-        let (basis, own) = hugepages::instance_basis(inst, page).map_err(TargetError::Instance)?;
-        let label = format!(
-            "instance {} ({})",
-            inst.postmaster_pid,
-            inst.data_dir.value.as_deref().unwrap_or("?")
-        );
-        out.push(target(label, basis, page, own));
+        let page = explicit.unwrap_or_else(|| hostpool::page_of(inst, mem));
+        let need = hostpool::instance_need(inst, page).map_err(TargetError::Instance)?;
+        out.push(target(
+            need.label,
+            need.basis,
+            page,
+            need.own_pages,
+            Place::Instance(inst.postmaster_pid),
+        ));
     }
-    Ok(out)
+    Ok(found(out, instances))
+}
+
+/// The plan of each target: its own need, and the pool of its host with every running instance at the
+/// page size it would use (the targets' instances at the page size given, if one was).
+pub fn plans(mem: &MemoryFacts, found: Found) -> Vec<(String, hugepages::Plan)> {
+    let default_kib = hostpool::default_page_kib(mem);
+    let chosen: Vec<u32> = found
+        .targets
+        .iter()
+        .filter_map(|t| match t.place {
+            Place::Instance(pid) => Some(pid),
+            _ => None,
+        })
+        .collect();
+    let page_of = |i: &PgInstance| match found.explicit_page_kib {
+        Some(p) if chosen.contains(&i.postmaster_pid) => p,
+        _ => hostpool::page_of(i, mem),
+    };
+    found
+        .targets
+        .into_iter()
+        .map(|t| {
+            let host = match t.place {
+                Place::Elsewhere => None,
+                Place::Instance(_) => Some(hostpool::for_page_size(
+                    mem,
+                    &found.instances,
+                    t.page_kib,
+                    &page_of,
+                    Vec::new(),
+                )),
+                Place::ThisHost => {
+                    let own = hugepages::own_sizing(&t.basis, t.page_kib);
+                    let need = hostpool::Need {
+                        label: t.label.clone(),
+                        postmaster_pid: None,
+                        basis: t.basis.clone(),
+                        pages_exact: own.pages_exact,
+                        pages_needed: own.pages_needed,
+                        own_pages: 0,
+                    };
+                    Some(hostpool::for_page_size(
+                        mem,
+                        &found.instances,
+                        t.page_kib,
+                        &page_of,
+                        vec![need],
+                    ))
+                }
+            };
+            let pool_now = mem.pool(t.page_kib).cloned();
+            let plan = hugepages::plan(t.basis, t.page_kib, default_kib, pool_now, host);
+            (t.label, plan)
+        })
+        .collect()
 }
 
 /// A warning when a plan would pin most of the host's RAM (over 90%).

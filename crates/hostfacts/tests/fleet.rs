@@ -77,19 +77,24 @@ fn at_risk_host_first_with_the_hugepages_fix() {
         .collect();
     assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "{ranks:?}");
 
-    // The fix is what `preemptlab hugepages` computes for the same instance from the same facts.
+    // The fix is the audit's own host target, the one `audit`, `hugepages` and `check` print.
     let a = audit("linux-7.0-lazy-debugfs", 0);
-    let plan = hostfacts::hugepages::plan_for_instance(&a.instances[0], &a.memory, None).unwrap();
     let first = &f.not_on_huge_pages[0];
     assert_eq!(first.host, "linux-7.0-lazy-debugfs");
-    assert_eq!(first.fix[0], plan.sysctl_lines[0]);
-    assert_eq!(first.fix[0], "sysctl -w vm.nr_hugepages=549");
+    assert_eq!(
+        a.pool_targets[0].commands[0],
+        "sysctl -w vm.nr_hugepages=549"
+    );
+    assert!(
+        first.fix[0].starts_with("sysctl -w vm.nr_hugepages=549   # 549 pages of 2.00 MiB for this host: this instance needs 549"),
+        "{}",
+        first.fix[0]
+    );
     let s = first.sizing.as_ref().unwrap();
     assert_eq!(
         (s.page_size_kib, s.pool_target, s.basis.as_str()),
         (2048, 549, "segment")
     );
-    assert_eq!(s.host_pool_target, None);
 }
 
 #[test]
@@ -155,17 +160,40 @@ fn two_instances_on_one_host_share_one_pool() {
     let mut second = a.instances[0].clone();
     second.postmaster_pid += 1;
     a.instances.push(second);
-    let f = load(&[("two.json", json(&a))]);
-    assert_eq!(f.not_on_huge_pages.len(), 2);
-    // Each alone: 549 pages (538 + 11 margin); together 2 x 549, plus nothing committed (100 free of 100).
-    for i in &f.not_on_huge_pages {
-        let s = i.sizing.as_ref().unwrap();
-        assert_eq!(s.pool_target, 549);
-        assert_eq!(s.host_pool_target, Some(1098));
-        assert!(
-            i.fix[0].starts_with("sysctl -w vm.nr_hugepages=1098 "),
-            "{}",
-            i.fix[0]
+    a.pool_targets = hostfacts::hostpool::for_host(&a.memory, &a.instances);
+    // The same host audited by a version that did not record its pool targets: fleet computes them.
+    let mut old = a.clone();
+    old.pool_targets.clear();
+    old.hostname.value = Some("old".into());
+    for f in [
+        load(&[("two.json", json(&a))]),
+        load(&[("old.json", json(&old))]),
+    ] {
+        assert_eq!(f.not_on_huge_pages.len(), 2);
+        // Each needs 549 pages (538 + 11 margin); the host 2 x 549, plus nothing committed (100 free of 100).
+        for i in &f.not_on_huge_pages {
+            let s = i.sizing.as_ref().unwrap();
+            assert_eq!((s.pages_needed, s.pool_target), (549, 1098));
+            assert!(
+                i.fix[0].starts_with("sysctl -w vm.nr_hugepages=1098   # 1098 pages of 2.00 MiB for this host: this instance needs 549 "),
+                "{}",
+                i.fix[0]
+            );
+            assert!(
+                i.fix[0].ends_with(", the other instance 549"),
+                "{}",
+                i.fix[0]
+            );
+        }
+        // The host's row carries the target too (instances already on huge pages have no fix to show it).
+        assert_eq!(
+            f.hosts[0].pools,
+            vec![fleet::HostPool {
+                page_size_kib: 2048,
+                target: 1098,
+                pool_now: Some(100),
+                shortfall: 998
+            }]
         );
     }
 }
@@ -242,15 +270,16 @@ fn json_is_the_schema_and_reads_back() {
     let f = mixed();
     let text = report::json(&f);
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["hosts"][0]["host"], "linux-7.0-lazy-debugfs");
     assert_eq!(v["hosts"][0]["verdict"], "at-risk");
     assert_eq!(v["hosts"][0]["preempt_model"], "lazy");
-    assert_eq!(
-        v["not_on_huge_pages"][0]["fix"][0],
-        "sysctl -w vm.nr_hugepages=549"
-    );
+    assert!(v["not_on_huge_pages"][0]["fix"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("sysctl -w vm.nr_hugepages=549   # "));
     assert_eq!(v["not_on_huge_pages"][0]["sizing"]["pool_target"], 549);
+    assert_eq!(v["hosts"][0]["pools"][0]["target"], 549);
     assert_eq!(v["totals"]["failed"], 2);
     assert_eq!(v["stale"][0]["host"], "preempt-rt");
     let back: Fleet = serde_json::from_str(&text).unwrap();
@@ -300,13 +329,8 @@ fn report_page_has_a_fleet_section_for_several_audits() {
         first_row.starts_with("<td>linux-7.0-lazy-debugfs</td><td>at-risk</td>"),
         "{first_row:.200}"
     );
-    let plan = hostfacts::hugepages::plan_for_instance(
-        &audit("linux-7.0-lazy-debugfs", 0).instances[0],
-        &audit("linux-7.0-lazy-debugfs", 0).memory,
-        None,
-    )
-    .unwrap();
-    assert!(fleet.contains(&format!("sysctl -w vm.nr_hugepages={}", plan.pool_target)));
+    let target = audit("linux-7.0-lazy-debugfs", 0).pool_targets[0].target;
+    assert!(fleet.contains(&format!("sysctl -w vm.nr_hugepages={target}")));
     // One audit alone is no fleet.
     let page = page_of(&docs[..1]);
     assert!(!page.contains("<h2>Fleet</h2>"));

@@ -105,7 +105,7 @@ pub enum PreemptError {
         /// The control file.
         path: String,
         /// What is wrong with its text.
-        err: hostfacts::parse::ParseError,
+        err: hostfacts::parse::DebugfsPreemptError,
     },
     /// The crash record could not be written.
     #[error("writing {}: {}", .path.display(), explain_io_error(.err))]
@@ -198,7 +198,7 @@ impl PreemptGuard {
     ) -> Result<PreemptGuard, PreemptError> {
         check_preempt_mode(mode)?;
         for line in settle_record(ctl.as_ref(), &dir.join("preempt.json"))? {
-            eprintln!("preemptlab: {line}");
+            osutil::msg!("preemptlab: {line}");
         }
         let (before, offered) = preempt_state(ctl.as_ref())?;
         let path = ctl.path();
@@ -291,7 +291,7 @@ impl PreemptGuard {
                 self.active = false;
             }
             // Keep the record: the next run retries.
-            Err(e) => eprintln!(
+            Err(e) => osutil::msg!(
                 "preemptlab: switching the preemption model back to {} ({}): {e}",
                 self.before,
                 self.ctl.path()

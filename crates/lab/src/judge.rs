@@ -4,7 +4,7 @@
 //! plans and runs the bench; `report::check` lays the document out).
 
 use results::check::{CheckDoc, Effect, Fix};
-use results::host::{Audit, Bytes, Severity};
+use results::host::{Audit, Severity};
 use results::lock::{Cell, LockResult};
 use results::Status;
 use stats::compare::Centre;
@@ -163,20 +163,10 @@ pub fn verdict(audit: &Audit, effects: &[Effect], skipped: Option<&str>) -> Stri
 /// The commands that put the instances on huge pages: the audit's exact pool sizes where it has them.
 fn huge_page_commands(audit: &Audit) -> Vec<String> {
     let mut commands = Vec::new();
-    let mut seen = Vec::new();
-    for f in &audit.findings {
-        if let (Some(pool), Some(pid)) = (&f.pool, f.instance) {
-            if seen.contains(&pid) {
-                continue;
-            }
-            seen.push(pid);
-            commands.push(format!(
-                "instance {pid}: {} pages of {} ({})",
-                pool.pool_target,
-                Bytes::from_kib(pool.page_size_kib),
-                pool.basis_detail
-            ));
-            commands.extend(pool.commands.iter().map(|c| format!("  {c}")));
+    if audit.findings.iter().any(|f| f.pool.is_some()) {
+        for t in hostfacts::hostpool::targets_of(audit).iter() {
+            commands.push(format!("# {}", t.describe_for(None)));
+            commands.extend(t.commands.iter().map(|c| format!("  {c}")));
         }
     }
     if commands.is_empty() {
@@ -191,7 +181,7 @@ fn huge_page_commands(audit: &Audit) -> Vec<String> {
         }
     }
     commands.push(
-        "postgresql.conf: huge_pages = on   (not try: fail at start rather than run on 4 KB pages)"
+        "postgresql.conf: huge_pages = on   # not try: fail at start rather than run on 4 KB pages"
             .into(),
     );
     commands

@@ -151,7 +151,7 @@ fn pool_free(kib: u64) -> Result<u64, String> {
 pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError> {
     osutil::stop::install_signal_flag()?;
     for line in guard::recover_stale_pools() {
-        eprintln!("preemptlab: {line}");
+        osutil::msg!("preemptlab: {line}");
     }
     let locks: Vec<LockKind> = spec
         .locks
@@ -216,7 +216,7 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError>
         .any(|(&b, skip)| b == Backing::Hugetlb2m && skip.is_none())
         .then(|| (lockbench::region_bytes(spec.descriptors) as u64).div_ceil(2 << 20));
     let costs = lockbench::costs::measure(map_2m)
-        .map_err(|e| eprintln!("preemptlab: costs not measured: {e}"))
+        .map_err(|e| osutil::msg!("preemptlab: costs not measured: {e}"))
         .ok();
     let mut res = LockResult {
         envelope: result::envelope("bench-lock"),

@@ -269,7 +269,7 @@ impl NetnsGuard {
 impl Drop for NetnsGuard {
     fn drop(&mut self) {
         if let Err(e) = ip(&["netns", "del", &self.name]) {
-            eprintln!("preemptlab: removing network namespace {}: {e}", self.name);
+            osutil::msg!("preemptlab: removing network namespace {}: {e}", self.name);
         }
     }
 }
@@ -609,7 +609,7 @@ pub fn run(
     osutil::stop::install_signal_flag()?;
     crate::netopts::check(&spec)?;
     for line in recover_stale_netns() {
-        eprintln!("preemptlab: {line}");
+        osutil::msg!("preemptlab: {line}");
     }
     let ns = if spec.netns {
         Some(NetnsGuard::create()?)

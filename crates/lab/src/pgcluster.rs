@@ -356,7 +356,7 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         if let Err(e) = self.teardown() {
-            eprintln!("preemptlab: cleaning up the throwaway cluster: {e}");
+            osutil::msg!("preemptlab: cleaning up the throwaway cluster: {e}");
         }
     }
 }

@@ -484,7 +484,7 @@ mod tests {
     #[test]
     fn unknown_setting_names_are_refused_by_the_servers_own_list() {
         let Ok(bin) = pgbin::find(None, None) else {
-            eprintln!(
+            osutil::msg!(
                 "no PostgreSQL binaries here: the setting-name check is covered by bad_input"
             );
             return;

@@ -128,7 +128,7 @@ pub struct RunOptions {
 pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError> {
     osutil::stop::install_signal_flag()?;
     for line in guard::recover_stale_pools() {
-        eprintln!("preemptlab: {line}");
+        osutil::msg!("preemptlab: {line}");
     }
     let bin = hostfacts::pgbin::find(Some(Path::new(&spec.pg_bin)), None)?;
     let driver: Driver = spec.driver.parse()?;
@@ -271,9 +271,19 @@ fn pg_version(cluster: &Cluster) -> Option<String> {
     t.split_whitespace().nth(2).map(str::to_string)
 }
 
+/// The throwaway cluster's name: the audit reads it from the postmaster's command line and knows the
+/// server for this bench's (its huge pages are temporary, not an instance's need).
+fn throwaway_name() -> (String, String) {
+    (
+        "cluster_name".to_string(),
+        hostfacts::postgres::THROWAWAY_CLUSTER_NAME.to_string(),
+    )
+}
+
 /// The settings a configuration's server starts with.
 pub fn server_settings(spec: &Spec, sb: &str, hp: &str, max_clients: u32) -> Vec<(String, String)> {
     let mut s = vec![
+        throwaway_name(),
         ("shared_buffers".to_string(), sb.to_string()),
         ("huge_pages".to_string(), hp.to_string()),
         (
@@ -356,6 +366,7 @@ fn load(
     exe: &Path,
 ) -> Result<Setup, PgRunError> {
     let mut settings = vec![
+        throwaway_name(),
         ("fsync".to_string(), "off".to_string()),
         ("max_wal_size".to_string(), "8GB".to_string()),
         ("maintenance_work_mem".to_string(), "256MB".to_string()),
@@ -736,7 +747,11 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                ("shared_buffers".to_string(), "2GB".to_string()),
+                (
+                    "cluster_name".to_string(),
+                    "preemptlab-throwaway".to_string()
+                ),
+                ("shared_buffers".into(), "2GB".into()),
                 ("huge_pages".into(), "on".into()),
                 ("max_connections".into(), "500".into()),
                 ("work_mem".into(), "8MB".into()),

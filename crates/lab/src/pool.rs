@@ -6,14 +6,7 @@
 //! `<record_dir>/pool-<kib>kB.json`, is read and written under an exclusive `flock` on `pool-<kib>kB.lock`
 //! beside it, so the read-decide-write steps of two runs never interleave.
 //!
-//! What the kernel's files mean (Documentation/admin-guide/mm/hugetlbpage.rst, mm/hugetlb.c):
-//! - `nr_hugepages` in sysfs counts the persistent pages *and* the surplus ones (pages still in use after the
-//!   pool was shrunk below them, or overcommitted pages); writing it sets the persistent count, which is what
-//!   `/proc/sys/vm/nr_hugepages` shows. The pool the operator set is `nr_hugepages - surplus_hugepages`:
-//!   counting surplus pages in would turn a leftover user's pages into persistent ones at the next write.
-//! - `free_hugepages` counts pages not faulted in, including those reserved (`resv_hugepages`) for mappings
-//!   already made: a PostgreSQL server maps its whole segment at start and faults it in as it goes. Only
-//!   `free - resv` is there for a new mapping.
+//! What the pool's files mean, and the one reader of them, is [`hostfacts::hugetlb`].
 //!
 //! The operator's pages are never taken: while only preemptlab writes the pool, its persistent size is the
 //! record's `base` plus every recorded share. When it is not, someone resized the pool by hand since the last
@@ -36,43 +29,16 @@ use osutil::explain_io_error as explain;
 
 use crate::guard::record_dir;
 
+pub use hostfacts::hugepages::Applied;
+pub use hostfacts::hugetlb::{HugetlbPool, PoolFileError};
 pub use hostfacts::pool_record::{Registry, Share};
 
 /// Why a pool could not be read, grown, given back or recorded.
 #[derive(Debug, thiserror::Error)]
 pub enum PoolError {
-    /// The kernel has no pool of this page size.
-    #[error("this kernel has no {page_kib} kB hugetlb pool ({} is missing)", dir.display())]
-    NoPool {
-        /// Huge page size, kB.
-        page_kib: u64,
-        /// The pool's sysfs directory.
-        dir: PathBuf,
-    },
-    /// A pool file could not be read (`why` is the explained I/O error).
-    #[error("reading {}: {why}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// What went wrong.
-        why: String,
-    },
-    /// A pool file held something other than a count.
-    #[error("{}: not a number ({text:?})", path.display())]
-    NotANumber {
-        /// The file.
-        path: PathBuf,
-        /// What it held.
-        text: String,
-    },
-    /// The pool could not be resized (`why` is the explained I/O error).
-    #[error("resizing the pool through {}: {why}", path.display())]
-    Resize {
-        /// The file written.
-        path: PathBuf,
-        /// What went wrong.
-        why: String,
-    },
+    /// A pool file could not be read or written.
+    #[error(transparent)]
+    File(#[from] PoolFileError),
     /// The kernel found fewer pages than asked for.
     #[error("asked the kernel for {target} pages of {page_kib} kB (to have {wanted} free) and got {got}: memory is too fragmented; reserve them at boot (hugepages= on the kernel command line)")]
     Fragmented {
@@ -98,79 +64,6 @@ pub enum PoolError {
     /// The record could not be encoded.
     #[error("encoding the pool record: {0}")]
     Encode(#[from] serde_json::Error),
-}
-
-/// One hugetlb pool's files: `<root>/sys/kernel/mm/hugepages/hugepages-<kib>kB/` (root `/` on the host; tests
-/// give a directory of their own).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HugetlbPool {
-    dir: PathBuf,
-    page_kib: u64,
-}
-
-impl HugetlbPool {
-    /// The host's pool of `page_kib` pages.
-    pub fn of(page_kib: u64) -> HugetlbPool {
-        HugetlbPool::under(Path::new("/"), page_kib)
-    }
-
-    /// The pool of `page_kib` pages under `root`.
-    pub fn under(root: &Path, page_kib: u64) -> HugetlbPool {
-        HugetlbPool {
-            dir: root.join(format!("sys/kernel/mm/hugepages/hugepages-{page_kib}kB")),
-            page_kib,
-        }
-    }
-
-    fn read(&self, name: &str) -> Result<u64, PoolError> {
-        let path = self.dir.join(name);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound && !self.dir.is_dir() {
-                PoolError::NoPool {
-                    page_kib: self.page_kib,
-                    dir: self.dir.clone(),
-                }
-            } else {
-                PoolError::Read {
-                    path: path.clone(),
-                    why: explain(&e),
-                }
-            }
-        })?;
-        text.trim().parse().map_err(|_| PoolError::NotANumber {
-            path,
-            text: text.trim().to_string(),
-        })
-    }
-
-    /// The persistent pool: what `vm.nr_hugepages` shows and writing `nr_hugepages` sets, without the
-    /// surplus pages that the kernel frees as their users release them.
-    pub fn persistent(&self) -> Result<u64, PoolError> {
-        Ok(self
-            .read("nr_hugepages")?
-            .saturating_sub(self.read("surplus_hugepages")?))
-    }
-
-    /// Pages in use beyond the persistent pool (`surplus_hugepages`).
-    pub fn surplus(&self) -> Result<u64, PoolError> {
-        self.read("surplus_hugepages")
-    }
-
-    /// Pages a new mapping can have: free ones not reserved for mappings already made.
-    pub fn available(&self) -> Result<u64, PoolError> {
-        Ok(self
-            .read("free_hugepages")?
-            .saturating_sub(self.read("resv_hugepages")?))
-    }
-
-    /// Sets the persistent pool to `pages` (the kernel keeps pages in use beyond it as surplus).
-    fn set_persistent(&self, pages: u64) -> Result<(), PoolError> {
-        let path = self.dir.join("nr_hugepages");
-        std::fs::write(&path, format!("{pages}\n")).map_err(|e| PoolError::Resize {
-            path,
-            why: explain(&e),
-        })
-    }
 }
 
 /// How many pages a run must add so that `need` pages are there for it, given the pages a new mapping can
@@ -351,7 +244,7 @@ impl PoolGuard {
     /// [`PoolGuard::ensure_free`] on `pool` with its record in `dir`.
     pub fn reserve(pool: &HugetlbPool, pages: u64, dir: &Path) -> Result<PoolGuard, PoolError> {
         let me = std::process::id();
-        let locked = Locked::take(dir, pool.page_kib)?;
+        let locked = Locked::take(dir, pool.page_kib())?;
         let (mut reg, _) = locked.sync(pool)?;
         let before = pool.persistent()?;
         let short = share_needed(pages, pool.available()?, reg.held_by_others(me));
@@ -379,9 +272,10 @@ impl PoolGuard {
         } else {
             // Checked on nr_hugepages itself: once the pool has grown past the pages in use, none is surplus.
             pool.set_persistent(target)
+                .map_err(PoolError::from)
                 .and_then(|()| match pool.read("nr_hugepages")? {
                     got if got < target => Err(PoolError::Fragmented {
-                        page_kib: pool.page_kib,
+                        page_kib: pool.page_kib(),
                         target,
                         wanted: pages,
                         got,
@@ -413,7 +307,7 @@ impl PoolGuard {
             return;
         }
         let res = (|| -> Result<(), PoolError> {
-            let locked = Locked::take(&self.dir, self.pool.page_kib)?;
+            let locked = Locked::take(&self.dir, self.pool.page_kib())?;
             let (mut reg, _) = locked.sync(&self.pool)?;
             let Some(i) = reg.shares.iter().position(|s| *s == self.share) else {
                 return Ok(()); // the record was removed: nothing of this run's is known any more
@@ -428,9 +322,10 @@ impl PoolGuard {
         match res {
             Ok(()) => self.active = false,
             // Keep the share recorded: the next run (or recover_stale_pools) gives it back.
-            Err(e) => eprintln!(
+            Err(e) => osutil::msg!(
                 "preemptlab: giving back {} pages of the {} kB pool: {e}",
-                self.share.pages, self.pool.page_kib
+                self.share.pages,
+                self.pool.page_kib()
             ),
         }
     }
@@ -440,6 +335,49 @@ impl Drop for PoolGuard {
     fn drop(&mut self) {
         self.give_back();
     }
+}
+
+/// Grows the operator's part of the host's pool of `page_kib` pages to `target` (never shrinks it): what
+/// `hugepages --apply` does. See [`grow_operators_part_in`].
+pub fn grow_operators_part(page_kib: u64, target: u64) -> Result<Applied, PoolError> {
+    grow_operators_part_in(&HugetlbPool::of(page_kib), target, &record_dir())
+}
+
+/// Grows the operator's part of `pool` (its persistent size less the pages live runs added, recorded in
+/// `dir`) to `target`, under the record's lock: the runs' shares stay on top of it, so that when they end
+/// and give their pages back the pool is `target`, not `target` less their shares. Never shrinks it.
+/// `before` and `obtained` in the answer are the operator's part; less than `target` obtained means the
+/// kernel found too few free pages (fragmented memory).
+pub fn grow_operators_part_in(
+    pool: &HugetlbPool,
+    target: u64,
+    dir: &Path,
+) -> Result<Applied, PoolError> {
+    let locked = Locked::take(dir, pool.page_kib())?;
+    let (mut reg, _) = locked.sync(pool)?;
+    let held: u64 = reg.shares.iter().map(|s| s.pages).sum();
+    let before = pool.persistent()?.saturating_sub(held);
+    let path = pool.dir().join("nr_hugepages").display().to_string();
+    if before >= target {
+        return Ok(Applied {
+            path,
+            before,
+            requested: target,
+            obtained: before,
+        });
+    }
+    pool.set_persistent(target + held)?;
+    let obtained = pool.persistent()?.saturating_sub(held);
+    if !reg.shares.is_empty() {
+        reg.base = obtained;
+        locked.store(&reg)?;
+    }
+    Ok(Applied {
+        path,
+        before,
+        requested: target,
+        obtained,
+    })
 }
 
 /// Gives back the shares of runs that died without doing so; returns what it did, one line per pool.

@@ -8,7 +8,8 @@
 //! - [`procstat`]: the machine's CPU time from /proc/stat (a pure parser and its reader);
 //! - [`cpus`]: how many CPUs this process can use, and how many are online;
 //! - [`which`], [`tail`], [`explain_io_error`], [`is_root`]: a program on PATH, the last lines of a
-//!   child's output for an error message, an I/O error in words an operator can act on.
+//!   child's output for an error message, an I/O error in words an operator can act on;
+//! - [`msg!`]: a line on stderr that a closed stderr drops instead of panicking.
 //!
 //! `procfs-core` (which parses /proc text without touching /proc) was weighed for the /proc readers and
 //! not taken: its `KernelStats` (/proc/stat) wants the boot time and tick rate and returns every CPU where
@@ -28,6 +29,18 @@ pub mod stop;
 
 use std::io;
 use std::path::PathBuf;
+
+/// Writes a line to stderr as `eprintln!` does, but drops it when stderr is closed (a reader that went
+/// away: `2>&1 | head -1`) or fails otherwise, where `eprintln!` panics: a message or progress line is not
+/// worth the run, and the command goes on to its own exit code. (Rust ignores SIGPIPE, so such a write
+/// returns EPIPE.)
+#[macro_export]
+macro_rules! msg {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr().lock(), $($arg)*);
+    }};
+}
 
 /// Explains an I/O error in words an operator can act on ("permission denied (needs root)").
 pub fn explain_io_error(err: &io::Error) -> String {

@@ -25,7 +25,7 @@ pub fn run(args: AuditArgs) -> Result<i32> {
                         lab::result::unix_now(),
                     );
                     if let Err(w) = osutil::output::publish(path, &text) {
-                        eprintln!("preemptlab: {w}");
+                        osutil::msg!("preemptlab: {w}");
                     }
                 }
             }

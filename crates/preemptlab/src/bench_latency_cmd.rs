@@ -16,7 +16,7 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
     let _preempt = crate::switch::preempt(&a.preempt)?;
     let res = latency::run(spec, &out.path(), host.cpus, |c| {
         if !quiet {
-            eprintln!("{}", report::latency_table::cell_line(c));
+            osutil::msg!("{}", report::latency_table::cell_line(c));
         }
     })
     .map_err(|e| anyhow!(e.render(term::flag)))?;

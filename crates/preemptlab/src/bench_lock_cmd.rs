@@ -33,7 +33,7 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
     let res = lockrun::run(spec, run_opts)?;
     if let (Some(c), false) = (&res.costs, a.result.quiet) {
         let fault = res.fault_cost.as_ref().map(|f| f.ns_per_fault);
-        eprintln!("{}", lab::lockbench::costs::line(c, fault));
+        osutil::msg!("{}", lab::lockbench::costs::line(c, fault));
     }
     term::print_result(a.result.format, &res, &out, a.result.quiet)?;
     let said = format!("the cells measured so far are in {}", out.dest().display());

@@ -15,7 +15,7 @@ pub fn run(a: BenchNetArgs) -> Result<i32> {
     let _preempt = crate::switch::preempt(&a.preempt)?;
     let res = net::run(spec, &out.path(), |c| {
         if !quiet {
-            eprintln!("{}", report::net_table::row(c).join("  "));
+            osutil::msg!("{}", report::net_table::row(c).join("  "));
         }
     })
     .map_err(|e| anyhow!(e.render(term::flag)))?;

@@ -24,7 +24,7 @@ const DIAGNOSIS: std::time::Duration = std::time::Duration::from_secs(5);
 /// fails the check: what stood in its way is said instead.
 fn diagnosis(pg: &[String], quiet: bool) -> Result<results::diagnose::DiagnoseResult, String> {
     if !quiet {
-        eprintln!(
+        osutil::msg!(
             "preemptlab check: diagnosing the running server for {} s...",
             DIAGNOSIS.as_secs()
         );
@@ -64,7 +64,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     let out = claim_outputs(&a)?;
     let diagnosed = (!a.pg.is_empty()).then(|| diagnosis(&a.pg, !std::io::stderr().is_terminal()));
     if osutil::stop::interrupted() {
-        eprintln!("preemptlab: interrupted");
+        osutil::msg!("preemptlab: interrupted");
         return Ok(osutil::stop::interrupted_exit_code());
     }
     let host = Host::live();
@@ -78,7 +78,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     let plan = lab::check::plan(&audit, a.quick, a.reserve_hugepages);
     if !quiet {
         let s = &plan.spec;
-        eprintln!(
+        osutil::msg!(
             "preemptlab check: reproducing on this host ({} workers on {} CPUs, pg vs adaptive, {}; {} x {} s)...",
             s.workers[0],
             plan.cpus,
@@ -89,14 +89,14 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     }
     let on_cell = Box::new(move |c: &lab::lockrun::Cell| {
         if !quiet {
-            eprintln!("{}", report::lock_table::cell_line(c));
+            osutil::msg!("{}", report::lock_table::cell_line(c));
         }
     });
     let reproduction =
         lab::check::reproduce(&plan, a.reserve_hugepages, out.path(), on_cell, GROW_HINT)?;
     out.finish()?;
     if reproduction.envelope.interrupted {
-        eprintln!("preemptlab: interrupted");
+        osutil::msg!("preemptlab: interrupted");
         return Ok(osutil::stop::interrupted_exit_code());
     }
     let huge = plan
@@ -123,7 +123,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     }
     term::stdout(term::render(a.format, Some(&a.color), &doc)?)?;
     if !quiet {
-        eprintln!(
+        osutil::msg!(
             "preemptlab: reproduction written to {} ({:.0} s in all)",
             out.dest().display(),
             doc.elapsed_s

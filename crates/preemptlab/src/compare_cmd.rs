@@ -26,7 +26,7 @@ pub fn run(a: CompareArgs) -> Result<i32> {
     let c = compare::run(&docs, &opts).map_err(|e| flag_context(e, &a))?;
     term::stdout(term::render(a.format, None, &c)?)?;
     if c.rows.is_empty() {
-        eprintln!("preemptlab: no cells matched between the inputs (different benches or different matrices?)");
+        osutil::msg!("preemptlab: no cells matched between the inputs (different benches or different matrices?)");
     }
     Ok(if a.fail_on_regression && c.has_regression() {
         1
@@ -115,7 +115,7 @@ pub fn report(a: ReportArgs) -> Result<i32> {
     };
     let html = term::render(report::export::Format::Html, None, &page)?;
     crate::term::write_atomic(&a.out, &html)?;
-    eprintln!(
+    osutil::msg!(
         "preemptlab: wrote {} ({} inputs, {} KiB)",
         a.out.display(),
         page.docs.len(),

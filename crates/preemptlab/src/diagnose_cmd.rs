@@ -22,7 +22,7 @@ pub fn run(args: DiagnoseArgs) -> Result<i32> {
                         lab::result::unix_now(),
                     );
                     if let Err(w) = osutil::output::publish(path, &text) {
-                        eprintln!("preemptlab: {w}");
+                        osutil::msg!("preemptlab: {w}");
                     }
                 }
             }
@@ -67,9 +67,14 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
     let mut progress = |t: f64| {
         if t == 0.0 && !args.quiet {
             // Said once the events are open, so that a script can start its load on it.
-            eprintln!("preemptlab diagnose: observing for {total:.0} s");
+            osutil::msg!("preemptlab diagnose: observing for {total:.0} s");
         } else if show {
-            eprint!("\rpreemptlab diagnose: {t:.0}/{total:.0} s observed");
+            // A closed stderr drops the line (as osutil::msg! does), never the run.
+            use std::io::Write;
+            let _ = write!(
+                std::io::stderr().lock(),
+                "\rpreemptlab diagnose: {t:.0}/{total:.0} s observed"
+            );
         }
     };
     let res = diagnose::run(
@@ -87,10 +92,10 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
         _ => anyhow!(e),
     })?;
     if show {
-        eprintln!();
+        osutil::msg!();
     }
     for u in &res.unmeasured {
-        eprintln!("preemptlab: not measured: {}: {}", u.what, u.why);
+        osutil::msg!("preemptlab: not measured: {}: {}", u.what, u.why);
     }
     let text = term::render(args.format, Some(&args.color), &res)?;
     term::stdout(&text)?;
@@ -103,11 +108,11 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
         osutil::output::publish(path, &file_text)?;
     }
     if res.envelope.interrupted {
-        eprintln!("preemptlab: interrupted; the result covers the window observed so far");
+        osutil::msg!("preemptlab: interrupted; the result covers the window observed so far");
         return Ok(osutil::stop::interrupted_exit_code());
     }
     for i in res.instances.iter().filter(|i| i.exited_at_s.is_some()) {
-        eprintln!(
+        osutil::msg!(
             "preemptlab: instance {} exited during the window: a partial result",
             i.postmaster_pid
         );

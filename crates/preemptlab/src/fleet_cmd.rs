@@ -37,7 +37,7 @@ pub fn run(args: FleetArgs) -> Result<i32> {
     term::stdout(term::render(args.format, Some(&args.color), &answer)?)?;
     match args.fail_on.and_then(|f| f.fleet_failure(&answer)) {
         Some(why) => {
-            eprintln!("preemptlab fleet: {why}");
+            osutil::msg!("preemptlab fleet: {why}");
             Ok(1)
         }
         None => Ok(0),

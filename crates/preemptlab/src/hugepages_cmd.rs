@@ -1,7 +1,6 @@
 //! `preemptlab hugepages`: what to size is chosen by `hostfacts::targets`, sized by `hostfacts::hugepages`.
 
 use anyhow::{anyhow, bail, Context, Result};
-use hostfacts::hugepages;
 use hostfacts::stopped::StoppedError as S;
 use hostfacts::targets::{self, Request, TargetError as T};
 use hostfacts::Host;
@@ -15,7 +14,13 @@ fn explain(e: T) -> anyhow::Error {
     match e {
         T::PageSize { .. } => anyhow!("--page-size {e}"),
         T::SharedMemory { .. } => anyhow!("--shared-memory {e}"),
-        T::Stopped(S::NotDataDir { .. } | S::Unreadable { .. } | S::OwnedByRoot { .. }) => {
+        T::Stopped(
+            S::NotDataDir { .. }
+            | S::Unreadable { .. }
+            | S::OwnedByRoot { .. }
+            | S::BadDataDirectory { .. }
+            | S::NoConfig { .. },
+        ) => {
             anyhow!("--data-dir {e}")
         }
         T::Stopped(S::TooOld { .. }) => anyhow!("{e}: start it and use --pid, or pass --shared-memory"),
@@ -39,7 +44,6 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
         None => Host::live(),
     };
     let mem = hostfacts::audit::memory_facts(&host);
-    let default_kib = mem.default_huge_page_kib.get().copied().unwrap_or(2048);
     if let Some(p) = &args.page_size {
         targets::page_size_kib(p).map_err(explain)?;
     }
@@ -62,18 +66,28 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
     let found = targets::targets(&host, &mem, &req, &sessions.servers).map_err(explain)?;
     drop(sessions);
     let mut sized = Vec::new();
-    for t in found {
-        let pool = mem.pool(t.page_kib).cloned();
-        let plan = hugepages::plan(t.basis, t.page_kib, default_kib, pool, t.own_pages);
-        if let Some(w) = targets::pins_most_ram(&t.label, &plan, &mem) {
-            eprintln!("preemptlab: warning: {w}");
+    // Every plan of one page size has the host's one target: applied once.
+    let mut applied_sizes: Vec<(u64, hostfacts::hugepages::Applied)> = Vec::new();
+    for (label, plan) in targets::plans(&mem, found) {
+        if let Some(w) = targets::pins_most_ram(&label, &plan, &mem) {
+            osutil::msg!("preemptlab: warning: {w}");
         }
         let applied = match args.apply {
-            true => Some(hugepages::apply(t.page_kib, plan.pool_target)?),
+            true => Some(
+                match applied_sizes.iter().find(|(k, _)| *k == plan.page_size_kib) {
+                    Some((_, a)) => a.clone(),
+                    None => {
+                        let a =
+                            lab::pool::grow_operators_part(plan.page_size_kib, plan.pool_target)?;
+                        applied_sizes.push((plan.page_size_kib, a.clone()));
+                        a
+                    }
+                },
+            ),
             false => None,
         };
         sized.push(SizedPlan {
-            target: t.label,
+            target: label,
             plan,
             applied,
         });

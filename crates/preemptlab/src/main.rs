@@ -24,7 +24,7 @@ use clap::Parser;
 
 /// An error that carries its exit code: 2 for usage and runtime errors.
 fn fail(err: anyhow::Error) -> ! {
-    eprintln!("preemptlab: {err:#}");
+    osutil::msg!("preemptlab: {err:#}");
     std::process::exit(2)
 }
 
@@ -117,11 +117,11 @@ fn main() {
             e.exit()
         }
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            eprintln!("preemptlab: {}", missing_subcommand());
+            osutil::msg!("preemptlab: {}", missing_subcommand());
             std::process::exit(2)
         }
         Err(e) => {
-            eprintln!(
+            osutil::msg!(
                 "preemptlab: {}",
                 negative_value(&e).unwrap_or_else(|| usage_line(&e))
             );

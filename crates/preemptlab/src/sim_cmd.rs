@@ -22,13 +22,13 @@ pub fn run(a: SimArgs) -> Result<i32> {
     let out = term::result_file(&a.result, "sim", &inputs)?;
     if let (Some(path), false) = (&a.opts.like, quiet) {
         for n in &plan.like_notes {
-            eprintln!("preemptlab: --like {}: {n}", path.display());
+            osutil::msg!("preemptlab: --like {}: {n}", path.display());
         }
     }
     let res = plan
         .run(&out.path(), |cell| {
             if !quiet {
-                eprintln!("{}", report::sim_table::cell_line(cell));
+                osutil::msg!("{}", report::sim_table::cell_line(cell));
             }
         })
         .map_err(sim_error)?;

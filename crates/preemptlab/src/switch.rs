@@ -22,7 +22,7 @@ pub fn preempt(args: &SwitchPreemptArgs) -> Result<Option<PreemptGuard>> {
     let guard = PreemptGuard::switch(Box::new(DebugfsPreempt::under(Path::new("/"))), mode)
         .map_err(flag)?;
     if guard.switched() {
-        eprintln!(
+        osutil::msg!(
             "preemptlab: preemption model {} -> {mode} for this run; switched back when it ends",
             guard.before()
         );

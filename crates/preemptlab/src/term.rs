@@ -39,7 +39,7 @@ pub fn print_result<T: Export>(
     out.finish()?;
     let printed = render(format, None, res).and_then(stdout);
     if !quiet {
-        eprintln!("preemptlab: result written to {}", out.dest().display());
+        osutil::msg!("preemptlab: result written to {}", out.dest().display());
     }
     printed
 }
@@ -138,7 +138,7 @@ pub fn bar(quiet: bool, template: &str) -> Option<ProgressBar> {
 pub fn cell_printer(bar: Option<ProgressBar>, quiet: bool) -> impl Fn(String) {
     move |line| match &bar {
         Some(pb) => pb.println(line),
-        None if !quiet => eprintln!("{line}"),
+        None if !quiet => osutil::msg!("{line}"),
         None => {}
     }
 }
@@ -147,7 +147,7 @@ pub fn cell_printer(bar: Option<ProgressBar>, quiet: bool) -> impl Fn(String) {
 /// them), or 0.
 pub fn bench_exit(interrupted: bool, said: String, failures: Vec<String>) -> anyhow::Result<i32> {
     if interrupted {
-        eprintln!("preemptlab: interrupted; {said}");
+        osutil::msg!("preemptlab: interrupted; {said}");
         return Ok(osutil::stop::interrupted_exit_code());
     }
     if !failures.is_empty() {

@@ -30,24 +30,25 @@ pub fn run(args: VmArgs) -> Result<i32> {
         .or_else(|| opts.default_out.clone());
     let guest = guest_cmd::guest_shape(size.cpus, size.memory_mib);
     guest_cmd::check(&opts.command, &guest, out.as_deref())?;
-    let out = match vm::run::run(&opts, &mut |line| eprintln!("preemptlab vm: {line}")) {
+    let out = match vm::run::run(&opts, &mut |line| osutil::msg!("preemptlab vm: {line}")) {
         Err(VmError::Interrupted) => {
-            eprintln!("preemptlab vm: {}", VmError::Interrupted.render(flag));
+            osutil::msg!("preemptlab vm: {}", VmError::Interrupted.render(flag));
             return Ok(osutil::stop::interrupted_exit_code());
         }
         r => r.map_err(vm_error)?,
     };
     // One line about the VM, unless the guest command failed: then its own one-line error stands alone.
     if out.status != 2 {
-        eprintln!("preemptlab vm: {}", out.block.summary());
+        osutil::msg!("preemptlab vm: {}", out.block.summary());
         if let Some(warning) = out.block.busy_warning() {
-            eprintln!("preemptlab vm: {warning}");
+            osutil::msg!("preemptlab vm: {warning}");
         }
     }
-    std::io::stderr().write_all(&out.stderr)?;
+    // A closed stderr drops the guest's messages, never its exit code.
+    let _ = std::io::stderr().write_all(&out.stderr);
     crate::term::stdout(&out.stdout)?;
     if let Some(f) = &out.out_file {
-        eprintln!("preemptlab vm: wrote {} (with the vm block)", f.display());
+        osutil::msg!("preemptlab vm: wrote {} (with the vm block)", f.display());
     }
     Ok(out.status)
 }

@@ -1,6 +1,8 @@
 //! The audit against a real PostgreSQL started by the test: found with and without --pg, on huge pages
 //! or not as configured, and `hugepages` agreeing with PostgreSQL's own figure.
 
+mod common;
+
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -46,29 +48,6 @@ fn settings(sb: &str, hp: &str) -> Vec<(String, String)> {
         ("huge_pages".into(), hp.into()),
         ("max_connections".into(), "20".into()),
     ]
-}
-
-/// Restores the 2 MB pool to its size before the test, whatever happens.
-struct PoolGuard {
-    before: u64,
-}
-const POOL_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
-impl PoolGuard {
-    fn set(pages: u64) -> PoolGuard {
-        let before = std::fs::read_to_string(POOL_2M)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        std::fs::write(POOL_2M, pages.to_string())
-            .expect("resizing the 2 MB pool (tests run as root)");
-        PoolGuard { before }
-    }
-}
-impl Drop for PoolGuard {
-    fn drop(&mut self) {
-        let _ = std::fs::write(POOL_2M, self.before.to_string());
-    }
 }
 
 #[test]
@@ -156,13 +135,66 @@ fn finds_instance_off_huge_pages_with_and_without_pg() {
         pages,
         "postgres -C gives the same figure"
     );
+
+    // Debian's layout (regression, issue 25): the configuration files in a directory of their own whose
+    // postgresql.conf names the data directory. Given that directory, the same figure; given the data
+    // directory, which no longer holds a postgresql.conf, a one-line error naming the fix.
+    let data = c.data_dir();
+    let conf = c.root().join("etc-15-main");
+    std::fs::create_dir(&conf).unwrap();
+    for f in ["postgresql.conf", "pg_hba.conf", "pg_ident.conf"] {
+        std::fs::rename(data.join(f), conf.join(f)).unwrap();
+    }
+    let mut text = std::fs::read_to_string(conf.join("postgresql.conf")).unwrap();
+    text.push_str(&format!("\ndata_directory = '{}'\n", data.display()));
+    std::fs::write(conf.join("postgresql.conf"), text).unwrap();
+    let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&data).unwrap());
+    for p in [
+        conf.clone(),
+        conf.join("postgresql.conf"),
+        conf.join("pg_hba.conf"),
+        conf.join("pg_ident.conf"),
+    ] {
+        std::os::unix::fs::chown(&p, Some(owner), None).unwrap();
+    }
+    let out = Command::new(cargo_bin("preemptlab"))
+        .args(["hugepages", "--format", "json", "--data-dir"])
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        plan["plans"][0]["plan"]["pages_exact"].as_u64().unwrap(),
+        pages,
+        "the configuration directory gives the same figure"
+    );
+    let out = Command::new(cargo_bin("preemptlab"))
+        .args(["hugepages", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("a data directory without postgresql.conf") && err.trim().lines().count() == 1,
+        "{err}"
+    );
     c.remove().unwrap();
 }
 
 #[test]
 fn on_huge_pages_over_a_reserved_pool() {
     let _l = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    let _pool = PoolGuard::set(200);
+    // Pages for the server, through the pool record as a run takes them (given back when the test ends, on
+    // any starting pool; regression: the test wrote nr_hugepages by hand and put back a size that counted
+    // surplus pages).
+    let _pool = lab::pool::PoolGuard::ensure_free(2048, 150)
+        .expect("150 free 2 MB pages for the server (tests run as root)");
     let mut c = Cluster::create(bin(), None).unwrap();
     c.start(&settings("256MB", "on")).unwrap();
     let pid = c.postmaster_pid().unwrap();
@@ -170,18 +202,23 @@ fn on_huge_pages_over_a_reserved_pool() {
     let inst = instance(&doc, pid);
     assert_eq!(inst["on_huge_pages"]["value"], true, "{inst}");
     assert_eq!(inst["segment"]["value"]["kernel_page_size_kib"], 2048);
-    let pool = doc["memory"]["pools"]["value"]
+    // The pool target counts the instance's own pages in its need, and the pages this test's share added
+    // as preemptlab's (temporary), not as another user's.
+    let t = doc["pool_targets"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["page_size_kib"] == 2048)
+        .find(|t| t["page_size_kib"] == 2048)
+        .unwrap_or_else(|| panic!("no 2 MB pool target in {}", doc["pool_targets"]));
+    let need = t["needs"]
+        .as_array()
         .unwrap()
-        .clone();
-    assert_eq!(pool["total"], 200);
-    assert!(
-        pool["free"].as_u64().unwrap() < 200 || pool["reserved"].as_u64().unwrap() > 0,
-        "the instance holds pages: {pool}"
-    );
+        .iter()
+        .find(|n| n["postmaster_pid"] == pid)
+        .unwrap_or_else(|| panic!("instance {pid} not in {t}"));
+    let seg_pages = inst["segment"]["value"]["size_kib"].as_u64().unwrap() / 2048;
+    assert_eq!(need["own_pages"], seg_pages, "{t}");
+    assert!(t["added_by_preemptlab"].as_u64().unwrap() <= 150, "{t}");
     let ids: Vec<&str> = doc["findings"]
         .as_array()
         .unwrap()
@@ -202,17 +239,20 @@ fn on_huge_pages_over_a_reserved_pool() {
 #[test]
 fn check_without_a_pool_still_gives_the_exact_huge_page_fix() {
     let _l = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    let _pool = PoolGuard::set(0);
+    // No page available (the operator's pages in use stay; regression: the pool was set to 0 by hand).
+    let _pool = common::hugetlb::EmptyPool::make();
     let mut c = Cluster::create(bin(), None).unwrap();
     c.start(&settings("128MB", "try")).unwrap();
     let dsn = c.dsn("postgres");
+    let pid = c.postmaster_pid().unwrap();
 
     let doc = audit_json(&["--pg", &dsn]);
+    // This cluster's finding: another PostgreSQL on the host (the operator's) may have one too (issue 29).
     let finding = doc["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["id"] == "huge-pages-try-fallback")
+        .find(|f| f["id"] == "huge-pages-try-fallback" && f["instance"] == pid)
         .unwrap_or_else(|| panic!("no fallback finding in {}", doc["findings"]));
     let target = finding["pool"]["pool_target"].as_u64().unwrap();
     assert_eq!(

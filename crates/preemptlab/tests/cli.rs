@@ -454,3 +454,143 @@ fn outputs_to_streams_are_written_in_place_once() {
         "{text}"
     );
 }
+
+/// Regression (issue 29): progress lines and messages to a closed stderr (`preemptlab bench lock ... 2>&1 |
+/// head -1`, likewise sim, bench net and bench pg) panicked with exit 101. Now they are dropped, the run
+/// goes on, its result file is written and its exit code is its own; with stdout closed too, the same.
+#[test]
+fn closed_stderr_drops_messages_and_keeps_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |n: &str| dir.path().join(n).display().to_string();
+    let (lock, sim, net, pg) = (
+        path("lock.json"),
+        path("sim.json"),
+        path("net.json"),
+        path("pg.json"),
+    );
+    let fx = fixture("linux-7.2-preempt-none").display().to_string();
+    let cases: Vec<(Vec<&str>, i32, Option<&str>)> = vec![
+        (
+            vec![
+                "bench",
+                "lock",
+                "--locks",
+                "pg",
+                "--pages",
+                "4k",
+                "--workers",
+                "1x",
+                "--repeat",
+                "1",
+                "--duration",
+                "100ms",
+                "--warmup",
+                "0s",
+                "--descriptors",
+                "100000",
+                "--out",
+                &lock,
+            ],
+            0,
+            Some(&lock),
+        ),
+        (
+            vec![
+                "sim",
+                "--cpus",
+                "2",
+                "--workers",
+                "4",
+                "--duration",
+                "10ms",
+                "--warmup",
+                "0s",
+                "--repeat",
+                "1",
+                "--out",
+                &sim,
+            ],
+            0,
+            Some(&sim),
+        ),
+        (
+            vec![
+                "bench",
+                "net",
+                "--tests",
+                "tcp-stream",
+                "--msg-sizes",
+                "1K",
+                "--duration",
+                "200ms",
+                "--repeat",
+                "1",
+                "--out",
+                &net,
+            ],
+            0,
+            Some(&net),
+        ),
+        (
+            vec![
+                "bench",
+                "pg",
+                "--shared-buffers",
+                "64MB",
+                "--scale",
+                "1",
+                "--clients",
+                "2",
+                "--huge-pages",
+                "off",
+                "--duration",
+                "1s",
+                "--warmup",
+                "0s",
+                "--repeat",
+                "1",
+                "--sample-interval",
+                "500ms",
+                "--out",
+                &pg,
+            ],
+            0,
+            Some(&pg),
+        ),
+        // Messages only: the audit's warnings and an error's one line.
+        (
+            vec!["audit", "--sysroot", &fx, "--fail-on", "warn"],
+            1,
+            None,
+        ),
+        (vec!["hugepages", "--shared-memory", "0"], 2, None),
+    ];
+    for (args, code, file) in cases {
+        for close_stdout in [false, true] {
+            if let Some(f) = file {
+                let _ = std::fs::remove_file(f);
+            }
+            // The read ends are closed before the command starts: every write fails with EPIPE.
+            let (err_reader, err_writer) = std::io::pipe().unwrap();
+            drop(err_reader);
+            let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("preemptlab"));
+            cmd.args(&args).stderr(err_writer);
+            if close_stdout {
+                let (out_reader, out_writer) = std::io::pipe().unwrap();
+                drop(out_reader);
+                cmd.stdout(out_writer);
+            } else {
+                cmd.stdout(std::process::Stdio::null());
+            }
+            let status = cmd.status().unwrap();
+            assert_eq!(
+                status.code(),
+                Some(code),
+                "{args:?} (stdout closed too: {close_stdout}): {status}"
+            );
+            if let Some(f) = file {
+                assert!(std::path::Path::new(f).exists(), "{args:?}: no {f}");
+            }
+        }
+    }
+}

@@ -88,7 +88,13 @@ fn at_risk_first_with_the_hugepages_fix_and_bad_files_listed() {
     let fix = hugepages_fix("linux-7.0-lazy-debugfs");
     assert_eq!(fix, "sysctl -w vm.nr_hugepages=549");
     assert_eq!(v["not_on_huge_pages"][0]["host"], "linux-7.0-lazy-debugfs");
-    assert_eq!(v["not_on_huge_pages"][0]["fix"][0], fix.as_str());
+    // The same command: fleet adds what the host's target is made of as a comment.
+    let fleet_fix = v["not_on_huge_pages"][0]["fix"][0].as_str().unwrap();
+    assert!(
+        fleet_fix.starts_with(&format!("{fix}   # 549 pages")),
+        "{fleet_fix}"
+    );
+    assert_eq!(v["not_on_huge_pages"][0]["sizing"]["pool_target"], 549);
     assert_eq!(v["failed"][0]["file"], format!("{d}/corrupt.json"));
     assert!(v["stale"].as_array().unwrap().is_empty());
 

@@ -5,7 +5,7 @@ use results::host::Bytes;
 use results::host::Severity;
 use results::host::{Audit, Fact};
 
-use crate::markup::{columns, field, wrap, Align, Style};
+use crate::markup::{columns, command, field, wrap, Align, Style};
 
 fn kib(k: u64) -> String {
     Bytes::from_kib(k).to_string()
@@ -359,7 +359,7 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
             o.push_str(&format!(
                 "      {} {}\n",
                 style.bold("fix:"),
-                wrap(x, width, 11, 8)
+                command(x, width, 11, 8)
             ));
         }
     }

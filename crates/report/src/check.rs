@@ -4,7 +4,7 @@ use results::check::CheckDoc;
 use results::host::Severity;
 use stats::fmt::rate;
 
-use crate::markup::{wrap, Style};
+use crate::markup::{command, wrap, Style};
 
 /// The table's short label for an effect.
 fn short(what: &str) -> &str {
@@ -102,7 +102,7 @@ pub fn render(d: &CheckDoc, style: Style, width: usize) -> String {
             wrap(&format!("{}{gain}", f.title), width, 5, 5)
         ));
         for c in &f.commands {
-            o.push_str(&format!("       {}\n", wrap(c, width, 7, 9)));
+            o.push_str(&format!("       {}\n", command(c, width, 7, 9)));
         }
     }
     o

@@ -103,7 +103,11 @@ fn instance_row(i: &InstanceFix) -> Vec<String> {
         i.segment_kib.map(kib).unwrap_or_else(|| "?".into()),
         kib(i.page_tables_kib),
         pool_now,
-        i.fix.first().cloned().unwrap_or_default(),
+        // The command alone: the comment (what the target is made of) is in the JSON.
+        i.fix
+            .first()
+            .map(|f| crate::markup::split_command(f).0.to_string())
+            .unwrap_or_default(),
     ]
 }
 
@@ -263,7 +267,17 @@ pub fn markdown(f: &Fleet) -> String {
             .map(|i| {
                 let mut r = instance_row(i);
                 let last = r.len() - 1;
-                r[last] = format!("`{}`", i.fix.join("`<br>`"));
+                // Each command in code, its comment as text after it.
+                r[last] = i
+                    .fix
+                    .iter()
+                    .map(|l| match crate::markup::split_command(l) {
+                        ("", Some(c)) => format!("# {c}"),
+                        (cmd, Some(c)) => format!("`{cmd}` # {c}"),
+                        (cmd, None) => format!("`{cmd}`"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("<br>");
                 r
             })
             .collect();

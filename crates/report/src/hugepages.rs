@@ -4,7 +4,7 @@ use results::host::hugepages::Plan;
 use results::host::Bytes;
 use results::hugepages::SizedPlan;
 
-use crate::markup::{field, Style};
+use crate::markup::{command_field, field, Style};
 
 /// Renders a plan for `width` columns.
 pub fn render(title: &str, p: &Plan, style: Style, width: usize) -> String {
@@ -47,10 +47,18 @@ pub fn render(title: &str, p: &Plan, style: Style, width: usize) -> String {
         width,
     ));
     for (i, line) in p.sysctl_lines.iter().enumerate() {
-        o.push_str(&field(if i == 0 { "kernel" } else { "" }, line, width));
+        o.push_str(&command_field(
+            if i == 0 { "kernel" } else { "" },
+            line,
+            width,
+        ));
     }
     for (i, line) in p.postgresql_conf_lines.iter().enumerate() {
-        o.push_str(&field(if i == 0 { "postgresql" } else { "" }, line, width));
+        o.push_str(&command_field(
+            if i == 0 { "postgresql" } else { "" },
+            line,
+            width,
+        ));
     }
     o.push_str(&field(
         "then",

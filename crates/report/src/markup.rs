@@ -103,12 +103,68 @@ pub fn wrap(text: &str, width: usize, first: usize, indent: usize) -> String {
     out
 }
 
+/// A fix line's command and its comment: the text before the first ` # ` (all of it when there is none;
+/// nothing when the line is a comment), and the comment's words.
+pub fn split_command(text: &str) -> (&str, Option<&str>) {
+    let t = text.trim();
+    if let Some(c) = t.strip_prefix('#') {
+        return ("", Some(c.trim()));
+    }
+    match t.find(" # ") {
+        Some(i) => (t[..i].trim_end(), Some(t[i + 3..].trim())),
+        None => (t, None),
+    }
+}
+
+/// A fix line laid out to paste: its command kept whole on one line however long (a command broken across
+/// lines fails when pasted), and its comment (` # ...`) wrapped around it to `width`, each continued line a
+/// comment of its own (`# `) indented by `indent`. `first` columns are already used on the first line.
+pub fn command(text: &str, width: usize, first: usize, indent: usize) -> String {
+    let (cmd, comment) = split_command(text);
+    let mut out = cmd.to_string();
+    let mut col = first + cmd.chars().count();
+    let Some(comment) = comment else {
+        return out;
+    };
+    // The comment marker goes with the word after it; a line broken in the comment starts a new comment.
+    let mut line_empty = cmd.is_empty();
+    let mut marked = false;
+    for word in comment.split_whitespace() {
+        let w = word.chars().count();
+        let mut sep = match (marked, line_empty) {
+            (true, _) => " ",
+            (false, true) => "# ",
+            (false, false) => " # ",
+        };
+        if !line_empty && col + sep.len() + w > width {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            col = indent;
+            sep = "# ";
+        }
+        out.push_str(sep);
+        out.push_str(word);
+        col += sep.len() + w;
+        line_empty = false;
+        marked = true;
+    }
+    out
+}
+
 /// A label and a value wrapped under it: `  label      value...`.
 pub fn field(label: &str, value: &str, width: usize) -> String {
     const LABEL: usize = 14;
     let head = format!("  {label:<w$}", w = LABEL - 2);
     let col = head.chars().count();
     format!("{head}{}\n", wrap(value, width, col, LABEL))
+}
+
+/// A label and a command under it (kept whole, its comment wrapped: [`command`]).
+pub fn command_field(label: &str, value: &str, width: usize) -> String {
+    const LABEL: usize = 14;
+    let head = format!("  {label:<w$}", w = LABEL - 2);
+    let col = head.chars().count();
+    format!("{head}{}\n", command(value, width, col, LABEL))
 }
 
 /// Column alignment.
@@ -227,6 +283,38 @@ mod tests {
             assert!(line.chars().count() <= 20, "{line}");
         }
         assert!(t.contains("  pid  name"));
+    }
+
+    /// Regression (issue 25): fix commands were wrapped at 80 columns and broke when pasted from a log.
+    #[test]
+    fn fix_commands_stay_whole_and_their_comments_wrap_as_comments() {
+        let long = "echo 'vm.nr_hugepages = 1098' > /etc/sysctl.d/60-preemptlab-hugepages.conf";
+        assert_eq!(
+            command(long, 40, 11, 8),
+            long,
+            "longer than the width, kept whole"
+        );
+        let line = format!("sysctl -w vm.nr_hugepages=1098   # {}", "word ".repeat(20));
+        let c = command(&line, 60, 11, 8);
+        let lines: Vec<&str> = c.lines().collect();
+        assert!(
+            lines[0].starts_with("sysctl -w vm.nr_hugepages=1098 # word"),
+            "{c}"
+        );
+        for l in &lines[1..] {
+            assert!(l.starts_with("        # word"), "{c}");
+            assert!(l.chars().count() <= 60, "{c}");
+        }
+        assert_eq!(c.matches("word").count(), 20);
+        // A comment that does not fit after the command starts on the next line.
+        assert_eq!(
+            command(&format!("{long} # why"), 40, 0, 2),
+            format!("{long}\n  # why")
+        );
+        // A comment alone wraps as comments; a line without one is all command.
+        assert_eq!(command("# a b c", 6, 0, 0), "# a b\n# c");
+        assert_eq!(split_command("a # b # c"), ("a", Some("b # c")));
+        assert_eq!(split_command("plain text"), ("plain text", None));
     }
 }
 

@@ -259,6 +259,23 @@ pub fn render(a: &Audit) -> String {
         o.gauge(name, help, &samples);
     }
 
+    if m.pools.get().is_some() {
+        let samples: Vec<(Labels, f64)> = a
+            .pool_targets
+            .iter()
+            .map(|t| {
+                (
+                    vec![("page_size_bytes", (t.page_size_kib * 1024).to_string())],
+                    t.target as f64,
+                )
+            })
+            .collect();
+        o.gauge(
+            "hugetlb_pool_target_pages",
+            "The pool this host needs at a page size: every PostgreSQL instance's need and the pages other users hold (what the audit's fix sets).",
+            &samples,
+        );
+    }
     instances(&mut o, a);
     o.text
 }
@@ -339,13 +356,16 @@ fn instances(o: &mut Out, a: &Audit) {
         "Client backends of the instance.",
         &each(&|i| Some((id(i), i.backend_pids.len() as f64))),
     );
-    // Sizing at the page size the instance would use (huge_page_size, else the host default).
-    let sizing = |i: &PgInstance| -> Option<(Labels, u64, u64)> {
-        let page_kib = results::host::postgres::instance_huge_page_kib(i, m)?;
-        let (need, _) = results::host::postgres::instance_pages_needed(i, page_kib)?;
+    // Sizing at the page size the instance would use (huge_page_size, else the host default), and the
+    // host's one pool target at that size (the audit's, computed by hostfacts::hostpool).
+    let targets = &a.pool_targets;
+    let sizing = |i: &PgInstance| -> Option<(Labels, &results::host::hostpool::PoolTarget, u64)> {
+        let (t, need) = targets
+            .iter()
+            .find_map(|t| t.need_of(i.postmaster_pid).map(|n| (t, n)))?;
         let mut l = id(i);
-        l.push(("page_size_bytes", (page_kib * 1024).to_string()));
-        Some((l, page_kib, need))
+        l.push(("page_size_bytes", (t.page_size_kib * 1024).to_string()));
+        Some((l, t, need.pages_exact))
     };
     o.gauge(
         "pg_huge_pages_needed",
@@ -354,13 +374,12 @@ fn instances(o: &mut Out, a: &Audit) {
     );
     o.gauge(
         "pg_huge_pages_shortfall",
-        "Pages the hugetlb pool of the instance's page size lacks for the instance to start on huge pages: needed minus pool size, at least 0.",
+        "Pages the hugetlb pool of the instance's page size lacks for the instance to start on huge pages: needed plus what other instances and users hold, minus the pool, at least 0.",
         &each(&|i| {
             // Only when the pools were read: an unreadable pool is not an empty one.
             m.pools.get()?;
-            let (l, page_kib, need) = sizing(i)?;
-            let total = m.pool(page_kib).map(|p| p.total).unwrap_or(0);
-            Some((l, need.saturating_sub(total) as f64))
+            let (l, t, _) = sizing(i)?;
+            Some((l, t.restart_shortfall(i.postmaster_pid)? as f64))
         }),
     );
 }

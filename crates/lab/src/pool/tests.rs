@@ -13,7 +13,7 @@ impl Fake {
     fn new(nr: u64, free: u64, resv: u64, surplus: u64) -> Fake {
         let root = tempfile::tempdir().unwrap();
         let pool = HugetlbPool::under(root.path(), 2048);
-        std::fs::create_dir_all(&pool.dir).unwrap();
+        std::fs::create_dir_all(pool.dir()).unwrap();
         let f = Fake { root, pool };
         f.set("nr_hugepages", nr);
         f.set("free_hugepages", free);
@@ -22,7 +22,7 @@ impl Fake {
         f
     }
     fn set(&self, name: &str, v: u64) {
-        std::fs::write(self.pool.dir.join(name), format!("{v}\n")).unwrap();
+        std::fs::write(self.pool.dir().join(name), format!("{v}\n")).unwrap();
     }
     fn nr(&self) -> u64 {
         self.pool.read("nr_hugepages").unwrap()
@@ -340,4 +340,37 @@ fn records_round_trip_and_prune() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(names.len(), 2, "{names:?}");
+}
+
+/// `hugepages --apply` while a run holds a share: the operator's part becomes the target and the run's pages
+/// stay on top of it, so the pool is the target once the run has given them back (regression: writing the
+/// target into nr_hugepages while a run held 40 pages left the pool 40 short after the run ended).
+#[test]
+fn applying_a_target_during_a_run_keeps_it_after_the_run() {
+    let f = Fake::new(0, 0, 0, 0);
+    let g = f.reserve(40);
+    assert_eq!(f.nr(), 40);
+    let a = grow_operators_part_in(&f.pool, 100, &f.records()).unwrap();
+    assert_eq!((a.before, a.requested, a.obtained), (0, 100, 100));
+    assert_eq!(f.nr(), 140, "the target and the run's share");
+    assert_eq!(f.record().unwrap().base, 100);
+    drop(g);
+    assert_eq!(f.nr(), 100, "the target, once the run gave its pages back");
+    assert!(f.record().is_none());
+}
+
+/// `hugepages --apply` sizes from the persistent pool, not sysfs nr_hugepages with its surplus pages
+/// (regression: 100 persistent + 20 surplus read as 120, and a target of 110 was taken as met); and it never
+/// shrinks the pool.
+#[test]
+fn applying_a_target_counts_no_surplus_and_never_shrinks() {
+    let f = Fake::new(120, 0, 0, 20);
+    let a = grow_operators_part_in(&f.pool, 110, &f.records()).unwrap();
+    assert_eq!(a.before, 100);
+    assert_eq!(f.nr(), 110, "written: the persistent pool was 10 short");
+    assert!(f.record().is_none(), "no run, no record");
+    let f = Fake::new(120, 0, 0, 0);
+    let a = grow_operators_part_in(&f.pool, 110, &f.records()).unwrap();
+    assert_eq!((a.before, a.obtained), (120, 120));
+    assert_eq!(f.nr(), 120, "never shrunk");
 }

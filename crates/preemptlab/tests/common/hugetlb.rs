@@ -210,3 +210,45 @@ impl Drop for Bench {
         }
     }
 }
+
+/// The operator's part of the 2 MB pool (persistent pages less live runs' shares) as a test found it, put
+/// back when the guard drops (the test passing, failing or panicking), for a test that changes it (`hugepages
+/// --apply`). Live runs' shares stay on top, as the pool record keeps them.
+pub struct OperatorsPool {
+    before: u64,
+}
+
+impl OperatorsPool {
+    pub fn keep() -> OperatorsPool {
+        let _lock = record_lock(libc::LOCK_SH);
+        OperatorsPool {
+            before: operators_now(),
+        }
+    }
+}
+
+/// The persistent 2 MB pool less the pages live runs added (read under the record's lock).
+fn operators_now() -> u64 {
+    let live: u64 = registry()
+        .map(|r| r.shares.iter().filter(|s| alive(s)).map(|s| s.pages).sum())
+        .unwrap_or(0);
+    HugetlbPool::of(2048)
+        .persistent()
+        .expect("the 2 MB pool")
+        .saturating_sub(live)
+}
+
+impl Drop for OperatorsPool {
+    fn drop(&mut self) {
+        let _lock = record_lock(libc::LOCK_EX);
+        let now = operators_now();
+        if now == self.before {
+            return;
+        }
+        let persistent = HugetlbPool::of(2048).persistent().unwrap_or(now);
+        let back = persistent.saturating_sub(now) + self.before;
+        if let Err(e) = set_persistent(back) {
+            eprintln!("could not put the 2 MB pool back to {back} pages: {e}");
+        }
+    }
+}

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fact::Fact;
 use super::findings::{Finding, Verdict};
+use super::hostpool::PoolTarget;
 use super::kernel::KernelFacts;
 use super::memory::MemoryFacts;
 use super::pgquery::ServerInfo;
@@ -30,6 +31,11 @@ pub struct Audit {
     pub instances: Vec<PgInstance>,
     /// `--pg` servers that are not local instances.
     pub unmatched_servers: Vec<ServerInfo>,
+    /// The hugetlb pool this host needs, one per page size its instances use: every instance's need and
+    /// the pages committed to other users (`hostfacts::hostpool`). Absent in audits written before it was
+    /// kept (`fleet` then computes it from the facts).
+    #[serde(default)]
+    pub pool_targets: Vec<PoolTarget>,
     /// Findings, most severe first.
     pub findings: Vec<Finding>,
     /// ok, warn or at-risk.

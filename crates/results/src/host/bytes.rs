@@ -12,7 +12,8 @@ pub struct Bytes(pub u64);
 impl Bytes {
     /// From kibibytes.
     pub fn from_kib(kib: u64) -> Self {
-        Bytes(kib * 1024)
+        // Saturating: a count from odd host text can be any number.
+        Bytes(kib.saturating_mul(1024))
     }
     /// In kibibytes (rounded down).
     pub fn kib(self) -> u64 {

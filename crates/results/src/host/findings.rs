@@ -130,7 +130,8 @@ pub struct PoolFix {
     pub page_size_kib: u64,
     /// Pages the instance needs, margin included.
     pub pages_needed: u64,
-    /// The pool size to set (pages needed plus those other users hold).
+    /// The pool size to set: the host's target (every instance's need plus the pages other users hold),
+    /// the same in every finding of the host.
     pub pool_target: u64,
     /// `postgres` (the server's shared_memory_size_in_huge_pages via --pg), `postgres_size`, `segment`
     /// (the running segment in smaps), `vm_peak` (the postmaster's VmPeak) or `given`.
@@ -139,6 +140,9 @@ pub struct PoolFix {
     pub basis_detail: String,
     /// The commands that set it (sysctl or sysfs, and how to persist it).
     pub commands: Vec<String>,
+    /// The target in words: this instance's need and the host's other users.
+    #[serde(default)]
+    pub describe: String,
 }
 
 #[cfg(test)]

@@ -132,6 +132,24 @@ pub struct HostRow {
     pub instances_4k: usize,
     /// Page tables of those instances now, in kB.
     pub page_tables_4k_kib: u64,
+    /// The hugetlb pool the host needs, per page size its instances use (the audit's own targets: every
+    /// instance's need plus the pages other users hold), with the pool it has.
+    #[serde(default)]
+    pub pools: Vec<HostPool>,
+}
+
+/// One page size's pool target of a host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostPool {
+    /// Huge page size, in kB.
+    pub page_size_kib: u64,
+    /// The pool the host needs, in pages.
+    pub target: u64,
+    /// The operator's pool when audited (persistent pages less those preemptlab runs added for the
+    /// moment); none when the host has no pool of this size.
+    pub pool_now: Option<u64>,
+    /// Pages the pool lacks for the target.
+    pub shortfall: u64,
 }
 
 /// Hosts of one kernel release and preemption model.
@@ -191,13 +209,11 @@ pub struct Sizing {
     pub basis: String,
     /// Pages the instance needs, margin included.
     pub pages_needed: u64,
-    /// Pages of that size in the pool when audited (none: the host has no such pool).
+    /// The persistent pool of that size when audited (none: the host has no such pool).
     pub pool_now: Option<u64>,
-    /// The pool size to set for this instance alone (what `preemptlab hugepages --pid` prints).
+    /// The pool size to set: the host's one target at that page size (every instance's need plus the pages
+    /// other users hold), as the audit computed it; the same for every instance of the host.
     pub pool_target: u64,
-    /// When several instances of the host need pages of this size: the pool for all of them (their
-    /// pages plus what the pool already commits to others). The fix lines use it.
-    pub host_pool_target: Option<u64>,
     /// Memory this instance's pages will pin, in kB.
     pub pinned_kib: u64,
 }

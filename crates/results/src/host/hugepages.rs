@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::bytes::Bytes;
+use super::hostpool::PoolTarget;
 use super::memory::HugePool;
 
 fn human(kib: u64) -> String {
@@ -100,13 +101,15 @@ pub struct Plan {
     pub pages_needed: u64,
     /// The pool of that size now, if the host has one.
     pub pool_now: Option<HugePool>,
-    /// Pages of the pool committed to other users (not the instance being sized).
+    /// Pages the pool needs beyond this instance's: the other instances' needs and the pages other users
+    /// have committed (the host's target less this instance's need).
     pub committed_by_others: u64,
-    /// The pool size to set.
+    /// The pool size to set: the host's target ([`super::hostpool`]), the same for every instance of the
+    /// host; this instance's need alone for a server that is not on this host.
     pub pool_target: u64,
     /// Memory the pool will pin, in kB.
     pub pinned_kib: u64,
-    /// The arithmetic, line by line.
+    /// The arithmetic, line by line: this instance's need, then the host's pool.
     pub arithmetic: Vec<String>,
     /// Lines for /etc/sysctl.d or the sysfs file to write.
     pub sysctl_lines: Vec<String>,
@@ -114,17 +117,22 @@ pub struct Plan {
     pub postgresql_conf_lines: Vec<String>,
     /// The default huge page size of the host, in kB.
     pub default_page_size_kib: u64,
+    /// The host's pool at this page size, with every need and the pages committed to others; absent for a
+    /// server that is not on this host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_pool: Option<PoolTarget>,
 }
 
-/// Result of resizing a pool.
+/// Result of resizing a pool (`hugepages --apply`, through the pool record of crate `lab`'s `pool`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Applied {
     /// The sysfs file written.
     pub path: String,
-    /// Pool size before.
+    /// The operator's part of the pool before: its persistent size (no surplus pages) less the pages live
+    /// preemptlab runs added for themselves.
     pub before: u64,
-    /// Pool size asked for.
+    /// The size asked for.
     pub requested: u64,
-    /// Pool size the kernel gave.
+    /// The operator's part the kernel gave.
     pub obtained: u64,
 }

@@ -78,8 +78,26 @@ pub struct Evidence {
     pub says: Option<String>,
     /// The model it implies, if any.
     pub implies: Option<PreemptModel>,
-    /// Why it says nothing (unreadable, absent), or a caveat about what it says.
+    /// Why it says nothing (unreadable, absent, empty, ambiguous), or a caveat about what it says.
     pub note: Option<String>,
+}
+
+/// A `preempt=` on the kernel command line that the kernel did not follow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IgnoredMode {
+    /// The mode asked for, as written (`none`).
+    pub asked: String,
+    /// The mode that runs instead (`unknown` when no source says).
+    pub runs: PreemptModel,
+    /// The modes this kernel offers.
+    pub offered: Vec<PreemptModel>,
+    /// Why it was not followed, in words.
+    pub why: String,
+    /// True when the boot log shows the kernel refusing it (`Dynamic Preempt: unsupported mode: ...`).
+    pub refused_in_boot_log: bool,
+    /// True when no boot parameter gives `none` on this kernel (7.0+ on an architecture with lazy
+    /// preemption, or PREEMPT_RT): older advice to boot `preempt=none` cannot be followed here.
+    pub none_unavailable: bool,
 }
 
 /// The effective preemption model and how it was decided.
@@ -97,6 +115,9 @@ pub struct Preemption {
     pub offered_source: String,
     /// Every source consulted, most trusted first.
     pub evidence: Vec<Evidence>,
+    /// A `preempt=` on the command line that the kernel did not follow, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignored_cmdline: Option<IgnoredMode>,
 }
 
 /// Kernel facts.

@@ -23,6 +23,13 @@ pub struct HugePool {
     /// (`/run/preemptlab/pool-<kib>kB.json`): not another user's demand.
     #[serde(default)]
     pub held_by_preemptlab: u64,
+    /// Pages of this pool that those runs' processes map now (faulted in or reserved): the part of
+    /// [`HugePool::committed`] that is theirs. 0 before a run has mapped its region, whatever it added.
+    #[serde(default)]
+    pub mapped_by_preemptlab: u64,
+    /// Why some run's mappings could not be read (its pages then count as another user's), if so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapped_by_preemptlab_unknown: Option<String>,
 }
 
 impl HugePool {
@@ -32,9 +39,14 @@ impl HugePool {
             .saturating_sub(self.free)
             .saturating_add(self.reserved)
     }
-    /// Pages committed to others than preemptlab's own benches.
+    /// Pages committed to others than preemptlab's own benches (what their processes map is theirs; pages
+    /// a run added but has not mapped are free, not committed, and nothing is taken away for them).
     pub fn committed_by_users(&self) -> u64 {
-        self.committed().saturating_sub(self.held_by_preemptlab)
+        self.committed().saturating_sub(self.mapped_by_preemptlab)
+    }
+    /// The persistent pool: `nr_hugepages` less the surplus pages (what `vm.nr_hugepages` shows).
+    pub fn persistent(&self) -> u64 {
+        self.total.saturating_sub(self.surplus)
     }
     /// Pages nobody has faulted in or reserved.
     pub fn available(&self) -> u64 {

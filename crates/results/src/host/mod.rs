@@ -7,6 +7,7 @@ pub mod bytes;
 pub mod fact;
 pub mod findings;
 pub mod fleet;
+pub mod hostpool;
 pub mod hugepages;
 pub mod kernel;
 pub mod memory;

@@ -101,7 +101,14 @@ pub struct PgInstance {
     pub settings: BTreeMap<String, SettingFact>,
     /// What `--pg` returned for this instance, if it was matched.
     pub server: Option<ServerInfo>,
+    /// True for a throwaway cluster of `bench pg` (its postmaster runs with `cluster_name =`
+    /// [`THROWAWAY_CLUSTER_NAME`]): its huge pages are the bench's for the run, not an instance's need.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preemptlab_throwaway: bool,
 }
+
+/// The `cluster_name` `bench pg` gives its throwaway clusters.
+pub const THROWAWAY_CLUSTER_NAME: &str = "preemptlab-throwaway";
 
 impl PgInstance {
     /// A setting's value, if known.
@@ -149,37 +156,4 @@ pub fn huge_page_size_kib(s: &str) -> Option<u64> {
         super::bytes::size(s).ok()?.kib()
     };
     (kib > 0).then_some(kib)
-}
-
-/// Huge pages an instance needs: the server's own figure when it matches the page size, else the
-/// segment size rounded up.
-pub fn instance_pages_needed(inst: &PgInstance, page_kib: u64) -> Option<(u64, String)> {
-    if let Some(server) = &inst.server {
-        let same_size = inst
-            .setting("huge_page_size")
-            .is_none_or(|s| s == "0" || s.parse::<u64>().ok() == Some(page_kib));
-        if same_size {
-            if let Some(n) = server
-                .settings
-                .get("shared_memory_size_in_huge_pages")
-                .and_then(|s| s.setting.parse::<i64>().ok())
-            {
-                if n > 0 {
-                    return Some((n as u64, "--pg shared_memory_size_in_huge_pages".into()));
-                }
-            }
-        }
-    }
-    let shm = inst.shared_memory_kib()?;
-    if page_kib == 0 {
-        return None;
-    }
-    Some((
-        shm.div_ceil(page_kib),
-        format!(
-            "shared memory {} / {} pages",
-            super::bytes::Bytes::from_kib(shm),
-            super::bytes::Bytes::from_kib(page_kib)
-        ),
-    ))
 }

@@ -1,0 +1,410 @@
+//! The effective preemption model, decided from its sources, most trusted first: the debugfs file, the boot
+//! log, `preempt=` on the command line, the kernel config, `uname -v`.
+//!
+//! Which modes a PREEMPT_DYNAMIC kernel offers is decided as the kernel decides it (kernel/sched/core.c
+//! `sched_dynamic_mode`, which parses both `preempt=` and writes to the debugfs file, and
+//! kernel/sched/debug.c `sched_dynamic_show`, which lists them; docs/references.md#preempt-modes-7x):
+//! - Linux 7.0+ (commit 7dadeaa6e851): `none` and `voluntary` only where the architecture has no lazy
+//!   preemption (`CONFIG_ARCH_HAS_PREEMPT_LAZY`, selected by x86, arm64, powerpc, riscv, s390 and loongarch)
+//!   and the kernel is not PREEMPT_RT; `full` always; `lazy` where the architecture has it. On those six
+//!   architectures that is `full lazy`.
+//! - 6.12 to 6.x: `none` and `voluntary` unless PREEMPT_RT; `full`; `lazy` where the architecture has it.
+//!
+//! A mode the kernel does not offer, given as `preempt=`, is refused at boot (`Dynamic Preempt: unsupported
+//! mode: none`, a warning) and the kernel runs its built default (`preempt_dynamic_init`: CONFIG_PREEMPT_LAZY
+//! gives `lazy`, CONFIG_PREEMPT `full`). A kernel without PREEMPT_DYNAMIC has no `preempt=` parameter at all.
+
+use std::collections::BTreeMap;
+
+use super::{config_is, Evidence, IgnoredMode, PreemptModel, Preemption};
+use crate::fact::Fact;
+use crate::parse;
+
+/// Architectures (as `uname -m` names them) whose kernels select `CONFIG_ARCH_HAS_PREEMPT_LAZY` (arch/*/Kconfig
+/// of Linux 7.x: x86, arm64, powerpc, riscv, s390, loongarch).
+const LAZY_ARCHES: [&str; 15] = [
+    "x86_64",
+    "x86",
+    "i386",
+    "i486",
+    "i586",
+    "i686",
+    "aarch64",
+    "arm64",
+    "powerpc",
+    "ppc",
+    "ppc64",
+    "ppc64le",
+    "riscv64",
+    "s390x",
+    "loongarch64",
+];
+
+/// The modes `sched_dynamic_mode` accepts on a PREEMPT_DYNAMIC kernel of version `kver`, PREEMPT_RT or not,
+/// whose architecture has lazy preemption or not (see the module doc).
+pub fn accepted_modes(kver: Option<(u32, u32)>, rt: bool, lazy_arch: bool) -> Vec<PreemptModel> {
+    let seven = kver.is_some_and(|v| v >= (7, 0));
+    let mut out = Vec::new();
+    if !(rt || (seven && lazy_arch)) {
+        out.extend([PreemptModel::None, PreemptModel::Voluntary]);
+    }
+    out.push(PreemptModel::Full);
+    if lazy_arch && kver.is_none_or(|v| v >= (6, 12)) {
+        out.push(PreemptModel::Lazy);
+    }
+    out
+}
+
+fn mode_list(modes: &[PreemptModel]) -> String {
+    modes
+        .iter()
+        .map(|m| m.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The model a kernel config builds in (for a PREEMPT_DYNAMIC kernel: the default boot mode).
+fn config_model(cfg: &BTreeMap<String, String>) -> Option<PreemptModel> {
+    let y = |n: &str| cfg.get(n).is_some_and(|v| v == "y");
+    if y("CONFIG_PREEMPT_RT") {
+        Some(PreemptModel::Rt)
+    } else if y("CONFIG_PREEMPT_LAZY") {
+        Some(PreemptModel::Lazy)
+    } else if y("CONFIG_PREEMPT") {
+        Some(PreemptModel::Full)
+    } else if y("CONFIG_PREEMPT_VOLUNTARY") {
+        Some(PreemptModel::Voluntary)
+    } else if y("CONFIG_PREEMPT_NONE") {
+        Some(PreemptModel::None)
+    } else {
+        None
+    }
+}
+
+/// What the preemption decision is made from (pure, so fixtures and unit tests can drive it).
+pub struct Inputs<'a> {
+    /// `uname -r`.
+    pub release: Option<&'a str>,
+    /// `uname -v`.
+    pub version: Option<&'a str>,
+    /// Architecture.
+    pub arch: Option<&'a str>,
+    /// Parsed kernel config.
+    pub config: Option<&'a BTreeMap<String, String>>,
+    /// Where the config came from.
+    pub config_source: Option<&'a str>,
+    /// `/sys/kernel/debug/sched/preempt` text, or why not: the reason in words, as the audit records it in
+    /// the evidence (an unreadable file is a fact, never an error that stops the audit).
+    pub debugfs: Result<String, String>,
+    /// Kernel log text and where it was read, or why not (the reason in words, as for `debugfs`).
+    pub boot_log: Result<(String, String), String>,
+    /// `/proc/cmdline`.
+    pub cmdline: Option<&'a str>,
+}
+
+/// Decides the preemption model from the evidence, most trusted source first.
+pub fn decide_preemption(i: &Inputs<'_>) -> Preemption {
+    let version = i.version.unwrap_or("");
+    let is_rt =
+        config_is(i.config, "CONFIG_PREEMPT_RT").unwrap_or(false) || version.contains("PREEMPT_RT");
+    let dynamic: Fact<bool> = match config_is(i.config, "CONFIG_PREEMPT_DYNAMIC") {
+        Some(d) => Fact::known(
+            d,
+            format!(
+                "kernel config CONFIG_PREEMPT_DYNAMIC ({})",
+                i.config_source.unwrap_or("?")
+            ),
+        ),
+        None if version.contains("PREEMPT_DYNAMIC") => {
+            Fact::known(true, "/proc/sys/kernel/version (uname -v)")
+        }
+        None if i.version.is_some() => Fact::known(
+            false,
+            "/proc/sys/kernel/version (uname -v shows no PREEMPT_DYNAMIC)",
+        ),
+        None => Fact::unavailable("kernel config, uname -v", "neither is readable"),
+    };
+    let kver = i.release.and_then(parse::kernel_version);
+    let (lazy_arch, lazy_source) = match config_is(i.config, "CONFIG_ARCH_HAS_PREEMPT_LAZY") {
+        Some(b) => (
+            b,
+            format!(
+                "CONFIG_ARCH_HAS_PREEMPT_LAZY{} in the kernel config",
+                if b { "=y" } else { " not set" }
+            ),
+        ),
+        None => {
+            let arch = i.arch.unwrap_or("?");
+            let b = LAZY_ARCHES.contains(&arch);
+            let has = if b { "has" } else { "has no" };
+            (b, format!("architecture {arch} {has} lazy preemption"))
+        }
+    };
+    let accepted = accepted_modes(kver, is_rt, lazy_arch);
+    let release = i.release.unwrap_or("?");
+
+    let mut evidence = Vec::new();
+    let mut decided: Option<(PreemptModel, String)> = None;
+    let mut offered: Option<(Vec<PreemptModel>, String)> = None;
+
+    // 1. debugfs: the live truth, when readable and naming one mode.
+    let src = "/sys/kernel/debug/sched/preempt".to_string();
+    match &i.debugfs {
+        Ok(text) => match parse::debugfs_preempt(text) {
+            Ok((active, list)) => {
+                let m = PreemptModel::parse(&active);
+                let m = if is_rt { Some(PreemptModel::Rt) } else { m };
+                offered = Some((
+                    list.iter().filter_map(|s| PreemptModel::parse(s)).collect(),
+                    src.clone(),
+                ));
+                evidence.push(Evidence {
+                    source: src.clone(),
+                    says: Some(text.trim().to_string()),
+                    implies: m,
+                    note: None,
+                });
+                if let Some(m) = m {
+                    decided = Some((m, src));
+                }
+            }
+            Err(e) => evidence.push(Evidence {
+                source: src,
+                says: Some(text.trim().to_string()),
+                implies: None,
+                note: Some(format!("{e}; the next source decides")),
+            }),
+        },
+        Err(why) => evidence.push(Evidence {
+            source: src,
+            says: None,
+            implies: None,
+            note: Some(why.clone()),
+        }),
+    }
+
+    // 2. The boot log: a refused `preempt=`, then the mode chosen at boot (a later debugfs write would not
+    //    show here).
+    let mut refused_in_boot_log = None;
+    match &i.boot_log {
+        Ok((text, from)) => {
+            if let Some(mode) = parse::boot_log_refused(text) {
+                evidence.push(Evidence {
+                    source: format!("boot log ({from}) \"Dynamic Preempt: unsupported mode\""),
+                    says: Some(format!("Dynamic Preempt: unsupported mode: {mode}")),
+                    implies: None,
+                    note: Some(format!(
+                        "the kernel refused preempt={mode} at boot and ran its default"
+                    )),
+                });
+                refused_in_boot_log = Some(mode);
+            }
+            let src = format!("boot log ({from}) \"Dynamic Preempt:\"");
+            match parse::boot_log_preempt(text) {
+                Some(mode) => {
+                    let m = PreemptModel::parse(&mode)
+                        .map(|m| if is_rt { PreemptModel::Rt } else { m });
+                    let note = if m.is_some() {
+                        "the mode at boot; a later switch through debugfs would not show here"
+                            .to_string()
+                    } else {
+                        format!("not a mode this audit knows ({mode})")
+                    };
+                    evidence.push(Evidence {
+                        source: src.clone(),
+                        says: Some(format!("Dynamic Preempt: {mode}")),
+                        implies: m,
+                        note: Some(note),
+                    });
+                    if decided.is_none() {
+                        if let Some(m) = m {
+                            decided = Some((m, src));
+                        }
+                    }
+                }
+                None => evidence.push(Evidence {
+                    source: src,
+                    says: None,
+                    implies: None,
+                    note: Some("no \"Dynamic Preempt:\" line (not a dynamic kernel, or the ring buffer wrapped)".to_string()),
+                }),
+            }
+        }
+        Err(why) => evidence.push(Evidence {
+            source: "boot log".into(),
+            says: None,
+            implies: None,
+            note: Some(why.clone()),
+        }),
+    }
+
+    // 3. preempt= on the command line, if the kernel follows it.
+    let (offers, offers_source) = match &offered {
+        Some((o, src)) => (o.clone(), src.clone()),
+        None => (accepted.clone(), format!("Linux {release}: {lazy_source}")),
+    };
+    let src = "/proc/cmdline preempt=".to_string();
+    let mut ignored: Option<(String, String)> = None;
+    match i.cmdline {
+        Some(cl) => match parse::cmdline_param(cl, "preempt") {
+            Some(v) => {
+                let m = PreemptModel::parse(&v).filter(|m| *m != PreemptModel::Rt);
+                let not_dynamic = dynamic.get() == Some(&false);
+                let refused = !m.is_some_and(|m| offers.contains(&m));
+                let why = if not_dynamic {
+                    Some("the kernel is not PREEMPT_DYNAMIC: it has no preempt= parameter, and its model is built in".to_string())
+                } else if refused {
+                    Some(format!(
+                        "this kernel offers {} ({offers_source}): it refuses preempt={v} at boot (\"Dynamic Preempt: unsupported mode: {v}\") and runs its default",
+                        mode_list(&offers)
+                    ))
+                } else {
+                    None
+                };
+                let implies = if why.is_some() { None } else { m };
+                evidence.push(Evidence {
+                    source: src.clone(),
+                    says: Some(format!("preempt={v}")),
+                    implies,
+                    note: why.clone().map(|w| format!("ignored: {w}")),
+                });
+                if let Some(w) = why {
+                    ignored = Some((v, w));
+                }
+                if decided.is_none() {
+                    if let Some(m) = implies {
+                        decided = Some((if is_rt { PreemptModel::Rt } else { m }, src));
+                    }
+                }
+            }
+            None => evidence.push(Evidence {
+                source: src,
+                says: None,
+                implies: None,
+                note: Some("no preempt= parameter".into()),
+            }),
+        },
+        None => evidence.push(Evidence {
+            source: src,
+            says: None,
+            implies: None,
+            note: Some("/proc/cmdline unreadable".into()),
+        }),
+    }
+
+    // 4. The kernel config: the built model, or a dynamic kernel's default.
+    let src = format!(
+        "kernel config ({})",
+        i.config_source.unwrap_or("unavailable")
+    );
+    match i.config {
+        Some(cfg) => {
+            let m = config_model(cfg);
+            let says = m.map(|m| match m {
+                PreemptModel::None => "CONFIG_PREEMPT_NONE=y".to_string(),
+                PreemptModel::Voluntary => "CONFIG_PREEMPT_VOLUNTARY=y".to_string(),
+                PreemptModel::Full => "CONFIG_PREEMPT=y".to_string(),
+                PreemptModel::Lazy => "CONFIG_PREEMPT_LAZY=y".to_string(),
+                PreemptModel::Rt => "CONFIG_PREEMPT_RT=y".to_string(),
+                PreemptModel::Unknown => String::new(),
+            });
+            let note = if dynamic.get() == Some(&true) {
+                Some("PREEMPT_DYNAMIC: this is only the default mode at boot".to_string())
+            } else {
+                None
+            };
+            evidence.push(Evidence {
+                source: src.clone(),
+                says,
+                implies: m,
+                note,
+            });
+            if decided.is_none() {
+                if let Some(m) = m {
+                    decided = Some((m, src));
+                }
+            }
+        }
+        None => evidence.push(Evidence {
+            source: src,
+            says: None,
+            implies: None,
+            note: Some("no kernel config readable".into()),
+        }),
+    }
+
+    // 5. uname -v: PREEMPT_RT, PREEMPT_LAZY or plain PREEMPT name a built model; PREEMPT_DYNAMIC names none.
+    let src = "/proc/sys/kernel/version (uname -v)".to_string();
+    let words: Vec<&str> = version.split_whitespace().collect();
+    let m = if words.contains(&"PREEMPT_RT") {
+        Some(PreemptModel::Rt)
+    } else if words.contains(&"PREEMPT_DYNAMIC") {
+        None
+    } else if words.contains(&"PREEMPT_LAZY") {
+        Some(PreemptModel::Lazy)
+    } else if words.contains(&"PREEMPT") {
+        Some(PreemptModel::Full)
+    } else {
+        None
+    };
+    evidence.push(Evidence {
+        source: src.clone(),
+        says: i.version.map(str::to_string),
+        implies: m,
+        note: if words.contains(&"PREEMPT_DYNAMIC") {
+            Some("names no mode: PREEMPT_DYNAMIC".into())
+        } else {
+            None
+        },
+    });
+    if decided.is_none() {
+        if let Some(m) = m {
+            decided = Some((m, src));
+        }
+    }
+
+    let offered = offered.unwrap_or_else(|| {
+        if dynamic.get() == Some(&true) {
+            (
+                accepted.clone(),
+                format!(
+                    "inferred as kernel/sched/core.c decides: Linux {release}, {}{lazy_source}",
+                    if is_rt { "PREEMPT_RT, " } else { "" }
+                ),
+            )
+        } else {
+            match &decided {
+                Some((m, _)) => (
+                    vec![*m],
+                    "a kernel without PREEMPT_DYNAMIC offers only its built model".into(),
+                ),
+                None => (vec![], "unknown".into()),
+            }
+        }
+    });
+
+    let (model, decided_by) = match decided {
+        Some((m, s)) => (m, Some(s)),
+        None => (PreemptModel::Unknown, None),
+    };
+    let ignored_cmdline = ignored.map(|(asked, why)| IgnoredMode {
+        refused_in_boot_log: refused_in_boot_log.as_deref() == Some(asked.as_str()),
+        asked,
+        runs: model,
+        offered: offered.0.clone(),
+        why,
+        none_unavailable: dynamic.get() == Some(&true) && !offered.0.contains(&PreemptModel::None),
+    });
+    Preemption {
+        model,
+        decided_by,
+        dynamic,
+        offered: offered.0,
+        offered_source: offered.1,
+        evidence,
+        ignored_cmdline,
+    }
+}
+
+#[cfg(test)]
+mod tests;
