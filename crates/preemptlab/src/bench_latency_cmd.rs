@@ -21,5 +21,26 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
     })
     .map_err(|e| anyhow!(e.render(term::flag)))?;
     term::print_result(a.result.format, &res, &out, quiet)?;
-    Ok(term::exit_code(res.envelope.interrupted))
+    if res.envelope.interrupted {
+        return Ok(term::exit_code(true));
+    }
+    // A cell whose load ended (issue 29 item 5) ran and found a problem: exit 1, with its reason.
+    let failed: Vec<String> = res
+        .cells
+        .iter()
+        .filter(|c| c.status == results::Status::Failed)
+        .map(|c| {
+            let why = c.reason.as_deref().unwrap_or("failed");
+            format!("{} under {}: {why}", c.policy, c.load)
+        })
+        .collect();
+    if !failed.is_empty() {
+        osutil::msg!(
+            "preemptlab bench latency: {} cells failed: {}",
+            failed.len(),
+            failed.join("; ")
+        );
+        return Ok(1);
+    }
+    Ok(0)
 }
