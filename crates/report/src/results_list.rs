@@ -5,9 +5,10 @@ use results::Document;
 
 use crate::markup::{columns, Align};
 
-/// The listing of `docs` (each with its file name). Documents without an envelope or cells (audits, fleet
-/// answers) are left out.
-pub fn render(docs: &[(String, Document)]) -> String {
+/// The listing of `docs` (each with its file name), then one line per file in `unread` (name, why) that
+/// could not be read or parsed. Documents without an envelope or cells (audits, fleet answers) are left
+/// out.
+pub fn render(docs: &[(String, Document)], unread: &[(String, String)]) -> String {
     let mut rows: Vec<Vec<String>> = docs
         .iter()
         .filter_map(|(file, doc)| {
@@ -30,11 +31,16 @@ pub fn render(docs: &[(String, Document)]) -> String {
         })
         .collect();
     rows.sort();
-    columns(
+    let mut out = columns(
         &["started (UTC)", "kind", "cells ok", "", "file"],
         &[Align::Left; 5],
         &rows,
         0,
         160,
-    )
+    );
+    for (file, why) in unread {
+        let (file, why) = (crate::markup::shown(file), crate::markup::shown(why));
+        out.push_str(&format!("not read: {file}: {why}\n"));
+    }
+    out
 }
