@@ -91,7 +91,8 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
     let fixture = repo_file("tests/fixtures/linux-7.0-lazy-debugfs");
     let out = i.p("out.json");
     // (arguments, what the one line must contain)
-    let cases: Vec<(Vec<String>, &str)> = vec![
+    let cases: Vec<(Vec<String>, &str)> =
+        vec![
         // The command line itself.
         (vec!["bench".into()], "lock"),
         (vec!["nosuchcommand".into()], "nosuchcommand"),
@@ -639,6 +640,65 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
             ],
             "0.1",
         ),
+        // This round's (issue 29): a load the shell cannot find, and guest commands `vm` checks on the
+        // host before it boots anything.
+        (
+            vec![
+                "bench".into(),
+                "latency".into(),
+                "--load".into(),
+                "/nonexistent/cmd".into(),
+            ],
+            "the shell finds no command /nonexistent/cmd",
+        ),
+        (
+            vec!["vm".into(), "--".into(), "frobnicate".into()],
+            "frobnicate",
+        ),
+        (vec!["vm".into(), "--".into(), "ls".into(), "/".into()], "'ls'"),
+        (
+            vec![
+                "vm".into(),
+                "--".into(),
+                "audit".into(),
+                "--frobnicate".into(),
+            ],
+            "--frobnicate",
+        ),
+        (
+            vec![
+                "vm".into(),
+                "--".into(),
+                "bench".into(),
+                "lock".into(),
+                "--pages".into(),
+                "hugetlb-9m".into(),
+            ],
+            "hugetlb-9m",
+        ),
+        (
+            vec![
+                "vm".into(),
+                "--".into(),
+                "bench".into(),
+                "lock".into(),
+                "--out".into(),
+                "/proc/foo/x.json".into(),
+            ],
+            "/proc/foo",
+        ),
+        (
+            vec![
+                "vm".into(),
+                "--preempt".into(),
+                "lazy".into(),
+                "--append".into(),
+                "preempt=none".into(),
+                "--".into(),
+                "audit".into(),
+            ],
+            "preempt=none",
+        ),
     ];
     // A real input (a copy of a bench lock result) that outputs must not overwrite.
     std::fs::copy(&lock, i.p("input.json")).unwrap();
@@ -665,6 +725,13 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
                 t.elapsed()
             );
             assert!(!Path::new(&out).exists(), "{label}: wrote {out}");
+            // The same with stdout and stderr closed (`2>&1 | head -0`): the one line is dropped, the
+            // exit code is the same, no panic (exit 101).
+            assert_eq!(
+                common::closed_pipes(args, i.dir.path(), &i.p("state")).code(),
+                Some(2),
+                "{label}: with stdout and stderr closed"
+            );
         });
         if res.is_err() {
             failed.push(label);
