@@ -50,7 +50,10 @@ impl LatencyError {
             LatencyError::LoadStart { load, err } => {
                 format!("{} {load}: {err}", name("load"))
             }
-            e => e.to_string(),
+            // Every variant by name, no catch-all: a new variant whose Display calls render must say
+            // its own words here, or Display and render would call each other for ever.
+            LatencyError::Signal(e) => e.to_string(),
+            LatencyError::Write(e) => e.to_string(),
         }
     }
 }

@@ -71,7 +71,14 @@ impl NetError {
     pub fn render(&self, name: impl Fn(&str) -> String) -> String {
         match self {
             NetError::Spec(e) => e.render(name),
-            e => e.to_string(),
+            // Every variant by name, no catch-all: a new variant whose Display calls render must say
+            // its own words here, or Display and render would call each other for ever.
+            NetError::NotRoot
+            | NetError::IpMissing { .. }
+            | NetError::Ip { .. }
+            | NetError::Enter { .. }
+            | NetError::Signal(_)
+            | NetError::Write(_) => self.to_string(),
         }
     }
 }
