@@ -423,6 +423,10 @@ pub fn run(
         spec: spec.clone(),
         cells: Vec::new(),
     };
+    // Until the matrix completes, the file written after each cell says interrupted: a run that dies
+    // another way (a panic, SIGKILL, an error) leaves a partial file that says so. The last write says
+    // how it ended.
+    res.envelope.interrupted = true;
     'outer: for load in &spec.loads {
         let seconds =
             spec.load_warmup_s + spec.duration_s * spec.repeat as f64 * spec.policies.len() as f64;

@@ -628,6 +628,10 @@ pub fn run(
         spec: spec.clone(),
         cells: Vec::new(),
     };
+    // Until the matrix completes, the file written after each cell says interrupted: a run that dies
+    // another way (a panic, SIGKILL, an error) leaves a partial file that says so (issue 29: a closed
+    // stderr ended a run after 1 of 12 cells with `"interrupted": false`). The last write says how it ended.
+    res.envelope.interrupted = true;
     'outer: for test in &spec.tests {
         for &size in &spec.msg_sizes {
             let mut cell = Cell {
