@@ -10,6 +10,7 @@
 //! - [`accel`]: KVM or TCG, with the reason;
 //! - [`guest`]: what the host hands the guest and reads back from its console (the guest script,
 //!   virtme-ng's arguments, the command's `--out`, whether a boot panicked), pure;
+//! - [`pgdirs`]: the PostgreSQL build directories a `bench pg --pg-bin` command needs shared into the guest;
 //! - [`run`]: booting and waiting, timing, a boot that panicked before the command tried again, and
 //!   cleanup (virtme-ng and QEMU run in their own process group, killed on a stop signal or error; the temp
 //!   dir is removed);
@@ -25,6 +26,8 @@ pub mod cli;
 pub mod guest;
 #[cfg(feature = "runner")]
 pub mod kernels;
+#[cfg(feature = "runner")]
+pub mod pgdirs;
 /// The `vm` block of a result: its type is the schema's (`results::vm`).
 pub use results::vm as record;
 #[cfg(feature = "runner")]
