@@ -175,6 +175,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
                         reason: None,
                         server_settings: server_settings(&spec, sb, hp, max_clients),
                         hugepages_needed: None,
+                        hugepages_free_seen: None,
                         reps: Vec::new(),
                         summary: None,
                     });
@@ -215,7 +216,14 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
                 res.cells[c].hugepages_needed = needed;
             }
             let pool = match reserve(&hp, needed, &spec, opts.reserve_hugepages, &opts.grow_hint) {
-                Ok(p) => p,
+                Ok(Reserved::Grown(g)) => Some(g),
+                Ok(Reserved::CountedOn(free)) => {
+                    for c in cells.clone() {
+                        res.cells[c].hugepages_free_seen = Some(free);
+                    }
+                    None
+                }
+                Ok(Reserved::Nothing) => None,
                 Err(Skip(status, why)) => {
                     for c in cells.clone() {
                         res.cells[c].status = status;
@@ -350,28 +358,40 @@ fn free_huge_pages(page_kib: u64) -> u64 {
         .unwrap_or(0)
 }
 
+/// What [`reserve`] did for a configuration's huge pages.
+enum Reserved {
+    /// The pool was grown for it (restored when the guard drops).
+    Grown(PoolGuard),
+    /// Not reserved: the run counts on the free pages it saw (recorded in its cells).
+    CountedOn(u64),
+    /// No huge pages needed, or the need is unknown.
+    Nothing,
+}
+
 fn reserve(
     hp: &str,
     needed: Option<u64>,
     spec: &Spec,
     allowed: bool,
     grow_hint: &str,
-) -> Result<Option<PoolGuard>, Skip> {
+) -> Result<Reserved, Skip> {
     if hp == "off" {
-        return Ok(None);
+        return Ok(Reserved::Nothing);
     }
     let Some(needed) = needed else {
-        return Ok(None);
+        return Ok(Reserved::Nothing);
     };
     let want = needed + hostfacts::hugepages::margin(needed);
     let kib = spec.huge_page_kib;
     if allowed {
-        return PoolGuard::ensure_free(kib, want).map(Some).map_err(|e| {
-            Skip(
-                Status::Failed,
-                format!("could not reserve {want} huge pages of {kib} kB: {e}"),
-            )
-        });
+        return PoolGuard::ensure_free(kib, want)
+            .map(Reserved::Grown)
+            .map_err(|e| {
+                Skip(
+                    Status::Failed,
+                    format!("could not reserve {want} huge pages of {kib} kB: {e}"),
+                )
+            });
     }
     let free = free_huge_pages(kib);
     if hp == "on" && free < needed {
@@ -382,7 +402,7 @@ fn reserve(
             ),
         ));
     }
-    Ok(None)
+    Ok(Reserved::CountedOn(free))
 }
 
 fn load(
