@@ -41,6 +41,7 @@ pub mod net;
 pub mod netopts;
 pub mod options;
 pub mod pgbuild;
+mod pghuge;
 pub mod pgopts;
 pub mod pgrun;
 pub mod pool;
