@@ -9,6 +9,7 @@
 //! - [`cpus`]: how many CPUs this process can use, and how many are online;
 //! - [`which`], [`tail`], [`explain_io_error`], [`is_root`]: a program on PATH, the last lines of a
 //!   child's output for an error message, an I/O error in words an operator can act on;
+//! - [`account`]: an OS account by name, and acting as one for a moment (a peer-authenticated connection);
 //! - [`msg!`]: a line on stderr that a closed stderr drops instead of panicking.
 //!
 //! `procfs-core` (which parses /proc text without touching /proc) was weighed for the /proc readers and
@@ -21,6 +22,7 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod account;
 pub mod child;
 pub mod cpus;
 pub mod output;
