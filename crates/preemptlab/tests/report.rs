@@ -141,7 +141,7 @@ fn check_writes_its_report_and_bad_input_is_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("check.html");
     let o = Command::new(cargo_bin("preemptlab"))
-        .args(["check", "--quick", "--out"])
+        .args(["check", "--quick", "--bench-beside-load", "--out"])
         .arg(dir.path().join("c.json"))
         .arg("--report")
         .arg(&html)
