@@ -48,9 +48,9 @@ pub struct Unreadable {
     pub err: std::io::Error,
 }
 
-/// Adds the `*.json` files under `dir` (recursively, skipping hidden entries) to `out`. Symlinked
-/// directories are not followed (no loops); symlinked files are read.
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), FilesError> {
+/// Adds the `*.json` files under `dir` (recursively, skipping hidden entries) to `out`, and the other
+/// files to `others`. Symlinked directories are not followed (no loops); symlinked files are read.
+fn walk(dir: &Path, out: &mut Vec<PathBuf>, others: &mut Vec<PathBuf>) -> Result<(), FilesError> {
     let rd = std::fs::read_dir(dir).map_err(|err| FilesError::ReadDir {
         dir: dir.to_path_buf(),
         err,
@@ -69,9 +69,11 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), FilesError> {
             err,
         })?;
         if ft.is_dir() {
-            walk(&path, out)?;
+            walk(&path, out, others)?;
         } else if path.extension().is_some_and(|x| x == "json") {
             out.push(path);
+        } else {
+            others.push(path);
         }
     }
     Ok(())
@@ -80,7 +82,14 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), FilesError> {
 /// Every file named, and the `*.json` files of every directory named (recursively), sorted and without
 /// repeats. A directory without any is an error, as is a path that does not exist.
 pub fn json_files_deep(paths: &[PathBuf]) -> Result<Vec<PathBuf>, FilesError> {
+    files_deep(paths).map(|(json, _)| json)
+}
+
+/// As [`json_files_deep`], with the files under the directories that are not `*.json` (sorted), which a
+/// caller names as not read.
+pub fn files_deep(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<PathBuf>), FilesError> {
     let mut out = Vec::new();
+    let mut others = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|e| FilesError::Missing {
             path: p.clone(),
@@ -88,7 +97,7 @@ pub fn json_files_deep(paths: &[PathBuf]) -> Result<Vec<PathBuf>, FilesError> {
         })?;
         if meta.is_dir() {
             let before = out.len();
-            walk(p, &mut out)?;
+            walk(p, &mut out, &mut others)?;
             if out.len() == before {
                 return Err(FilesError::NoJson { dir: p.clone() });
             }
@@ -98,7 +107,9 @@ pub fn json_files_deep(paths: &[PathBuf]) -> Result<Vec<PathBuf>, FilesError> {
     }
     out.sort();
     out.dedup();
-    Ok(out)
+    others.sort();
+    others.dedup();
+    Ok((out, others))
 }
 
 /// Every file named, and the `*.json` files directly in every directory named (each directory's sorted),

@@ -169,6 +169,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
             }],
             fleet: None,
             generated_utc: lab::result::utc(lab::result::unix_now()),
+            skipped: Vec::new(),
         };
         let html = term::render(Format::Html, None, &page)?;
         term::write_atomic(path, &html)?;
