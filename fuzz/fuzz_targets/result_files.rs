@@ -4,7 +4,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use report::compare::{self, By, Input};
-use report::export::{export, Format};
+use report::export::{export, Format, Layout};
 use results::Document;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,14 +17,14 @@ fuzz_target!(|data: &[u8]| {
         // A file set against itself differs in nothing.
         assert!(!c.has_regression());
         for f in [Format::Table, Format::Markdown, Format::Csv, Format::Json] {
-            let _ = export(f, &c);
+            let _ = export(f, &Layout::default(), &c);
         }
     }
     // A file against a copy of itself: the preemption split pools the two and finds one model.
     for by in ["lock", "pages", "huge_pages", "preempt"] {
         if let Ok(split) = compare::split(&[a.clone(), a.clone()], &By::parse(by), None) {
             if let Ok(c) = compare::compare(&split, 0.02, None) {
-                let _ = export(Format::Table, &c);
+                let _ = export(Format::Table, &Layout::default(), &c);
             }
         }
     }
@@ -33,6 +33,7 @@ fuzz_target!(|data: &[u8]| {
             label: "a.json".into(),
             doc,
         }],
+        None,
         "2026-11-22 00:00:00",
     );
 });

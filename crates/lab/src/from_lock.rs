@@ -32,7 +32,8 @@ pub fn costs_taken(r: &LockResult) -> Result<Vec<Taken>, FromLockError> {
     let fault = r.fault_cost.as_ref().map(|f| f.ns_per_fault);
     let mut t = sim::costs::taken(c, fault);
     if let Some(u) = uncontended(r) {
-        t.extend(sim::costs::op_taken(&u, fault));
+        // The faults the 4 KB cell took are read faults that map a fault-around group, when measured.
+        t.extend(sim::costs::op_taken(&u, c.fault_4k_read_ns.or(fault)));
     }
     Ok(t)
 }
@@ -49,18 +50,21 @@ fn uncontended(r: &LockResult) -> Option<sim::costs::Uncontended> {
             .iter()
             .find(|c| c.lock == "pg" && c.pages == pages && c.workers == 1 && !c.reps.is_empty())
     };
+    // A lone worker's time per operation is its wall time: its CPU does nothing else.
+    let per_op =
+        |c: &results::lock::Cell| median(c.reps.iter().map(|x| 1e9 / x.ops_per_s).collect());
     let c2 = cell("hugetlb-2m")?;
-    let cpu_4k = cell("4k").and_then(|c| {
+    let op_4k = cell("4k").and_then(|c| {
         Some((
-            median(c.reps.iter().map(|x| x.cpu_ns_per_op).collect())?,
+            per_op(c)?,
             median(c.reps.iter().map(|x| x.minflt_per_op).collect())?,
         ))
     });
     Some(sim::costs::Uncontended {
         work_ns: r.spec.work_ns,
-        cpu_2m_ns: median(c2.reps.iter().map(|x| x.cpu_ns_per_op).collect())?,
+        op_2m_ns: per_op(c2)?,
         hold_2m_p50_ns: median(c2.reps.iter().map(|x| x.hold_ns.p50 as f64).collect())?,
-        cpu_4k,
+        op_4k,
     })
 }
 

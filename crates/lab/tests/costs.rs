@@ -21,6 +21,25 @@ fn the_costs_are_measured_and_plausible() {
     }
     assert_eq!(c.fault_2m_map_ns, None);
     assert!(line(&c, Some(1200.0)).contains("fault (4 KB) 1.20 us"));
+    // The read fault that maps a fault-around group: measured everywhere, plausible.
+    let r = c.fault_4k_read_ns.expect("the 4 KB read fault is measured");
+    assert!(r > 0.0 && r < 1e7, "{r}");
+    assert!(line(&c, None).contains("a read fault mapping 64 KB"));
+    // The cache-line handover, on two CPUs: ordered percentiles, a plausible median.
+    let two = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
+    match (
+        c.line_transfer_ns,
+        c.line_transfer_p10_ns,
+        c.line_transfer_p90_ns,
+    ) {
+        (Some(m), Some(lo), Some(hi)) => {
+            assert!(two);
+            assert!(lo <= m && m <= hi, "{lo} {m} {hi}");
+            assert!(m > 1.0 && m < 1e6, "{m}");
+            assert!(line(&c, None).contains("cache-line handover"));
+        }
+        other => assert!(!two, "two CPUs, no handover measured: {other:?}"),
+    }
     assert!(!line(&c, None).contains("2 MB"));
 
     // The 2 MB mapping, where a pool has free pages (none is grown for a test): measured and plausible;

@@ -66,10 +66,22 @@ fn sim_takes_a_real_bench_lock_results_costs_and_matrix() {
         p["futex_wake_ns"].as_u64(),
         Some(round(&costs["futex_wake_nobody_ns"]).max(1))
     );
+    // The 4 KB fault is the read fault that maps a fault-around group (the write fault of fault_cost maps
+    // one page), the line transfer the handover measured between two CPUs (on one CPU: the default).
     assert_eq!(
         p["fault_4k_ns"].as_u64(),
-        Some(round(&b["fault_cost"]["ns_per_fault"]).max(1))
+        Some(round(&costs["fault_4k_read_ns"]).max(1))
     );
+    match costs["line_transfer_ns"].as_f64() {
+        Some(l) => assert_eq!(
+            p["lock_transfer_ns"].as_u64(),
+            Some((l.round() as u64).max(1))
+        ),
+        None => assert_eq!(
+            p["lock_transfer_ns"].as_u64(),
+            Some(sim::Params::default().lock_transfer_ns)
+        ),
+    }
     assert_eq!(
         p["fault_2m_map_ns"].as_u64(),
         Some(sim::Params::default().fault_2m_map_ns)

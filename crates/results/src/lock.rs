@@ -271,7 +271,11 @@ mod tests {
             switch_half_round_trip_ns: 1073.5,
             futex_wake_nobody_ns: 141.3,
             futex_wake_remote_ns: None,
+            fault_4k_read_ns: Some(2500.0),
             fault_2m_map_ns: Some(2410.0),
+            line_transfer_ns: Some(48.0),
+            line_transfer_p10_ns: Some(41.0),
+            line_transfer_p90_ns: Some(66.0),
         });
         let text = serde_json::to_string(&r).unwrap();
         let Ok(Document::Lock(back)) = Document::from_text(&text) else {

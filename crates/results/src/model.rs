@@ -171,6 +171,19 @@ impl Workload {
     }
 }
 
+/// How a `txn` backend gets a buffer for a block that is not in shared buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum BufferStrategy {
+    /// PostgreSQL 9.5-18: pop the free list under `buffer_strategy_lock`, reading the head's descriptor
+    /// inside the lock.
+    #[default]
+    Freelist,
+    /// PostgreSQL 19: no free list; an atomic tick of the clock hand, the victim's descriptor read with no
+    /// lock held (the lock only on the hand's wraparound, once per pass over all buffers: not modelled).
+    Clocksweep,
+}
+
 /// Everything the model takes. Costs default to this project's measurements (docs/references.md#dev-machine-costs, docs/model.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -221,13 +234,22 @@ pub struct Params {
     // Lock costs.
     /// One spin-loop iteration (`pause` plus the test), ns.
     pub spin_ns: u64,
-    /// Cache-line transfer from the releaser to the next holder, ns.
+    /// One cache-line transfer between two CPUs (the lock word handed from the releaser to the next
+    /// holder), ns. `bench lock` measures it (`costs.line_transfer_ns`); it also prices `line_ns` and
+    /// `spin_line_ns` when they are unset and, in `txn`, the struct-page lines a shared fault pulls from
+    /// other CPUs.
     pub lock_transfer_ns: u64,
-    /// What every other running spinner adds to a hold, ns: the lock word and the free-list head share one
-    /// cache line, which the spinners keep reading, so the new holder's fetch of it and its writes to it
+    /// What every other running spinner adds to a handover, ns: the lock word and the free-list head share
+    /// one cache line, which the spinners keep reading, so the new holder's fetch of it and its writes to it
     /// wait behind their re-reads, served one at a time (a TTAS handoff's cost grows linearly with the
-    /// spinners). 0 by default; it cannot show on 2 CPUs, where no other spinner runs at a handoff.
-    pub line_ns: u64,
+    /// spinners, docs/references.md#non-scalable-locks). None: one line transfer (`lock_transfer_ns`) per
+    /// spinner. It cannot show on 2 CPUs, where no other spinner runs at a handoff.
+    pub line_ns: Option<u64>,
+    /// What every other running spinner adds to a `pg` or `rseq` spin iteration, ns: with the line written
+    /// at every allocation, an iteration's read of the lock word misses and waits while the line serves
+    /// one read for each other spinner. None: one line transfer (`lock_transfer_ns`); 0: an iteration costs
+    /// `spin_ns` whatever the crowd (the model before). See the sim's `lock::spin`.
+    pub spin_line_ns: Option<u64>,
     // Kernel costs.
     /// A context switch, ns.
     pub ctx_switch_ns: u64,
@@ -286,10 +308,25 @@ pub struct Params {
     pub txn_allocs: f64,
     /// `txn`: backend user time per statement (parse, plan, execute), ns.
     pub stmt_ns: u64,
-    /// `txn`: the client's part of a statement's round trip (network, pgbench), ns; the backend sleeps.
+    /// `txn` with no client threads (`txn_client_threads` 0): the client's part of a statement's round
+    /// trip, ns, during which the backend sleeps and no CPU is used for it.
     pub client_ns: u64,
     /// `txn`: reading the allocated buffer's block from the page cache (pread of 8 KB), ns of kernel time.
     pub read_ns: u64,
+    /// `txn`: pgbench's threads (`-j`), tasks on the same CPUs as the backends, each serving the
+    /// connections of `workers / threads` backends: a backend's result wakes its thread, which spends
+    /// `client_stmt_ns` on it and sends the next statement, which wakes the backend. None: one per CPU (the
+    /// April 2026 report ran 96 threads on 96 vCPUs); 0: no client tasks, a fixed `client_ns` sleep instead
+    /// (the model before client threads).
+    pub txn_client_threads: Option<u32>,
+    /// `txn`: pgbench's CPU per statement (receive and parse the result, build and send the next statement),
+    /// ns.
+    pub client_stmt_ns: u64,
+    /// `txn`: PostgreSQL's buffer allocation. `freelist` (9.5-18): pop the free list under
+    /// `buffer_strategy_lock` while it is not empty (the model's `txn` always is: the buffer pool is
+    /// filling); `clocksweep` (19, no free list): an atomic tick of the clock hand on the strategy line,
+    /// then the victim's descriptor read with no lock held.
+    pub buffer_strategy: BufferStrategy,
 }
 
 impl Default for Params {
@@ -317,7 +354,8 @@ impl Default for Params {
             respawn_ns: 150_000,
             spin_ns: 30,
             lock_transfer_ns: 100,
-            line_ns: 0,
+            line_ns: None,
+            spin_line_ns: None,
             ctx_switch_ns: 1500,
             syscall_ns: 300,
             futex_wake_ns: 300,
@@ -338,9 +376,12 @@ impl Default for Params {
             workload: Workload::Lock,
             txn_stmts: 5,
             txn_allocs: 2.0,
-            stmt_ns: 185_000,
+            stmt_ns: 82_000,
             client_ns: 100_000,
             read_ns: 3000,
+            txn_client_threads: None,
+            client_stmt_ns: 15_000,
+            buffer_strategy: BufferStrategy::Freelist,
         }
     }
 }
@@ -419,6 +460,22 @@ pub struct Costs {
     /// results written before it was measured.
     #[serde(default)]
     pub fault_2m_map_ns: Option<f64>,
+    /// A fresh process's first read of populated 4 KB shared memory: a minor fault that maps the page's
+    /// fault-around group (64 KB), as a worker's first read of a descriptor does. Null in results written
+    /// before it was measured (the write fault of `fault_cost`, one page, stands in then).
+    #[serde(default)]
+    pub fault_4k_read_ns: Option<f64>,
+    /// The handover of one cache line between two CPUs (two processes pinned to two CPUs take turns on a
+    /// word in shared memory; half a round trip): the median over timed batches, and the batches' 10th and
+    /// 90th percentiles. Null on one CPU, and in results written before it was measured.
+    #[serde(default)]
+    pub line_transfer_ns: Option<f64>,
+    /// The 10th percentile of the handover over the timed batches.
+    #[serde(default)]
+    pub line_transfer_p10_ns: Option<f64>,
+    /// The 90th percentile of the handover over the timed batches.
+    #[serde(default)]
+    pub line_transfer_p90_ns: Option<f64>,
 }
 
 /// One parameter set from a measurement.
@@ -440,10 +497,12 @@ pub struct Taken {
 pub struct Uncontended {
     /// The bench's work outside the lock per operation (`spec.work_ns`).
     pub work_ns: u64,
-    /// CPU per operation on 2 MB pages (no faults to speak of).
-    pub cpu_2m_ns: f64,
+    /// A lone worker's time per operation on 2 MB pages (no faults to speak of): its wall time, all of
+    /// which its CPU spends on the operation (its rusage can miss part of it: 1.45-1.51x less in the TCG
+    /// guests of docs/results/vm).
+    pub op_2m_ns: f64,
     /// Hold time p50 on 2 MB pages: the pop under the lock, nobody to hand the line over to.
     pub hold_2m_p50_ns: f64,
-    /// CPU per operation on 4 KB pages and its minor faults per operation, when measured.
-    pub cpu_4k: Option<(f64, f64)>,
+    /// A lone worker's time per operation on 4 KB pages and its minor faults per operation, when measured.
+    pub op_4k: Option<(f64, f64)>,
 }

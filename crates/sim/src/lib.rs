@@ -40,7 +40,9 @@ mod workload;
 
 pub use lock::ADAPTIVE_SLOTS;
 pub use metrics::{CpuSplit, Outcome, Pcts};
-pub use params::{validate, Invalid, LockKind, Model, Pages, Params, UnknownName, Workload};
+pub use params::{
+    validate, BufferStrategy, Invalid, LockKind, Model, Pages, Params, UnknownName, Workload,
+};
 pub use sched::base_slice_ns;
 
 /// Runs the model.
@@ -51,7 +53,28 @@ pub fn simulate(p: &Params) -> Result<Outcome, Invalid> {
 
 #[cfg(test)]
 mod test_support {
-    use crate::{simulate, Model, Outcome, Pages, Params};
+    use crate::{simulate, Model, Outcome, Pages, Params, Workload};
+
+    /// The April 2026 report's host and workload as docs/model.md ("The reported host") runs them: 96
+    /// CPUs, 1,024 backends, pgbench-like transactions, the sourced or measured costs there (a 45 ns line
+    /// transfer, a 2.5 us fault-around fault, a 15 ns spin iteration), `ms` of measured virtual time after
+    /// 300 ms of warm-up.
+    pub(crate) fn reported_host(model: Model, pages: Pages, ms: u64) -> Params {
+        Params {
+            cpus: 96,
+            workers: 1024,
+            workload: Workload::Txn,
+            model,
+            pages,
+            lock_transfer_ns: 45,
+            fault_4k_ns: 2500,
+            spin_ns: 15,
+            duration_ns: ms * 1_000_000,
+            // The spinning takes a few hundred ms of virtual time to settle.
+            warmup_ns: 300_000_000,
+            ..Params::default()
+        }
+    }
 
     /// A short run of the defaults with these choices.
     pub(crate) fn quick(model: Model, pages: Pages, cpus: u32, workers: u32) -> Outcome {

@@ -23,6 +23,8 @@ pub(crate) struct Memory {
     pub(crate) next_buf: u64,
     /// `txn`: block groups (64 KB on 4 KB pages, 2 MB pages) somebody has touched (they go in order).
     pub(crate) blocks_zeroed: u64,
+    /// `txn` on 4 KB pages: the CPU that last faulted each descriptor group in (u32::MAX: nobody yet).
+    pub(crate) desc_fault_cpu: Vec<u32>,
 }
 
 impl Memory {
@@ -34,6 +36,11 @@ impl Memory {
             zeroed_2m: if p.pages == Pages::P2m { groups } else { 0 },
             next_buf: 0,
             blocks_zeroed: 0,
+            desc_fault_cpu: if p.workload == Workload::Txn && p.pages == Pages::P4k {
+                vec![u32::MAX; groups as usize]
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -113,7 +120,10 @@ impl Sim {
         faults && self.p.pages == Pages::P4k && self.rng.unit() < self.p.fault_block_p
     }
 
-    /// The holder `t` starts its descriptor fault; returns its length, ns.
+    /// The holder `t` starts its descriptor fault; returns its length, ns. In `txn` on 4 KB pages the
+    /// group is the one every backend is popping from, so when another CPU faulted it in last, each of its
+    /// pages' `struct page` line comes from there: the fault-around path takes a reference, the page lock
+    /// and a map count on every page it maps (mm/filemap.c, `filemap_map_pages`), one line transfer each.
     pub(crate) fn start_descriptor_fault(&mut self, t: u32) -> u64 {
         let p = &self.p;
         let task = &mut self.tasks[t as usize];
@@ -122,6 +132,12 @@ impl Sim {
             self.metrics.faults += 1;
         }
         let mut d = map_fault_ns(p);
+        if let Some(last) = self.mem.desc_fault_cpu.get_mut(task.desc_group as usize) {
+            if *last != u32::MAX && *last != task.cpu {
+                d += p.fault_around_pages * p.lock_transfer_ns;
+            }
+            *last = task.cpu;
+        }
         if p.pages == Pages::P2m && self.mem.zeroed_2m < self.mem.groups {
             self.mem.zeroed_2m += 1;
             d += p.fault_2m_zero_ns;

@@ -7,7 +7,7 @@
 //! `txn` workload), each read by the module that owns the concern. The `adaptive` defaults are shmlock's own
 //! constants, so the model runs the real lock's tuning unless told otherwise.
 
-pub use results::model::{LockKind, Model, Pages, Params, UnknownName, Workload};
+pub use results::model::{BufferStrategy, LockKind, Model, Pages, Params, UnknownName, Workload};
 
 /// A parameter outside the range the model works with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -2,6 +2,8 @@
 //! module that owns the phase. A task runs its phase as segments on a CPU; a segment ends when it ran its
 //! length (`Ev::SegEnd` of the CPU's current generation) or earlier when the task is switched out.
 
+use std::collections::VecDeque;
+
 use crate::clock::Clock;
 use crate::event::Ev;
 use crate::lock::LockState;
@@ -25,6 +27,9 @@ pub(crate) struct Sim {
     pub(crate) lock: LockState,
     pub(crate) mem: Memory,
     pub(crate) metrics: Metrics,
+    /// `txn`'s pgbench threads: per thread, the backends whose results wait for it, oldest first (the
+    /// thread's tasks follow the backends in `tasks`).
+    pub(crate) clients: Vec<VecDeque<u32>>,
 }
 
 impl Sim {
@@ -53,6 +58,16 @@ impl Sim {
             ));
             cpus[cpu as usize].rq.push(i);
         }
+        // pgbench's threads start asleep, waiting for results.
+        let threads = crate::workload::client::threads(&p);
+        for i in 0..threads {
+            let mut task = Task::new(&p, i % p.cpus, 0, 0, 0);
+            task.is_client = true;
+            task.phase = Phase::Client;
+            task.remaining = 0;
+            task.state = crate::task::State::Sleeping;
+            tasks.push(task);
+        }
         let mut s = Sim {
             clock: Clock::new(),
             rng,
@@ -62,6 +77,7 @@ impl Sim {
             lock: LockState::new(),
             mem,
             metrics: Metrics::new(),
+            clients: vec![VecDeque::new(); threads as usize],
             p,
         };
         let tick = 1_000_000_000 / s.p.hz.max(1) as u64;
@@ -85,6 +101,7 @@ impl Sim {
             Phase::Work => self.work_phase_ns(t),
             Phase::Read => self.read_ns(t),
             Phase::Send | Phase::SliceYield => self.p.syscall_ns,
+            Phase::Client => self.p.client_stmt_ns,
             Phase::FutexWake => self.futex_wake_ns(),
             Phase::Respawn => self.p.respawn_ns,
             _ => unreachable!("start_phase {ph:?}"),
@@ -125,6 +142,9 @@ impl Sim {
             Phase::FutexWake => self.futex_wake(c, t),
             Phase::SliceYield => self.slice_yield(c, t),
             Phase::Respawn => self.respawned(c, t),
+            Phase::Client => self.client_end(c, t),
+            Phase::Sweep => self.sweep_end(c, t),
+            Phase::SweepFault => self.sweep_done(c, t, true),
         }
     }
 
@@ -139,6 +159,7 @@ impl Sim {
             | Phase::Respawn
             | Phase::Read
             | Phase::Send
+            | Phase::Client
                 if rem == 0 =>
             {
                 self.start_phase(c, t, phase)
@@ -180,7 +201,12 @@ impl Sim {
                 self.account(ph.acct(), start, end);
             }
         }
-        let per_task: Vec<f64> = self.tasks.iter().map(|t| t.ops as f64).collect();
+        let per_task: Vec<f64> = self
+            .tasks
+            .iter()
+            .filter(|t| !t.is_client)
+            .map(|t| t.ops as f64)
+            .collect();
         self.metrics.outcome(&self.p, &per_task)
     }
 }

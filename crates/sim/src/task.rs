@@ -34,6 +34,14 @@ pub(crate) enum Phase {
     Read,
     /// `txn`: send of the result (kernel); then the backend sleeps until the client's next statement.
     Send,
+    /// `txn`: a pgbench thread handles one connection's result and sends its next statement (user time
+    /// and its socket calls).
+    Client,
+    /// `txn`, `clocksweep`: the clock hand's atomic tick (waiting its turn on the line) and the victim's
+    /// header check (user).
+    Sweep,
+    /// `txn`, `clocksweep`: the first-touch fault on the victim's descriptor, no lock held (kernel).
+    SweepFault,
 }
 
 /// Where a task is.
@@ -62,14 +70,15 @@ impl Phase {
                 | Phase::Recv
                 | Phase::Read
                 | Phase::Send
+                | Phase::SweepFault
         )
     }
     /// Where its CPU time is accounted.
     pub(crate) fn acct(self) -> Acct {
         match self {
-            Phase::Work | Phase::Cs => Acct::Useful,
+            Phase::Work | Phase::Cs | Phase::Client | Phase::Sweep => Acct::Useful,
             Phase::Spin => Acct::Spin,
-            Phase::Fault => Acct::Fault,
+            Phase::Fault | Phase::SweepFault => Acct::Fault,
             Phase::Switch => Acct::Sched,
             _ => Acct::Kernel,
         }
@@ -123,6 +132,10 @@ pub(crate) struct Task {
     pub(crate) park_timeout_ns: u64,
     pub(crate) park_gen: u64,
     pub(crate) spin_hold: u64,
+    /// `pg`, `rseq` counting iterations: the iteration clock when this spin's progress was last taken,
+    /// and the iterations it has left.
+    pub(crate) spin_mark: f64,
+    pub(crate) spin_left: f64,
     /// `txn`: statements left in the transaction, allocations left in the statement, its work chunk.
     pub(crate) stmts_left: u32,
     pub(crate) allocs_left: u32,
@@ -132,6 +145,10 @@ pub(crate) struct Task {
     pub(crate) block_group: u64,
     /// `txn`: the buffer this process popped last.
     pub(crate) buf: u64,
+    /// `txn`: a pgbench thread, not a backend.
+    pub(crate) is_client: bool,
+    /// `txn`, `clocksweep`: the victim's descriptor faults after the tick.
+    pub(crate) sweep_faults: bool,
 }
 
 impl Task {
@@ -169,12 +186,16 @@ impl Task {
             park_timeout_ns: 0,
             park_gen: 0,
             spin_hold: 0,
+            spin_mark: 0.0,
+            spin_left: 0.0,
             stmts_left: p.txn_stmts.max(1),
             allocs_left: 0,
             chunk_ns: p.work_ns,
             desc_group: u64::MAX,
             block_group: u64::MAX,
             buf: 0,
+            is_client: false,
+            sweep_faults: false,
         }
     }
 }

@@ -1,8 +1,9 @@
 //! The kernel and lock costs the model takes (`sim::costs`), measured once per `bench lock` run before its
 //! cells, on the machine the bench runs on (a guest included): a spin-loop iteration, a syscall round
 //! trip, a context switch between two processes on one CPU, `futex_wake` with nobody queued and waking a
-//! sleeper on another CPU, and mapping a 2 MB hugetlb page in a new process when the run has a 2 MB pool to
-//! run its cells on. Each is the median of many timed repetitions; all of them take well under a second.
+//! sleeper on another CPU, the handover of one cache line between two CPUs, a fresh process's read fault on
+//! populated 4 KB shared memory (it maps a fault-around group), and mapping a 2 MB hugetlb page in a new
+//! process when the run has a 2 MB pool to run its cells on. Each is the median of many timed repetitions; all of them take well under a second.
 //! The minor fault on 4 KB pages is the run's `fault_cost` ([`crate::lockrun::measure_fault_cost`]).
 
 use std::hint::black_box;
@@ -42,7 +43,7 @@ pub enum CostError {
     },
     /// A fresh process took no faults on hugetlb pages it had not touched (kernels before 6.0 copy hugetlb
     /// page tables at fork).
-    #[error("a fresh process took {faults} faults touching {pages} 2 MB pages (page tables copied at fork?)")]
+    #[error("a fresh process took {faults} faults touching {pages} pages it had not mapped (page tables copied at fork?)")]
     NoFaults {
         /// The faults it took.
         faults: f64,
@@ -159,64 +160,143 @@ fn switch_half_round_trip_ns() -> Result<f64, CostError> {
     Ok(ns)
 }
 
-/// Mapping an existing 2 MB hugetlb page in a new process, as a `bench lock` worker does on its first touch
-/// of each page of the shared region: the parent maps `pages` (at most [`MAP_2M_PAGES`]) and zeroes them,
-/// then [`MAP_2M_CHILDREN`] fresh children, one after another, each time their first touch (a read) of
-/// every page; the median over all touches. The first touch in a child also allocates the page-table page
-/// that maps the region, as a worker's first fault does. An error when the pool has no free page now, or
-/// when the children take no fault (kernels before 6.0 copy hugetlb page tables at fork).
-fn fault_2m_map_ns(pages: u64) -> Result<f64, CostError> {
-    let pages = pages.clamp(1, MAP_2M_PAGES) as usize;
-    let huge = Backing::Hugetlb2m.page_bytes();
-    let region = ShmRegion::new(pages * huge, Backing::Hugetlb2m)?;
+/// Round trips per timed batch of the cache-line ping-pong.
+const LINE_BATCH: u32 = 1000;
+
+/// The handover time of one cache line between two CPUs: two processes pinned to the first two CPUs this
+/// process may use take turns on a counter in one 64-byte line of shared memory (each spins, reading the
+/// line, until the other's increment arrives, then increments it), as a lock word goes from a releaser to
+/// the next holder. Per timed batch of [`LINE_BATCH`] round trips, half the mean round trip is one handover;
+/// returns the median, 10th and 90th percentiles over [`BATCHES`] batches, ns. None on one CPU.
+fn line_transfer_ns() -> Result<Option<[f64; 3]>, CostError> {
+    let cpus = wake_cost::allowed_cpus();
+    let [a, b, ..] = cpus[..] else {
+        return Ok(None);
+    };
+    let shm = ShmRegion::new(4096, Backing::Page4k)?;
+    // SAFETY: the region is 4096 bytes, page-aligned and zeroed: a valid AtomicU32 (the counter) at offset
+    // 0, alone in its 64-byte line, and BATCHES f64 slots for the batches' times from offset 64 (8 + 201 x 8
+    // bytes, inside the page), all shared with the children.
+    let word = unsafe { &*(shm.as_ptr() as *const AtomicU32) };
+    // SAFETY: as above; offset 64 is inside the region and 8-byte aligned.
+    let out = unsafe { shm.as_ptr().add(64) as *mut f64 };
+    const _: () = assert!(64 + 8 * BATCHES <= 4096);
+    let mut kids = Children::new();
+    for (me, cpu) in [(0u32, a), (1u32, b)] {
+        kids.spawn((), c"plab-linecal", move || {
+            if wake_cost::pin(cpu).is_err() {
+                return 1;
+            }
+            // My turn when the counter's parity is mine; each pass hands the line to the other CPU.
+            let pass = || {
+                loop {
+                    // Acquire: pairs with the other's Release increment, so its turn is complete.
+                    let v = word.load(Ordering::Acquire);
+                    if v % 2 == me {
+                        // Release: publishes the pass to the other's Acquire load.
+                        word.store(v + 1, Ordering::Release);
+                        return;
+                    }
+                    std::hint::spin_loop();
+                }
+            };
+            // Both make the same number of passes: warm-up, then the timed batches (timed by process 0).
+            for _ in 0..SWITCH_WARMUP {
+                pass();
+            }
+            for i in 0..BATCHES {
+                let t = Instant::now();
+                for _ in 0..LINE_BATCH {
+                    pass();
+                }
+                if me == 0 {
+                    let ns = t.elapsed().as_nanos() as f64 / (2 * LINE_BATCH) as f64;
+                    // SAFETY: i < BATCHES: the slot is inside the shared region (see above).
+                    unsafe { std::ptr::write_volatile(out.add(i), ns) };
+                }
+            }
+            0
+        })
+        .map_err(|err| CostError::Fork { err })?;
+    }
+    let mut ok = true;
+    kids.reap_all(Duration::from_secs(30), |_, exit| ok &= exit.success());
+    // SAFETY: the children wrote the slots before exiting (or they are still 0.0).
+    let mut v: Vec<f64> = (0..BATCHES)
+        .map(|i| unsafe { std::ptr::read_volatile(out.add(i)) })
+        .collect();
+    if !ok || v.iter().any(|&x| x <= 0.0) {
+        return Err(CostError::ChildFailed {
+            what: "the cache-line calibration children",
+        });
+    }
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    Ok(Some([at(0.5), at(0.1), at(0.9)]))
+}
+
+/// A fresh process's first read of memory another process populated, as a `bench lock` worker's first touch
+/// of a page of the shared region: the parent maps `touches` strides of `backing` (at most
+/// [`MAP_2M_PAGES`]) and writes them, then [`MAP_2M_CHILDREN`] fresh children, one after another, each time
+/// their first touch (a read) of every stride; the median over all touches, ns. On hugetlb-2m a touch maps
+/// one 2 MB page; on 4 KB pages, with a 64 KB stride, it maps the page's fault-around group. The first touch
+/// in a child also allocates the page-table page that maps the region, as a worker's first fault does. An
+/// error when the region cannot be had (a 2 MB pool with no free page), or when the children take fewer
+/// faults than touches (kernels before 6.0 copy hugetlb page tables at fork).
+fn first_touch_ns(backing: Backing, stride: usize, touches: u64) -> Result<f64, CostError> {
+    let n = touches.clamp(1, MAP_2M_PAGES) as usize;
+    let region = ShmRegion::new(n * stride, backing)?;
     region.populate_write()?;
     let slot = ShmRegion::new(4096, Backing::Page4k)?;
     // The slot is 4096 bytes, page-aligned and zeroed, shared with the children: room for MAP_2M_PAGES
     // f64s (the child's touches) and, after them, its fault count.
     let out = slot.as_ptr() as *mut f64;
-    let mut v = Vec::with_capacity(MAP_2M_CHILDREN * pages);
+    let mut v = Vec::with_capacity(MAP_2M_CHILDREN * n);
     for _ in 0..MAP_2M_CHILDREN {
         let mut kids = Children::new();
         kids.spawn((), c"plab-mapcal", || {
             // Fault in what the timed loop uses before counting faults: the clock and the slot.
             let _ = Instant::now();
-            for i in 0..=pages {
+            for i in 0..=n {
                 // SAFETY: i <= MAP_2M_PAGES, inside the slot (see above).
                 unsafe { std::ptr::write_volatile(out.add(i), 0.0) };
             }
             let before = Usage::now(Who::Process);
-            for i in 0..pages {
+            for i in 0..n {
                 let t = Instant::now();
-                // SAFETY: i * huge < the region's length.
-                black_box(unsafe { std::ptr::read_volatile(region.as_ptr().add(i * huge)) });
+                // SAFETY: i * stride < the region's length.
+                black_box(unsafe { std::ptr::read_volatile(region.as_ptr().add(i * stride)) });
                 let ns = t.elapsed().as_nanos() as f64;
                 // SAFETY: as above.
                 unsafe { std::ptr::write_volatile(out.add(i), ns) };
             }
             let faults = Usage::now(Who::Process).since(before).minflt;
             // SAFETY: as above.
-            unsafe { std::ptr::write_volatile(out.add(pages), faults as f64) };
+            unsafe { std::ptr::write_volatile(out.add(n), faults as f64) };
             0
         })
         .map_err(|err| CostError::Fork { err })?;
         let mut ok = true;
         kids.reap_all(Duration::from_secs(10), |_, exit| ok &= exit.success());
         // SAFETY: the child wrote the slot before exiting (or it is still zeroed).
-        let faults = unsafe { std::ptr::read_volatile(out.add(pages)) };
+        let faults = unsafe { std::ptr::read_volatile(out.add(n)) };
         if !ok {
             return Err(CostError::ChildFailed {
-                what: "the 2 MB mapping calibration child",
+                what: "the first-touch calibration child",
             });
         }
-        if faults < pages as f64 {
-            return Err(CostError::NoFaults { faults, pages });
+        if faults < n as f64 {
+            return Err(CostError::NoFaults { faults, pages: n });
         }
         // SAFETY: as above.
-        v.extend((0..pages).map(|i| unsafe { std::ptr::read_volatile(out.add(i)) }));
+        v.extend((0..n).map(|i| unsafe { std::ptr::read_volatile(out.add(i)) }));
     }
     v.sort_by(f64::total_cmp);
     Ok(v[v.len() / 2])
 }
+
+/// The bytes a read fault on 4 KB shared memory maps by default (the kernel's `fault_around_bytes`).
+const FAULT_AROUND_BYTES: usize = 64 << 10;
 
 /// Measures the costs. `hugetlb_2m_pages`: the 2 MB pages the run's hugetlb-2m cells will map, when they
 /// can run (their pool has them free); the 2 MB mapping is measured then, on up to [`MAP_2M_PAGES`] of them.
@@ -228,14 +308,21 @@ pub fn measure(hugetlb_2m_pages: Option<u64>) -> Result<Costs, CostError> {
         v.sort_unstable();
         (v.len() >= WAKE_ROUNDS / 2).then(|| v[v.len() / 2] as f64)
     });
+    let line = line_transfer_ns()?;
     Ok(Costs {
+        line_transfer_ns: line.map(|l| l[0]),
+        line_transfer_p10_ns: line.map(|l| l[1]),
+        line_transfer_p90_ns: line.map(|l| l[2]),
         spin_ns: spin_ns(),
         syscall_ns: syscall_ns(),
         switch_half_round_trip_ns: switch_half_round_trip_ns()?,
         futex_wake_nobody_ns: futex_wake_nobody_ns(),
         futex_wake_remote_ns: remote,
+        fault_4k_read_ns: first_touch_ns(Backing::Page4k, FAULT_AROUND_BYTES, MAP_2M_PAGES)
+            .map_err(|e| osutil::msg!("preemptlab: the 4 KB read fault not measured: {e}"))
+            .ok(),
         fault_2m_map_ns: hugetlb_2m_pages.and_then(|n| {
-            fault_2m_map_ns(n)
+            first_touch_ns(Backing::Hugetlb2m, Backing::Hugetlb2m.page_bytes(), n)
                 .map_err(|e| osutil::msg!("preemptlab: the 2 MB mapping cost not measured: {e}"))
                 .ok()
         }),
@@ -255,11 +342,29 @@ pub fn line(c: &Costs, fault_ns: Option<f64>) -> String {
     let remote = c
         .futex_wake_remote_ns
         .map_or("not measured (one CPU)".into(), us);
+    let read_4k = c.fault_4k_read_ns.map_or(String::new(), |r| {
+        format!(", a read fault mapping 64 KB {}", us(r))
+    });
     let map_2m = c.fault_2m_map_ns.map_or(String::new(), |m| {
         format!(", mapping a 2 MB page {}", us(m))
     });
+    let handover = match (
+        c.line_transfer_ns,
+        c.line_transfer_p10_ns,
+        c.line_transfer_p90_ns,
+    ) {
+        (Some(m), Some(lo), Some(hi)) => {
+            format!(
+                ", cache-line handover {} (p10 {}, p90 {})",
+                us(m),
+                us(lo),
+                us(hi)
+            )
+        }
+        _ => String::new(),
+    };
     format!(
-        "measured costs: {fault}spin iteration {}, syscall {}, context switch (half round trip) {}, futex_wake with nobody queued {}, waking a sleeper on another CPU {remote}{map_2m}",
+        "measured costs: {fault}spin iteration {}, syscall {}, context switch (half round trip) {}, futex_wake with nobody queued {}, waking a sleeper on another CPU {remote}{read_4k}{map_2m}{handover}",
         us(c.spin_ns),
         us(c.syscall_ns),
         us(c.switch_half_round_trip_ns),

@@ -140,6 +140,9 @@ mod tests {
                 workers: 128,
                 spin_ns: 300,
                 wakeup_preempt_after_ns: Some(0),
+                // The backends' own long runs, with no client threads to share the CPUs.
+                txn_client_threads: Some(0),
+                stmt_ns: 185_000,
                 adaptive_rseq,
                 duration_ns: 200_000_000,
                 warmup_ns: 20_000_000,

@@ -8,6 +8,7 @@ pub(crate) mod adaptive;
 pub(crate) mod futex;
 pub(crate) mod pg;
 pub(crate) mod rseq;
+pub(crate) mod spin;
 
 pub use adaptive::ADAPTIVE_SLOTS;
 
@@ -31,6 +32,12 @@ pub(crate) struct LockState {
     /// (`WAKING`).
     pub(crate) stalled: bool,
     pub(crate) waking: bool,
+    /// The spin loop's iteration clock (`spin`): iterations a spinner running since time 0 would have
+    /// done, as of `spin_clock_at_ns`.
+    pub(crate) spin_clock: f64,
+    pub(crate) spin_clock_at_ns: u64,
+    /// `txn`, `clocksweep`: when the strategy line is next free for a tick of the clock hand, ns.
+    pub(crate) tick_free_at: u64,
 }
 
 impl LockState {
@@ -44,6 +51,9 @@ impl LockState {
             futex_waiters: Vec::new(),
             stalled: false,
             waking: false,
+            spin_clock: 0.0,
+            spin_clock_at_ns: 0,
+            tick_free_at: 0,
         }
     }
 }
@@ -62,39 +72,10 @@ impl Sim {
         }
     }
 
-    /// `t` starts a whole spin on `c`.
-    pub(crate) fn start_spin(&mut self, c: u32, t: u32) {
-        self.tasks[t as usize].phase = Phase::Spin;
-        self.lock.spinners.push(t);
-        self.run_segment(c, self.spin_budget(t));
-    }
-
-    /// A whole spin of `t`, ns: `pg`'s spins_per_delay iterations, or `adaptive`'s time budget.
-    pub(crate) fn spin_budget(&self, t: u32) -> u64 {
-        match self.p.lock {
-            LockKind::Adaptive => self.p.adaptive_spin_ns,
-            _ => self.tasks[t as usize].spins_per_delay as u64 * self.p.spin_ns,
-        }
-    }
-
-    /// A spin on `c` ran its whole budget without the lock coming free.
-    pub(crate) fn spin_end(&mut self, c: u32, t: u32) {
-        self.lock.spinners.retain(|&x| x != t);
-        match self.p.lock {
-            LockKind::Adaptive => self.adaptive_spin_end(c, t),
-            _ => self.pg_spin_end(c, t),
-        }
-    }
-
-    /// `t` is switched back in while spinning: the lock may have come free meanwhile.
-    pub(crate) fn resume_spin(&mut self, c: u32, t: u32, rem: u64) {
-        if self.lock.holder.is_none() {
-            self.take_lock(c, t, 0);
-        } else {
-            let budget = if rem > 0 { rem } else { self.spin_budget(t) };
-            self.lock.spinners.push(t);
-            self.run_segment(c, budget);
-        }
+    /// What a handover with `others` running spinners costs on the lock's line, ns (`line_ns` each, one
+    /// line transfer when unset).
+    fn line_cost_ns(&self, others: usize) -> u64 {
+        self.p.line_ns.unwrap_or(self.p.lock_transfer_ns) * others as u64
     }
 
     /// `t` (running on `c`) becomes the holder after `delay` ns of transfer; it reads the free list's head
@@ -104,12 +85,12 @@ impl Sim {
         self.lock.holder_cpu = c;
         self.lock.hold_seq += 1;
         self.tasks[t as usize].park_timeout_ns = 0;
-        self.lock.spinners.retain(|&x| x != t);
+        self.remove_spinner(t);
         let now = self.clock.now;
         let faults = self.descriptor_faults(t);
         let blocks = self.fault_blocks(faults);
-        // Every spinner still polling the line slows this hold.
-        let delay = delay + self.p.line_ns * self.lock.spinners.len() as u64;
+        // Every spinner still polling the line slows this handover.
+        let delay = delay + self.line_cost_ns(self.lock.spinners.len());
         if self.metrics.measuring && now >= self.p.warmup_ns {
             let waited = now - self.tasks[t as usize].acquire_start;
             self.metrics.acquired(waited);
@@ -152,7 +133,7 @@ impl Sim {
         // A running spinner notices and takes it.
         if !self.lock.spinners.is_empty() {
             let i = self.rng.below(self.lock.spinners.len() as u64) as usize;
-            let w = self.lock.spinners.swap_remove(i);
+            let w = self.remove_spinner_at(i);
             let wc = self.tasks[w as usize].cpu;
             // Stop its spin segment and hand over.
             self.stop_segment(wc, w);
@@ -184,7 +165,7 @@ mod tests {
                 cpus,
                 workers: 8 * cpus,
                 pages: Pages::P2m,
-                line_ns,
+                line_ns: Some(line_ns),
                 duration_ns: 100_000_000,
                 warmup_ns: 10_000_000,
                 ..Params::default()

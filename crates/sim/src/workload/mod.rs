@@ -1,6 +1,8 @@
 //! What the workers run between acquisitions: [`lock`] (`bench lock`'s operation in a loop, with worker
-//! replacement) or [`txn`] (pgbench-like transactions with client round trips).
+//! replacement) or [`txn`] (pgbench-like transactions with client round trips, served by the pgbench
+//! threads of [`client`]).
 
+pub(crate) mod client;
 pub(crate) mod lock;
 pub(crate) mod txn;
 
