@@ -95,9 +95,14 @@ pub fn run(a: CheckArgs) -> Result<i32> {
             let flags = bench_flags(&a);
             if !flags.is_empty() {
                 bail!(
-                    "check {}: {why}; the synthetic bench those flags shape would take {cost} beside it: pass --bench-beside-load to run it anyway, or leave out {} for the read-only check (the audit and a diagnosis of the running instances)",
+                    "check {}: {why}; the synthetic bench those flags shape would take {cost} beside it: pass --bench-beside-load to run it anyway, or leave out {} for the read-only check ({})",
                     flags.join(" "),
-                    flags.join(" and ")
+                    flags.join(" and "),
+                    if diagnose {
+                        "the audit and a diagnosis of the running instances"
+                    } else {
+                        "the audit"
+                    }
                 );
             }
             osutil::msg!(
