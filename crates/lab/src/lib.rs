@@ -19,9 +19,11 @@
 //! - `pgcluster`: throwaway PostgreSQL clusters (initdb in a private temp dir, run as an unprivileged
 //!   user, unix socket only, removed on drop).
 //! - `pgdriver`: pgbench and sysbench: command lines, output parsing, latencies.
-//! - `pgrun`: `bench pg`, the huge_pages x shared_buffers x clients matrix over pgbench or sysbench.
+//! - `pgrun`: `bench pg`, the builds x shared_buffers x huge_pages x clients matrix over pgbench or sysbench.
 //! - `pgopts`: `bench pg`'s options as given, checked (setting names too) before any cluster exists.
 //! - `pgbouncer`: a session pooler in front of a throwaway cluster.
+//! - `pgbuild`: the builds axis of `bench pg` (bin directories and scripts/pg-build's cache, their
+//!   manifests) and the rseq-spinlock build's counters.
 //! - `pool`: hugetlb pool shares that concurrent runs hold and give back.
 //! - `procsample`: per-second /proc sampling of a process tree (page tables, Pss, faults, switches).
 //! - `rusage`: the one getrusage wrapper (hostfacts', re-exported).
@@ -48,6 +50,7 @@ pub mod netopts;
 pub mod options;
 pub mod pgbench;
 pub mod pgbouncer;
+pub mod pgbuild;
 pub mod pgcluster;
 pub mod pgdriver;
 pub mod pgopts;

@@ -270,6 +270,7 @@ impl Driver {
             command: Vec::new(),
             diagnosis: None,
             diagnosis_unmeasured: Vec::new(),
+            rseq_slice: None,
         };
         match self {
             Self::Sysbench => {

@@ -2,14 +2,14 @@
 //! touched. Extra server settings are checked against the names the PostgreSQL binaries the bench will use
 //! know (`postgres --describe-config`), so a misspelt one is refused up front, not after initdb.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use hostfacts::pgbin::{self, BinDir};
+use hostfacts::pgbin::BinDir;
 
 use crate::options::{self, HostShape, OptionError};
 use crate::pgdriver::Driver;
-use crate::pgrun::{Cell, PgResult, Spec, Status};
+use crate::pgrun::{Build, Cell, PgResult, Spec, Status};
 
 /// The load drivers, pooler, protocols and Pss policies `bench pg` knows.
 pub const DRIVERS: [&str; 2] = ["pgbench", "sysbench"];
@@ -94,9 +94,10 @@ pub struct PgOptions {
     /// 4 KB-page buffers, measured), which lowers the TPS being measured when done every second.
     #[cfg_attr(feature = "cli", arg(long, default_value = "end", value_parser = PSS_WHEN))]
     pub pss: String,
-    /// Directory of PostgreSQL's binaries.
-    #[cfg_attr(feature = "cli", arg(long, value_name = "DIR"))]
-    pub pg_bin: Option<PathBuf>,
+    /// PostgreSQL builds, comma-separated: bin directories, or builds of scripts/pg-build by name (18,
+    /// 18+rseq-spinlock; docs/pg-builds.md). Several are one more axis, interleaved in every round.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "DIR|NAME,..."))]
+    pub pg_bin: Option<String>,
     /// Grow the hugetlb pool to what each configuration's server needs (its own
     /// shared_memory_size_in_huge_pages plus 2%) (root); restored after each, also on Ctrl-C.
     #[cfg_attr(feature = "cli", arg(long))]
@@ -209,11 +210,8 @@ impl PgOptions {
             }
             .to_string()
         });
-        let bin =
-            pgbin::find(self.pg_bin.as_deref(), None).map_err(|source| OptionError::PgBin {
-                option: "pg_bin",
-                source,
-            })?;
+        let found = crate::pgbuild::find(self.pg_bin.as_deref(), &crate::pgbuild::cache_dir())?;
+        let builds: Vec<Build> = found.iter().map(crate::pgbuild::describe).collect();
         let threads = match self.threads {
             Some(0) => {
                 return Err(invalid(
@@ -246,13 +244,20 @@ impl PgOptions {
             latency_sample: self.latency_sample,
             settings,
             huge_page_kib: host.huge_page_kib,
-            pg_bin: bin.dir.display().to_string(),
+            pg_bin: builds
+                .iter()
+                .map(|b| b.bin_dir.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
             pg_version: None,
+            builds,
             sample_interval_s: sample.as_secs_f64(),
             pss: self.pss.clone(),
         };
         spec.script_text = validate(&spec, host.mem_total_kib)?;
-        check_setting_names(&spec.settings, &bin)?;
+        for f in &found {
+            check_setting_names(&spec.settings, &f.bin)?;
+        }
         if spec.huge_pages.iter().any(|h| h != "off") && self.reserve_hugepages && !host.root {
             return Err(crate::lockopts::NEEDS_ROOT);
         }
@@ -412,6 +417,7 @@ mod tests {
             huge_page_kib: 2048,
             pg_bin: "/usr/lib/postgresql/15/bin".into(),
             pg_version: None,
+            builds: vec![],
             sample_interval_s: 1.0,
             pss: "end".into(),
         }
@@ -483,7 +489,7 @@ mod tests {
 
     #[test]
     fn unknown_setting_names_are_refused_by_the_servers_own_list() {
-        let Ok(bin) = pgbin::find(None, None) else {
+        let Ok(bin) = hostfacts::pgbin::find(None, None) else {
             osutil::msg!(
                 "no PostgreSQL binaries here: the setting-name check is covered by bad_input"
             );

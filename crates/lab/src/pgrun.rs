@@ -21,7 +21,7 @@ use crate::result::{self, OutputError};
 use osutil::stop::SignalError;
 
 pub use results::pg::{
-    Cell, CellSummary, Latency, PgResult, Point, Rep, SegmentCheck, Setup, Spec,
+    Build, Cell, CellSummary, Latency, PgResult, Point, Rep, RseqSlice, SegmentCheck, Setup, Spec,
 };
 pub use results::Status;
 
@@ -130,45 +130,68 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
     for line in guard::recover_stale_pools() {
         osutil::msg!("preemptlab: {line}");
     }
-    let bin = hostfacts::pgbin::find(Some(Path::new(&spec.pg_bin)), None)?;
+    spec.builds = crate::pgbuild::builds_of(&spec);
+    let bins = spec
+        .builds
+        .iter()
+        .map(|b| hostfacts::pgbin::find(Some(Path::new(&b.bin_dir)), None))
+        .collect::<Result<Vec<_>, _>>()?;
     let driver: Driver = spec.driver.parse()?;
-    let exe = driver.find(&bin)?;
+    // One driver for every build (the first build's, else the one on PATH), so that the client is not a
+    // second variable of the builds axis.
+    let exe = driver.find(&bins[0])?;
     let bouncer_bin = match &spec.pooler {
         Some(_) => Some(pgbouncer::find()?),
         None => None,
     };
+    // A cluster per build (data directories differ between major versions), each loaded once.
+    let mut clusters = Vec::new();
+    for (b, bin) in spec.builds.iter_mut().zip(bins) {
+        let cluster = Cluster::create(bin, opts.parent_dir.as_deref())?;
+        if b.version.is_none() {
+            b.version = pg_version(&cluster);
+        }
+        clusters.push(cluster);
+    }
+    spec.pg_version = Some(crate::pgbuild::versions(&spec.builds));
     let mut res = PgResult {
         envelope: result::envelope("bench-pg"),
         spec: spec.clone(),
         setup: Setup::default(),
+        setups: Vec::new(),
         cells: Vec::new(),
     };
     let max_clients = *spec.clients.iter().max().expect("validated non-empty");
-    for sb in &spec.shared_buffers {
-        for hp in &spec.huge_pages {
-            for &c in &spec.clients {
-                res.cells.push(Cell {
-                    shared_buffers: sb.clone(),
-                    huge_pages: hp.clone(),
-                    clients: c,
-                    status: Status::Ok,
-                    reason: None,
-                    server_settings: server_settings(&spec, sb, hp, max_clients),
-                    hugepages_needed: None,
-                    reps: Vec::new(),
-                    summary: None,
-                });
+    for build in &spec.builds {
+        for sb in &spec.shared_buffers {
+            for hp in &spec.huge_pages {
+                for &c in &spec.clients {
+                    res.cells.push(Cell {
+                        build: Some(build.clone()),
+                        shared_buffers: sb.clone(),
+                        huge_pages: hp.clone(),
+                        clients: c,
+                        status: Status::Ok,
+                        reason: None,
+                        server_settings: server_settings(&spec, sb, hp, max_clients),
+                        hugepages_needed: None,
+                        reps: Vec::new(),
+                        summary: None,
+                    });
+                }
             }
         }
     }
-    let mut cluster = Cluster::create(bin, opts.parent_dir.as_deref())?;
-    spec.pg_version = pg_version(&cluster);
-    res.spec.pg_version = spec.pg_version.clone();
-    (opts.progress)(0, 1, "loading", "init", 0.0, 0.0);
-    res.setup = load(&mut cluster, &spec, driver, &exe)?;
-    result::write(&opts.out, &res)?;
+    for (cluster, build) in clusters.iter_mut().zip(&spec.builds) {
+        (opts.progress)(0, 1, &format!("loading {}", build.name), "init", 0.0, 0.0);
+        let setup = load(cluster, &spec, driver, &exe)?;
+        res.setups.push(setup);
+        res.setup = res.setups[0].clone();
+        result::write(&opts.out, &res)?;
+    }
 
     let per_round = res.cells.len();
+    let per_build = per_round / spec.builds.len();
     let total = per_round * spec.repeat as usize;
     let mut done = 0usize;
     let n_clients = spec.clients.len();
@@ -179,6 +202,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
             }
             let first = cfg * n_clients;
             let cells = first..first + n_clients;
+            let cluster = &mut clusters[first / per_build];
             if res.cells[first].status != Status::Ok {
                 done += n_clients;
                 continue;
@@ -186,7 +210,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
             let settings = res.cells[first].server_settings.clone();
             let hp = res.cells[first].huge_pages.clone();
             // Size and, if allowed, grow the pool before the server starts; restore it after it stops.
-            let needed = hugepages_needed(&cluster, &settings, &spec);
+            let needed = hugepages_needed(cluster, &settings, &spec);
             for c in cells.clone() {
                 res.cells[c].hugepages_needed = needed;
             }
@@ -203,7 +227,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
                 }
             };
             let outcome = run_config(
-                &mut cluster,
+                cluster,
                 &spec,
                 &settings,
                 round,
@@ -251,7 +275,9 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
         }
     }
     result::write(&opts.out, &res)?;
-    cluster.remove()?;
+    for cluster in clusters {
+        cluster.remove()?;
+    }
     Ok(res)
 }
 
@@ -496,8 +522,12 @@ fn run_config(
             return Ok(());
         }
         let clients = res.cells[c].clients;
+        let build = match (&res.cells[c].build, spec.builds.len() > 1) {
+            (Some(b), true) => format!("{} ", b.name),
+            _ => String::new(),
+        };
         let label = format!(
-            "sb {} hp {} c {} r{}",
+            "{build}sb {} hp {} c {} r{}",
             res.cells[c].shared_buffers,
             hp,
             clients,
@@ -535,6 +565,7 @@ fn run_config(
             Some(&lat_prefix),
         );
         let argv = argv(&cmd);
+        let rseq0 = crate::pgbuild::read_counters(cluster);
         let stat0 = osutil::procstat::now();
         let pss = match spec.pss.as_str() {
             "every" => Pss::Every,
@@ -589,6 +620,11 @@ fn run_config(
         rep.nvcsw_per_tx = sampled.nvcsw as f64 / tx;
         rep.nivcsw_per_tx = sampled.nivcsw as f64 / tx;
         rep.sampled = sampled;
+        rep.rseq_slice = rseq0.and_then(|before| {
+            let left = crate::pgbuild::wait_for_client_backends(cluster, bouncer.is_some());
+            let after = crate::pgbuild::read_counters(cluster)?;
+            Some(crate::pgbuild::counters_since(&after, &before, left))
+        });
         match diagnosis {
             Some(Ok(Ok(mut r))) => {
                 rep.diagnosis = r.instances.pop().map(Box::new);
@@ -714,6 +750,7 @@ mod tests {
             huge_page_kib: 2048,
             pg_bin: "/usr/lib/postgresql/15/bin".into(),
             pg_version: None,
+            builds: vec![],
             sample_interval_s: 1.0,
             pss: "end".into(),
         }

@@ -10,7 +10,9 @@
 //! - [`which`], [`tail`], [`explain_io_error`], [`is_root`]: a program on PATH, the last lines of a
 //!   child's output for an error message, an I/O error in words an operator can act on;
 //! - [`account`]: an OS account by name, and acting as one for a moment (a peer-authenticated connection);
-//! - [`msg!`]: a line on stderr that a closed stderr drops instead of panicking.
+//! - [`msg!`]: a line on stderr that a closed stderr drops instead of panicking;
+//! - [`pg_build_cache`]: where `scripts/pg-build` keeps its PostgreSQL builds (`bench pg --pg-bin NAME`
+//!   looks there, and `vm` hands the directory to its guests).
 //!
 //! `procfs-core` (which parses /proc text without touching /proc) was weighed for the /proc readers and
 //! not taken: its `KernelStats` (/proc/stat) wants the boot time and tick rate and returns every CPU where
@@ -66,6 +68,15 @@ pub fn explain_io_error(err: &io::Error) -> String {
             _ => err.to_string(),
         },
     }
+}
+
+/// Where `scripts/pg-build` installs PostgreSQL builds: `$PREEMPTLAB_PG_CACHE`, else
+/// `/var/cache/preemptlab/pg` (docs/pg-builds.md).
+pub fn pg_build_cache() -> PathBuf {
+    std::env::var_os("PREEMPTLAB_PG_CACHE")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/preemptlab/pg"))
 }
 
 /// True when this process runs with effective uid 0.

@@ -16,6 +16,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
     let bar = term::bar(a.result.quiet, template);
     let pb = bar.clone();
     let print = term::cell_printer(bar, a.result.quiet);
+    let several = spec.builds.len() > 1;
     let run_opts = RunOptions {
         reserve_hugepages: a.opts.reserve_hugepages,
         out: out.clone(),
@@ -33,7 +34,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
                 pb.set_message(format!("{label} {phase}{live}"));
             }
         }),
-        on_rep: Box::new(move |cell, rep| print(report::pg_table::rep_line(cell, rep))),
+        on_rep: Box::new(move |cell, rep| print(report::pg_table::rep_line(cell, rep, several))),
         grow_hint: "add --reserve-hugepages (root), or grow it with `preemptlab hugepages --shared-memory ... --apply`".into(),
     };
     // Switched back when this function returns, by any path.

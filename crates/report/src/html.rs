@@ -194,9 +194,14 @@ fn mib(v: f64) -> String {
     }
 }
 
-fn pg_cell_label(c: &pg::Cell) -> String {
+/// A cell's label; with several builds it starts with the build's name.
+fn pg_cell_label(c: &pg::Cell, several_builds: bool) -> String {
+    let build = match (&c.build, several_builds) {
+        (Some(b), true) => format!("{} ", b.name),
+        _ => String::new(),
+    };
     format!(
-        "sb {} hp {} c {}",
+        "{build}sb {} hp {} c {}",
         c.shared_buffers, c.huge_pages, c.clients
     )
 }
@@ -237,19 +242,32 @@ pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
         if sp.prewarm { ", prewarmed" } else { "" },
         if r.envelope.interrupted { " (interrupted)" } else { "" }
     );
+    let several = sp.builds.len() > 1;
+    if several || sp.builds.iter().any(|b| !b.patches.is_empty()) {
+        o.push_str("<ul>");
+        for b in &sp.builds {
+            let _ = write!(o, "<li>{}</li>", esc(&crate::pg_table::build_line(b)));
+        }
+        o.push_str("</ul>");
+    }
+    let rseq = crate::pg_table::rseq_lines(r);
+    if !rseq.is_empty() {
+        let _ = write!(o, "<pre>{}</pre>", esc(rseq.trim()));
+    }
+    let cell_label = |c: &pg::Cell| pg_cell_label(c, several);
     let ok: Vec<(&pg::Cell, &pg::CellSummary)> = cells
         .iter()
         .filter_map(|c| Some((c, c.summary.as_ref()?)))
         .collect();
     let tps: Vec<(String, f64, f64, f64)> = ok
         .iter()
-        .map(|(c, sm)| ranged(pg_cell_label(c), &sm.tps, 1.0))
+        .map(|(c, sm)| ranged(cell_label(c), &sm.tps, 1.0))
         .collect();
     if !tps.is_empty() {
         let _ = write!(o, "<figure>{}<figcaption>Transactions per second per configuration: median over the rounds, the whisker spans min..max.</figcaption></figure>", ranged_bar_chart("TPS", "median, min..max", &tps, rate));
         let pt: Vec<(String, f64, f64, f64)> = ok
             .iter()
-            .map(|(c, sm)| ranged(pg_cell_label(c), &sm.page_tables_kib, 1.0 / 1024.0))
+            .map(|(c, sm)| ranged(cell_label(c), &sm.page_tables_kib, 1.0 / 1024.0))
             .collect();
         let _ = write!(o, "<figure>{}<figcaption>Page-table memory of the cluster: the peak during the run of the sum of VmPTE over the postmaster and its children. Each backend maps the shared buffers it touches with its own page tables: 8 bytes per 4 KB page, or per 2 MB huge page.</figcaption></figure>", ranged_bar_chart("Cluster page tables", "MiB, median, min..max", &pt, mib));
     }
@@ -259,7 +277,7 @@ pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
             .filter_map(|(c, _)| {
                 let rep = median_rep(c)?;
                 Some(Series {
-                    name: pg_cell_label(c),
+                    name: cell_label(c),
                     points: f(rep).into_iter().map(|(x, y)| (x, y, y, y)).collect(),
                 })
             })
@@ -295,15 +313,21 @@ pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
         };
         let _ = write!(o, "<figure>{}<figcaption>The cluster's page tables (sum of VmPTE) sampled during the median round: on 4 KB pages they grow as backends touch more of the buffers.</figcaption></figure>", line_chart("Cluster page tables during the run", &secs, &y, &pte_series));
     }
-    o.push_str("<table><tr><th>shared_buffers</th><th>huge_pages</th><th>clients</th><th>TPS</th><th>min..max</th><th>latency p99</th><th>page tables</th><th>Pss</th><th>faults/tx</th><th>on huge pages</th></tr>");
+    let _ = write!(o, "<table><tr>{}<th>shared_buffers</th><th>huge_pages</th><th>clients</th><th>TPS</th><th>min..max</th><th>latency p99</th><th>page tables</th><th>Pss</th><th>faults/tx</th><th>on huge pages</th></tr>",
+        if several { "<th>build</th>" } else { "" });
     for c in cells {
+        o.push_str("<tr>");
+        if several {
+            let name = c.build.as_ref().map(|b| b.name.as_str()).unwrap_or("-");
+            let _ = write!(o, "<td>{}</td>", esc(name));
+        }
         if let Some(sm) = &c.summary {
             let p99 = sm
                 .latency_p99_ms
                 .as_ref()
                 .map(|v| format!("{:.3} ms", v.median))
                 .unwrap_or_else(|| "-".into());
-            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}..{}</td><td>{}</td><td>{} MiB</td><td>{} MiB</td><td>{:.3}</td><td>{}</td></tr>",
+            let _ = write!(o, "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}..{}</td><td>{}</td><td>{} MiB</td><td>{} MiB</td><td>{:.3}</td><td>{}</td></tr>",
                 esc(&c.shared_buffers), esc(&c.huge_pages), c.clients, rate(sm.tps.median),
                 rate(sm.tps.min), rate(sm.tps.max),
                 p99, mib(sm.page_tables_kib.median / 1024.0), mib(sm.pss_kib.median / 1024.0), sm.minflt_per_tx.median,
@@ -311,7 +335,7 @@ pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
         } else {
             let _ = write!(
                 o,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td colspan=\"7\">{}: {}</td></tr>",
+                "<td>{}</td><td>{}</td><td>{}</td><td colspan=\"7\">{}: {}</td></tr>",
                 esc(&c.shared_buffers),
                 esc(&c.huge_pages),
                 c.clients,

@@ -1,8 +1,10 @@
 //! `bench pg` results as a table: one row per cell with TPS, its spread and the signed change against the
-//! first configuration at the same client count, latency, the cluster's page tables and Pss, faults per
-//! transaction and whether the segment was on huge pages; then the page-table ratios.
+//! first configuration at the same client count (with several builds: the first build's cell of the same
+//! configuration), latency, the cluster's page tables and Pss, faults per transaction and whether the segment
+//! was on huge pages; then the page-table ratios and, for builds with the rseq-spinlock patch, what the rseq
+//! time-slice extension did.
 
-use results::pg::{Cell, PgResult};
+use results::pg::{Build, Cell, PgResult, RseqSlice};
 use results::Status;
 
 use crate::markup::{columns, not_run_row, Align};
@@ -32,11 +34,28 @@ fn label(c: &Cell) -> String {
     )
 }
 
-/// One line for a finished run (progress output).
-pub fn rep_line(c: &Cell, r: &results::pg::Rep) -> String {
+/// The cell's build as a table shows it (`-` for files made before builds were an axis).
+fn build_name(c: &Cell) -> String {
+    c.build
+        .as_ref()
+        .map(|b| b.name.clone())
+        .unwrap_or_else(|| "-".into())
+}
+
+/// Whether the result has more than one build (then every row names its build).
+fn several_builds(r: &PgResult) -> bool {
+    r.spec.builds.len() > 1
+}
+
+/// One line for a finished run (progress output); `with_build`: the run is one of several builds'.
+pub fn rep_line(c: &Cell, r: &results::pg::Rep, with_build: bool) -> String {
+    let label = match with_build {
+        true => format!("{} {}", build_name(c), label(c)),
+        false => label(c),
+    };
     format!(
         "{:<28} round {}: {:>7} tps  p99 {:>8}  page tables {:>6}  on huge pages: {}",
-        label(c),
+        label,
         r.round + 1,
         rate(r.tps),
         ms(r.latency_ms.p99),
@@ -45,11 +64,14 @@ pub fn rep_line(c: &Cell, r: &results::pg::Rep) -> String {
     )
 }
 
-/// The baseline of a cell: the first configuration's cell with the same client count.
+/// The baseline of a cell: the first configuration's cell with the same client count; with several
+/// builds, the first build's cell of the same configuration.
 fn baseline<'a>(r: &'a PgResult, c: &Cell) -> Option<&'a Cell> {
-    r.cells
-        .iter()
-        .find(|b| b.clients == c.clients && b.summary.is_some())
+    let same_config =
+        |b: &Cell| b.shared_buffers == c.shared_buffers && b.huge_pages == c.huge_pages;
+    r.cells.iter().find(|b| {
+        b.clients == c.clients && b.summary.is_some() && (!several_builds(r) || same_config(b))
+    })
 }
 
 fn signed_change(r: &PgResult, c: &Cell) -> String {
@@ -94,6 +116,7 @@ pub fn render(r: &PgResult) -> String {
         if s.prewarm { ", prewarmed" } else { "" },
         if r.envelope.interrupted { " (INTERRUPTED)" } else { "" }
     ));
+    o.push_str(&builds(r));
     if let Some(b) = r.setup.db_bytes {
         o.push_str(&format!(
             "data {} loaded in {:.1} s\n",
@@ -102,61 +125,88 @@ pub fn render(r: &PgResult) -> String {
         ));
     }
     o.push('\n');
+    let with_build = several_builds(r);
     let mut rows = Vec::new();
     for c in &r.cells {
+        let lead: Vec<String> = match with_build {
+            true => vec![build_name(c)],
+            false => Vec::new(),
+        };
         match &c.summary {
-            Some(m) if c.status == Status::Ok => rows.push(vec![
-                c.shared_buffers.clone(),
-                c.huge_pages.clone(),
-                c.clients.to_string(),
-                rate(m.tps.median),
-                spread(&m.tps),
-                signed_change(r, c),
-                ms(m.latency_p99_ms.as_ref().map(|x| x.median)),
-                kib(m.page_tables_kib.median),
-                kib(m.pss_kib.median),
-                sig3(m.minflt_per_tx.median),
-                if m.on_huge_pages { "yes" } else { "no" }.into(),
-            ]),
+            Some(m) if c.status == Status::Ok => rows.push(
+                [
+                    lead,
+                    vec![
+                        c.shared_buffers.clone(),
+                        c.huge_pages.clone(),
+                        c.clients.to_string(),
+                        rate(m.tps.median),
+                        spread(&m.tps),
+                        signed_change(r, c),
+                        ms(m.latency_p99_ms.as_ref().map(|x| x.median)),
+                        kib(m.page_tables_kib.median),
+                        kib(m.pss_kib.median),
+                        sig3(m.minflt_per_tx.median),
+                        if m.on_huge_pages { "yes" } else { "no" }.into(),
+                    ],
+                ]
+                .concat(),
+            ),
             _ => rows.push(not_run_row(
-                vec![
-                    c.shared_buffers.clone(),
-                    c.huge_pages.clone(),
-                    c.clients.to_string(),
-                ],
+                [
+                    lead,
+                    vec![
+                        c.shared_buffers.clone(),
+                        c.huge_pages.clone(),
+                        c.clients.to_string(),
+                    ],
+                ]
+                .concat(),
                 &c.status,
                 6,
                 c.reason.as_deref(),
             )),
         }
     }
+    let (lead_head, lead_align): (&[&str], &[Align]) = match with_build {
+        true => (&["build"], &[Align::Left]),
+        false => (&[], &[]),
+    };
     o.push_str(&columns(
         &[
-            "shared_buffers",
-            "huge_pages",
-            "clients",
-            "tps",
-            "min..max",
-            "vs first",
-            "lat p99",
-            "page tables",
-            "Pss",
-            "faults/tx",
-            "huge",
-        ],
+            lead_head,
+            &[
+                "shared_buffers",
+                "huge_pages",
+                "clients",
+                "tps",
+                "min..max",
+                "vs first",
+                "lat p99",
+                "page tables",
+                "Pss",
+                "faults/tx",
+                "huge",
+            ],
+        ]
+        .concat(),
         &[
-            Align::Left,
-            Align::Left,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Left,
-        ],
+            lead_align,
+            &[
+                Align::Left,
+                Align::Left,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Left,
+            ],
+        ]
+        .concat(),
         &rows,
         0,
         140,
@@ -165,11 +215,18 @@ pub fn render(r: &PgResult) -> String {
     for c in r.cells.iter().filter(|c| c.huge_pages == "off") {
         let Some(off) = &c.summary else { continue };
         for on in r.cells.iter().filter(|x| {
-            x.huge_pages != "off" && x.clients == c.clients && x.shared_buffers == c.shared_buffers
+            x.huge_pages != "off"
+                && x.clients == c.clients
+                && x.shared_buffers == c.shared_buffers
+                && x.build == c.build
         }) {
             let Some(m) = &on.summary else { continue };
+            let build = match with_build {
+                true => format!("{} ", build_name(c)),
+                false => String::new(),
+            };
             lines.push(format!(
-                "  sb {} c {}: huge_pages={} page tables {} vs {} with off ({:.3}x); tps {:+.1}%",
+                "  {build}sb {} c {}: huge_pages={} page tables {} vs {} with off ({:.3}x); tps {:+.1}%",
                 c.shared_buffers,
                 c.clients,
                 on.huge_pages,
@@ -197,8 +254,110 @@ pub fn render(r: &PgResult) -> String {
             steal.iter().copied().fold(0.0, f64::max)
         ));
     }
+    o.push_str(&rseq_lines(r));
     o.push_str(&diagnoses(r));
     o
+}
+
+/// The builds, when there are several or one is not a plain directory: name, version, patches, source and
+/// configure flags.
+fn builds(r: &PgResult) -> String {
+    let b = &r.spec.builds;
+    if b.is_empty() || (b.len() == 1 && b[0].patches.is_empty() && b[0].name == b[0].bin_dir) {
+        return String::new();
+    }
+    let mut o = String::from("builds:\n");
+    for x in b {
+        o.push_str(&format!("  {}\n", build_line(x)));
+    }
+    o
+}
+
+/// One build: `18+rseq-spinlock: PostgreSQL 18.6, patches rseq-spinlock (sha256 1a2b3c4d), postgresql-18
+/// 18.6-3 (...), configure --enable-debug ..., bin /var/cache/...`.
+pub fn build_line(b: &Build) -> String {
+    let patches = match b.patches.is_empty() {
+        true => "no patches".to_string(),
+        false => format!(
+            "patches {}",
+            b.patches
+                .iter()
+                .map(|p| format!("{} (sha256 {})", p.name, &p.sha256[..p.sha256.len().min(8)]))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut parts = vec![
+        format!("PostgreSQL {}", b.version.as_deref().unwrap_or("?")),
+        patches,
+    ];
+    if let Some(s) = &b.source {
+        parts.push(s.clone());
+    }
+    // A distribution's configure line runs to thousands of characters: counted here, whole in the file.
+    match &b.configure {
+        Some(c) if c.len() <= 100 => parts.push(format!("configure {c}")),
+        Some(c) => parts.push(format!(
+            "configure: {} flags (in the result file)",
+            c.split(" '").count()
+        )),
+        None => {}
+    }
+    if b.name != b.bin_dir {
+        parts.push(format!("bin {}", b.bin_dir));
+    }
+    format!("{}: {}", b.name, parts.join("; "))
+}
+
+/// The rseq time-slice extension's counters summed over each build's runs (builds with the patch).
+pub(crate) fn rseq_lines(r: &PgResult) -> String {
+    let mut o = String::new();
+    // The builds in cell order, each once (the axis' values, compared as values, not by name).
+    let mut builds: Vec<Option<&Build>> = Vec::new();
+    for c in &r.cells {
+        if !builds.contains(&c.build.as_ref()) {
+            builds.push(c.build.as_ref());
+        }
+    }
+    for b in builds {
+        let n = b.map_or("-", |b| b.name.as_str());
+        let counts: Vec<&RseqSlice> = r
+            .cells
+            .iter()
+            .filter(|c| c.build.as_ref() == b)
+            .flat_map(|c| c.reps.iter().filter_map(|x| x.rseq_slice.as_ref()))
+            .collect();
+        let Some(first) = counts.first() else {
+            continue;
+        };
+        if !first.enabled {
+            o.push_str(&format!(
+                "  {n}: not in use: {}\n",
+                first.why.as_deref().unwrap_or("the server did not say why")
+            ));
+            continue;
+        }
+        let sum = |f: fn(&RseqSlice) -> u64| counts.iter().map(|x| f(x)).sum::<u64>();
+        let (req, grants) = (sum(|x| x.requests), sum(|x| x.grants));
+        let left = sum(|x| x.backends_left);
+        o.push_str(&format!(
+            "  {n}: {} runs: {} requests, {} grants ({} per million requests), {} yields, {} cleared{}\n",
+            counts.len(),
+            req,
+            grants,
+            sig3(grants as f64 * 1e6 / (req.max(1) as f64)),
+            sum(|x| x.yields),
+            sum(|x| x.cleared),
+            match left {
+                0 => String::new(),
+                n => format!(" ({n} backends were still connected when counted: not in the figures)"),
+            }
+        ));
+    }
+    if o.is_empty() {
+        return o;
+    }
+    format!("\nrseq time-slice extension (spinlock holders; the server's rseq_slice.counters over the measured runs):\n{o}")
 }
 
 /// `--diagnose`: one line per run with the diagnosis' key counts, and what it could not measure.
@@ -242,10 +401,18 @@ fn diagnoses(r: &PgResult) -> String {
 
 /// The cells as a Markdown table (GUIDE.md and docs/notes are pasted from this, never typed).
 pub fn markdown(r: &PgResult) -> String {
-    let mut o = String::from(
-        "| shared_buffers | huge_pages | clients | TPS (median) | min..max | vs first | latency p99 | page tables | Pss | faults/tx | on huge pages |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+    let with_build = several_builds(r);
+    let (head, rule) = match with_build {
+        true => ("| build ", "|---"),
+        false => ("", ""),
+    };
+    let mut o = format!(
+        "{head}| shared_buffers | huge_pages | clients | TPS (median) | min..max | vs first | latency p99 | page tables | Pss | faults/tx | on huge pages |\n{rule}|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     for c in &r.cells {
+        if with_build {
+            o.push_str(&format!("| {} ", build_name(c)));
+        }
         match &c.summary {
             Some(m) if c.status == Status::Ok => o.push_str(&format!(
                 "| {} | {} | {} | {} | {}..{} | {} | {} | {} | {} | {} | {} |\n",

@@ -307,11 +307,19 @@ impl Document {
                 .cells
                 .iter()
                 .map(|c| {
+                    // The axes only. A file made before builds were an axis ran one build, its pg_bin,
+                    // so its cells pair with a newer file's by the same name. The huge pages a server
+                    // needed are an outcome of the build and shared_buffers, not a key (15 and 18 need
+                    // different counts, and their cells must still pair).
+                    let build = match &c.build {
+                        Some(b) => b.name.clone(),
+                        None => r.spec.pg_bin.clone(),
+                    };
                     let key = vec![
+                        ("build", build),
                         ("shared_buffers", c.shared_buffers.clone()),
                         ("huge_pages", c.huge_pages.clone()),
                         ("clients", scalar(&c.clients)),
-                        ("hugepages_needed", scalar(&c.hugepages_needed)),
                     ];
                     view(key, c.status, &c.reps, RepRef::Pg)
                 })

@@ -1,5 +1,5 @@
-//! `bench pg`: the huge_pages x shared_buffers x clients matrix over pgbench or sysbench, and the /proc
-//! samples of the cluster taken during each run.
+//! `bench pg`: the builds x shared_buffers x huge_pages x clients matrix over pgbench or sysbench, and the
+//! /proc samples of the cluster taken during each run.
 
 use serde::{Deserialize, Serialize};
 use stats::Summary;
@@ -50,15 +50,73 @@ pub struct Spec {
     pub settings: Vec<(String, String)>,
     /// The huge page size the server uses (the host's default), kB.
     pub huge_page_kib: u64,
-    /// PostgreSQL's binary directory.
+    /// PostgreSQL's binary directories, comma-separated (one per build).
     pub pg_bin: String,
-    /// PostgreSQL's version (`postgres --version`).
+    /// PostgreSQL's versions (`postgres --version`), comma-separated (one per build).
     pub pg_version: Option<String>,
+    /// The builds, in the order given (`--pg-bin`): the outermost axis of the matrix. Empty in files made
+    /// before builds were an axis (one build: `pg_bin`).
+    #[serde(default)]
+    pub builds: Vec<Build>,
     /// Seconds between /proc samples.
     pub sample_interval_s: f64,
     /// When the samples read Pss: `end` (once, a second before the measured run ends), `every` sample,
     /// or `never` (reading it walks every backend's page tables; see `lab::procsample::Pss`).
     pub pss: String,
+}
+
+/// A PostgreSQL build the bench ran: one value of the builds axis.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Build {
+    /// The name it was given by: a build of `scripts/pg-build` (`18`, `18+rseq-spinlock`) or the bin
+    /// directory.
+    pub name: String,
+    /// The directory of its binaries.
+    pub bin_dir: String,
+    /// Its version (`postgres --version`: `18.6`).
+    pub version: Option<String>,
+    /// Its configure flags (scripts/pg-build's manifest, else `pg_config --configure`).
+    pub configure: Option<String>,
+    /// The patches scripts/pg-build applied, in order; empty for a stock or a distribution build.
+    pub patches: Vec<BuildPatch>,
+    /// Where its source came from: `postgresql-18 18.6-3 (Debian source package, upstream tarball)` for a
+    /// build of scripts/pg-build; `None` when nobody said (a distribution's binaries).
+    pub source: Option<String>,
+}
+
+/// A patch in a build.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct BuildPatch {
+    /// Its name (`patches/NAME/`).
+    pub name: String,
+    /// The patch file, relative to the project.
+    pub file: String,
+    /// The file's sha256.
+    pub sha256: String,
+}
+
+/// What the rseq time-slice extension did for the server's spinlock holders during one measured run: the
+/// difference of `SHOW rseq_slice.counters` (a build with the `rseq-spinlock` patch) read just before the
+/// run and after it, once the run's backends had exited (each adds its counts when it exits).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RseqSlice {
+    /// The extension was on in the server (`enabled=on`).
+    pub enabled: bool,
+    /// Why not, as the server said (`enabled=off`).
+    pub why: Option<String>,
+    /// Server processes whose counts are in the figures.
+    pub processes: u64,
+    /// Spinlock critical sections entered with a request for an extension.
+    pub requests: u64,
+    /// Critical sections the kernel extended instead of preempting the holder.
+    pub grants: u64,
+    /// `rseq_slice_yield` calls that gave the CPU back within the grant.
+    pub yields: u64,
+    /// Requests the kernel cleared without a grant (the holder was scheduled out, or made a system call).
+    pub cleared: u64,
+    /// Client backends still connected when the counters were read after the run (a pooler's server
+    /// connections): their counts are not in the figures.
+    pub backends_left: u64,
 }
 
 /// Latency of one run, ms. Mean and stddev over every transaction (driver summary); the percentiles from
@@ -150,6 +208,9 @@ pub struct Rep {
     /// `--diagnose`: what the diagnosis could not measure, or why it failed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnosis_unmeasured: Vec<crate::diagnose::Unmeasured>,
+    /// The rseq time-slice extension's counters over the run (builds that have them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rseq_slice: Option<RseqSlice>,
 }
 
 /// Centres and spreads over a cell's runs.
@@ -169,9 +230,12 @@ pub struct CellSummary {
     pub on_huge_pages: bool,
 }
 
-/// One cell: a shared_buffers x huge_pages x clients combination.
+/// One cell: a build x shared_buffers x huge_pages x clients combination.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Cell {
+    /// The build it ran (absent in files made before builds were an axis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<Build>,
     /// shared_buffers.
     pub shared_buffers: String,
     /// huge_pages.
@@ -213,9 +277,12 @@ pub struct PgResult {
     pub envelope: Envelope,
     /// The experiment.
     pub spec: Spec,
-    /// Setup facts.
+    /// Setup facts (of the first build).
     pub setup: Setup,
-    /// The cells, in matrix order (shared_buffers, huge_pages, clients).
+    /// Setup facts per build, in the order of `spec.builds` (each build has its own cluster and load).
+    #[serde(default)]
+    pub setups: Vec<Setup>,
+    /// The cells, in matrix order (build, shared_buffers, huge_pages, clients).
     pub cells: Vec<Cell>,
 }
 

@@ -18,14 +18,17 @@
 //! | `sim` | the model's state, the event loop, the dispatch of a phase's end |
 //! | `task` | a worker process and its phases |
 //! | `sched` | run queues, wakeups, the tick, slices, and where each preemption model reschedules |
+//! | `eevdf` | the fair class's pick, placement, lag, delayed dequeue and wakeup preemption (fair.c) |
 //! | `lock` (`pg`, `futex`, `rseq`, `adaptive`) | acquisition and release; each algorithm's rules |
 //! | `memory` | the descriptor array, page faults and zeroing, the fault-path hypothesis |
 //! | `workload` (`lock`, `txn`) | what the workers do between acquisitions |
 //! | [`matrix`] | the model over CPUs x workers x pages x locks x models (x a swept parameter), seeds per run |
 //! | [`metrics`] | counters, histograms, CPU-time accounts and the [`Outcome`] |
+//! | [`trace`] | the scheduler's diagnostics on request (holders off their CPU, run queues, wakeups), outside the result |
 
 mod clock;
 pub mod costs;
+mod eevdf;
 mod event;
 mod lock;
 pub mod matrix;
@@ -36,6 +39,7 @@ mod rng;
 mod sched;
 mod sim;
 mod task;
+pub mod trace;
 mod workload;
 
 pub use lock::ADAPTIVE_SLOTS;
@@ -44,6 +48,7 @@ pub use params::{
     validate, BufferStrategy, Invalid, LockKind, Model, Pages, Params, UnknownName, Workload,
 };
 pub use sched::base_slice_ns;
+pub use trace::{simulate_traced, SchedTrace};
 
 /// Runs the model.
 pub fn simulate(p: &Params) -> Result<Outcome, Invalid> {

@@ -32,6 +32,9 @@ pub(crate) struct Cpu {
     pub(crate) switched_in: u64,
     /// Idle since, ns; None: busy.
     pub(crate) idle_since: Option<u64>,
+    /// `eevdf`: the last average virtual runtime of the queue (`zero_vruntime`), where a task placed on
+    /// an empty queue goes.
+    pub(crate) zero_vruntime: i64,
 }
 
 impl Cpu {
@@ -47,6 +50,7 @@ impl Cpu {
             seg_end: 0,
             switched_in: 0,
             idle_since: Some(0),
+            zero_vruntime: 0,
         }
     }
 }
@@ -68,9 +72,13 @@ impl Sim {
         self.clock.push(end, Ev::SegEnd(c, gen));
     }
 
-    /// Picks the next task on `c` (the lowest vruntime) or goes idle; pulls from the busiest CPU when its own
-    /// queue is empty.
+    /// Picks the next task on `c` or goes idle (`eevdf`: [`Sim::schedule_eevdf`]; else the lowest
+    /// vruntime, pulling from the busiest CPU when its own queue is empty).
     pub(crate) fn schedule(&mut self, c: u32) {
+        if self.p.eevdf {
+            self.schedule_eevdf(c, None);
+            return;
+        }
         let ci = c as usize;
         if self.cpus[ci].rq.is_empty() {
             // Idle balance: take a waiting task from the longest queue.
@@ -94,7 +102,7 @@ impl Sim {
             self.cpus[ci].gen += 1;
             return;
         }
-        let (mut bi, mut bv) = (0, u64::MAX);
+        let (mut bi, mut bv) = (0, i64::MAX);
         for (i, &t) in self.cpus[ci].rq.iter().enumerate() {
             if self.tasks[t as usize].vruntime < bv {
                 bv = self.tasks[t as usize].vruntime;
@@ -102,6 +110,13 @@ impl Sim {
             }
         }
         let t = self.cpus[ci].rq.swap_remove(bi);
+        self.trace_switched_in(t);
+        self.switch_to(c, t);
+    }
+
+    /// Switches `c` to `t` (taken off the queue): a context switch, and `t`'s phase resumes after it.
+    pub(crate) fn switch_to(&mut self, c: u32, t: u32) {
+        let ci = c as usize;
         // Idle time is not tracked here (it is what is left of the CPU time); leaving idle costs idle_exit_ns.
         let was_idle = self.cpus[ci].idle_since.take().is_some();
         let cpu = &mut self.cpus[ci];
@@ -125,15 +140,25 @@ impl Sim {
     pub(crate) fn preempt(&mut self, c: u32) {
         let ci = c as usize;
         let Some(t) = self.cpus[ci].cur else { return };
+        let phase = self.tasks[t as usize].phase;
         self.stop_segment(c, t);
         let task = &mut self.tasks[t as usize];
         task.state = State::Runnable;
-        if task.holding && self.metrics.measuring {
+        let holding = task.holding;
+        if holding && self.metrics.measuring {
             self.metrics.lhp += 1;
         }
         self.remove_spinner(t);
         self.cpus[ci].rq.push(t);
-        self.schedule(c);
+        self.trace_preempted(c, t, holding, phase);
+        if self.p.eevdf {
+            // put_prev_entity's update_curr: a deadline reached is renewed before the pick.
+            let v = self.tasks[t as usize].vruntime;
+            self.eevdf_update_curr(t, v);
+            self.schedule_eevdf(c, Some(t));
+        } else {
+            self.schedule(c);
+        }
     }
 
     /// Stops the running segment early: accounts the time run and keeps the rest.
@@ -146,7 +171,7 @@ impl Sim {
         let phase = self.tasks[t as usize].phase;
         self.account(phase.acct(), start, self.clock.now);
         let task = &mut self.tasks[t as usize];
-        task.vruntime += ran;
+        task.vruntime += ran as i64;
         if phase == Phase::Switch {
             // An interrupted switch is redone in full next time.
             task.phase = task.resume;
@@ -174,6 +199,9 @@ impl Sim {
             self.metrics.lhp += 1;
         }
         self.remove_spinner(t);
+        if self.p.eevdf {
+            self.eevdf_block(c, t);
+        }
         if let Some(at) = wake_at {
             self.clock.push(at, Ev::TimerWake(t));
         }
@@ -220,7 +248,51 @@ impl Sim {
         if self.tasks[t as usize].state != State::Sleeping {
             return;
         }
-        // Placement: its last CPU, or an idle one if it is busy.
+        let timer = self.tasks[t as usize].phase == Phase::Spin;
+        let c = if self.p.eevdf {
+            self.eevdf_enqueue_woken(t)
+        } else {
+            self.enqueue_woken(t)
+        };
+        let ci = c as usize;
+        if self.cpus[ci].cur.is_none() {
+            // Idle CPU: it leaves idle and picks the task.
+            self.trace_woken(t, timer, false, false);
+            self.schedule(c);
+            return;
+        }
+        let resched = if self.p.eevdf {
+            self.eevdf_wakeup_preempts(c, t)
+        } else {
+            // The enqueue updates the current task's runtime: a used-up slice asks for a reschedule.
+            let expired = self.p.delayed_dequeue && self.slice_used_up(c);
+            // Wakeup preemption once the current task has used its protected slice.
+            let ran = self.clock.now.saturating_sub(self.cpus[ci].switched_in);
+            expired || ran >= self.p.wakeup_preempt_after_ns.unwrap_or(self.slice)
+        };
+        self.trace_woken(t, timer, true, resched);
+        if !resched {
+            return;
+        }
+        match self.p.model {
+            Model::Lazy => self.cpus[ci].lazy = true,
+            _ => {
+                self.cpus[ci].need = true;
+                if remote {
+                    self.clock.push(self.clock.now + self.p.ipi_ns, Ev::Ipi(c));
+                }
+            }
+        }
+        if !remote {
+            // A local wakeup comes from an interrupt on that CPU (the timer): its return path checks the
+            // flags now, in every model.
+            self.interrupt_exit(c);
+        }
+    }
+
+    /// Without `eevdf`: queues the sleeping `t` on its last CPU, or an idle one if that is busy, half a
+    /// slice behind the running task at most; returns the CPU.
+    fn enqueue_woken(&mut self, t: u32) -> u32 {
         let mut c = self.tasks[t as usize].cpu;
         if self.cpus[c as usize].cur.is_some() {
             if let Some(i) = self.idle_cpu() {
@@ -234,7 +306,7 @@ impl Sim {
             .unwrap_or(0);
         let task = &mut self.tasks[t as usize];
         task.state = State::Runnable;
-        let placed = task.vruntime.max(minv.saturating_sub(self.slice / 2));
+        let placed = task.vruntime.max((minv - self.slice as i64 / 2).max(0));
         let window = self.p.delayed_dequeue_window_ns.unwrap_or(task.owes_for);
         if self.p.delayed_dequeue && self.clock.now - task.slept_at < window {
             // Still queued (delayed): same deadline; the placement is not runtime.
@@ -244,38 +316,11 @@ impl Sim {
         }
         task.vruntime = placed;
         self.cpus[ci].rq.push(t);
-        match self.cpus[ci].cur {
-            None => {
-                // Idle CPU: it leaves idle and picks the task.
-                self.schedule(c);
-            }
-            Some(_) => {
-                // The enqueue updates the current task's runtime: a used-up slice asks for a reschedule.
-                let expired = self.p.delayed_dequeue && self.slice_used_up(c);
-                // Wakeup preemption once the current task has used its protected slice.
-                let ran = self.clock.now.saturating_sub(self.cpus[ci].switched_in);
-                if !expired && ran < self.p.wakeup_preempt_after_ns.unwrap_or(self.slice) {
-                    return;
-                }
-                match self.p.model {
-                    Model::Lazy => self.cpus[ci].lazy = true,
-                    _ => {
-                        self.cpus[ci].need = true;
-                        if remote {
-                            self.clock.push(self.clock.now + self.p.ipi_ns, Ev::Ipi(c));
-                        }
-                    }
-                }
-                if !remote {
-                    // A local wakeup comes from an interrupt on that CPU (the timer): its return path
-                    // checks the flags now, in every model.
-                    self.interrupt_exit(c);
-                }
-            }
-        }
+        c
     }
 
     pub(crate) fn tick(&mut self, c: u32) {
+        self.trace_tick(c);
         let tick = 1_000_000_000 / self.p.hz.max(1) as u64;
         self.clock.push(self.clock.now + tick, Ev::Tick(c));
         let ci = c as usize;
@@ -286,7 +331,10 @@ impl Sim {
         if self.p.model == Model::Lazy && self.cpus[ci].lazy {
             self.cpus[ci].need = true; // the tick upgrades a lazy request
         }
-        let due = if self.p.delayed_dequeue {
+        let due = if self.p.eevdf {
+            let (t, v) = self.running_vruntime(c).expect("a running task");
+            self.eevdf_update_curr(t, v)
+        } else if self.p.delayed_dequeue {
             self.slice_used_up(c)
         } else {
             ran >= self.slice
@@ -310,9 +358,9 @@ impl Sim {
         let cpu = &self.cpus[c as usize];
         let Some(t) = cpu.cur else { return false };
         let runtime =
-            self.tasks[t as usize].vruntime + self.clock.now.saturating_sub(cpu.seg_start);
+            self.tasks[t as usize].vruntime + self.clock.now.saturating_sub(cpu.seg_start) as i64;
         let task = &mut self.tasks[t as usize];
-        if runtime.saturating_sub(task.slice_start) < self.slice {
+        if (runtime - task.slice_start).max(0) < self.slice as i64 {
             return false;
         }
         task.slice_start = runtime;

@@ -12,6 +12,7 @@ use crate::metrics::{Acct, Metrics, Outcome};
 use crate::rng::Rng;
 use crate::sched::{base_slice_ns, Cpu};
 use crate::task::{Phase, Task};
+use crate::trace::{SchedTrace, Trace};
 use crate::Params;
 
 /// One run of the model.
@@ -30,6 +31,8 @@ pub(crate) struct Sim {
     /// `txn`'s pgbench threads: per thread, the backends whose results wait for it, oldest first (the
     /// thread's tasks follow the backends in `tasks`).
     pub(crate) clients: Vec<VecDeque<u32>>,
+    /// The scheduler's trace, when asked for (`trace::simulate_traced`).
+    pub(crate) trace: Option<Box<Trace>>,
 }
 
 impl Sim {
@@ -78,6 +81,7 @@ impl Sim {
             mem,
             metrics: Metrics::new(),
             clients: vec![VecDeque::new(); threads as usize],
+            trace: None,
             p,
         };
         let tick = 1_000_000_000 / s.p.hz.max(1) as u64;
@@ -125,7 +129,7 @@ impl Sim {
         );
         let phase = self.tasks[t as usize].phase;
         self.account(phase.acct(), start, end);
-        self.tasks[t as usize].vruntime += end - start;
+        self.tasks[t as usize].vruntime += (end - start) as i64;
         // The segment is consumed: a preemption from here on accounts nothing twice.
         self.cpus[c as usize].seg_start = self.clock.now;
         self.cpus[c as usize].seg_end = self.clock.now;
@@ -173,6 +177,17 @@ impl Sim {
 
     /// Runs the events up to the end of the measured window and reports.
     pub(crate) fn run(mut self) -> Outcome {
+        self.run_events()
+    }
+
+    /// [`Sim::run`] with the trace's report.
+    pub(crate) fn run_traced(mut self) -> (Outcome, SchedTrace) {
+        let o = self.run_events();
+        let t = self.trace_report().expect("a traced run");
+        (o, t)
+    }
+
+    fn run_events(&mut self) -> Outcome {
         let end = self.p.warmup_ns + self.p.duration_ns;
         self.metrics.measuring = true;
         while let Some((at, ev)) = self.clock.pop(end) {

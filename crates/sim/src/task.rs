@@ -3,6 +3,7 @@
 
 use crate::lock::pg;
 use crate::metrics::Acct;
+use crate::sched::base_slice_ns;
 use crate::Params;
 
 /// What a task is doing; a phase runs as segments on a CPU.
@@ -98,10 +99,20 @@ pub(crate) struct Task {
     pub(crate) remaining: u64,
     /// The CPU it runs or last ran on.
     pub(crate) cpu: u32,
-    /// CPU time received, ns (equal weights: the scheduler's virtual runtime).
-    pub(crate) vruntime: u64,
-    /// `delayed_dequeue`: the vruntime at which the current slice began, and when the task last slept.
-    pub(crate) slice_start: u64,
+    /// CPU time received, ns (equal weights: the scheduler's virtual runtime). `eevdf`: in the frame of
+    /// the CPU whose queue the task is on (placement sets it from its lag).
+    pub(crate) vruntime: i64,
+    /// `eevdf`: the virtual deadline (the vruntime at which its request is used up), the vruntime up to
+    /// which it is protected from wakeup preemption (RUN_TO_PARITY), and its lag as of its last dequeue
+    /// (the CPU's average vruntime less its own, clamped).
+    pub(crate) deadline: i64,
+    pub(crate) vprot: i64,
+    pub(crate) vlag: i64,
+    /// `eevdf`: asleep but still queued on its CPU (delayed dequeue: it went to sleep not eligible).
+    pub(crate) delayed: bool,
+    /// `delayed_dequeue` without `eevdf`: the vruntime at which the current slice began, and when the task
+    /// last slept.
+    pub(crate) slice_start: i64,
     pub(crate) slept_at: u64,
     /// `delayed_dequeue`: how long after `slept_at` the task would still be queued (owing time).
     pub(crate) owes_for: u64,
@@ -168,6 +179,10 @@ impl Task {
             remaining: first_work_ns,
             cpu,
             vruntime: 0,
+            deadline: base_slice_ns(p.cpus) as i64,
+            vprot: 0,
+            vlag: 0,
+            delayed: false,
             slice_start: 0,
             slept_at: 0,
             owes_for: 0,

@@ -8,6 +8,7 @@
 //!
 //! - [`kernels`]: which kernels can be booted and what each offers (models, rseq slice extension);
 //! - [`accel`]: KVM or TCG, with the reason;
+//! - [`pgdirs`]: the PostgreSQL build directories a `bench pg --pg-bin` command needs shared into the guest;
 //! - [`run`]: the virtme-ng invocation, the guest script, timing, and cleanup (virtme-ng and QEMU run in
 //!   their own process group, killed on a stop signal or error; the temp dir is removed);
 //! - [`record`]: the `vm` block of the result (pure data; all that is left without the default `runner`
@@ -20,6 +21,8 @@ pub mod accel;
 pub mod cli;
 #[cfg(feature = "runner")]
 pub mod kernels;
+#[cfg(feature = "runner")]
+pub mod pgdirs;
 /// The `vm` block of a result: its type is the schema's (`results::vm`).
 pub use results::vm as record;
 #[cfg(feature = "runner")]

@@ -462,7 +462,19 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
             guest_result.display().to_string()
         };
     }
-    let mut argv = vec![opts.exe.display().to_string()];
+    // PostgreSQL builds under /var (scripts/pg-build's cache) are invisible in the guest unless handed in;
+    // their names resolve against the cache the host uses.
+    let pg_cache = osutil::pg_build_cache();
+    let pg_dirs: Vec<PathBuf> = crate::pgdirs::pg_build_dirs(&command, &pg_cache)
+        .into_iter()
+        .filter(|d| d.is_dir())
+        .collect();
+    let mut argv = Vec::new();
+    if !pg_dirs.is_empty() {
+        argv.push("env".to_string());
+        argv.push(format!("PREEMPTLAB_PG_CACHE={}", pg_cache.display()));
+    }
+    argv.push(opts.exe.display().to_string());
     argv.extend(command);
     let script = tmp.path().join("guest.sh");
     let modules = module_tree(&kernel);
@@ -494,6 +506,7 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
         .as_deref()
         .into_iter()
         .chain(kernel.config.as_deref().and_then(Path::parent))
+        .chain(pg_dirs.iter().map(PathBuf::as_path))
         .collect();
     let args = with_rodirs(args, &rodirs);
     let qemu_version = first_line_of(&qemu, "--version");
