@@ -16,6 +16,10 @@ use lab::pgcluster::Cluster;
 use osutil::child::Child;
 use serde_json::Value;
 
+/// The tests here run one at a time: each runs a bench, and the quick check's test counts the bench
+/// workers left on the host afterwards, which the other's bench would be.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn check(args: &[&str], out: &std::path::Path) -> Output {
     Command::new(cargo_bin("preemptlab"))
         .arg("check")
@@ -85,6 +89,7 @@ fn database_under_load(parent: &std::path::Path, seconds: u32) -> (Cluster, Chil
 /// exposed host (an instance on 4 KB pages), as `audit --fail-on warn` does.
 #[test]
 fn check_beside_a_pgbench_load() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let parent = tempfile::tempdir().unwrap();
     let (mut c, load) = database_under_load(parent.path(), 120);
     let pm = c.postmaster_pid().unwrap();
@@ -198,6 +203,7 @@ fn check_beside_a_pgbench_load() {
 
 #[test]
 fn quick_check_is_consistent_and_leaves_the_host_as_found() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let before = Pool::read();
     let dir = tempfile::tempdir().unwrap();
     let t = Instant::now();
