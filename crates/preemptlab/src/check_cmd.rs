@@ -10,8 +10,9 @@
 use std::io::IsTerminal;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use hostfacts::Host;
+use osutil::output::ResultFile;
 use report::export::Format;
 
 use crate::cli::CheckArgs;
@@ -64,14 +65,28 @@ fn bench_flags(a: &CheckArgs) -> Vec<&'static str> {
     .collect()
 }
 
-pub fn run(a: CheckArgs) -> Result<i32> {
-    let t0 = Instant::now();
-    let quiet = !std::io::stderr().is_terminal();
+/// The outputs, claimed before anything is measured (the diagnosis included): the reproduction's result
+/// file and the report, which must be two different files.
+fn claim_outputs(a: &CheckArgs) -> Result<ResultFile> {
     let out = a
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path("check", lab::result::unix_now()));
-    term::claim_output(&out)?;
+    if let Some(report) = &a.report {
+        osutil::output::check_distinct(&out, report)
+            .map_err(|e| anyhow!("--out and --report: {e}"))?;
+        osutil::output::check_writable(report).map_err(|e| match e.wants_another_path() {
+            true => anyhow!("--report {e} (choose another path with --report)"),
+            false => anyhow!("--report {e}"),
+        })?;
+    }
+    term::claim(&out, &[])
+}
+
+pub fn run(a: CheckArgs) -> Result<i32> {
+    let t0 = Instant::now();
+    let quiet = !std::io::stderr().is_terminal();
+    let out = claim_outputs(&a)?;
     let host = Host::live();
     let sessions = hostfacts::pgquery::query_all(&a.pg)
         .map_err(anyhow::Error::from)
@@ -140,7 +155,8 @@ pub fn run(a: CheckArgs) -> Result<i32> {
                 osutil::msg!("{}", report::lock_table::cell_line(c));
             }
         });
-        let r = lab::check::reproduce(&plan, a.reserve_hugepages, out.clone(), on_cell, GROW_HINT)?;
+        let r = lab::check::reproduce(&plan, a.reserve_hugepages, out.path(), on_cell, GROW_HINT)?;
+        out.finish()?;
         if r.envelope.interrupted {
             osutil::msg!("preemptlab: interrupted");
             return Ok(osutil::stop::interrupted_exit_code());
@@ -164,7 +180,8 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     });
     // The result file: the reproduction as `bench lock` wrote it; without one, the check's document.
     if doc.reproduction.is_none() {
-        term::write_atomic(&out, &term::render(Format::Json, None, &doc)?)?;
+        term::write_atomic(&out.path(), &term::render(Format::Json, None, &doc)?)?;
+        out.finish()?;
     }
     if let Some(path) = &a.report {
         let page = report::export::Page {
@@ -188,7 +205,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
             } else {
                 "check"
             },
-            out.display(),
+            out.dest().display(),
             doc.elapsed_s
         );
     }
