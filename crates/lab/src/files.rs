@@ -48,57 +48,96 @@ pub struct Unreadable {
     pub err: std::io::Error,
 }
 
-/// Adds the `*.json` files under `dir` (recursively, skipping hidden entries) to `out`. Symlinked
-/// directories are not followed (no loops); symlinked files are read.
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), FilesError> {
-    let rd = std::fs::read_dir(dir).map_err(|err| FilesError::ReadDir {
-        dir: dir.to_path_buf(),
-        err,
-    })?;
+/// What [`json_files_deep`] found: the files to read, and the entries under the directories named that
+/// could not be looked at or are not regular files (a subdirectory without permission, a FIFO named
+/// `x.json`), each with the reason; a caller lists those, never stops at them.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// The `*.json` files, sorted, without repeats.
+    pub files: Vec<PathBuf>,
+    /// Entries not read, with why ("permission denied (needs root)", "a FIFO, not a regular file").
+    pub unreadable: Vec<(PathBuf, String)>,
+}
+
+/// Adds the `*.json` files under `dir` (recursively, skipping hidden entries) to `found`. Symlinked
+/// directories are not followed (no loops); symlinked files are read. Only a directory named on the
+/// command line (`top`) failing to list is an error; a subdirectory that cannot be listed, an entry that
+/// cannot be looked at and a `*.json` that is not a regular file go to `found.unreadable`.
+fn walk(dir: &Path, found: &mut Found, top: bool) -> Result<(), FilesError> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(err) if top => {
+            return Err(FilesError::ReadDir {
+                dir: dir.to_path_buf(),
+                err,
+            })
+        }
+        Err(err) => {
+            let why = osutil::explain_io_error(&err);
+            found.unreadable.push((dir.to_path_buf(), why));
+            return Ok(());
+        }
+    };
     for e in rd {
-        let e = e.map_err(|err| FilesError::ReadDir {
-            dir: dir.to_path_buf(),
-            err,
-        })?;
+        let e = match e {
+            Ok(e) => e,
+            Err(err) => {
+                let why = osutil::explain_io_error(&err);
+                found.unreadable.push((dir.to_path_buf(), why));
+                continue;
+            }
+        };
         if e.file_name().to_string_lossy().starts_with('.') {
             continue;
         }
         let path = e.path();
-        let ft = e.file_type().map_err(|err| FilesError::Entry {
-            path: path.clone(),
-            err,
-        })?;
+        let ft = match e.file_type() {
+            Ok(ft) => ft,
+            Err(err) => {
+                found
+                    .unreadable
+                    .push((path, osutil::explain_io_error(&err)));
+                continue;
+            }
+        };
         if ft.is_dir() {
-            walk(&path, out)?;
+            walk(&path, found, false)?;
         } else if path.extension().is_some_and(|x| x == "json") {
-            out.push(path);
+            if ft.is_file() || ft.is_symlink() {
+                found.files.push(path);
+            } else {
+                let kind = osutil::input::kind_of(ft);
+                let why = format!("{kind}, not a regular file: skipped");
+                found.unreadable.push((path, why));
+            }
         }
     }
     Ok(())
 }
 
 /// Every file named, and the `*.json` files of every directory named (recursively), sorted and without
-/// repeats. A directory without any is an error, as is a path that does not exist.
-pub fn json_files_deep(paths: &[PathBuf]) -> Result<Vec<PathBuf>, FilesError> {
-    let mut out = Vec::new();
+/// repeats, with the entries that could not be read listed beside them ([`Found`]). A directory without
+/// any `*.json` entry is an error, as is a path that does not exist.
+pub fn json_files_deep(paths: &[PathBuf]) -> Result<Found, FilesError> {
+    let mut found = Found::default();
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|e| FilesError::Missing {
             path: p.clone(),
             why: osutil::explain_io_error(&e),
         })?;
         if meta.is_dir() {
-            let before = out.len();
-            walk(p, &mut out)?;
-            if out.len() == before {
+            let before = (found.files.len(), found.unreadable.len());
+            walk(p, &mut found, true)?;
+            if (found.files.len(), found.unreadable.len()) == before {
                 return Err(FilesError::NoJson { dir: p.clone() });
             }
         } else {
-            out.push(p.clone());
+            found.files.push(p.clone());
         }
     }
-    out.sort();
-    out.dedup();
-    Ok(out)
+    found.files.sort();
+    found.files.dedup();
+    Ok(found)
 }
 
 /// Every file named, and the `*.json` files directly in every directory named (each directory's sorted),
@@ -138,7 +177,7 @@ pub fn json_in_dir(dir: &Path) -> Result<Vec<PathBuf>, FilesError> {
 
 /// Reads and parses one result document.
 pub fn load_document(path: &Path) -> Result<Document, FilesError> {
-    let bytes = std::fs::read(path).map_err(|err| FilesError::Read {
+    let bytes = osutil::input::read_regular(path).map_err(|err| FilesError::Read {
         path: path.to_path_buf(),
         err,
     })?;
@@ -160,7 +199,14 @@ pub fn read_all<T: Send>(
     let threads = (osutil::cpus::usable() as usize).min(paths.len().div_ceil(64).max(1));
     let next = AtomicUsize::new(0);
     let one = |p: &PathBuf| {
-        let text = std::fs::read_to_string(p).map_err(|err| Unreadable { err });
+        // Only a regular file is read: a FIFO named `x.json` hung the reader (issue 29).
+        let text = osutil::input::read_regular(p)
+            .and_then(|b| {
+                String::from_utf8(b).map_err(|_| {
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text")
+                })
+            })
+            .map_err(|err| Unreadable { err });
         f(p.display().to_string(), text)
     };
     let parts: Vec<Vec<(usize, T)>> = std::thread::scope(|s| {
@@ -200,7 +246,7 @@ mod tests {
         std::fs::write(dir.path().join("a.json"), "1").unwrap();
         std::fs::write(dir.path().join(".hidden.json"), "x").unwrap();
         std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
-        let got = json_files_deep(&[dir.path().to_path_buf()]).unwrap();
+        let got = json_files_deep(&[dir.path().to_path_buf()]).unwrap().files;
         assert_eq!(
             got,
             vec![dir.path().join("a.json"), dir.path().join("sub/b.json")]
@@ -217,5 +263,37 @@ mod tests {
             json_files_deep(&[empty]),
             Err(FilesError::NoJson { .. })
         ));
+    }
+
+    /// Regression (issue 29): a FIFO named `x.json` hung `fleet` and `results`; an unreadable entry under a
+    /// directory was fatal. The FIFO is listed as skipped (and refused at once when named or read), the
+    /// walk goes on.
+    #[test]
+    fn a_fifo_named_json_is_listed_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/a.json"), "1").unwrap();
+        let fifo = dir.path().join("x.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path in this test's own temp dir.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let found = json_files_deep(&[dir.path().to_path_buf()]).unwrap();
+        assert_eq!(found.files, vec![dir.path().join("sub/a.json")]);
+        assert_eq!(
+            found.unreadable,
+            vec![(fifo.clone(), "a FIFO, not a regular file: skipped".into())]
+        );
+        // Named on the command line, or found by the flat listing: read without hanging, refused.
+        let named = json_files_deep(std::slice::from_ref(&fifo)).unwrap();
+        let texts = read_all(&named.files, |_, t| t.map_err(|e| e.to_string()));
+        assert_eq!(
+            texts,
+            vec![Err("a FIFO, not a regular file: not read".to_string())]
+        );
+        assert!(load_document(&fifo).is_err());
+        assert_eq!(
+            json_files_flat(&[dir.path().to_path_buf()]).unwrap(),
+            vec![fifo]
+        );
     }
 }

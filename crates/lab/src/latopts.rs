@@ -87,8 +87,41 @@ impl LatencyOptions {
                 why: "no hackbench binary; apt-get install rt-tests".into(),
             });
         }
+        // A command the shell cannot find would exit 127 at once: refused before anything runs (issue 29).
+        for l in spec.loads.iter().filter(|l| !LOADS.contains(&l.as_str())) {
+            if let Some(word) = missing_command(l) {
+                return Err(OptionError::Invalid {
+                    option: "load",
+                    value: l.clone(),
+                    why: format!(
+                        "the shell finds no command {word} (give a command on PATH or a path that exists)"
+                    ),
+                });
+            }
+        }
         Ok(spec)
     }
+}
+
+/// The first word of the shell command `cmd` when `sh` cannot find it as a command (builtins, keywords
+/// and PATH included); None when it can, or when the word is not a plain name (it holds quoting,
+/// expansion or redirection, and only the shell knows what it becomes).
+fn missing_command(cmd: &str) -> Option<String> {
+    let word = cmd.split_whitespace().next()?;
+    let plain = |c: char| c.is_alphanumeric() || "/._-+,:@%".contains(c);
+    if !word.chars().all(plain) {
+        return None;
+    }
+    let found = std::process::Command::new("sh")
+        .args(["-c", "command -v -- \"$1\" >/dev/null", "sh", word])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map(|s| s.success())
+        // No shell to ask: the load's own start will say what fails.
+        .unwrap_or(true);
+    (!found).then(|| word.to_string())
 }
 
 /// The loads of a list: split at commas only when every entry is a keyword, since a command may hold commas.
@@ -176,6 +209,35 @@ mod tests {
         assert!(s.pin && s.no_deep_idle);
         assert_eq!(loads("none,lock"), vec!["none", "lock"]);
         assert_eq!(loads(" sleep 1,2 "), vec!["sleep 1,2"]);
+    }
+
+    /// Regression (issue 29 item 5): `--load /nonexistent/cmd` ran, its shell exited 127, and the rows
+    /// were reported as measured under it. A command the shell cannot find is refused before anything runs.
+    #[test]
+    fn a_load_the_shell_cannot_find_is_refused() {
+        let flag = |o: &str| format!("--{}", o.replace('_', "-"));
+        for bad in ["/nonexistent/cmd", "preemptlab-no-such-load --x"] {
+            let mut o = opts();
+            o.load = bad.into();
+            let e = o.spec(&host()).unwrap_err().render(flag);
+            let word = bad.split(' ').next().unwrap();
+            assert!(
+                e.contains(&format!("the shell finds no command {word}")),
+                "{e}"
+            );
+        }
+        // Builtins, keywords, PATH and words only the shell can expand are left to the shell.
+        for good in [
+            "sleep 1",
+            "exit 3",
+            "while :; do :; done",
+            "$SHELL -c true",
+            "'sleep' 1",
+        ] {
+            let mut o = opts();
+            o.load = good.into();
+            assert!(o.spec(&host()).is_ok(), "{good}");
+        }
     }
 
     #[test]

@@ -51,6 +51,7 @@ pub mod pgbouncer;
 pub mod pgbuild;
 pub mod pgcluster;
 pub mod pgdriver;
+mod pghuge;
 pub mod pgopts;
 pub mod pgrun;
 pub mod pool;

@@ -167,6 +167,7 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError>
     // Reasons a backing cannot run here, and hugetlb reservations (held until the run ends).
     let mut backing_skip: Vec<Option<String>> = Vec::new();
     let mut guards: Vec<PoolGuard> = Vec::new();
+    let mut free_seen: Vec<results::lock::FreeSeen> = Vec::new();
     for &b in &backings {
         let reason = match b {
             Backing::Thp => thp_reason(),
@@ -191,7 +192,15 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError>
                             }
                         }
                     }
-                    Ok(free) if free >= need => None,
+                    Ok(free) if free >= need => {
+                        // Counted on, not reserved: recorded (issue 29).
+                        free_seen.push(results::lock::FreeSeen {
+                            page_kib: kib,
+                            free_pages: free,
+                            needed_pages: need,
+                        });
+                        None
+                    }
                     Ok(free) => Some(format!(
                         "needs {need} free {kib} kB huge pages, the pool has {free}: {}",
                         opts.grow_hint
@@ -224,6 +233,7 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError>
         fault_cost,
         costs,
         cells: Vec::new(),
+        hugetlb_free_seen: free_seen,
     };
     // Backing-major order within a round: one region alive at a time, shared by the round's cells.
     let mut plan = Vec::new();

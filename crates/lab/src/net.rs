@@ -71,7 +71,14 @@ impl NetError {
     pub fn render(&self, name: impl Fn(&str) -> String) -> String {
         match self {
             NetError::Spec(e) => e.render(name),
-            e => e.to_string(),
+            // Every variant by name, no catch-all: a new variant whose Display calls render must say
+            // its own words here, or Display and render would call each other for ever.
+            NetError::NotRoot
+            | NetError::IpMissing { .. }
+            | NetError::Ip { .. }
+            | NetError::Enter { .. }
+            | NetError::Signal(_)
+            | NetError::Write(_) => self.to_string(),
         }
     }
 }
@@ -621,6 +628,10 @@ pub fn run(
         spec: spec.clone(),
         cells: Vec::new(),
     };
+    // Until the matrix completes, the file written after each cell says interrupted: a run that dies
+    // another way (a panic, SIGKILL, an error) leaves a partial file that says so (issue 29: a closed
+    // stderr ended a run after 1 of 12 cells with `"interrupted": false`). The last write says how it ended.
+    res.envelope.interrupted = true;
     'outer: for test in &spec.tests {
         for &size in &spec.msg_sizes {
             let mut cell = Cell {

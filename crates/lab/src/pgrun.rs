@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use hostfacts::pgbin::PgBinError;
 
-use crate::guard::{self, PoolGuard};
+use crate::guard;
 use crate::pgbouncer::{self, PgBouncer, PgBouncerError};
 use crate::pgcluster::{Cluster, ClusterError};
 use crate::pgdriver::{argv, drive, Driven, MissingDriver, Target, UnknownDriver};
+use crate::pghuge::{hugepages_needed, reserve, Reserved};
 use crate::procsample::{Pss, Sampler};
 use crate::result::{self, OutputError};
 use osutil::stop::SignalError;
@@ -175,6 +176,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
                         reason: None,
                         server_settings: server_settings(&spec, sb, hp, max_clients),
                         hugepages_needed: None,
+                        hugepages_free_seen: None,
                         reps: Vec::new(),
                         summary: None,
                     });
@@ -215,7 +217,14 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
                 res.cells[c].hugepages_needed = needed;
             }
             let pool = match reserve(&hp, needed, &spec, opts.reserve_hugepages, &opts.grow_hint) {
-                Ok(p) => p,
+                Ok(Reserved::Grown(g)) => Some(g),
+                Ok(Reserved::CountedOn(free)) => {
+                    for c in cells.clone() {
+                        res.cells[c].hugepages_free_seen = Some(free);
+                    }
+                    None
+                }
+                Ok(Reserved::Nothing) => None,
                 Err(Skip(status, why)) => {
                     for c in cells.clone() {
                         res.cells[c].status = status;
@@ -282,7 +291,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
 }
 
 /// A configuration not run: its cells' status and reason, as the result records them.
-struct Skip(Status, String);
+pub(crate) struct Skip(pub(crate) Status, pub(crate) String);
 
 enum Fail {
     /// This configuration failed; the matrix goes on. The cells' reason, as the result records it.
@@ -325,64 +334,6 @@ pub fn server_settings(spec: &Spec, sb: &str, hp: &str, max_clients: u32) -> Vec
         }
     }
     s
-}
-
-fn hugepages_needed(cluster: &Cluster, settings: &[(String, String)], spec: &Spec) -> Option<u64> {
-    // PostgreSQL 15+ computes it; older servers: shared_buffers plus the ~8% other shared structures.
-    if let Ok(v) = cluster.computed("shared_memory_size_in_huge_pages", settings) {
-        if let Ok(n) = v.parse::<i64>() {
-            if n > 0 {
-                return Some(n as u64);
-            }
-        }
-    }
-    let sb = settings
-        .iter()
-        .find(|(k, _)| k == "shared_buffers")
-        .and_then(|(_, v)| hostfacts::parse::size(v).ok())?;
-    let kib = sb.0 / 1024 * 108 / 100 + 16 * 1024;
-    Some(kib.div_ceil(spec.huge_page_kib))
-}
-
-fn free_huge_pages(page_kib: u64) -> u64 {
-    crate::pool::HugetlbPool::of(page_kib)
-        .available()
-        .unwrap_or(0)
-}
-
-fn reserve(
-    hp: &str,
-    needed: Option<u64>,
-    spec: &Spec,
-    allowed: bool,
-    grow_hint: &str,
-) -> Result<Option<PoolGuard>, Skip> {
-    if hp == "off" {
-        return Ok(None);
-    }
-    let Some(needed) = needed else {
-        return Ok(None);
-    };
-    let want = needed + hostfacts::hugepages::margin(needed);
-    let kib = spec.huge_page_kib;
-    if allowed {
-        return PoolGuard::ensure_free(kib, want).map(Some).map_err(|e| {
-            Skip(
-                Status::Failed,
-                format!("could not reserve {want} huge pages of {kib} kB: {e}"),
-            )
-        });
-    }
-    let free = free_huge_pages(kib);
-    if hp == "on" && free < needed {
-        return Err(Skip(
-            Status::Skipped,
-            format!(
-                "huge_pages=on needs {needed} free {kib} kB pages and the pool has {free}: {grow_hint}"
-            ),
-        ));
-    }
-    Ok(None)
 }
 
 fn load(

@@ -121,7 +121,12 @@ impl SimError {
             SimError::Range(i) => {
                 format!("{i} ({} {}=VALUE in that range)", name("set"), i.name)
             }
-            e => e.to_string(),
+            // Every variant by name, no catch-all: a new variant whose Display calls render must say
+            // its own words here, or Display and render would call each other for ever.
+            SimError::FileParam { .. } => self.to_string(),
+            SimError::Matrix(e) => e.to_string(),
+            SimError::Signal(e) => e.to_string(),
+            SimError::Write(e) => e.to_string(),
         }
     }
 }

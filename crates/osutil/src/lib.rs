@@ -7,6 +7,7 @@
 //! - [`child`]: child processes in their own process group, stopped on the stop flag or on drop;
 //! - [`procstat`]: the machine's CPU time from /proc/stat (a pure parser and its reader);
 //! - [`cpus`]: how many CPUs this process can use, and how many are online;
+//! - [`input`]: input files read only when regular (a FIFO named `x.json` never hangs a reader);
 //! - [`which`], [`tail`], [`explain_io_error`], [`is_root`]: a program on PATH, the last lines of a
 //!   child's output for an error message, an I/O error in words an operator can act on;
 //! - [`msg!`]: a line on stderr that a closed stderr drops instead of panicking;
@@ -25,6 +26,7 @@
 
 pub mod child;
 pub mod cpus;
+pub mod input;
 pub mod output;
 pub mod procstat;
 pub mod stop;

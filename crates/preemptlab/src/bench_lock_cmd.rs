@@ -10,13 +10,13 @@ use crate::term;
 
 pub fn run(a: BenchLockArgs) -> Result<i32> {
     let spec = a.opts.spec(&HostShape::live()).map_err(term::flags)?;
-    let out = term::result_path(&a.result, "bench-lock")?;
+    let out = term::result_file(&a.result, "bench-lock", &[])?;
     let bar = term::bar(a.result.quiet, "{prefix:>9} [{bar:30}] {msg}");
     let pb = bar.clone();
     let print = term::cell_printer(bar, a.result.quiet);
     let run_opts = RunOptions {
         reserve_hugepages: a.opts.reserve_hugepages,
-        out: out.clone(),
+        out: out.path(),
         progress: Box::new(move |ci, n, label, phase, frac, rate| {
             if let Some(pb) = &pb {
                 pb.set_prefix(format!("{}/{}", ci + 1, n));
@@ -36,6 +36,6 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
         osutil::msg!("{}", lab::lockbench::costs::line(c, fault));
     }
     term::print_result(a.result.format, &res, &out, a.result.quiet)?;
-    let said = format!("the cells measured so far are in {}", out.display());
+    let said = format!("the cells measured so far are in {}", out.dest().display());
     term::bench_exit(res.envelope.interrupted, said, lockopts::failures(&res))
 }

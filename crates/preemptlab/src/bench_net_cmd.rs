@@ -9,11 +9,11 @@ use crate::term;
 
 pub fn run(a: BenchNetArgs) -> Result<i32> {
     let spec = a.opts.spec(&HostShape::live()).map_err(term::flags)?;
-    let out = term::result_path(&a.result, "bench-net")?;
+    let out = term::result_file(&a.result, "bench-net", &[])?;
     let quiet = a.result.quiet;
     // Switched back when this function returns, by any path.
     let _preempt = crate::switch::preempt(&a.preempt)?;
-    let res = net::run(spec, &out, |c| {
+    let res = net::run(spec, &out.path(), |c| {
         if !quiet {
             osutil::msg!("{}", report::net_table::row(c).join("  "));
         }

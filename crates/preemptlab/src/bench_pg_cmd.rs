@@ -11,7 +11,9 @@ use crate::term;
 
 pub fn run(a: BenchPgArgs) -> Result<i32> {
     let spec = a.opts.spec(&HostShape::live()).map_err(term::flags)?;
-    let out = term::result_path(&a.result, "bench-pg")?;
+    // A script file it reads is never its output.
+    let script: Vec<_> = a.opts.script.iter().map(std::path::PathBuf::from).collect();
+    let out = term::result_file(&a.result, "bench-pg", &script)?;
     let template = "{prefix:>7} [{bar:30}] {elapsed_precise} {msg}";
     let bar = term::bar(a.result.quiet, template);
     let pb = bar.clone();
@@ -19,7 +21,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
     let several = spec.builds.len() > 1;
     let run_opts = RunOptions {
         reserve_hugepages: a.opts.reserve_hugepages,
-        out: out.clone(),
+        out: out.path(),
         parent_dir: None,
         progress: Box::new(move |done, total, label, phase, frac, tps| {
             if let Some(pb) = &pb {
@@ -43,7 +45,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
     term::print_result(a.result.format, &res, &out, a.result.quiet)?;
     let said = format!(
         "the runs measured so far are in {} (the cluster is removed)",
-        out.display()
+        out.dest().display()
     );
     term::bench_exit(res.envelope.interrupted, said, pgopts::failures(&res))
 }

@@ -5,8 +5,9 @@
 use std::io::IsTerminal;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use hostfacts::Host;
+use osutil::output::ResultFile;
 
 use crate::cli::CheckArgs;
 use crate::term;
@@ -40,8 +41,27 @@ fn diagnosis(pg: &[String], quiet: bool) -> Result<results::diagnose::DiagnoseRe
     .map_err(|e| e.to_string())
 }
 
+/// The outputs, claimed before anything is measured (the diagnosis included): the reproduction's result
+/// file and the report, which must be two different files.
+fn claim_outputs(a: &CheckArgs) -> Result<ResultFile> {
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| lab::result::default_path("check", lab::result::unix_now()));
+    if let Some(report) = &a.report {
+        osutil::output::check_distinct(&out, report)
+            .map_err(|e| anyhow!("--out and --report: {e}"))?;
+        osutil::output::check_writable(report).map_err(|e| match e.wants_another_path() {
+            true => anyhow!("--report {e} (choose another path with --report)"),
+            false => anyhow!("--report {e}"),
+        })?;
+    }
+    term::claim(&out, &[])
+}
+
 pub fn run(a: CheckArgs) -> Result<i32> {
     let t0 = Instant::now();
+    let out = claim_outputs(&a)?;
     let diagnosed = (!a.pg.is_empty()).then(|| diagnosis(&a.pg, !std::io::stderr().is_terminal()));
     if osutil::stop::interrupted() {
         osutil::msg!("preemptlab: interrupted");
@@ -56,11 +76,6 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     let quiet = !std::io::stderr().is_terminal();
 
     let plan = lab::check::plan(&audit, a.quick, a.reserve_hugepages);
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| lab::result::default_path("check", lab::result::unix_now()));
-    term::claim_output(&out)?;
     if !quiet {
         let s = &plan.spec;
         osutil::msg!(
@@ -78,7 +93,8 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         }
     });
     let reproduction =
-        lab::check::reproduce(&plan, a.reserve_hugepages, out.clone(), on_cell, GROW_HINT)?;
+        lab::check::reproduce(&plan, a.reserve_hugepages, out.path(), on_cell, GROW_HINT)?;
+    out.finish()?;
     if reproduction.envelope.interrupted {
         osutil::msg!("preemptlab: interrupted");
         return Ok(osutil::stop::interrupted_exit_code());
@@ -109,7 +125,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     if !quiet {
         osutil::msg!(
             "preemptlab: reproduction written to {} ({:.0} s in all)",
-            out.display(),
+            out.dest().display(),
             doc.elapsed_s
         );
     }

@@ -67,12 +67,27 @@ pub fn list(a: ResultsArgs) -> Result<i32> {
         ),
         e => anyhow!(e),
     })?;
-    let docs: Vec<_> = paths
-        .iter()
-        .filter_map(|p| Some((p.display().to_string(), load(p).ok()?)))
-        .collect();
-    term::stdout(report::results_list::render(&docs))?;
+    // A file that cannot be read or parsed is listed with why, never left out (issue 29).
+    let mut docs = Vec::new();
+    let mut unread = Vec::new();
+    for p in &paths {
+        match load(p) {
+            Ok(d) => docs.push((p.display().to_string(), d)),
+            Err(e) => unread.push((p.display().to_string(), unread_reason(e))),
+        }
+    }
+    term::stdout(report::results_list::render(&docs, &unread))?;
     Ok(0)
+}
+
+/// Why a result file was not listed, without its path (the listing names it).
+fn unread_reason(e: FilesError) -> String {
+    match e {
+        FilesError::Read { err, .. } => osutil::explain_io_error(&err),
+        FilesError::NotText { .. } => "not a text file".into(),
+        FilesError::Parse { why, .. } => why,
+        e => e.to_string(),
+    }
 }
 
 pub fn report(a: ReportArgs) -> Result<i32> {
@@ -87,6 +102,8 @@ pub fn report(a: ReportArgs) -> Result<i32> {
                 .join(", ")
         );
     }
+    // The page is never one of its inputs (`report --out X X` overwrote X with HTML).
+    osutil::output::check_not_input(&a.out, &files).map_err(|e| anyhow!("--out {e}"))?;
     crate::term::claim_output(&a.out)?;
     let docs: Vec<report::html::Doc> = files
         .iter()

@@ -31,7 +31,8 @@ pub fn run(args: DiagnoseArgs) -> Result<i32> {
     }
 }
 
-fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
+/// The options checked (the window, the sampling rates), before anything is observed.
+pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
     let duration =
         hostfacts::parse::duration(&args.duration).map_err(|e| anyhow!("--duration {e}"))?;
     let mut opts = diagnose::Options::new(duration);
@@ -51,6 +52,12 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
             e.to_string().replace("fault period", "fault-period")
         ),
     })?;
+    Ok(opts)
+}
+
+fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
+    let opts = options(args)?;
+    let duration = opts.duration;
     if let Some(path) = &args.out {
         osutil::output::check_publishable(path).map_err(|e| anyhow!("--out {e}"))?;
     }

@@ -21,22 +21,33 @@ pub fn run(args: FleetArgs) -> Result<i32> {
         now_unix_s,
         stale_after_s,
     };
-    let paths = files::json_files_deep(&args.paths).map_err(|e| match e {
+    let found = files::json_files_deep(&args.paths).map_err(|e| match e {
         FilesError::Missing { .. } => anyhow!("{e} (name audit files or directories of them)"),
         FilesError::NoJson { dir } => anyhow!("{}: no *.json audit files in this directory (gather them with `preemptlab audit --format json` on each host, or the Ansible role)", dir.display()),
         e => anyhow!(e),
     })?;
-    let loaded = files::read_all(&paths, |file, text| match text {
+    let mut loaded = files::read_all(&found.files, |file, text| match text {
         Ok(text) => fleet::load(&file, &text, &opts),
         Err(why) => Loaded::Failed(Failed {
             reason: format!("unreadable: {why}"),
             file,
         }),
     });
+    // What the walk could not look at (a subdirectory without permission, a FIFO named x.json) is listed
+    // with the failed files, never fatal.
+    loaded.extend(found.unreadable.into_iter().map(|(path, why)| {
+        Loaded::Failed(Failed {
+            reason: format!("unreadable: {why}"),
+            file: path.display().to_string(),
+        })
+    }));
     let answer = fleet::combine(loaded, &opts);
     term::stdout(term::render(args.format, Some(&args.color), &answer)?)?;
-    let fail = args
-        .fail_on
-        .is_some_and(|f| answer.hosts.iter().any(|h| f.fails_verdict(h.verdict)));
-    Ok(i32::from(fail))
+    match args.fail_on.and_then(|f| f.fleet_failure(&answer)) {
+        Some(why) => {
+            osutil::msg!("preemptlab fleet: {why}");
+            Ok(1)
+        }
+        None => Ok(0),
+    }
 }

@@ -13,6 +13,7 @@ mod compare_cmd;
 mod diagnose_cmd;
 mod fleet_cmd;
 mod generate_cmd;
+mod guest_cmd;
 mod hugepages_cmd;
 mod sim_cmd;
 mod switch;

@@ -11,14 +11,22 @@ pub fn run(a: SimArgs) -> Result<i32> {
     let sim_error = |e: lab::simopts::SimError| anyhow!(e.render(term::flag));
     let plan = a.opts.plan().map_err(sim_error)?;
     let quiet = a.result.quiet;
+    // The files it reads are never its output.
+    let inputs: Vec<_> = a
+        .opts
+        .like
+        .iter()
+        .chain(&a.opts.costs_from)
+        .cloned()
+        .collect();
+    let out = term::result_file(&a.result, "sim", &inputs)?;
     if let (Some(path), false) = (&a.opts.like, quiet) {
         for n in &plan.like_notes {
             osutil::msg!("preemptlab: --like {}: {n}", path.display());
         }
     }
-    let out = term::result_path(&a.result, "sim")?;
     let res = plan
-        .run(&out, |cell| {
+        .run(&out.path(), |cell| {
             if !quiet {
                 osutil::msg!("{}", report::sim_table::cell_line(cell));
             }

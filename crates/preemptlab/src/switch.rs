@@ -11,10 +11,10 @@ use crate::cli::SwitchPreemptArgs;
 /// returned guard drops, which switches it back; SIGINT and SIGTERM only set the benches' stop flag from
 /// here on.
 pub fn preempt(args: &SwitchPreemptArgs) -> Result<Option<PreemptGuard>> {
+    check(args)?;
     let Some(mode) = args.switch_preempt.as_deref() else {
         return Ok(None);
     };
-    check_preempt_mode(mode).map_err(flag)?;
     if !osutil::is_root() {
         bail!("--switch-preempt needs root (it writes /sys/kernel/debug/sched/preempt)");
     }
@@ -28,6 +28,14 @@ pub fn preempt(args: &SwitchPreemptArgs) -> Result<Option<PreemptGuard>> {
         );
     }
     Ok(Some(guard))
+}
+
+/// Checks the mode `--switch-preempt` names, without touching the host (`vm` checks its guest command so).
+pub fn check(args: &SwitchPreemptArgs) -> Result<()> {
+    match args.switch_preempt.as_deref() {
+        Some(mode) => check_preempt_mode(mode).map_err(flag),
+        None => Ok(()),
+    }
 }
 
 /// The error with the option's name: before the mode it refuses, or before the whole when another run

@@ -8,6 +8,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use report::export::{Export, Format, Layout};
 
+use osutil::output::ResultFile;
+
 use crate::cli::{Color, ColorArgs, ResultArgs};
 
 /// `doc` in `format`, laid out for this terminal (colour as `color` says, its width): the one path from a
@@ -26,16 +28,18 @@ pub fn render<T: Export>(
         .ok_or_else(|| anyhow::anyhow!("--format {} does not apply to this output", format.name()))
 }
 
-/// Prints a result on stdout in `format` and, unless quiet, says on stderr where its file is.
+/// Puts the result file in place ([`ResultFile::finish`]: a stream gets the last version once), prints the
+/// result on stdout in `format` and, unless quiet, says on stderr where its file is.
 pub fn print_result<T: Export>(
     format: Format,
     res: &T,
-    out: &std::path::Path,
+    out: &ResultFile,
     quiet: bool,
 ) -> anyhow::Result<()> {
+    out.finish()?;
     let printed = render(format, None, res).and_then(stdout);
     if !quiet {
-        osutil::msg!("preemptlab: result written to {}", out.display());
+        osutil::msg!("preemptlab: result written to {}", out.dest().display());
     }
     printed
 }
@@ -104,15 +108,20 @@ pub fn out_flag(e: osutil::output::OutputError) -> anyhow::Error {
     }
 }
 
-/// The result file of a command that writes one (`--out`, else results/<kind>-<time>.json), checked to be
-/// writable before any work.
-pub fn result_path(r: &ResultArgs, kind: &str) -> anyhow::Result<PathBuf> {
+/// The result file of a command that writes one (`--out`, else results/<kind>-<time>.json), claimed before
+/// any work: checked to be writable and to be none of `inputs` (the files the run reads).
+pub fn result_file(r: &ResultArgs, kind: &str, inputs: &[PathBuf]) -> anyhow::Result<ResultFile> {
     let out = r
         .out
         .clone()
         .unwrap_or_else(|| lab::result::default_path(kind, lab::result::unix_now()));
-    claim_output(&out)?;
-    Ok(out)
+    claim(&out, inputs)
+}
+
+/// Claims `out` for a result file rewritten as the run goes: writable, and none of `inputs`.
+pub fn claim(out: &std::path::Path, inputs: &[PathBuf]) -> anyhow::Result<ResultFile> {
+    osutil::output::check_not_input(out, inputs).map_err(|e| anyhow::anyhow!("--out {e}"))?;
+    ResultFile::claim(out).map_err(out_flag)
 }
 
 /// A progress bar on stderr in this layout, only on a TTY and when not quiet.

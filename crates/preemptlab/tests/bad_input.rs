@@ -34,11 +34,45 @@ impl Inputs {
         std::fs::write(dir.path().join("binary.json"), [0xff, 0xfe, 0x00, 0x9f]).unwrap();
         std::fs::create_dir(dir.path().join("a-directory")).unwrap();
         std::fs::create_dir(dir.path().join("empty-dir")).unwrap();
+        // Nodes an output must never replace: a FIFO, and a copy of /dev/null (mknod, as root; else a
+        // symbolic link to /dev/null under another name, which is no stream by name either).
+        let node = |name: &str| std::ffi::CString::new(i_path(&dir, name)).unwrap();
+        let fifo = node("fifo.json");
+        // SAFETY: mkfifo on a NUL-terminated path in this test's own temp dir.
+        let fifo_made = unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) };
+        assert_eq!(fifo_made, 0);
+        // SAFETY: mknod on a NUL-terminated path in this test's own temp dir; makedev(1, 3) is /dev/null's
+        // device number.
+        let made = unsafe {
+            libc::mknod(
+                node("null-copy.json").as_ptr(),
+                libc::S_IFCHR | 0o666,
+                libc::makedev(1, 3),
+            )
+        };
+        if made != 0 {
+            std::os::unix::fs::symlink("/dev/null", dir.path().join("null-copy.json")).unwrap();
+        }
         Inputs { dir }
     }
     fn p(&self, name: &str) -> String {
         self.dir.path().join(name).display().to_string()
     }
+}
+
+fn i_path(dir: &tempfile::TempDir, name: &str) -> String {
+    dir.path().join(name).display().to_string()
+}
+
+/// The FIFO and the device copy are still what they were: no output replaced them.
+fn assert_nodes_untouched(i: &Inputs) {
+    use std::os::unix::fs::FileTypeExt;
+    let t = |n: &str| std::fs::metadata(i.p(n)).unwrap().file_type();
+    assert!(t("fifo.json").is_fifo(), "the FIFO was replaced");
+    assert!(
+        t("null-copy.json").is_char_device(),
+        "the device was replaced"
+    );
 }
 
 fn repo_file(rel: &str) -> String {
@@ -57,7 +91,8 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
     let fixture = repo_file("tests/fixtures/linux-7.0-lazy-debugfs");
     let out = i.p("out.json");
     // (arguments, what the one line must contain)
-    let cases: Vec<(Vec<String>, &str)> = vec![
+    let cases: Vec<(Vec<String>, &str)> =
+        vec![
         // The command line itself.
         (vec!["bench".into()], "lock"),
         (vec!["nosuchcommand".into()], "nosuchcommand"),
@@ -236,6 +271,86 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
         (
             vec!["audit".into(), "--out".into(), "/proc/x/a.json".into()],
             "/proc/x",
+        ),
+        // Outputs that exist and are not regular files: refused, never replaced (issue 29).
+        (
+            vec![
+                "sim".into(),
+                "--repeat".into(),
+                "1".into(),
+                "--out".into(),
+                i.p("fifo.json"),
+            ],
+            "is a FIFO, not a regular file",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "lock".into(),
+                "--out".into(),
+                i.p("null-copy.json"),
+            ],
+            "is a character device, not a regular file",
+        ),
+        (
+            vec![
+                "audit".into(),
+                "--sysroot".into(),
+                fixture.clone(),
+                "--out".into(),
+                i.p("null-copy.json"),
+            ],
+            "is a character device",
+        ),
+        (
+            vec!["report".into(), lock.clone(), "-o".into(), i.p("fifo.json")],
+            "is a FIFO",
+        ),
+        (
+            vec!["check".into(), "--out".into(), i.p("fifo.json")],
+            "is a FIFO",
+        ),
+        (
+            vec!["check".into(), "--report".into(), i.p("null-copy.json")],
+            "--report",
+        ),
+        // Inputs are never outputs; two outputs of one run differ; every output checked before any work.
+        (
+            vec![
+                "report".into(),
+                i.p("input.json"),
+                "-o".into(),
+                i.p("input.json"),
+            ],
+            "is also an input",
+        ),
+        (
+            vec![
+                "sim".into(),
+                "--like".into(),
+                i.p("input.json"),
+                "--out".into(),
+                i.p("input.json"),
+            ],
+            "is also an input",
+        ),
+        (
+            vec![
+                "check".into(),
+                "--out".into(),
+                i.p("r.html"),
+                "--report".into(),
+                i.p("r.html"),
+            ],
+            "are the same file",
+        ),
+        (
+            vec!["check".into(), "--report".into(), "/proc/x/r.html".into()],
+            "--report cannot create /proc/x",
+        ),
+        (
+            vec!["check".into(), "--report".into(), i.p("a-directory")],
+            "is a directory",
         ),
         // bench pg, latency, net.
         (
@@ -525,7 +640,69 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
             ],
             "0.1",
         ),
+        // This round's (issue 29): a load the shell cannot find, and guest commands `vm` checks on the
+        // host before it boots anything.
+        (
+            vec![
+                "bench".into(),
+                "latency".into(),
+                "--load".into(),
+                "/nonexistent/cmd".into(),
+            ],
+            "the shell finds no command /nonexistent/cmd",
+        ),
+        (
+            vec!["vm".into(), "--".into(), "frobnicate".into()],
+            "frobnicate",
+        ),
+        (vec!["vm".into(), "--".into(), "ls".into(), "/".into()], "'ls'"),
+        (
+            vec![
+                "vm".into(),
+                "--".into(),
+                "audit".into(),
+                "--frobnicate".into(),
+            ],
+            "--frobnicate",
+        ),
+        (
+            vec![
+                "vm".into(),
+                "--".into(),
+                "bench".into(),
+                "lock".into(),
+                "--pages".into(),
+                "hugetlb-9m".into(),
+            ],
+            "hugetlb-9m",
+        ),
+        (
+            vec![
+                "vm".into(),
+                "--".into(),
+                "bench".into(),
+                "lock".into(),
+                "--out".into(),
+                "/proc/foo/x.json".into(),
+            ],
+            "/proc/foo",
+        ),
+        (
+            vec![
+                "vm".into(),
+                "--preempt".into(),
+                "lazy".into(),
+                "--append".into(),
+                "preempt=none".into(),
+                "--".into(),
+                "audit".into(),
+            ],
+            "preempt=none",
+        ),
     ];
+    // A real input (a copy of a bench lock result) that outputs must not overwrite.
+    std::fs::copy(&lock, i.p("input.json")).unwrap();
+    let input = std::fs::read(i.p("input.json")).unwrap();
     assert!(cases.len() >= 45, "{} cases", cases.len());
     let mut failed = Vec::new();
     for (args, want) in &cases {
@@ -548,11 +725,20 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
                 t.elapsed()
             );
             assert!(!Path::new(&out).exists(), "{label}: wrote {out}");
+            // The same with stdout and stderr closed (`2>&1 | head -0`): the one line is dropped, the
+            // exit code is the same, no panic (exit 101).
+            assert_eq!(
+                common::closed_pipes(args, i.dir.path(), &i.p("state")).code(),
+                Some(2),
+                "{label}: with stdout and stderr closed"
+            );
         });
         if res.is_err() {
             failed.push(label);
         }
     }
+    assert_nodes_untouched(&i);
+    assert_eq!(std::fs::read(i.p("input.json")).unwrap(), input);
     assert!(
         failed.is_empty(),
         "{} of {} cases failed: {failed:#?}",

@@ -176,3 +176,56 @@ fn bad_input_is_one_line_and_exit_2() {
         common::assert_refused(&o, &format!("{args:?}"), want);
     }
 }
+
+/// Regression (issue 29 item 5): `--load 'exit 3'` and `--load 'sleep 0.1; exit 1'` reported rows as
+/// measured under that load, exit 0. The cell fails with how the load ended, its result says so, exit 1;
+/// `--load /nonexistent/cmd` is refused before anything runs (exit 2, one line, no result file).
+#[test]
+fn a_load_that_ends_fails_its_cell_and_a_missing_one_is_refused() {
+    let _l = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    for (load, how) in [
+        ("exit 3", "exited with status 3"),
+        ("sleep 0.1; exit 1", "exited with status 1"),
+        ("kill -9 $$", "ended by signal 9"),
+    ] {
+        let out = dir.path().join("r.json");
+        let o = run(
+            &[
+                "--load",
+                load,
+                "--policy",
+                "other",
+                "--duration",
+                "400ms",
+                "--repeat",
+                "2",
+            ],
+            &out,
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{load}: {err}");
+        assert_eq!(err.lines().count(), 1, "{load}: {err}");
+        assert!(
+            err.contains("1 cells failed") && err.contains(how),
+            "{load}: {err}"
+        );
+        let d: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        let cell = &d["cells"][0];
+        assert_eq!(cell["status"], "failed", "{load}: {cell}");
+        assert!(cell["reason"].as_str().unwrap().contains(how), "{cell}");
+        // No repetition measured after the load ended is kept.
+        assert!(
+            cell["reps"].as_array().unwrap().is_empty(),
+            "{load}: {cell}"
+        );
+    }
+    let out = dir.path().join("missing.json");
+    let o = run(&["--load", "/nonexistent/cmd"], &out);
+    common::assert_refused(
+        &o,
+        "missing load",
+        "the shell finds no command /nonexistent/cmd",
+    );
+    assert!(!out.exists());
+}

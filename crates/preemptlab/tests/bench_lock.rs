@@ -287,7 +287,50 @@ fn hugetlb_cells_reserve_and_restore_the_pool() {
             .as_str()
             .unwrap()
             .contains("--reserve-hugepages"));
+        assert!(v.get("hugetlb_free_seen").is_none(), "{v}");
     }
+}
+
+/// Regression (issue 29 item 8): a run without --reserve-hugepages counts on the free pages it sees and
+/// did not record them; now the result says how many it saw and needed. A reserving run records none.
+#[test]
+fn a_run_without_a_reservation_records_the_free_pages_it_counted_on() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--locks",
+        "pg",
+        "--pages",
+        "hugetlb-2m",
+        "--workers",
+        "2",
+        "--duration",
+        "200ms",
+        "--warmup",
+        "0s",
+        "--repeat",
+        "1",
+        "--descriptors",
+        "65536",
+    ];
+    let operators = hugetlb::OperatorsPool::keep();
+    operators.grow_by(16);
+    let (o, v) = run(&args, &dir.path().join("free.json"));
+    drop(operators);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(v["cells"][0]["status"], "ok", "{}", v["cells"][0]);
+    let seen = &v["hugetlb_free_seen"][0];
+    assert_eq!(seen["page_kib"], 2048, "{v}");
+    let (free, needed) = (
+        seen["free_pages"].as_u64().unwrap(),
+        seen["needed_pages"].as_u64().unwrap(),
+    );
+    assert!(needed >= 1 && free >= needed, "{seen}");
+    let mut reserving = args.to_vec();
+    reserving.push("--reserve-hugepages");
+    let (o, v) = run(&reserving, &dir.path().join("reserved.json"));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(v.get("hugetlb_free_seen").is_none(), "{v}");
 }
 
 #[test]

@@ -228,3 +228,65 @@ fn bad_input_and_no_root() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("run as root"));
     assert!(leftovers().is_empty());
 }
+
+/// Regression (issue 29): a run that died after its first cell (a closed stderr panicked it) left a
+/// 1-cell result marked `"interrupted": false`. The file written after each cell says interrupted until
+/// the matrix completes: a run killed outright (SIGKILL, nothing can clean up) leaves a partial file that
+/// says so; a run that completes says false.
+#[test]
+fn a_run_killed_mid_matrix_leaves_a_file_marked_interrupted() {
+    let _l = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut child = Command::new(cargo_bin("preemptlab"))
+        .args(["bench", "net", "--quiet", "--out"])
+        .arg(&out)
+        .args([
+            "--tests",
+            "tcp-stream,udp-stream,tcp-pingpong",
+            "--msg-sizes",
+            "1K",
+            "--duration",
+            "1s",
+            "--repeat",
+            "1",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let cells = |v: &Value| v["cells"].as_array().map_or(0, |c| c.len());
+    let t = Instant::now();
+    let partial = loop {
+        let v: Option<Value> = std::fs::read(&out)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        if let Some(v) = v.filter(|v| cells(v) >= 1) {
+            break v;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "no cell written");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(cells(&partial) < 3, "{partial}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert!(cells(&v) < 3, "{v}");
+    assert_eq!(v["interrupted"], true, "{v}");
+    let o = net(
+        &[
+            "--tests",
+            "tcp-stream",
+            "--msg-sizes",
+            "1K",
+            "--duration",
+            "200ms",
+            "--repeat",
+            "1",
+        ],
+        &out,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(v["interrupted"], false, "{v}");
+}

@@ -392,6 +392,69 @@ fn closed_stdout_is_a_quiet_exit_not_a_panic() {
     assert!(std::path::Path::new(&sim_out).exists());
 }
 
+/// Regression (issue 29): an output naming a stream is written in place, never replaced: `--out
+/// /dev/stdout` gets the result once (the run rewrites a staged file after each cell), `--out /dev/null`
+/// stays the device, and `audit --out /dev/stdout` publishes into the pipe.
+#[test]
+fn outputs_to_streams_are_written_in_place_once() {
+    let sim = [
+        "sim",
+        "--cpus",
+        "4",
+        "--workers",
+        "8",
+        "--models",
+        "none,lazy",
+        "--pages",
+        "4k",
+        "--duration",
+        "20ms",
+        "--warmup",
+        "1ms",
+        "--repeat",
+        "1",
+        "--quiet",
+        "--format",
+        "markdown",
+    ];
+    let o = cmd()
+        .args(sim)
+        .args(["--out", "/dev/stdout"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(text.matches("\"schema_version\"").count(), 1, "{text}");
+    // The JSON document first, then the table asked for on stdout.
+    let end = text.find("\n}\n").expect("a whole JSON document") + 3;
+    let v: Value = serde_json::from_str(&text[..end]).unwrap();
+    assert_eq!(v["cells"].as_array().unwrap().len(), 2);
+    assert!(text[end..].contains('|'), "{text}");
+    cmd()
+        .args(sim)
+        .args(["--out", "/dev/null"])
+        .assert()
+        .success();
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    let o = cmd()
+        .args(["audit", "--format", "prometheus", "--sysroot"])
+        .arg(fixture("linux-7.0-lazy-debugfs"))
+        .args(["--out", "/dev/stdout"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(
+        text.matches("# TYPE preemptlab_audit_info").count(),
+        2,
+        "{text}"
+    );
+}
+
 /// Regression (issue 29): progress lines and messages to a closed stderr (`preemptlab bench lock ... 2>&1 |
 /// head -1`, likewise sim, bench net and bench pg) panicked with exit 101. Now they are dropped, the run
 /// goes on, its result file is written and its exit code is its own; with stdout closed too, the same.

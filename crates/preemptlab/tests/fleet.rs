@@ -173,3 +173,94 @@ fn refused_input() {
     common::assert_refused(&run(&["fleet", e, "--now", "yesterday"]), "now", "--now");
     common::assert_refused(&run(&["fleet"]), "no paths", "DIR|FILE");
 }
+
+/// Regression (issue 29): a host name with a newline split the fleet table's row, and one with escape bytes
+/// reached the terminal raw (terminal injection from an untrusted audit file). Every string from an audit
+/// is shown as an escape in the table, Markdown and HTML, never sent.
+#[test]
+fn strings_from_audit_files_are_shown_not_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = audit_into(dir.path(), "linux-7.0-lazy-debugfs");
+    audit_into(dir.path(), "debian-6.1-voluntary");
+    let p = dir.path().join("linux-7.0-lazy-debugfs.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let evil = "db1\n\u{1b}]0;owned\u{7}\u{1b}[2J\u{202e}evil";
+    v["hostname"]["value"] = Value::from(evil);
+    std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let now = (t + 60).to_string();
+    for format in ["table", "markdown"] {
+        let o = run(&["fleet", d, "--format", format, "--now", &now]);
+        assert_eq!(o.status.code(), Some(0), "{format}");
+        let text = String::from_utf8(o.stdout).unwrap();
+        for bad in ['\u{1b}', '\u{7}', '\u{202e}'] {
+            assert!(!text.contains(bad), "{format}: {bad:?} sent: {text}");
+        }
+        assert!(
+            text.contains(r"db1\n\u{1b}]0;owned\u{7}\u{1b}[2J\u{202e}evil"),
+            "{format}: {text}"
+        );
+        // The row stays one line.
+        assert!(!text.lines().any(|l| l.trim() == "evil"), "{text}");
+    }
+    let html = dir.path().join("page.html");
+    let o = run(&["report", d, "-o", html.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(!page.contains('\u{1b}') && !page.contains('\u{202e}'));
+    assert!(page.contains(r"\u{1b}[2J"), "the host name is shown");
+}
+
+/// Regression (issue 29 item 6): a FIFO named `x.json` hung `fleet` and `results`; `fleet --fail-on warn`
+/// over audits of which none could be read exited 0 (a gate that passes when nothing was assessed);
+/// `results` left out files it could not read. Now the FIFO is listed (at once), the gate fails with one
+/// line, and `results` names each file it did not read.
+#[test]
+fn fifos_and_unreadable_files_are_listed_and_nothing_assessed_fails_the_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("x.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path in this test's own temp dir.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    std::fs::write(dir.path().join("garbage.json"), "not json").unwrap();
+    let d = dir.path().to_str().unwrap();
+    let t = std::time::Instant::now();
+    let o = run(&["fleet", d, "--format", "json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let failed = v["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 2, "{v}");
+    let fifo_row = failed
+        .iter()
+        .find(|f| f["file"].as_str().unwrap().ends_with("x.json"))
+        .unwrap();
+    assert!(
+        fifo_row["reason"]
+            .as_str()
+            .unwrap()
+            .contains("a FIFO, not a regular file"),
+        "{fifo_row}"
+    );
+    // Named directly too: refused without waiting for a writer.
+    let o = run(&["fleet", fifo.to_str().unwrap(), "--fail-on", "warn"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("no audit could be assessed"), "{err}");
+    let o = run(&["fleet", d, "--fail-on", "warn"]);
+    assert_eq!(o.status.code(), Some(1));
+    let o = run(&["results", d]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(&format!("not read: {}: a FIFO", fifo.display())),
+        "{text}"
+    );
+    assert!(text.contains("garbage.json: "), "{text}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(20), "no hang");
+}

@@ -22,8 +22,25 @@ use stats::Summary;
 use crate::svg::{bar_chart, line_chart, ranged_bar_chart, Axis, Series};
 use stats::fmt::{ns, rate};
 
+/// `s` with its control and bidirectional formatting characters shown as escapes
+/// ([`crate::markup::shown`]), except the whitespace HTML lays out itself (newline, tab, carriage return):
+/// a page made of other hosts' files shows what they hold, and stays valid HTML.
+pub(crate) fn shown_in_markup(s: &str) -> String {
+    s.split_inclusive(['\n', '\t', '\r'])
+        .map(|part| {
+            let (body, ws) = match part.char_indices().last() {
+                Some((i, '\n' | '\t' | '\r')) => part.split_at(i),
+                _ => (part, ""),
+            };
+            crate::markup::shown(body) + ws
+        })
+        .collect()
+}
+
+/// `s` escaped for HTML text and attribute values, its control characters shown ([`shown_in_markup`]).
 pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
+    shown_in_markup(s)
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")

@@ -37,6 +37,47 @@ impl Style {
     }
 }
 
+/// `s` with every control character (C0, DEL, C1: a newline, an escape sequence's ESC) and every
+/// bidirectional formatting character (which reorders what a terminal shows) written out as an escape
+/// (`\n`, `\u{1b}`, `\u{202e}`): shown, never sent. Text from files another host wrote (an audit's host
+/// name, a file name) reaches a terminal only through this: a host name holding an escape sequence would
+/// otherwise drive the terminal (terminal injection), one holding a newline would split a table row.
+pub fn shown(s: &str) -> String {
+    if !s.chars().any(needs_showing) {
+        return s.to_string();
+    }
+    s.chars()
+        .map(|c| match needs_showing(c) {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
+}
+
+fn needs_showing(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `doc` with every string in it [`shown`]: for a document read from a file (an audit, the fleet answer)
+/// before it is laid out as a table or Markdown. Keys and numbers are unchanged; a document that does not
+/// come back from its own JSON (never the case for the schema's types) is returned as it was.
+pub fn shown_all<T: serde::Serialize + serde::de::DeserializeOwned + Clone>(doc: &T) -> T {
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::String(s) => *s = shown(s),
+            serde_json::Value::Array(a) => a.iter_mut().for_each(walk),
+            serde_json::Value::Object(o) => o.values_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    let Ok(mut v) = serde_json::to_value(doc) else {
+        return doc.clone();
+    };
+    walk(&mut v);
+    serde_json::from_value(v).unwrap_or_else(|_| doc.clone())
+}
+
 /// Wraps `text` to `width` columns; the first line starts after `first` columns already used, the
 /// following ones are indented by `indent` spaces.
 pub fn wrap(text: &str, width: usize, first: usize, indent: usize) -> String {
@@ -274,5 +315,36 @@ mod tests {
         assert_eq!(command("# a b c", 6, 0, 0), "# a b\n# c");
         assert_eq!(split_command("a # b # c"), ("a", Some("b # c")));
         assert_eq!(split_command("plain text"), ("plain text", None));
+    }
+}
+
+#[cfg(test)]
+mod shown_tests {
+    use super::*;
+
+    #[test]
+    fn control_and_bidi_characters_are_shown_as_escapes() {
+        assert_eq!(shown("db-1.example"), "db-1.example");
+        assert_eq!(shown("a\nb\t\u{1b}[2J"), r"a\nb\t\u{1b}[2J");
+        assert_eq!(
+            shown("\u{202e}txt.exe\u{7f}\u{9b}"),
+            r"\u{202e}txt.exe\u{7f}\u{9b}"
+        );
+        assert_eq!(shown("é ü 数"), "é ü 数");
+        #[derive(Clone, serde::Serialize, serde::Deserialize)]
+        struct Doc {
+            host: String,
+            list: Vec<String>,
+            n: u32,
+        }
+        let d = shown_all(&Doc {
+            host: "x\u{1b}y".into(),
+            list: vec!["\n".into()],
+            n: 3,
+        });
+        assert_eq!(
+            (d.host.as_str(), d.list[0].as_str(), d.n),
+            (r"x\u{1b}y", r"\n", 3)
+        );
     }
 }

@@ -5,9 +5,10 @@ use results::Document;
 
 use crate::markup::{columns, Align};
 
-/// The listing of `docs` (each with its file name). Documents without an envelope or cells (audits, fleet
-/// answers) are left out.
-pub fn render(docs: &[(String, Document)]) -> String {
+/// The listing of `docs` (each with its file name), then one line per file in `unread` (name, why) that
+/// could not be read or parsed. Documents without an envelope or cells (audits, fleet answers) are left
+/// out.
+pub fn render(docs: &[(String, Document)], unread: &[(String, String)]) -> String {
     let mut rows: Vec<Vec<String>> = docs
         .iter()
         .filter_map(|(file, doc)| {
@@ -17,24 +18,29 @@ pub fn render(docs: &[(String, Document)]) -> String {
                 .filter(|c| c.status == results::Status::Ok)
                 .count();
             Some(vec![
-                env.started_utc.clone(),
-                env.kind.clone(),
+                crate::markup::shown(&env.started_utc),
+                crate::markup::shown(&env.kind),
                 format!("{ok}/{}", cells.len()),
                 if env.interrupted {
                     "interrupted".into()
                 } else {
                     String::new()
                 },
-                file.clone(),
+                crate::markup::shown(file),
             ])
         })
         .collect();
     rows.sort();
-    columns(
+    let mut out = columns(
         &["started (UTC)", "kind", "cells ok", "", "file"],
         &[Align::Left; 5],
         &rows,
         0,
         160,
-    )
+    );
+    for (file, why) in unread {
+        let (file, why) = (crate::markup::shown(file), crate::markup::shown(why));
+        out.push_str(&format!("not read: {file}: {why}\n"));
+    }
+    out
 }

@@ -35,7 +35,8 @@ const T: f64 = 30.0;
 const B: f64 = 50.0;
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
+    crate::html::shown_in_markup(s)
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")

@@ -23,7 +23,8 @@ pub struct Envelope {
     pub started_utc: String,
     /// The host it ran on.
     pub host: crate::host::HostFacts,
-    /// True when SIGINT/SIGTERM ended the run early.
+    /// True when SIGINT/SIGTERM ended the run early. `bench net` and `bench latency` also write true after
+    /// each cell until the matrix completes, so the file of a run that died another way says it is partial.
     pub interrupted: bool,
     /// How the guest was run, when the result was measured inside a VM (`preemptlab vm` adds it).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -245,6 +245,22 @@ pub struct LockResult {
     pub costs: Option<Costs>,
     /// The cells, in run order.
     pub cells: Vec<Cell>,
+    /// Free huge pages a run without `--reserve-hugepages` counted on, per hugetlb backing, as seen before
+    /// the cells (another user of the pool can take them during the run; empty when the run reserved its
+    /// pages or used none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hugetlb_free_seen: Vec<FreeSeen>,
+}
+
+/// The free pages of one hugetlb pool as a run that did not reserve them saw them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FreeSeen {
+    /// The pool's page size.
+    pub page_kib: u64,
+    /// Free pages in it (`free_hugepages`) before the cells.
+    pub free_pages: u64,
+    /// Pages the run needed from it.
+    pub needed_pages: u64,
 }
 
 #[cfg(test)]

@@ -250,6 +250,10 @@ pub struct Cell {
     pub server_settings: Vec<(String, String)>,
     /// Huge pages the server needed (`shared_memory_size_in_huge_pages`), when known.
     pub hugepages_needed: Option<u64>,
+    /// Free huge pages of the run's size seen before the server started, when the run counted on them
+    /// instead of reserving (no `--reserve-hugepages`); another user of the pool can take them meanwhile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hugepages_free_seen: Option<u64>,
     /// Every run.
     pub reps: Vec<Rep>,
     /// Summary over the runs.

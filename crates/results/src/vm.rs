@@ -43,13 +43,36 @@ pub struct VmBlock {
     pub host_other_busy_pct: Option<f64>,
     /// The command run in the guest (after `preemptlab`).
     pub command: Vec<String>,
+    /// Boots it took: 1, or more when a boot panicked before the command started and was retried (`vm`
+    /// boots at most [`MAX_BOOTS`] times). Results written before it was recorded read as 1.
+    #[serde(default = "one")]
+    pub boot_attempts: u32,
+    /// Why each boot before the last was retried: the console line that shows the panic.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boot_retries: Vec<String>,
+}
+
+/// How many times `vm` boots a guest whose kernel panics before the command starts (TCG boots of Debian's
+/// kernels do, about one in 30) before it gives up.
+pub const MAX_BOOTS: u32 = 3;
+
+fn one() -> u32 {
+    1
 }
 
 impl VmBlock {
-    /// One line on how the guest ran: kernel, accelerator and why, vCPUs, memory, boot and wall time.
+    /// One line on how the guest ran: kernel, accelerator and why, vCPUs, memory, boot and wall time, and
+    /// the boots that panicked before it.
     pub fn summary(&self) -> String {
+        let retried = match self.boot_attempts {
+            0 | 1 => String::new(),
+            n => format!(
+                " (boot {n} of {MAX_BOOTS}: {} panicked before the command started)",
+                n - 1
+            ),
+        };
         format!(
-            "{} ({}: {}), {} vCPUs, {} MiB: booted in {:.1} s, {:.1} s in all",
+            "{} ({}: {}), {} vCPUs, {} MiB: booted in {:.1} s{retried}, {:.1} s in all",
             self.kernel_release.as_deref().unwrap_or(&self.kernel_image),
             self.accelerator,
             self.accelerator_why,
@@ -103,6 +126,8 @@ mod tests {
             host_other_busy_pct: Some(0.4),
             wall_s: 20.0,
             command: vec!["audit".into()],
+            boot_attempts: 1,
+            boot_retries: Vec::new(),
         }
     }
 
@@ -124,6 +149,17 @@ mod tests {
             "7.2.13+deb14-amd64 (tcg: asked for tcg), 2 vCPUs, 2048 MiB: booted in 12.5 s, 20.0 s in all"
         );
         assert_eq!(b.busy_warning(), None);
+        b.boot_attempts = 2;
+        assert!(b
+            .summary()
+            .contains("booted in 12.5 s (boot 2 of 3: 1 panicked before the command started)"));
+        // A block written before the boots were counted reads as one boot.
+        let mut v = serde_json::to_value(block()).unwrap();
+        v.as_object_mut().unwrap().remove("boot_attempts");
+        assert_eq!(
+            serde_json::from_value::<VmBlock>(v).unwrap().boot_attempts,
+            1
+        );
         b.host_other_busy_pct = Some(12.4);
         assert!(b
             .busy_warning()

@@ -52,12 +52,24 @@ impl VmArgs {
     /// The options to run with; `default_path(kind)` is where a command of that kind (`bench-lock`,
     /// `check`, `sim`) writes its result when not told.
     pub fn options(self, default_path: impl FnOnce(&str) -> PathBuf) -> Result<VmOptions, VmError> {
-        let preempt = match &self.preempt {
-            None => None,
-            Some(p) => match PreemptModel::parse(p) {
-                Some(m) if m != PreemptModel::Rt => Some(m),
-                _ => return Err(VmError::NotAModel(p.clone())),
-            },
+        let model = |p: &String| match PreemptModel::parse(p) {
+            Some(m) if m != PreemptModel::Rt => Ok(m),
+            _ => Err(VmError::NotAModel(p.clone())),
+        };
+        let flag = self.preempt.as_ref().map(model).transpose()?;
+        // A preempt= in --append is the model too: the same as --preempt or refused (the kernel takes the
+        // last one it reads, so `--preempt lazy --append preempt=none` silently booted none), and checked
+        // against the kernel as --preempt is. It leaves --append; the model goes on the command line once.
+        let (appended, append) = split_preempt(self.append.as_deref());
+        let appended = appended.as_ref().map(model).transpose()?;
+        let preempt = match (flag, appended) {
+            (Some(f), Some(a)) if f != a => {
+                return Err(VmError::PreemptConflict {
+                    preempt: f.to_string(),
+                    appended: a.to_string(),
+                })
+            }
+            (f, a) => f.or(a),
         };
         let memory = hostfacts::parse::size(&self.memory).map_err(|e| VmError::Memory(e.0))?;
         let boot_timeout =
@@ -74,11 +86,32 @@ impl VmArgs {
                 VmAccel::Kvm => AccelRequest::Kvm,
                 VmAccel::Tcg => AccelRequest::Tcg,
             },
-            append: self.append,
+            append,
             command: self.command,
             exe: std::env::current_exe().map_err(|e| VmError::io("finding this binary", e))?,
         })
     }
+}
+
+/// The `preempt=` words of a kernel command line (the last one, as the kernel reads it; several that
+/// disagree are refused by the caller as a conflict with themselves), and the line without them.
+fn split_preempt(append: Option<&str>) -> (Option<String>, Option<String>) {
+    let Some(a) = append else {
+        return (None, None);
+    };
+    let mut model = None;
+    let rest: Vec<&str> = a
+        .split_whitespace()
+        .filter(|w| match w.strip_prefix("preempt=") {
+            Some(m) => {
+                model = Some(m.to_string());
+                false
+            }
+            None => true,
+        })
+        .collect();
+    let rest = (!rest.is_empty()).then(|| rest.join(" "));
+    (model, rest)
 }
 
 /// The kind of result a guest command writes by default (`bench-lock`, `check`, `sim`), if it writes one:
@@ -139,5 +172,32 @@ mod tests {
             .to_string()
             .starts_with("memory: \"x\" is not a size"));
         assert_eq!(result_kind(&["audit".into()]), None);
+    }
+
+    /// Regression (issue 29): `vm --preempt lazy --append preempt=none` silently booted none.
+    #[test]
+    fn a_preempt_in_append_is_the_model_or_a_conflict() {
+        let flag = |o: &str| format!("--{}", o.replace('_', "-"));
+        let with = |preempt: Option<&str>, append: &str| {
+            let mut a = args(preempt, "2G", &["audit"]);
+            a.append = Some(append.into());
+            a.options(|_| unreachable!())
+        };
+        let e = with(Some("lazy"), "quiet preempt=none").unwrap_err();
+        assert_eq!(
+            e.render(flag),
+            "--preempt lazy and preempt=none in --append: two different models; give one of them"
+        );
+        let o = with(Some("full"), "preempt=full nokaslr").unwrap();
+        assert_eq!(
+            (o.preempt, o.append.as_deref()),
+            (Some(PreemptModel::Full), Some("nokaslr"))
+        );
+        let o = with(None, "preempt=none").unwrap();
+        assert_eq!((o.preempt, o.append), (Some(PreemptModel::None), None));
+        assert!(matches!(
+            with(None, "preempt=sometimes"),
+            Err(VmError::NotAModel(_))
+        ));
     }
 }

@@ -8,9 +8,12 @@
 //!
 //! - [`kernels`]: which kernels can be booted and what each offers (models, rseq slice extension);
 //! - [`accel`]: KVM or TCG, with the reason;
+//! - [`guest`]: what the host hands the guest and reads back from its console (the guest script,
+//!   virtme-ng's arguments, the command's `--out`, whether a boot panicked), pure;
 //! - [`pgdirs`]: the PostgreSQL build directories a `bench pg --pg-bin` command needs shared into the guest;
-//! - [`run`]: the virtme-ng invocation, the guest script, timing, and cleanup (virtme-ng and QEMU run in
-//!   their own process group, killed on a stop signal or error; the temp dir is removed);
+//! - [`run`]: booting and waiting, timing, a boot that panicked before the command tried again, and
+//!   cleanup (virtme-ng and QEMU run in their own process group, killed on a stop signal or error; the temp
+//!   dir is removed);
 //! - [`record`]: the `vm` block of the result (pure data; all that is left without the default `runner`
 //!   feature, for the `results` schema crate);
 //! - `cli` (feature `cli`): the options as a command line gives them (clap), turned into [`VmOptions`].
@@ -19,6 +22,8 @@
 pub mod accel;
 #[cfg(feature = "cli")]
 pub mod cli;
+#[cfg(feature = "runner")]
+pub mod guest;
 #[cfg(feature = "runner")]
 pub mod kernels;
 #[cfg(feature = "runner")]
@@ -71,9 +76,11 @@ pub enum VmError {
         /// What was found.
         found: Vec<String>,
     },
-    /// `preempt` names a model the kernel does not offer.
+    /// `preempt` (or the guest command's `switch_preempt`) names a model the kernel does not offer.
     #[error("{}", self.render(str::to_string))]
     ModelNotOffered {
+        /// The option that asked (`preempt`, `switch_preempt`).
+        option: &'static str,
         /// What was asked.
         model: String,
         /// The kernel.
@@ -84,6 +91,14 @@ pub enum VmError {
     /// `preempt` is no model a kernel can boot with.
     #[error("{}", self.render(str::to_string))]
     NotAModel(String),
+    /// `preempt` and a `preempt=` in `append` name different models.
+    #[error("{}", self.render(str::to_string))]
+    PreemptConflict {
+        /// The model `preempt` names.
+        preempt: String,
+        /// The one `append` names.
+        appended: String,
+    },
     /// More vCPUs than host CPUs.
     #[error("{}", self.render(str::to_string))]
     TooManyCpus {
@@ -117,7 +132,7 @@ pub enum VmError {
     #[error("{}", self.render(str::to_string))]
     KvmUnusable(accel::KvmUnusable),
     /// A tool is missing.
-    #[error("{tool} not found; {fix}")]
+    #[error("{}", self.render(str::to_string))]
     ToolMissing {
         /// The tool.
         tool: String,
@@ -125,7 +140,7 @@ pub enum VmError {
         fix: String,
     },
     /// An I/O step failed.
-    #[error("{what}: {source}")]
+    #[error("{}", self.render(str::to_string))]
     Io {
         /// What we were doing, on which path.
         what: String,
@@ -133,7 +148,7 @@ pub enum VmError {
         source: std::io::Error,
     },
     /// The guest never ran the command or never reported its exit status.
-    #[error("the guest did not run the command ({why}); virtme-ng's last output:\n{log_tail}")]
+    #[error("{}", self.render(str::to_string))]
     GuestFailed {
         /// What was missing.
         why: String,
@@ -149,10 +164,10 @@ pub enum VmError {
         log_tail: String,
     },
     /// The result file could not be written on the host.
-    #[error(transparent)]
+    #[error("{}", self.render(str::to_string))]
     Output(#[from] osutil::output::OutputError),
     /// A stop signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT: [`osutil::stop`]).
-    #[error("interrupted: the VM was stopped and nothing is left behind")]
+    #[error("{}", self.render(str::to_string))]
     Interrupted,
 }
 
@@ -175,7 +190,9 @@ impl VmError {
     }
 
     /// The message with every option named by `name` (the command line passes its flag spelling; `list`
-    /// is where the kernels are listed, `command` where the guest command goes).
+    /// is where the kernels are listed, `command` where the guest command goes). Every variant is spelled
+    /// out here (its `Display` is this with the field names): no arm falls back to `Display`, which would
+    /// call this again.
     pub fn render(&self, name: impl Fn(&str) -> String) -> String {
         let fetch = "run scripts/kernels fetch";
         match self {
@@ -204,12 +221,13 @@ impl VmError {
                 name("list")
             ),
             VmError::ModelNotOffered {
+                option,
                 model,
                 kernel,
                 offered,
             } => format!(
                 "{} {model}: kernel {kernel} offers only {}; pick one of those or another {} ({} shows them)",
-                name("preempt"),
+                name(option),
                 offered.join(", "),
                 name("kernel"),
                 name("list")
@@ -217,6 +235,11 @@ impl VmError {
             VmError::NotAModel(m) => format!(
                 "{} {m}: not a model (use none, voluntary, full or lazy)",
                 name("preempt")
+            ),
+            VmError::PreemptConflict { preempt, appended } => format!(
+                "{} {preempt} and preempt={appended} in {}: two different models; give one of them",
+                name("preempt"),
+                name("append")
             ),
             VmError::TooManyCpus { asked, host } => {
                 let cpus = name("cpus");
@@ -249,7 +272,15 @@ impl VmError {
                 "the guest did not run the command (it did not reach the command within {secs} s ({}); a loaded host slows TCG guests); virtme-ng's last output:\n{log_tail}",
                 name("boot_timeout")
             ),
-            e => e.to_string(),
+            VmError::ToolMissing { tool, fix } => format!("{tool} not found; {fix}"),
+            VmError::Io { what, source } => format!("{what}: {source}"),
+            VmError::GuestFailed { why, log_tail } => format!(
+                "the guest did not run the command ({why}); virtme-ng's last output:\n{log_tail}"
+            ),
+            VmError::Output(e) => e.to_string(),
+            VmError::Interrupted => {
+                "interrupted: the VM was stopped and nothing is left behind".into()
+            }
         }
     }
 }

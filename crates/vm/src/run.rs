@@ -21,9 +21,10 @@ use std::time::{Duration, Instant};
 use hostfacts::rusage::{Usage, Who};
 use hostfacts::PreemptModel;
 
-use crate::accel::{self, Accel, AccelRequest};
+use crate::accel::{self, AccelRequest};
+use crate::guest::{boot_panic, find_out_arg, guest_script, module_tree, vng_args, with_rodirs};
 use crate::kernels::{self, Kernel, SearchPaths};
-use crate::record::{with_vm_block, VmBlock};
+use crate::record::{with_vm_block, VmBlock, MAX_BOOTS};
 use crate::VmError;
 
 /// Default guest memory, MiB.
@@ -77,149 +78,6 @@ pub struct VmOutcome {
 /// The host's CPUs this process may use (a guest gets at most as many vCPUs).
 pub fn host_cpus() -> u32 {
     osutil::cpus::usable()
-}
-
-/// Quotes a word for sh.
-pub fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-/// Finds the command's `--out FILE` / `--out=FILE`: (index of the value's word, the value, whether the word
-/// is `--out=FILE`).
-pub fn find_out_arg(command: &[String]) -> Option<(usize, String, bool)> {
-    let mut found = None;
-    let mut i = 0;
-    while i < command.len() {
-        let w = &command[i];
-        if w == "--" {
-            break;
-        }
-        if w == "--out" && i + 1 < command.len() {
-            found = Some((i + 1, command[i + 1].clone(), false));
-            i += 1;
-        } else if let Some(v) = w.strip_prefix("--out=") {
-            found = Some((i, v.to_string(), true));
-        }
-        i += 1;
-    }
-    found
-}
-
-/// The module tree of a kernel unpacked from a package (`<root>/usr/lib/modules/<name>` or
-/// `<root>/lib/modules/<name>` holding `modules.dep`, `<root>` an ancestor of the image), or the image's own
-/// directory when it holds `modules.dep`; None for a build without modules.
-pub fn module_tree(k: &Kernel) -> Option<PathBuf> {
-    let has_dep = |d: &Path| d.join("modules.dep").is_file();
-    let dir = k.image.parent()?;
-    if has_dep(dir) {
-        return Some(dir.to_path_buf());
-    }
-    k.image.ancestors().skip(1).take(4).find_map(|root| {
-        ["usr/lib/modules", "lib/modules"]
-            .iter()
-            .map(|t| root.join(t).join(&k.name))
-            .find(|d| has_dep(d))
-    })
-}
-
-/// The guest script (pure): `dir` is the shared directory, `argv` the full command line to run, `config`
-/// and `modules` the booted kernel's config file and module tree when the host has them: the guest sees
-/// the host's root filesystem, whose /boot and module trees belong to the host's kernel, so they are put
-/// where the guest kernel's tools look (`/boot/config-RELEASE` for the audit, `/usr/lib/modules/RELEASE`
-/// for modprobe, e.g. veth for `bench net --netns`), on tmpfs mounts that exist only in the guest.
-pub fn guest_script(
-    dir: &Path,
-    argv: &[String],
-    config: Option<&Path>,
-    modules: Option<&Path>,
-) -> String {
-    let d = sh_quote(&dir.display().to_string());
-    let cmd: Vec<String> = argv.iter().map(|a| sh_quote(a)).collect();
-    // What fails here is reported on the host (`setup-stderr`), not fatal: the command still runs.
-    let mut setup = String::from("r=$(uname -r)\ne=\"$d/setup-stderr\"\n");
-    if let Some(c) = config {
-        setup.push_str(&format!(
-            "[ -e \"/boot/config-$r\" ] || {{ mount -t tmpfs preemptlab-boot /boot 2>>\"$e\" && cp {} \"/boot/config-$r\" 2>>\"$e\"; }}\n",
-            sh_quote(&c.display().to_string())
-        ));
-    }
-    if let Some(m) = modules {
-        // virtme-ng links a module tree it knows of itself; /usr is a writable overlay in its guests.
-        setup.push_str(&format!(
-            "[ -e \"/usr/lib/modules/$r/modules.dep\" ] || {{ mkdir -p \"/usr/lib/modules/$r\" 2>>\"$e\" && mount --bind {} \"/usr/lib/modules/$r\" 2>>\"$e\"; }}\n",
-            sh_quote(&m.display().to_string())
-        ));
-    }
-    format!(
-        "#!/bin/sh\n\
-         # preemptlab vm: runs in the guest as root\n\
-         d={d}\n\
-         {setup}\
-         grep -q ' /sys/kernel/debug debugfs ' /proc/mounts || mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null\n\
-         cat /proc/uptime > \"$d/uptime\"\n\
-         cat /proc/cmdline > \"$d/cmdline\"\n\
-         uname -r > \"$d/release\"\n\
-         cat /sys/kernel/debug/sched/preempt > \"$d/preempt-before\" 2>/dev/null\n\
-         : > \"$d/started\"\n\
-         {cmd} > \"$d/stdout\" 2> \"$d/stderr\" < /dev/null\n\
-         echo $? > \"$d/status.tmp\"\n\
-         cat /sys/kernel/debug/sched/preempt > \"$d/preempt-after\" 2>/dev/null\n\
-         mv \"$d/status.tmp\" \"$d/status\"\n",
-        cmd = cmd.join(" ")
-    )
-}
-
-/// `args` with a read-only `--rodir` for each of `dirs` (at the same path in the guest), before `--exec`.
-pub fn with_rodirs(mut args: Vec<String>, dirs: &[&Path]) -> Vec<String> {
-    let at = args
-        .iter()
-        .position(|a| a == "--exec")
-        .unwrap_or(args.len());
-    let extra = dirs
-        .iter()
-        .flat_map(|d| ["--rodir".to_string(), d.display().to_string()]);
-    args.splice(at..at, extra);
-    args
-}
-
-/// vng's arguments (pure).
-#[allow(clippy::too_many_arguments)]
-pub fn vng_args(
-    image: &Path,
-    accel: Accel,
-    cpus: u32,
-    memory_mib: u64,
-    append: &str,
-    shared: &Path,
-    script: &Path,
-) -> Vec<String> {
-    let mut v = vec![
-        "--run".to_string(),
-        image.display().to_string(),
-        "--cpus".into(),
-        cpus.to_string(),
-        "--memory".into(),
-        format!("{memory_mib}M"),
-        "--user".into(),
-        "root".into(),
-        "--rwdir".into(),
-        shared.display().to_string(),
-        // The guest console goes to virtme-ng's log (never to the user): shown when the guest fails.
-        "--verbose".into(),
-    ];
-    if accel == Accel::Tcg {
-        v.push("--disable-kvm".into());
-    }
-    if !append.trim().is_empty() {
-        v.push("--append".into());
-        v.push(append.trim().to_string());
-    }
-    v.push("--exec".into());
-    v.push(format!(
-        "/bin/sh {}",
-        sh_quote(&script.display().to_string())
-    ));
-    v
 }
 
 /// virtme-ng's `vng`: `$PREEMPTLAB_VNG`, then PATH, then the venv `scripts/test-vm` makes.
@@ -283,6 +141,7 @@ pub fn pick_kernel(
     if let (Some(m), Some(c)) = (preempt, &caps) {
         if !c.offered.is_empty() && !c.offered.contains(&m) {
             return Err(VmError::ModelNotOffered {
+                option: "preempt",
                 model: m.to_string(),
                 kernel: kernel.name.clone(),
                 offered: c.offered.iter().map(|m| m.to_string()).collect(),
@@ -395,8 +254,19 @@ fn tail(p: &Path, lines: usize) -> String {
     osutil::tail(&std::fs::read_to_string(p).unwrap_or_default(), lines, "\n")
 }
 
-/// Boots the kernel, runs the command, brings back its output. The host is left as it was on every path.
-pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
+/// The guest's size, as [`check`] resolves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GuestSize {
+    /// vCPUs.
+    pub cpus: u32,
+    /// Memory, MiB.
+    pub memory_mib: u64,
+}
+
+/// Checks the options that need no kernel, tool or boot (the command is there and is not `vm`, the vCPUs
+/// and memory, the boot timeout) and resolves the guest's size: what [`run`] checks first, for a caller
+/// that checks the guest command against that size before anything boots.
+pub fn check(opts: &VmOptions) -> Result<GuestSize, VmError> {
     match opts.command.first().map(String::as_str) {
         None => return Err(VmError::NoCommand),
         Some("vm") => return Err(VmError::Nested),
@@ -417,7 +287,122 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
     if opts.boot_timeout.is_zero() {
         return Err(VmError::NoBootTimeout);
     }
-    let (kernel, _caps) = pick_kernel(opts.kernel.as_deref(), opts.preempt)?;
+    Ok(GuestSize { cpus, memory_mib })
+}
+
+/// The guest command's `--switch-preempt MODE` (or `--switch-preempt=MODE`), if any.
+fn switch_preempt_arg(command: &[String]) -> Option<String> {
+    let mut words = command.iter().take_while(|w| *w != "--");
+    while let Some(w) = words.next() {
+        if w == "--switch-preempt" {
+            return words.next().cloned();
+        }
+        if let Some(m) = w.strip_prefix("--switch-preempt=") {
+            return Some(m.to_string());
+        }
+    }
+    None
+}
+
+/// One boot of the guest, waited for until virtme-ng exits.
+struct Attempt {
+    /// From starting virtme-ng until the command started; None when it never did.
+    boot: Option<Duration>,
+    /// From starting virtme-ng until it exited.
+    wall: Duration,
+    /// [`HostLoad::others_pct`] over the boot.
+    host_other_busy_pct: Option<f64>,
+}
+
+/// Starts virtme-ng (its output to `log_path`, truncated) and waits for it to exit: stops its whole
+/// process group on a stop signal ([`VmError::Interrupted`]) or when the command has not started within
+/// the boot timeout. The shared directory is emptied first, so that nothing of an earlier boot is read
+/// as this one's.
+fn boot_once(
+    vng: &Path,
+    args: &[String],
+    path_var: &std::ffi::OsStr,
+    home: &Path,
+    shared: &Path,
+    log_path: &Path,
+    opts: &VmOptions,
+) -> Result<Attempt, VmError> {
+    let entries = std::fs::read_dir(shared)
+        .map_err(|e| VmError::io(format!("reading {}", shared.display()), e))?;
+    for e in entries.flatten() {
+        let _ = std::fs::remove_file(e.path());
+    }
+    let log = std::fs::File::create(log_path)
+        .map_err(|e| VmError::io(format!("creating {}", log_path.display()), e))?;
+    let log2 = log
+        .try_clone()
+        .map_err(|e| VmError::io("duplicating a file handle", e))?;
+    let load0 = HostLoad::now();
+    let started = Instant::now();
+    let child = Command::new(vng)
+        .args(args)
+        .env("PATH", path_var)
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| VmError::io(format!("starting {}", vng.display()), e))?;
+    let mut group = Group { child, done: false };
+    let mut boot: Option<Duration> = None;
+    loop {
+        if osutil::stop::interrupted() {
+            group.stop();
+            return Err(VmError::Interrupted);
+        }
+        if boot.is_none() && shared.join("started").exists() {
+            boot = Some(started.elapsed());
+        }
+        if boot.is_none() && started.elapsed() > opts.boot_timeout {
+            group.stop();
+            return Err(VmError::BootTimedOut {
+                secs: opts.boot_timeout.as_secs(),
+                log_tail: tail(log_path, 25),
+            });
+        }
+        match group.child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) => {}
+            Err(e) => return Err(VmError::io("waiting for virtme-ng", e)),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    group.done = true;
+    let wall = started.elapsed();
+    drop(group); // kills a QEMU that outlived vng
+    Ok(Attempt {
+        boot,
+        wall,
+        host_other_busy_pct: load0.and_then(|l| l.others_pct(wall)),
+    })
+}
+
+/// Boots the kernel, runs the command, brings back its output. The host is left as it was on every path.
+/// A boot whose kernel panicked before the command started ([`boot_panic`]) is tried again, up to
+/// [`MAX_BOOTS`] boots in all; `say` is told of each retry as it happens, and the result's `vm` block
+/// records them.
+pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmError> {
+    let GuestSize { cpus, memory_mib } = check(opts)?;
+    let (kernel, caps) = pick_kernel(opts.kernel.as_deref(), opts.preempt)?;
+    // A bench's --switch-preempt to a model this kernel does not offer fails in the guest, after the
+    // boot: refused here instead.
+    if let (Some(mode), Some(c)) = (switch_preempt_arg(&opts.command), &caps) {
+        let m = PreemptModel::parse(&mode);
+        if !c.offered.is_empty() && m.is_some_and(|m| !c.offered.contains(&m)) {
+            return Err(VmError::ModelNotOffered {
+                option: "switch_preempt",
+                model: mode,
+                kernel: kernel.name.clone(),
+                offered: c.offered.iter().map(|m| m.to_string()).collect(),
+            });
+        }
+    }
     let (accel, accel_why) =
         accel::choose(opts.accel, &accel::probe()).map_err(VmError::KvmUnusable)?;
     let vng = find_vng()?;
@@ -511,73 +496,52 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
     let args = with_rodirs(args, &rodirs);
     let qemu_version = first_line_of(&qemu, "--version");
     let vng_version = first_line_of(&vng, "--version");
-    let log_path = tmp.path().join("vng.log");
-    let log = std::fs::File::create(&log_path)
-        .map_err(|e| VmError::io(format!("creating {}", log_path.display()), e))?;
-    let log2 = log
-        .try_clone()
-        .map_err(|e| VmError::io("duplicating a file handle", e))?;
     let mut path_var = std::ffi::OsString::from(vng.parent().unwrap_or(Path::new("/")));
     if let Some(p) = std::env::var_os("PATH") {
         path_var.push(":");
         path_var.push(p);
     }
-    let load0 = HostLoad::now();
-    let started = Instant::now();
-    let child = Command::new(&vng)
-        .args(&args)
-        .env("PATH", path_var)
-        .env("HOME", &home)
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(log2)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| VmError::io(format!("starting {}", vng.display()), e))?;
-    let mut group = Group { child, done: false };
-
-    let mut boot: Option<Duration> = None;
+    let log_path = tmp.path().join("vng.log");
     let status_file = shared.join("status");
-    loop {
-        if osutil::stop::interrupted() {
-            group.stop();
-            return Err(VmError::Interrupted);
+    let mut boot_retries = Vec::new();
+    let (attempt, status) = loop {
+        let attempt = boot_once(&vng, &args, &path_var, &home, &shared, &log_path, opts)?;
+        if let Some(s) = read_trim(&status_file).and_then(|s| s.parse::<i32>().ok()) {
+            break (attempt, s);
         }
-        if boot.is_none() && shared.join("started").exists() {
-            boot = Some(started.elapsed());
-        }
-        if boot.is_none() && started.elapsed() > opts.boot_timeout {
-            group.stop();
-            return Err(VmError::BootTimedOut {
-                secs: opts.boot_timeout.as_secs(),
-                log_tail: tail(&log_path, 25),
-            });
-        }
-        match group.child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) => {}
-            Err(e) => return Err(VmError::io("waiting for virtme-ng", e)),
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    group.done = true;
-    let wall = started.elapsed();
-    drop(group); // kills a QEMU that outlived vng
-    let host_other_busy_pct = load0.and_then(|l| l.others_pct(wall));
-
-    let status: i32 = match read_trim(&status_file).and_then(|s| s.parse().ok()) {
-        Some(s) => s,
-        None => {
-            return Err(VmError::GuestFailed {
-                why: if boot.is_some() {
-                    "the command started but reported no exit status".into()
-                } else {
-                    "the guest never reached the command".into()
-                },
-                log_tail: tail(&log_path, 25),
-            })
+        let console = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let panicked = attempt
+            .boot
+            .is_none()
+            .then(|| boot_panic(&console))
+            .flatten();
+        match panicked {
+            Some(line) if (boot_retries.len() as u32) + 1 < MAX_BOOTS => {
+                say(&format!(
+                    "the guest kernel panicked before the command started ({line}); booting again ({} of {MAX_BOOTS})",
+                    boot_retries.len() + 2
+                ));
+                boot_retries.push(line);
+            }
+            _ => {
+                return Err(VmError::GuestFailed {
+                    why: match (attempt.boot, panicked) {
+                        (Some(_), _) => "the command started but reported no exit status".into(),
+                        (None, Some(_)) => format!(
+                            "the guest kernel panicked before the command started, in all {MAX_BOOTS} boots"
+                        ),
+                        (None, None) => "the guest never reached the command".into(),
+                    },
+                    log_tail: osutil::tail(&console, 25, "\n"),
+                })
+            }
         }
     };
+    let Attempt {
+        boot,
+        wall,
+        host_other_busy_pct,
+    } = attempt;
     let block = VmBlock {
         accelerator: accel.as_str().into(),
         accelerator_why: accel_why,
@@ -597,6 +561,8 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
         wall_s: wall.as_secs_f64(),
         host_other_busy_pct,
         command: opts.command.clone(),
+        boot_attempts: boot_retries.len() as u32 + 1,
+        boot_retries,
     };
     let mut stdout = std::fs::read(shared.join("stdout")).unwrap_or_default();
     let mut stderr = std::fs::read(shared.join("stderr")).unwrap_or_default();
@@ -638,106 +604,4 @@ pub fn run(opts: &VmOptions) -> Result<VmOutcome, VmError> {
         block,
         out_file,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
-
-    #[test]
-    fn out_argument_in_both_forms() {
-        assert_eq!(
-            find_out_arg(&s(&["bench", "lock", "--out", "r.json"])),
-            Some((3, "r.json".into(), false))
-        );
-        assert_eq!(
-            find_out_arg(&s(&["audit", "--out=a.json"])),
-            Some((1, "a.json".into(), true))
-        );
-        assert_eq!(find_out_arg(&s(&["audit", "--format", "json"])), None);
-    }
-
-    #[test]
-    fn script_quotes_every_word() {
-        let sc = guest_script(
-            Path::new("/tmp/x y"),
-            &s(&["/bin/preemptlab", "bench", "it's"]),
-            None,
-            None,
-        );
-        assert!(sc.contains("d='/tmp/x y'"));
-        assert!(sc.contains("'/bin/preemptlab' 'bench' 'it'\\''s' > \"$d/stdout\""));
-        assert!(sc.contains("mount -t debugfs"));
-        assert!(!sc.contains("/boot") && !sc.contains("modules"));
-        // The kernel's own config and modules where the guest's tools look, quoted.
-        let sc = guest_script(
-            Path::new("/tmp/s"),
-            &s(&["/bin/preemptlab", "audit"]),
-            Some(Path::new("/c/config-7.2 x")),
-            Some(Path::new("/c/usr/lib/modules/7.2")),
-        );
-        assert!(sc.contains("cp '/c/config-7.2 x' \"/boot/config-$r\""));
-        assert!(sc.contains("mount --bind '/c/usr/lib/modules/7.2' \"/usr/lib/modules/$r\""));
-        assert!(sc.find("/boot").unwrap() < sc.find("\"$d/started\"").unwrap());
-    }
-
-    #[test]
-    fn module_tree_of_an_unpacked_package() {
-        let t = tempfile::tempdir().unwrap();
-        let m = t.path().join("usr/lib/modules/7.2.1");
-        std::fs::create_dir_all(&m).unwrap();
-        std::fs::write(m.join("modules.dep"), "").unwrap();
-        std::fs::write(m.join("vmlinuz"), "").unwrap();
-        let k = |image: PathBuf| Kernel {
-            name: "7.2.1".into(),
-            image,
-            config: None,
-        };
-        // The image inside the module tree (Debian's 7.x packages) and in <root>/boot (6.x).
-        assert_eq!(module_tree(&k(m.join("vmlinuz"))), Some(m.clone()));
-        std::fs::create_dir_all(t.path().join("boot")).unwrap();
-        assert_eq!(
-            module_tree(&k(t.path().join("boot/vmlinuz-7.2.1"))),
-            Some(m)
-        );
-        // A build directory without modules.
-        let b = tempfile::tempdir().unwrap();
-        assert_eq!(module_tree(&k(b.path().join("bzImage"))), None);
-    }
-
-    #[test]
-    fn vng_arguments() {
-        let a = vng_args(
-            Path::new("/k/vmlinuz"),
-            Accel::Tcg,
-            2,
-            2048,
-            "preempt=none ",
-            Path::new("/tmp/s"),
-            Path::new("/tmp/g.sh"),
-        );
-        let line = a.join(" ");
-        assert!(line.starts_with(
-            "--run /k/vmlinuz --cpus 2 --memory 2048M --user root --rwdir /tmp/s --verbose --disable-kvm"
-        ));
-        assert!(line.ends_with("--append preempt=none --exec /bin/sh '/tmp/g.sh'"));
-        let a = vng_args(
-            Path::new("/k"),
-            Accel::Kvm,
-            1,
-            512,
-            "",
-            Path::new("/s"),
-            Path::new("/g"),
-        );
-        assert!(!a.contains(&"--disable-kvm".to_string()) && !a.contains(&"--append".to_string()));
-        let a = with_rodirs(a, &[Path::new("/c/mods"), Path::new("/c/boot")]);
-        assert!(a
-            .join(" ")
-            .ends_with("--rodir /c/mods --rodir /c/boot --exec /bin/sh '/g'"));
-    }
 }

@@ -227,6 +227,16 @@ impl OperatorsPool {
     }
 }
 
+impl OperatorsPool {
+    /// Adds `pages` persistent pages as an operator would by hand (`sysctl vm.nr_hugepages`, outside the
+    /// record): free pages a run without `--reserve-hugepages` can count on. Taken back on drop.
+    pub fn grow_by(&self, pages: u64) {
+        let _lock = record_lock(libc::LOCK_EX);
+        let persistent = HugetlbPool::of(2048).persistent().expect("the 2 MB pool");
+        set_persistent(persistent + pages).expect("growing the 2 MB pool (needs root)");
+    }
+}
+
 /// The persistent 2 MB pool less the pages live runs added (read under the record's lock).
 fn operators_now() -> u64 {
     let live: u64 = registry()

@@ -14,3 +14,27 @@ pub fn assert_refused(o: &Output, context: &str, want: &str) {
     assert_eq!(err.trim().lines().count(), 1, "{context}: one line: {err}");
     assert!(err.contains(want), "{context}: {err} should name {want:?}");
 }
+
+/// Runs preemptlab (under `timeout 20`) with `args` in `dir`, with both stdout and stderr on pipes whose
+/// read ends are closed before it starts: every write fails with EPIPE (`2>&1 | head -0`). (std::io::pipe
+/// is newer than the MSRV; the tests in cli.rs use it too, where clippy does not look: test code only.)
+#[allow(clippy::incompatible_msrv)]
+pub fn closed_pipes(
+    args: &[String],
+    dir: &std::path::Path,
+    state_dir: &str,
+) -> std::process::ExitStatus {
+    let (out_r, out_w) = std::io::pipe().unwrap();
+    let (err_r, err_w) = std::io::pipe().unwrap();
+    drop((out_r, err_r));
+    std::process::Command::new("timeout")
+        .arg("20")
+        .arg(assert_cmd::cargo::cargo_bin("preemptlab"))
+        .args(args)
+        .env("PREEMPTLAB_STATE_DIR", state_dir)
+        .current_dir(dir)
+        .stdout(out_w)
+        .stderr(err_w)
+        .status()
+        .unwrap()
+}

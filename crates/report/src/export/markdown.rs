@@ -23,7 +23,7 @@ impl Exporter<Comparison> for Markdown {
 
 impl Exporter<Fleet> for Markdown {
     fn export(&self, f: &Fleet) -> String {
-        crate::fleet_table::markdown(f)
+        crate::fleet_table::markdown(&crate::markup::shown_all(f))
     }
 }
 

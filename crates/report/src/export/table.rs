@@ -12,7 +12,7 @@ use results::sim::SimResult;
 
 use super::{cells_of, header, Exporter, Layout};
 use crate::compare::Comparison;
-use crate::markup::{columns, Align};
+use crate::markup::{columns, shown_all, Align};
 use results::host::fleet::Fleet;
 
 /// The text table exporter, laid out in its [`Layout`] (colour and width, where a document has them).
@@ -21,7 +21,8 @@ pub struct Table(pub Layout);
 
 impl Exporter<results::host::Audit> for Table {
     fn export(&self, a: &results::host::Audit) -> String {
-        crate::audit_table::render(a, self.0.style, self.0.width)
+        // A captured host's (--sysroot) strings are shown, never sent to the terminal.
+        crate::audit_table::render(&shown_all(a), self.0.style, self.0.width)
     }
 }
 
@@ -42,7 +43,8 @@ impl Exporter<HugepagesDoc> for Table {
 
 impl Exporter<Fleet> for Table {
     fn export(&self, f: &Fleet) -> String {
-        crate::fleet_table::render(f, self.0.style, self.0.width)
+        // Every string came from an audit file another host wrote.
+        crate::fleet_table::render(&shown_all(f), self.0.style, self.0.width)
     }
 }
 

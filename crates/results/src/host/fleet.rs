@@ -2,8 +2,35 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::findings::Verdict;
+use super::findings::{FailOn, Verdict};
 use super::kernel::PreemptModel;
+
+impl FailOn {
+    /// Why `fleet` fails this gate, if it does: hosts at or above the threshold, or no host assessed at
+    /// all (every file failed: a gate that passes when nothing was assessed is no gate).
+    pub fn fleet_failure(self, f: &Fleet) -> Option<String> {
+        if f.hosts.is_empty() {
+            return Some(format!(
+                "--fail-on {}: no audit could be assessed ({} of {} files failed)",
+                self.name(),
+                f.totals.failed,
+                f.totals.files
+            ));
+        }
+        let failing = f
+            .hosts
+            .iter()
+            .filter(|h| self.fails_verdict(h.verdict))
+            .count();
+        (failing > 0).then(|| {
+            format!(
+                "--fail-on {}: {failing} of {} hosts at or above it",
+                self.name(),
+                f.hosts.len()
+            )
+        })
+    }
+}
 
 /// The whole answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

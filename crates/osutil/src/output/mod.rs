@@ -1,15 +1,27 @@
-//! Result files: checked before any work, written atomically.
+//! Result files: checked before any work, written atomically, never over what they must not replace.
 //!
 //! A bench that measures for minutes and then cannot write its result has lost the work, so every command
-//! that writes a file proves first that it can ([`check_writable`]), before it measures anything. Writes go
-//! to a temp file with a name unique to this process in the destination's directory, renamed into place: a
-//! reader never sees a half-written file, and two runs writing beside each other never share a temp file.
+//! that writes a file proves first that it can ([`check_writable`], [`ResultFile::claim`]), before it
+//! measures anything. Writes go to a temp file with a name unique to this process in the destination's
+//! directory, renamed into place: a reader never sees a half-written file, and two runs writing beside each
+//! other never share a temp file.
+//!
+//! What a path may be is decided in [`dest`]: a regular file or a new one, or a stream the user named to be
+//! written in place (`/dev/null`, `/dev/stdout`, `/dev/fd/N`); a device node, FIFO, socket or directory is
+//! refused, never replaced. An output is never one of the run's inputs ([`check_not_input`]) and two
+//! outputs of one run are never the same file ([`check_distinct`]).
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::explain_io_error;
+
+pub mod dest;
+
+pub use dest::{
+    check_distinct, check_not_input, destination, same_file, Destination, ResultFile, Stream,
+};
 
 /// Why a result file cannot be written. The messages name the path and the fix; a command line adds how
 /// its user names another path.
@@ -20,6 +32,44 @@ pub enum OutputError {
     IsDirectory {
         /// The path given.
         path: PathBuf,
+    },
+    /// The path exists and is not a regular file (a device node, a FIFO, a socket).
+    #[error("{} is {what}, not a regular file: a result is written only to a regular file (or in place to /dev/stdout, /dev/stderr, /dev/fd/N or /dev/null); give a file path", .path.display())]
+    NotRegular {
+        /// The path given.
+        path: PathBuf,
+        /// What it is, in words ("a character device").
+        what: &'static str,
+    },
+    /// A symbolic link to nothing.
+    #[error("{} is a symbolic link to a file that does not exist: give the file's own path", .path.display())]
+    DanglingLink {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// A stream named by its descriptor that cannot be written.
+    #[error("{}: the descriptor is {why}: give a file path", .path.display())]
+    StreamClosed {
+        /// The path given (`/dev/fd/N`).
+        path: PathBuf,
+        /// Why ("not open in this process").
+        why: &'static str,
+    },
+    /// The output is one of the run's input files.
+    #[error("{} is also an input ({}): write the result to another file", .path.display(), .input.display())]
+    IsInput {
+        /// The output path.
+        path: PathBuf,
+        /// The input it is.
+        input: PathBuf,
+    },
+    /// Two outputs of one run are the same file.
+    #[error("{} and {} are the same file: give each output its own", .a.display(), .b.display())]
+    SameFile {
+        /// One output.
+        a: PathBuf,
+        /// The other.
+        b: PathBuf,
     },
     /// The directory for the file could not be created.
     #[error("cannot create {} for the result: {}", .dir.display(), explain_io_error(.err))]
@@ -108,14 +158,14 @@ impl OutputError {
     }
 }
 
-/// Can `path` be written? Creates its directory, then creates and removes a temp file there. The error
-/// names the path and what to do.
+/// Can `path` be written? A stream ([`destination`]) can; for a file, creates its directory, then creates
+/// and removes a temp file there. The error names the path and what to do.
 pub fn check_writable(path: &Path) -> Result<(), OutputError> {
-    if path.is_dir() {
-        return Err(OutputError::IsDirectory {
-            path: path.to_path_buf(),
-        });
-    }
+    let path = match destination(path)? {
+        Destination::InPlace(_) => return Ok(()),
+        Destination::File(p) => p,
+    };
+    let path = path.as_path();
     let dir = parent(path);
     // The directories this check creates, deepest last: removed again afterwards, so that a run refused
     // later (bad input found after the check) leaves nothing behind; the write creates them for good.
@@ -147,13 +197,14 @@ pub fn check_writable(path: &Path) -> Result<(), OutputError> {
 }
 
 /// Writes `text` to `path` atomically: a temp file unique to this process in the same directory, then a
-/// rename. Creates the directory. On error nothing is left behind.
+/// rename. Creates the directory. On error nothing is left behind. A stream ([`destination`]) is written
+/// in place; any other path that is not a regular file is refused.
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), OutputError> {
-    if path.is_dir() {
-        return Err(OutputError::IsDirectory {
-            path: path.to_path_buf(),
-        });
-    }
+    let path = match destination(path)? {
+        Destination::InPlace(s) => return dest::write_stream(path, s, text),
+        Destination::File(p) => p,
+    };
+    let path = path.as_path();
     let dir = parent(path);
     std::fs::create_dir_all(dir).map_err(|err| OutputError::CreateDir {
         dir: dir.to_path_buf(),
@@ -187,11 +238,23 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), OutputError> {
         })
 }
 
-/// Can `path` be published with [`publish`]? Its directory must already exist (a directory that readers
-/// watch, such as node_exporter's textfile directory, is the operator's to create: a typo should not
-/// silently make a new one), `path` must not be a directory, and it must have a file name. Checked before
-/// any work; the error names the path and what to do.
+/// Can `path` be published with [`publish`]? A stream ([`destination`]) can. Otherwise its directory must
+/// already exist (a directory that readers watch, such as node_exporter's textfile directory, is the
+/// operator's to create: a typo should not silently make a new one), `path` must not be a directory or
+/// any other thing than a regular file, and it must have a file name. Checked before any work; the error
+/// names the path and what to do.
 pub fn check_publishable(path: &Path) -> Result<(), OutputError> {
+    let path = match destination(path) {
+        Ok(Destination::InPlace(_)) => return Ok(()),
+        Ok(Destination::File(p)) => p,
+        Err(OutputError::IsDirectory { .. }) => {
+            return Err(OutputError::PublishDirectory {
+                path: path.to_path_buf(),
+            })
+        }
+        Err(e) => return Err(e),
+    };
+    let path = path.as_path();
     let dir = parent(path);
     if !dir.is_dir() {
         return Err(OutputError::NoDirectory {
@@ -217,8 +280,20 @@ pub fn check_publishable(path: &Path) -> Result<(), OutputError> {
 /// so the rename is atomic), named `.NAME.PID-NANOS.tmp` so that two concurrent runs never share one and a
 /// collector reading only `*.prom` never picks it up, written, fsynced, made world-readable (0644), then
 /// renamed over `path`. A reader opens either the old file or the new one, never a half-written one. The
-/// directory is not created (see [`check_publishable`]); the temp file is removed on any failure.
+/// directory is not created (see [`check_publishable`]); the temp file is removed on any failure. A stream
+/// ([`destination`]) is written in place; any other path that is not a regular file is refused.
 pub fn publish(path: &Path, text: &str) -> Result<(), OutputError> {
+    let path = match destination(path) {
+        Ok(Destination::InPlace(s)) => return dest::write_stream(path, s, text),
+        Ok(Destination::File(p)) => p,
+        Err(OutputError::IsDirectory { .. }) => {
+            return Err(OutputError::PublishDirectory {
+                path: path.to_path_buf(),
+            })
+        }
+        Err(e) => return Err(e),
+    };
+    let path = path.as_path();
     let dir = parent(path);
     let name = path.file_name().ok_or_else(|| OutputError::NoFileName {
         path: path.to_path_buf(),

@@ -1,0 +1,85 @@
+//! Huge pages for `bench pg`'s configurations: how many a server needs, and growing the pool for them
+//! (`--reserve-hugepages`) or counting on the free pages found, which the cells then record.
+
+use results::pg::Spec;
+use results::Status;
+
+use crate::guard::PoolGuard;
+use crate::pgcluster::Cluster;
+use crate::pgrun::Skip;
+
+pub(crate) fn hugepages_needed(
+    cluster: &Cluster,
+    settings: &[(String, String)],
+    spec: &Spec,
+) -> Option<u64> {
+    // PostgreSQL 15+ computes it; older servers: shared_buffers plus the ~8% other shared structures.
+    if let Ok(v) = cluster.computed("shared_memory_size_in_huge_pages", settings) {
+        if let Ok(n) = v.parse::<i64>() {
+            if n > 0 {
+                return Some(n as u64);
+            }
+        }
+    }
+    let sb = settings
+        .iter()
+        .find(|(k, _)| k == "shared_buffers")
+        .and_then(|(_, v)| hostfacts::parse::size(v).ok())?;
+    let kib = sb.0 / 1024 * 108 / 100 + 16 * 1024;
+    Some(kib.div_ceil(spec.huge_page_kib))
+}
+
+fn free_huge_pages(page_kib: u64) -> u64 {
+    crate::pool::HugetlbPool::of(page_kib)
+        .available()
+        .unwrap_or(0)
+}
+
+/// What [`reserve`] did for a configuration's huge pages.
+pub(crate) enum Reserved {
+    /// The pool was grown for it (restored when the guard drops).
+    Grown(PoolGuard),
+    /// Not reserved: the run counts on the free pages it saw (recorded in its cells).
+    CountedOn(u64),
+    /// No huge pages needed, or the need is unknown.
+    Nothing,
+}
+
+/// Grows the pool for a configuration when allowed; otherwise checks that `huge_pages=on` can start on
+/// the free pages and records what the run counts on.
+pub(crate) fn reserve(
+    hp: &str,
+    needed: Option<u64>,
+    spec: &Spec,
+    allowed: bool,
+    grow_hint: &str,
+) -> Result<Reserved, Skip> {
+    if hp == "off" {
+        return Ok(Reserved::Nothing);
+    }
+    let Some(needed) = needed else {
+        return Ok(Reserved::Nothing);
+    };
+    let want = needed + hostfacts::hugepages::margin(needed);
+    let kib = spec.huge_page_kib;
+    if allowed {
+        return PoolGuard::ensure_free(kib, want)
+            .map(Reserved::Grown)
+            .map_err(|e| {
+                Skip(
+                    Status::Failed,
+                    format!("could not reserve {want} huge pages of {kib} kB: {e}"),
+                )
+            });
+    }
+    let free = free_huge_pages(kib);
+    if hp == "on" && free < needed {
+        return Err(Skip(
+            Status::Skipped,
+            format!(
+                "huge_pages=on needs {needed} free {kib} kB pages and the pool has {free}: {grow_hint}"
+            ),
+        ));
+    }
+    Ok(Reserved::CountedOn(free))
+}
