@@ -7,7 +7,7 @@ use crate::host::Host;
 use crate::hostpool;
 use crate::kernel::{self, KernelFacts};
 use crate::memory::{self, MemoryFacts};
-use crate::pgquery::ServerInfo;
+use crate::pgquery::{PgFailure, ServerInfo};
 use crate::postgres::{self};
 
 /// The version of the audit JSON schema (GUIDE.md "Audit JSON"). Bumped on any incompatible change.
@@ -24,6 +24,12 @@ pub fn host_facts(host: &Host) -> HostFacts {
 
 /// Runs the audit over `host`, with the server information already fetched for `--pg`.
 pub fn audit(host: &Host, servers: &[ServerInfo]) -> Audit {
+    audit_of(host, servers, &[])
+}
+
+/// Runs the audit over `host`, with the `--pg` servers that answered and those that could not be asked
+/// (each a `pg-query-failed` finding; the rest of the audit stands).
+pub fn audit_of(host: &Host, servers: &[ServerInfo], pg_failures: &[PgFailure]) -> Audit {
     let HostFacts {
         hostname,
         kernel,
@@ -31,13 +37,15 @@ pub fn audit(host: &Host, servers: &[ServerInfo]) -> Audit {
     } = host_facts(host);
     let (instances, unmatched_servers) = postgres::discover(host, servers);
     let pool_targets = hostpool::for_host(&memory, &instances);
-    let findings = findings::findings(
+    let mut findings = findings::findings(
         &kernel,
         &memory,
         &instances,
         &unmatched_servers,
         &pool_targets,
     );
+    findings.extend(pg_failures.iter().map(findings::pg_query_failed));
+    findings::sort(&mut findings);
     let verdict = findings::verdict(&findings);
     Audit {
         schema_version: SCHEMA_VERSION,
@@ -52,10 +60,13 @@ pub fn audit(host: &Host, servers: &[ServerInfo]) -> Audit {
             Some(host.root().display().to_string())
         },
         hostname,
+        host_id: crate::hostid::read(host),
+        inventory_name: None,
         kernel,
         memory,
         instances,
         unmatched_servers,
+        pg_failures: pg_failures.to_vec(),
         pool_targets,
         findings,
         verdict,

@@ -386,8 +386,40 @@ pub fn findings(
  pool: None,
 });
     }
-    out.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
+    sort(&mut out);
     out
+}
+
+/// Findings in the audit's order: most severe first, then by id.
+pub fn sort(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
+}
+
+/// `pg-query-failed` (warn): a `--pg` server could not be asked. The rest of the audit stands (the
+/// instances are still found and sized from /proc), without the server's own figures.
+pub fn pg_query_failed(f: &crate::pgquery::PgFailure) -> Finding {
+    let peer = f.error.contains("Peer authentication failed");
+    let mut fix = vec![format!(
+        "psql '{}' -c 'SELECT 1'   # as the user the audit runs as: PostgreSQL's own client gives the same error",
+        f.dsn
+    )];
+    if peer {
+        fix.push("peer authentication admits the OS user of the same name: connect over the unix socket (host=/var/run/postgresql user=postgres), as root (preemptlab then connects as that OS user) or as that user".into());
+    } else {
+        fix.push("Debian's default for local connections is peer authentication: a unix-socket DSN with an OS user's name, as root (host=/var/run/postgresql user=postgres)".into());
+    }
+    Finding {
+        id: "pg-query-failed".into(),
+        severity: Severity::Warn,
+        instance: None,
+        title: format!(
+            "{}: the server could not be asked, so the audit goes without its own figures (the instances are still audited from /proc)",
+            f.dsn
+        ),
+        evidence: vec![f.error.clone()],
+        fix,
+        pool: None,
+    }
 }
 
 /// `preempt-mode-ignored` (warn): `preempt=` on the kernel command line names a mode this kernel does not

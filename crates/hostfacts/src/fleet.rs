@@ -201,13 +201,31 @@ fn file_stem(file: &str) -> String {
     base.strip_suffix(".json").unwrap_or(base).to_string()
 }
 
+/// What tells a host from the others: its host ID (the machine ID hashed, `hostid`) with the inventory
+/// name where the audit has both (a cloned image that kept its machine ID is still two hosts under two
+/// names), either alone, else the file; with the `--sysroot` read, if any. Never the kernel's host name,
+/// which clones and defaults (`localhost`) share.
+pub fn host_key(a: &Audit, file: &str) -> String {
+    let name = a.inventory_name.as_deref().filter(|n| !n.is_empty());
+    let mut key = match (a.host_id.get(), name) {
+        (Some(id), Some(n)) => format!("host-id {id} name {n}"),
+        (Some(id), None) => format!("host-id {id}"),
+        (None, Some(n)) => format!("name {n}"),
+        (None, None) => format!("file {file}"),
+    };
+    if let Some(root) = &a.sysroot {
+        key = format!("{key} sysroot {root}");
+    }
+    key
+}
+
 /// Assesses one audit: the host's row and its instances on 4 KB pages with their fixes.
 pub fn assess(file: &str, a: &Audit, opts: &Options) -> Assessed {
-    let host = a
-        .hostname
-        .get()
-        .filter(|h| !h.is_empty())
-        .cloned()
+    let hostname = a.hostname.get().filter(|h| !h.is_empty()).cloned();
+    let inventory_name = a.inventory_name.clone().filter(|n| !n.is_empty());
+    let host = inventory_name
+        .clone()
+        .or_else(|| hostname.clone())
         .unwrap_or_else(|| file_stem(file));
     let age_s = opts.now_unix_s as i64 - a.generated_unix_s as i64;
     let mut instances_4k = Vec::new();
@@ -290,6 +308,9 @@ pub fn assess(file: &str, a: &Audit, opts: &Options) -> Assessed {
     above_info.sort_by_key(|f| std::cmp::Reverse(f.severity));
     let row = HostRow {
         host,
+        hostname,
+        inventory_name,
+        key: host_key(a, file),
         file: file.to_string(),
         sysroot: a.sysroot.clone(),
         verdict: a.verdict,
@@ -348,7 +369,7 @@ pub fn verdict_rank(v: Verdict) -> u8 {
 pub fn combine(loaded: Vec<Loaded>, opts: &Options) -> Fleet {
     let files = loaded.len();
     let mut failed = Vec::new();
-    let mut newest: HashMap<(String, Option<String>), Assessed> = HashMap::new();
+    let mut newest: HashMap<String, Assessed> = HashMap::new();
     let mut superseded = Vec::new();
     // The newest diagnosis file of each host.
     let mut diagnosed: HashMap<String, Vec<DiagnosisRow>> = HashMap::new();
@@ -373,7 +394,7 @@ pub fn combine(loaded: Vec<Loaded>, opts: &Options) -> Fleet {
             }
             Loaded::Host(a) => *a,
         };
-        let key = (a.row.host.clone(), a.row.sysroot.clone());
+        let key = a.row.key.clone();
         match newest.get_mut(&key) {
             None => {
                 newest.insert(key, a);

@@ -10,6 +10,7 @@ pub use results::host::fact;
 pub mod findings;
 pub mod fleet;
 pub mod host;
+pub mod hostid;
 pub mod hostpool;
 pub mod hugepages;
 pub mod hugetlb;
@@ -24,7 +25,7 @@ pub mod rusage;
 pub mod stopped;
 pub mod targets;
 
-pub use audit::{audit, host_facts, Audit, HostFacts};
+pub use audit::{audit, audit_of, host_facts, Audit, HostFacts};
 pub use fact::Fact;
 pub use findings::{Finding, Severity, Verdict};
 pub use host::Host;

@@ -4,8 +4,15 @@
 //! PG 17, `shared_memory_size_in_huge_pages` before PG 15) is simply absent. The session is read-only and
 //! the connect timeout is 5 s unless the DSN sets one. The client (`query`, `query_all`) needs the
 //! default `pg-client` feature; the types and `redact` do not.
+//!
+//! Peer authentication, Debian's default for local connections (pg_hba.conf `local all postgres peer`),
+//! lets a unix-socket connection in as the database user named like the connecting process's OS user. A
+//! root process asked for `host=/var/run/postgresql user=postgres` would be refused ("Peer authentication
+//! failed"), so as root a DSN whose every host is a socket directory and whose `user` is an OS account
+//! connects with that account's effective IDs ([`osutil::account::as_account`]): what `sudo -u postgres`
+//! would give, for the connect only.
 
-pub use results::host::pgquery::{ServerInfo, Setting};
+pub use results::host::pgquery::{PgFailure, ServerInfo, Setting};
 use std::collections::BTreeMap;
 
 /// The settings the audit asks for.
@@ -104,7 +111,15 @@ pub fn query(dsn: &str) -> Result<(ServerInfo, postgres::Client), QueryError> {
         dsn: shown.clone(),
         message: describe(&e),
     };
-    let mut client = config.connect(postgres::NoTls).map_err(server)?;
+    let mut client = match peer_account(&config) {
+        Some(account) => osutil::account::as_account(&account, || config.connect(postgres::NoTls))
+            .map_err(|e| QueryError::Server {
+                dsn: shown.clone(),
+                message: format!("connecting as the OS user {}: {e}", account.name),
+            })?,
+        None => config.connect(postgres::NoTls),
+    }
+    .map_err(server)?;
     let pid: i32 = client
         .query_one("SELECT pg_backend_pid()", &[])
         .map_err(server)?
@@ -136,6 +151,24 @@ pub fn query(dsn: &str) -> Result<(ServerInfo, postgres::Client), QueryError> {
 }
 
 #[cfg(feature = "pg-client")]
+/// The OS account to connect as so that peer authentication lets `config`'s user in: only as root, only
+/// when every host is a unix-socket directory and the user is an OS account other than root.
+fn peer_account(config: &postgres::Config) -> Option<osutil::account::Account> {
+    if osutil::account::effective_uid() != 0 {
+        return None;
+    }
+    let hosts = config.get_hosts();
+    let sockets_only = !hosts.is_empty()
+        && hosts
+            .iter()
+            .all(|h| matches!(h, postgres::config::Host::Unix(_)));
+    let user = config.get_user().filter(|u| *u != "root")?;
+    sockets_only
+        .then(|| osutil::account::by_name(user))
+        .flatten()
+}
+
+#[cfg(feature = "pg-client")]
 /// Open sessions to the `--pg` servers. Keep it alive while reading /proc: the sessions' backends are how
 /// servers are matched to local instances.
 pub struct Sessions {
@@ -158,6 +191,36 @@ pub fn query_all(dsns: &[String]) -> Result<Sessions, QueryError> {
         servers,
         _clients: clients,
     })
+}
+
+#[cfg(feature = "pg-client")]
+/// Queries every DSN (see [`query`]), keeping the sessions open; a server that cannot be asked is a
+/// [`PgFailure`] beside the others, not the end of the run. Only a DSN that does not parse (bad input) is
+/// an error.
+pub fn query_each(dsns: &[String]) -> Result<(Sessions, Vec<PgFailure>), QueryError> {
+    let mut servers = Vec::new();
+    let mut clients = Vec::new();
+    let mut failures = Vec::new();
+    for dsn in dsns {
+        match query(dsn) {
+            Ok((info, client)) => {
+                servers.push(info);
+                clients.push(client);
+            }
+            Err(e @ QueryError::BadDsn { .. }) => return Err(e),
+            Err(QueryError::Server { dsn, message }) => failures.push(PgFailure {
+                dsn,
+                error: message,
+            }),
+        }
+    }
+    Ok((
+        Sessions {
+            servers,
+            _clients: clients,
+        },
+        failures,
+    ))
 }
 
 #[cfg(test)]

@@ -102,6 +102,23 @@ pub fn plan(audit: &Audit, quick: bool, reserve_hugepages: bool) -> Plan {
     Plan { spec, huge, cpus }
 }
 
+/// Seconds a reproduction spends outside its measured repetitions: the fault-cost and cost measurements
+/// before the cells, forking the workers and laying out the region of each repetition.
+const SETUP_S: f64 = 3.0;
+
+impl Plan {
+    /// What the reproduction costs the host while it runs: every CPU, for about this long.
+    pub fn cost(&self) -> results::check::BenchCost {
+        let s = &self.spec;
+        let cells = (s.locks.len() * s.pages.len() * s.workers.len()) as f64;
+        results::check::BenchCost {
+            workers: s.workers.iter().copied().max().unwrap_or(0),
+            cpus: self.cpus,
+            duration_s: SETUP_S + cells * f64::from(s.repeat) * (s.warmup_s + s.duration_s),
+        }
+    }
+}
+
 /// Runs the plan's matrix, writing the result to `out` after each cell and calling `on_cell` with each;
 /// `grow` says how the caller can grow the 2 MB pool (as for [`NoHugeBacking::describe`]), for the reason
 /// of a huge-page cell that finds too few free pages after all.

@@ -57,6 +57,9 @@ pub struct Found {
     pub files: Vec<PathBuf>,
     /// Entries not read, with why ("permission denied (needs root)", "a FIFO, not a regular file").
     pub unreadable: Vec<(PathBuf, String)>,
+    /// The other files under the directories (not `*.json`: notes, logs), sorted, which a caller names as
+    /// not read.
+    pub others: Vec<PathBuf>,
 }
 
 /// Adds the `*.json` files under `dir` (recursively, skipping hidden entries) to `found`. Symlinked
@@ -110,6 +113,8 @@ fn walk(dir: &Path, found: &mut Found, top: bool) -> Result<(), FilesError> {
                 let why = format!("{kind}, not a regular file: skipped");
                 found.unreadable.push((path, why));
             }
+        } else {
+            found.others.push(path);
         }
     }
     Ok(())
@@ -137,6 +142,8 @@ pub fn json_files_deep(paths: &[PathBuf]) -> Result<Found, FilesError> {
     }
     found.files.sort();
     found.files.dedup();
+    found.others.sort();
+    found.others.dedup();
     Ok(found)
 }
 

@@ -8,6 +8,7 @@
 //! - `from_lock`: what a `bench lock` result gives the model (its costs as parameters, its matrix as axes).
 //! - `judge`: `check`'s judgement: effects, fixes ranked by measured gain, the verdict, the document.
 //! - `latency`: `bench latency`, cyclictest-style wakeup latency under a background load.
+//! - `load`: the other load `check` sees before it measures (instances, others' CPU share).
 //! - `latopts`: `bench latency`'s options as given, checked and resolved into its spec.
 //! - `lockbench`: `bench lock`, the StrategyGetBuffer-like workload.
 //! - `lockopts`: `bench lock`'s options as given, checked and resolved into its spec.
@@ -34,6 +35,7 @@ pub mod guard;
 pub mod judge;
 pub mod latency;
 pub mod latopts;
+pub mod load;
 pub mod lockbench;
 pub mod lockopts;
 pub mod lockrun;

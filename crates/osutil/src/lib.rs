@@ -10,6 +10,7 @@
 //! - [`input`]: input files read only when regular (a FIFO named `x.json` never hangs a reader);
 //! - [`which`], [`tail`], [`explain_io_error`], [`is_root`]: a program on PATH, the last lines of a
 //!   child's output for an error message, an I/O error in words an operator can act on;
+//! - [`account`]: an OS account by name, and acting as one for a moment (a peer-authenticated connection);
 //! - [`msg!`]: a line on stderr that a closed stderr drops instead of panicking;
 //! - [`pg_build_cache`]: where `scripts/pg-build` keeps its PostgreSQL builds (`bench pg --pg-bin NAME`
 //!   looks there, and `vm` hands the directory to its guests).
@@ -24,6 +25,7 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod account;
 pub mod child;
 pub mod cpus;
 pub mod input;

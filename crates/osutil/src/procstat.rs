@@ -36,6 +36,17 @@ impl CpuTimes {
         })
     }
 
+    /// The share of the CPU time between this reading and `later` that was busy (neither idle, I/O wait
+    /// nor the hypervisor's steal) other than `own_ticks` (this process's CPU time over the same window),
+    /// %; None when no time passed or a counter went back.
+    pub fn others_busy_pct(self, later: Self, own_ticks: u64) -> Option<f64> {
+        let dt = later.total.checked_sub(self.total)?;
+        let idle = later.idle.checked_sub(self.idle)?;
+        let steal = later.steal.checked_sub(self.steal)?;
+        let busy = dt.checked_sub(idle)?.checked_sub(steal)?;
+        (dt > 0).then(|| busy.saturating_sub(own_ticks) as f64 / dt as f64 * 100.0)
+    }
+
     /// The share of `part` in the CPU time between this reading and `later`, %; None when no time passed
     /// or a counter went back.
     pub fn share(self, later: Self, part: fn(&Self) -> u64) -> Option<f64> {
@@ -45,6 +56,23 @@ impl CpuTimes {
         );
         (dt > 0).then(|| dp as f64 / dt as f64 * 100.0)
     }
+}
+
+/// The CPU time a process has used, user + system, in the clock ticks /proc/stat counts in, from the text
+/// of /proc/PID/stat; None where it does not parse. The command name is in parentheses and may hold
+/// spaces and parentheses itself: the fields are counted after its last `)`.
+pub fn process_ticks(stat: &str) -> Option<u64> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    // After the name: state (3), ppid (4), ... utime (14), stime (15).
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    utime.checked_add(stime)
+}
+
+/// This process's CPU time so far, clock ticks (threads included).
+pub fn own_ticks() -> Option<u64> {
+    process_ticks(&std::fs::read_to_string("/proc/self/stat").ok()?)
 }
 
 /// Reads /proc/stat; None where it cannot be read or has fewer than eight CPU fields.
@@ -84,6 +112,16 @@ mod tests {
     }
 
     #[test]
+    fn process_ticks_count_after_the_name() {
+        // A name with a space and a parenthesis of its own; utime 7, stime 5.
+        let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 7 5 0 0 20 0 1 0 100 1000 10";
+        assert_eq!(super::process_ticks(stat), Some(12));
+        assert_eq!(super::process_ticks("42 (x) S 1"), None);
+        assert_eq!(super::process_ticks("no name"), None);
+        assert!(super::own_ticks().is_some());
+    }
+
+    #[test]
     fn cpu_times_parse_and_share() {
         let a = CpuTimes::parse("cpu  100 0 50 800 40 5 5 10 7 0\ncpu0 1 2 3 4 5 6 7 8\n").unwrap();
         assert_eq!((a.total, a.idle, a.steal), (1010, 840, 10));
@@ -93,6 +131,10 @@ mod tests {
         assert_eq!(a.share(b, |t| t.steal), Some(12.5));
         assert_eq!(a.share(a, |t| t.steal), None, "no time passed");
         assert_eq!(b.share(a, |t| t.steal), None, "counters went back");
+        // 400 jiffies: 210 idle, 50 steal, 140 busy; 40 of them this process's.
+        assert_eq!(a.others_busy_pct(b, 40), Some(25.0));
+        assert_eq!(a.others_busy_pct(b, 1000), Some(0.0), "never below zero");
+        assert_eq!(b.others_busy_pct(a, 0), None, "counters went back");
         assert!(CpuTimes::parse("cpu  1 2 3 4 5 6 7\n").is_none());
         assert!(CpuTimes::parse("").is_none());
     }

@@ -42,13 +42,21 @@ fn audit(args: &AuditArgs) -> Result<i32> {
     if let Some(path) = &args.out {
         osutil::output::check_publishable(path).map_err(|e| anyhow!("--out {e}"))?;
     }
-    // Connect first and keep the sessions open, so their backends are in /proc while we look.
-    let sessions = hostfacts::pgquery::query_all(&args.pg)
+    // Connect first and keep the sessions open, so their backends are in /proc while we look. A server
+    // that cannot be asked is a finding (and a metric); the rest of the audit stands.
+    let (sessions, pg_failures) = hostfacts::pgquery::query_each(&args.pg)
         .map_err(anyhow::Error::from)
         .context("--pg")?;
-    let servers = &sessions.servers;
-    let audit = hostfacts::audit(&host, servers);
+    let mut audit = hostfacts::audit_of(&host, &sessions.servers, &pg_failures);
     drop(sessions);
+    audit.inventory_name = args.inventory_name.clone();
+    for f in &pg_failures {
+        osutil::msg!(
+            "preemptlab: --pg {}: {} (finding pg-query-failed; the rest of the audit stands)",
+            f.dsn,
+            f.error
+        );
+    }
 
     let text = term::render(args.format, Some(&args.color), &audit)?;
     term::stdout(&text)?;

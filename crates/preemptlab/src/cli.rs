@@ -251,6 +251,15 @@ pub struct CheckArgs {
     /// afterwards, Ctrl-C included. Without it, the check uses only free pages the pool already has.
     #[arg(long)]
     pub reserve_hugepages: bool,
+    /// Run the synthetic bench even where PostgreSQL runs or others keep the CPUs busy: it takes every
+    /// CPU for its duration and slows them meanwhile. Without it such a host gets only what is read-only
+    /// (the audit and a short diagnosis of the running instances), and --quick or --reserve-hugepages,
+    /// which shape the bench, are refused.
+    #[arg(long)]
+    pub bench_beside_load: bool,
+    /// Exit with code 1 when the audit has a finding at or above this severity (as `audit --fail-on`).
+    #[arg(long, value_parser = fail_on())]
+    pub fail_on: Option<FailOn>,
     /// Where the reproduction's result file goes (default: results/check-<time>.json).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -281,8 +290,22 @@ pub struct AuditArgs {
     /// else JSON. For node_exporter's textfile collector: --format prometheus --out DIR/preemptlab.prom.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// The name this host goes by in your inventory (the Ansible role passes inventory_hostname): kept in
+    /// the audit, shown by `fleet`, which tells hosts apart by it where they share a kernel host name.
+    #[arg(long, value_name = "NAME", value_parser = inventory_name)]
+    pub inventory_name: Option<String>,
     #[command(flatten)]
     pub color: ColorArgs,
+}
+
+/// `--inventory-name`: a name on one line, without control characters.
+fn inventory_name(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() || s.chars().any(char::is_control) {
+        return Err(format!(
+            "{s:?}: give the host's inventory name, one line without control characters"
+        ));
+    }
+    Ok(s.to_string())
 }
 
 #[derive(Debug, Args)]

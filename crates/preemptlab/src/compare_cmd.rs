@@ -91,29 +91,69 @@ fn unread_reason(e: FilesError) -> String {
 }
 
 pub fn report(a: ReportArgs) -> Result<i32> {
-    let files = files::json_files_flat(&a.inputs)?;
-    if files.is_empty() {
-        bail!(
+    let found = files::json_files_deep(&a.inputs).map_err(|e| match e {
+        FilesError::NoJson { dir } => anyhow!(
             "no result files found in {} (give .json result files or a directory of them)",
+            dir.display()
+        ),
+        e => anyhow!(e),
+    })?;
+    let (files, others) = (found.files, found.others);
+    // The page is never one of its inputs (`report --out X X` overwrote X with HTML).
+    osutil::output::check_not_input(&a.out, &files).map_err(|e| anyhow!("--out {e}"))?;
+    crate::term::claim_output(&a.out)?;
+    // Every file is read; one that is not a result this version reads is skipped with its reason, as
+    // are the files under the directories that are not JSON (notes, logs).
+    let mut docs = Vec::new();
+    let mut skipped = Vec::new();
+    for p in &files {
+        match load(p) {
+            Ok(doc) => docs.push(report::html::Doc {
+                label: p.display().to_string(),
+                doc,
+            }),
+            Err(e) => skipped.push(report::export::Skipped {
+                file: p.display().to_string(),
+                reason: unread_reason(e),
+            }),
+        }
+    }
+    for (p, why) in found.unreadable {
+        skipped.push(report::export::Skipped {
+            file: p.display().to_string(),
+            reason: why,
+        });
+    }
+    if !others.is_empty() {
+        const SHOWN: usize = 10;
+        let mut names: Vec<String> = others
+            .iter()
+            .take(SHOWN)
+            .map(|p| p.display().to_string())
+            .collect();
+        if others.len() > SHOWN {
+            names.push(format!("and {} more", others.len() - SHOWN));
+        }
+        skipped.push(report::export::Skipped {
+            file: format!("{} other files", others.len()),
+            reason: format!("not .json, so not result files: {}", names.join(", ")),
+        });
+    }
+    if docs.is_empty() {
+        bail!(
+            "no result files among {} (the .json files found: {})",
             a.inputs
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            skipped
+                .iter()
+                .map(|s| format!("{}: {}", s.file, s.reason))
+                .collect::<Vec<_>>()
+                .join("; ")
         );
     }
-    // The page is never one of its inputs (`report --out X X` overwrote X with HTML).
-    osutil::output::check_not_input(&a.out, &files).map_err(|e| anyhow!("--out {e}"))?;
-    crate::term::claim_output(&a.out)?;
-    let docs: Vec<report::html::Doc> = files
-        .iter()
-        .map(|p| {
-            Ok(report::html::Doc {
-                label: p.display().to_string(),
-                doc: load(p)?,
-            })
-        })
-        .collect::<Result<_>>()?;
     // Several hosts' audits: the page opens with the fleet's answer over them.
     let audits: Vec<(&str, &hostfacts::Audit)> = docs
         .iter()
@@ -127,14 +167,19 @@ pub fn report(a: ReportArgs) -> Result<i32> {
         docs,
         fleet,
         generated_utc: lab::result::utc(lab::result::unix_now()),
+        skipped,
     };
     let html = term::render(report::export::Format::Html, None, &page)?;
     crate::term::write_atomic(&a.out, &html)?;
     osutil::msg!(
-        "preemptlab: wrote {} ({} inputs, {} KiB)",
+        "preemptlab: wrote {} ({} documents, {} skipped, {} KiB)",
         a.out.display(),
         page.docs.len(),
+        page.skipped.len(),
         html.len() / 1024
     );
+    for s in &page.skipped {
+        osutil::msg!("preemptlab: skipped {}: {}", s.file, s.reason);
+    }
     Ok(0)
 }

@@ -278,7 +278,14 @@ fn check_without_a_pool_still_gives_the_exact_huge_page_fix() {
 
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(cargo_bin("preemptlab"))
-        .args(["check", "--quick", "--pg", &dsn, "--out"])
+        .args([
+            "check",
+            "--quick",
+            "--bench-beside-load",
+            "--pg",
+            &dsn,
+            "--out",
+        ])
         .arg(dir.path().join("check.json"))
         .output()
         .unwrap();
@@ -298,5 +305,76 @@ fn check_without_a_pool_still_gives_the_exact_huge_page_fix() {
     assert!(fixes.contains(&line), "the exact pool size in:\n{fixes}");
     eprintln!("{text}");
     assert!(fixes.contains("not measured here"), "{fixes}");
+    c.remove().unwrap();
+}
+
+/// Issue 25: the timer's `--pg` example (`/etc/default/preemptlab`: a unix-socket DSN with
+/// `user=postgres`, the audit run as root) works under peer authentication, Debian's default for local
+/// connections; and a `--pg` that fails leaves the rest of the audit standing, with the failure as a
+/// finding and a metric, where the whole audit used to fail and every metric of the host disappeared.
+#[test]
+fn pg_under_peer_authentication_and_a_pg_that_fails() {
+    let _l = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Cluster::create(bin(), None).unwrap();
+    std::fs::write(c.data_dir().join("pg_hba.conf"), "local all all peer\n").unwrap();
+    c.start(&settings("128MB", "off")).unwrap();
+    let pid = c.postmaster_pid().unwrap();
+
+    // The packaged example's form, pointed at this cluster's socket.
+    let example = format!(
+        "postgresql:///postgres?host={}&port={}&user={}",
+        c.socket_dir().display(),
+        c.port(),
+        c.run_as().user
+    );
+    let doc = audit_json(&["--pg", &example]);
+    let inst = instance(&doc, pid);
+    assert_eq!(
+        inst["server"]["settings"]["huge_pages"]["setting"], "off",
+        "asked the server: {inst}"
+    );
+    assert!(doc.get("pg_failures").is_none(), "{}", doc["pg_failures"]);
+
+    // A role that peer authentication does not admit: the rest of the audit stands.
+    let refused = format!(
+        "host={} port={} user=preemptlab_no_such_role dbname=postgres",
+        c.socket_dir().display(),
+        c.port()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let prom = dir.path().join("preemptlab.prom");
+    let out = Command::new(cargo_bin("preemptlab"))
+        .args(["audit", "--format", "prometheus", "--pg", &refused, "--out"])
+        .arg(&prom)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("pg-query-failed"), "{err}");
+    let text = std::fs::read_to_string(&prom).unwrap();
+    for line in [
+        "preemptlab_audit_success 1".to_string(),
+        "preemptlab_pg_query_failures 1".to_string(),
+        format!("postmaster_pid=\"{pid}\""),
+    ] {
+        assert!(text.contains(&line), "{line} in:\n{text}");
+    }
+    assert!(text.contains("id=\"pg-query-failed\""), "{text}");
+    let doc = audit_json(&["--pg", &refused]);
+    instance(&doc, pid);
+    let f = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "pg-query-failed")
+        .expect("a pg-query-failed finding");
+    assert!(
+        f["evidence"][0]
+            .as_str()
+            .unwrap()
+            .contains("authentication failed"),
+        "{f}"
+    );
+    assert_eq!(doc["pg_failures"][0]["dsn"], refused.as_str());
     c.remove().unwrap();
 }

@@ -196,35 +196,37 @@ fn bad_dsn_and_unreachable_server() {
             .unwrap(),
         "bad DSN",
     );
-    assert_usage_error(
-        cmd()
-            .args([
-                "audit",
-                "--pg",
-                "postgresql://u:secret@/db?host=/nonexistent-dir",
-            ])
+    // A server that cannot be asked is not bad input: the audit stands, with the failure as a finding
+    // (issue 25: the timer's audit failed whole and every metric of the host disappeared).
+    for dsn in [
+        "postgresql://u:secret@/db?host=/nonexistent-dir",
+        "host=/nonexistent-dir user=x password=hunter2",
+    ] {
+        let out = cmd()
+            .args(["audit", "--format", "json", "--pg", dsn])
             .output()
-            .unwrap(),
-        "--pg",
-    );
-    let out = cmd()
-        .args([
-            "audit",
-            "--pg",
-            "host=/nonexistent-dir user=x password=hunter2",
-        ])
-        .output()
-        .unwrap();
-    assert_usage_error(out.clone(), "--pg");
-    assert!(
-        !String::from_utf8_lossy(&out.stderr).contains("hunter2"),
-        "the password is never printed"
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr).trim().lines().count(),
-        1,
-        "one line"
-    );
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        assert!(err.contains("pg-query-failed"), "{err}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for secret in ["secret", "hunter2"] {
+            assert!(
+                !err.contains(secret) && !stdout.contains(secret),
+                "the password is never printed"
+            );
+        }
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            doc["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["id"] == "pg-query-failed"),
+            "{doc}"
+        );
+    }
 }
 
 #[test]

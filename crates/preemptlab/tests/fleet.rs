@@ -174,6 +174,130 @@ fn refused_input() {
     common::assert_refused(&run(&["fleet"]), "no paths", "DIR|FILE");
 }
 
+/// An audit the binary writes of `fixture` as if read on the host itself (no `--sysroot`), under the
+/// kernel host name `hostname`, `--inventory-name` as given, written at `t`.
+fn clone_audit(
+    dir: &Path,
+    file: &str,
+    name: &str,
+    hostname: &str,
+    inventory: Option<&str>,
+    t: u64,
+) {
+    let root = fixture(name);
+    let mut args = vec![
+        "audit",
+        "--format",
+        "json",
+        "--sysroot",
+        root.to_str().unwrap(),
+    ];
+    if let Some(i) = inventory {
+        args.extend(["--inventory-name", i]);
+    }
+    let o = run(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    v.as_object_mut().unwrap().remove("sysroot");
+    v["hostname"]["value"] = Value::from(hostname);
+    v["generated_unix_s"] = Value::from(t);
+    std::fs::write(dir.join(file), serde_json::to_vec(&v).unwrap()).unwrap();
+}
+
+/// Issue 25: two hosts whose kernel host name is the same (`localhost`, cloned images) were merged: the
+/// at-risk one was shown under "older audits ignored" and `fleet --fail-on critical` exited 0. Hosts are
+/// told apart by their host ID (the machine ID, hashed) and inventory name, never the kernel's host name.
+#[test]
+fn two_hosts_named_localhost_stay_two_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    // The at-risk host's audit is the older one.
+    clone_audit(
+        dir.path(),
+        "a.json",
+        "linux-7.0-lazy-debugfs",
+        "localhost",
+        None,
+        1_000,
+    );
+    clone_audit(
+        dir.path(),
+        "b.json",
+        "debian-6.1-voluntary",
+        "localhost",
+        None,
+        2_000,
+    );
+    let now = "3000";
+    let o = run(&["fleet", d, "--now", now, "--format", "json"]);
+    let f: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(f["totals"]["hosts"], 2, "{}", f["hosts"]);
+    assert!(f["superseded"].as_array().unwrap().is_empty(), "{f}");
+    assert_eq!(f["hosts"][0]["verdict"], "at-risk");
+    assert_eq!(f["hosts"][0]["hostname"], "localhost");
+    let o = run(&["fleet", d, "--now", now, "--fail-on", "critical"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+
+    // One machine ID (a clone that kept it) under two inventory names: two hosts, shown by those names.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    clone_audit(
+        dir.path(),
+        "db1.json",
+        "debian-6.1-voluntary",
+        "localhost",
+        Some("db1"),
+        1_000,
+    );
+    clone_audit(
+        dir.path(),
+        "db2.json",
+        "debian-6.1-voluntary",
+        "localhost",
+        Some("db2"),
+        2_000,
+    );
+    let f: Value =
+        serde_json::from_slice(&run(&["fleet", d, "--now", now, "--format", "json"]).stdout)
+            .unwrap();
+    assert_eq!(f["totals"]["hosts"], 2, "{}", f["hosts"]);
+    let mut names: Vec<&str> = f["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["db1", "db2"]);
+    let table = String::from_utf8_lossy(&run(&["fleet", d, "--now", now]).stdout).to_string();
+    assert!(table.contains("db1 (host name localhost)"), "{table}");
+
+    // The same host audited twice is still one host, the newer audit winning.
+    clone_audit(
+        dir.path(),
+        "db1-again.json",
+        "debian-6.1-voluntary",
+        "localhost",
+        Some("db1"),
+        2_500,
+    );
+    let f: Value =
+        serde_json::from_slice(&run(&["fleet", d, "--now", now, "--format", "json"]).stdout)
+            .unwrap();
+    assert_eq!(f["totals"]["hosts"], 2, "{}", f["hosts"]);
+    assert_eq!(
+        f["superseded"].as_array().unwrap().len(),
+        1,
+        "{}",
+        f["superseded"]
+    );
+}
+
 /// Regression (issue 29): a host name with a newline split the fleet table's row, and one with escape bytes
 /// reached the terminal raw (terminal injection from an untrusted audit file). Every string from an audit
 /// is shown as an escape in the table, Markdown and HTML, never sent.

@@ -242,7 +242,7 @@ fn two_instances_and_reserving_runs_get_one_host_target() {
     // target, and then check lists it).
     let before = audit_target().0;
     let o = Command::new(cargo_bin("preemptlab"))
-        .args(["check", "--quick", "--out"])
+        .args(["check", "--quick", "--bench-beside-load", "--out"])
         .arg(dir.path().join("check.json"))
         .output()
         .unwrap();

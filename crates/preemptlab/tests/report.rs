@@ -141,7 +141,7 @@ fn check_writes_its_report_and_bad_input_is_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("check.html");
     let o = Command::new(cargo_bin("preemptlab"))
-        .args(["check", "--quick", "--out"])
+        .args(["check", "--quick", "--bench-beside-load", "--out"])
         .arg(dir.path().join("c.json"))
         .arg("--report")
         .arg(&html)
@@ -273,4 +273,53 @@ fn diagnosis_is_reported_and_compared() {
     for m in ["spinlock %", "segment faults/s", "in-fault switches/s"] {
         assert!(out.contains(m), "compare shows {m}: {out}");
     }
+}
+
+/// Issue 25 item 5: `report` over a directory recursed into none of its subdirectories, dropped every
+/// `sim` file silently and wrote the page 0600. Now: recursive, `sim` drawn, what it skips listed with
+/// why, the page readable by others (0666 less the umask).
+#[test]
+fn report_over_a_directory_recurses_and_lists_what_it_skips_regression() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let deep = dir.path().join("runs/deeper");
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::copy(
+        repo().join("docs/results/sim-192cpu-locks.json"),
+        deep.join("sim.json"),
+    )
+    .unwrap();
+    std::fs::write(deep.join("notes.txt"), "what ran\n").unwrap();
+    std::fs::write(dir.path().join("other-tool.json"), "{\"x\": 1}\n").unwrap();
+    let html = tempfile::tempdir().unwrap();
+    let page = html.path().join("page.html");
+    let o = Command::new(cargo_bin("preemptlab"))
+        .arg("report")
+        .arg(dir.path())
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("skipped") && err.contains("other-tool.json"),
+        "{err}"
+    );
+    assert!(err.contains("notes.txt"), "{err}");
+    let text = std::fs::read_to_string(&page).unwrap();
+    assert!(text.contains("<h2>sim: "), "the sim file has its section");
+    assert!(
+        text.contains("id=\"skipped\""),
+        "the skipped files are listed"
+    );
+    assert!(text.contains("other-tool.json") && text.contains("notes.txt"));
+    // SAFETY: umask has no preconditions; the old mask is put back at once.
+    let umask = unsafe {
+        let old = libc::umask(0o022);
+        libc::umask(old);
+        old
+    };
+    let mode = std::fs::metadata(&page).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o666 & !(umask as u32), "not 0600");
 }

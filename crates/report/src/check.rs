@@ -34,6 +34,33 @@ pub fn render(d: &CheckDoc, style: Style, width: usize) -> String {
     );
     o.push_str(&wrap(&host, width, 0, 2));
     o.push('\n');
+    if let Some(l) = &d.load {
+        let cpu = match l.others_busy_pct {
+            Some(p) => format!(
+                "others kept {p:.0}% of the {} CPUs' time busy over {:.0} s",
+                l.cpus, l.window_s
+            ),
+            None => "others' CPU share unknown (/proc/stat unreadable)".into(),
+        };
+        let instances = match l.instances.len() {
+            0 => "no PostgreSQL running".to_string(),
+            1 => "1 PostgreSQL instance running".to_string(),
+            n => format!("{n} PostgreSQL instances running"),
+        };
+        let bench = match (l.loaded.is_some(), l.bench_ran) {
+            (false, true) => "idle enough: the synthetic bench ran",
+            (true, true) => "loaded: the synthetic bench ran beside it (--bench-beside-load)",
+            (true, false) => "loaded: the synthetic bench did not run",
+            (false, false) => "the synthetic bench did not run",
+        };
+        o.push_str(&wrap(
+            &format!("Load: {cpu}; {instances}; {bench}"),
+            width,
+            0,
+            2,
+        ));
+        o.push('\n');
+    }
     for f in a.findings.iter().filter(|f| f.severity >= Severity::Warn) {
         o.push_str(&format!(
             "  {} {}: {}\n",
@@ -60,22 +87,32 @@ pub fn render(d: &CheckDoc, style: Style, width: usize) -> String {
             )
         ));
     }
-    o.push_str("\nMeasured here (ops/s, median; 95% bootstrap interval of the ratio):\n");
+    if !d.effects.is_empty() || d.reproduction.is_some() {
+        o.push_str("\nMeasured here (ops/s, median; 95% bootstrap interval of the ratio):\n");
+    } else {
+        o.push_str("\nMeasured here: nothing by the synthetic bench\n");
+    }
     for e in &d.effects {
-        o.push_str(&format!(
-            "  {:<26} {} -> {}: x{:.2} [{:.2}, {:.2}]{}\n",
+        let row = format!(
+            "  {:<26} {} -> {}: x{:.2} [{:.2}, {:.2}]",
             short(e.what),
             rate(e.a_ops_per_s),
             rate(e.b_ops_per_s),
             e.ratio,
             e.ci_lo,
             e.ci_hi,
-            if e.significant {
-                ""
-            } else {
-                "  (within noise)"
+        );
+        o.push_str(&row);
+        // Why it is not significant (documents written before the reason was kept say only that).
+        match (&e.not_significant, e.significant) {
+            (_, true) => {}
+            (Some(why), false) => {
+                o.push('\n');
+                o.push_str(&format!("    {}", wrap(&format!("({why})"), width, 4, 5)));
             }
-        ));
+            (None, false) => o.push_str("  (not significant)"),
+        }
+        o.push('\n');
     }
     if let Some(why) = &d.reproduction_skipped {
         o.push_str(&format!("  {}\n", wrap(why, width, 2, 2)));
@@ -87,7 +124,8 @@ pub fn render(d: &CheckDoc, style: Style, width: usize) -> String {
     ));
     o.push_str("\nFixes, most effective first:\n");
     if d.fixes.is_empty() {
-        o.push_str("  none needed: nothing above info in the audit and no loss measured here\n");
+        let why = d.no_fix.as_deref().unwrap_or("none");
+        o.push_str(&format!("  {}\n", wrap(why, width, 2, 2)));
     }
     for (i, f) in d.fixes.iter().enumerate() {
         let gain = f

@@ -120,11 +120,11 @@ fn instance(o: &mut String, i: &InstanceDiagnosis) {
 }
 
 /// The section of one diagnosis.
-pub(crate) fn section(label: &str, r: &DiagnoseResult) -> String {
+pub(crate) fn section(label: &str, r: &DiagnoseResult, host: &str) -> String {
     let mut o = String::new();
     let _ = write!(
         o,
-        "<h2>diagnose: {}</h2><p>{:.1} s observed; cpu-clock at {} Hz per CPU; 1 in {} minor faults sampled{}.</p>",
+        "<h2>diagnose: {}</h2>{host}<p>{:.1} s observed; cpu-clock at {} Hz per CPU; 1 in {} minor faults sampled{}.</p>",
         esc(label),
         r.spec.observed_s,
         r.spec.cpu_clock_hz,

@@ -18,11 +18,20 @@ fn findings(h: &HostRow) -> String {
     }
 }
 
+/// The host as shown: its name (the inventory's, else the kernel's), the kernel's host name after it
+/// when that differs (two clones of `localhost` are two rows under their inventory names), and its age
+/// when stale.
 fn host_label(h: &HostRow) -> String {
+    let mut notes = Vec::new();
+    if let Some(k) = h.hostname.as_ref().filter(|k| **k != h.host) {
+        notes.push(format!("host name {k}"));
+    }
     if h.stale {
-        format!("{} (stale {})", h.host, stats::fmt::age(h.age_s))
-    } else {
-        h.host.clone()
+        notes.push(format!("stale {}", stats::fmt::age(h.age_s)));
+    }
+    match notes.is_empty() {
+        true => h.host.clone(),
+        false => format!("{} ({})", h.host, notes.join("; ")),
     }
 }
 

@@ -1,16 +1,14 @@
 //! `preemptlab report`: one self-contained HTML page (inline CSS and SVG, no scripts, no network) from
-//! result files: host facts, audit findings, throughput vs workers per lock and page backing (log axes),
-//! acquire-latency CDFs, the cells' table, the `check` verdict when a check result is given, and for
-//! `bench pg` results TPS with its range, the cluster's page tables, and per-second TPS and page-table
-//! series.
+//! result files. The page's frame (summary, contents, per-section host facts, the check's, audit's and
+//! plan's sections, skipped files) is [`crate::page`]'s; here are the benches' sections: throughput vs
+//! workers per lock and page backing (log axes), acquire-latency CDFs and the cells' table for `bench
+//! lock`; TPS with its range, the cluster's page tables, and per-second TPS and page-table series for
+//! `bench pg`; latency tails and stream throughput for `bench latency` and `bench net`.
 
 use std::fmt::Write;
 
-use results::check::CheckDoc;
 use results::host::fleet::Fleet;
-use results::host::kernel::KernelFacts;
-use results::host::memory::MemoryFacts;
-use results::host::{Audit, Fact};
+use results::host::Fact;
 use results::latency::{self, LatencyResult};
 use results::lock::{self, LockResult};
 use results::net::{self, NetResult};
@@ -47,13 +45,13 @@ pub(crate) fn esc(s: &str) -> String {
 }
 
 /// A number or name as the result file spells it (`3.0`, `lazy`, `at-risk`).
-fn js<T: Serialize>(v: &T) -> String {
+pub(crate) fn js<T: Serialize>(v: &T) -> String {
     let t = serde_json::to_string(v).unwrap_or_default();
     t.trim_matches('"').to_string()
 }
 
 /// A fact's value, `-` when it could not be read.
-fn fact<T: Serialize>(f: &Fact<T>) -> String {
+pub(crate) fn fact<T: Serialize>(f: &Fact<T>) -> String {
     f.value.as_ref().map(js).unwrap_or_else(|| "-".into())
 }
 
@@ -66,6 +64,7 @@ fn reason(r: &Option<String>) -> String {
 }
 
 /// A named input document.
+#[derive(Debug, Clone)]
 pub struct Doc {
     /// File name.
     pub label: String,
@@ -73,87 +72,20 @@ pub struct Doc {
     pub doc: Document,
 }
 
-const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
+pub(crate) const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px solid #ddd;padding:.25em .5em;text-align:right}\
 th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.critical{color:#b00;font-weight:bold}.warn{color:#a60}\
-.info{color:#666}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}.verdict{font-size:1.1em;background:#f7f7e8;padding:.6em;border-left:4px solid #cc4}";
+.info{color:#666}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}.verdict{font-size:1.1em;background:#f7f7e8;padding:.6em;border-left:4px solid #cc4}\
+.host{font-size:.9em;color:#333;background:#f4f6f8;padding:.4em .6em}";
 
-fn host_table(hostname: &Fact<String>, kernel: &KernelFacts, memory: &MemoryFacts) -> String {
-    let rows = [
-        ("host", fact(hostname)),
-        ("kernel", fact(&kernel.release)),
-        ("uname -v", fact(&kernel.version)),
-        ("architecture", fact(&kernel.arch)),
-        ("CPUs", fact(&kernel.cpus)),
-        ("HZ", fact(&kernel.hz)),
-        ("preemption model", js(&kernel.preemption.model)),
-        ("decided by", reason(&kernel.preemption.decided_by)),
-        ("rseq slice extension", fact(&kernel.rseq_slice_extension)),
-        ("RAM (kB)", fact(&memory.total_kib)),
-        (
-            "THP enabled / shmem",
-            format!(
-                "{} / {}",
-                fact(&memory.thp_enabled),
-                fact(&memory.thp_shmem_enabled)
-            ),
-        ),
-    ];
-    let mut o = String::from("<table><tr><th>fact</th><th>value</th></tr>");
-    for (label, v) in rows {
-        let _ = write!(o, "<tr><td>{}</td><td>{}</td></tr>", esc(label), esc(&v));
-    }
-    if let Some(pools) = &memory.pools.value {
-        let p: Vec<String> = pools
-            .iter()
-            .map(|p| format!("{} kB: {} total, {} free", p.page_size_kib, p.total, p.free))
-            .collect();
-        let _ = write!(
-            o,
-            "<tr><td>hugetlb pools</td><td>{}</td></tr>",
-            esc(&p.join("; "))
-        );
-    }
-    o.push_str("</table>");
-    o
-}
-
-fn findings(audit: &Audit) -> String {
-    let mut o = format!(
-        "<p>Audit verdict: <b>{}</b></p><ul>",
-        esc(&js(&audit.verdict))
-    );
-    for f in &audit.findings {
-        let sev = js(&f.severity);
-        let _ = write!(
-            o,
-            "<li><span class=\"{sev}\">{}</span> <code>{}</code>: {}",
-            esc(&sev.to_uppercase()),
-            esc(&f.id),
-            esc(&f.title)
-        );
-        let fixes: Vec<String> = f
-            .fix
-            .iter()
-            .map(|x| format!("<code>{}</code>", esc(x)))
-            .collect();
-        if !fixes.is_empty() {
-            let _ = write!(o, "<br>fix: {}", fixes.join("<br>"));
-        }
-        o.push_str("</li>");
-    }
-    o.push_str("</ul>");
-    o
-}
-
-fn lock_section(label: &str, r: &LockResult) -> String {
+pub(crate) fn lock_section(label: &str, r: &LockResult, host: &str) -> String {
     let mut o = String::new();
     let cells = &r.cells;
     let sp = &r.spec;
     let _ = write!(
         o,
-        "<h2>bench lock: {}</h2><p>{} descriptors, work {} ns, {} repetitions of {} s, {}{}</p>",
+        "<h2>bench lock: {}</h2>{host}<p>{} descriptors, work {} ns, {} repetitions of {} s, {}{}</p>",
         esc(label),
         sp.descriptors,
         sp.work_ns,
@@ -302,13 +234,13 @@ fn ranged(label: String, m: &Summary, scale: f64) -> (String, f64, f64, f64) {
     (label, m.median * scale, m.min * scale, m.max * scale)
 }
 
-fn pg_section(label: &str, r: &PgResult) -> String {
+pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
     let mut o = String::new();
     let sp = &r.spec;
     let cells = &r.cells;
     let _ = write!(
         o,
-        "<h2>bench pg: {}</h2><p>PostgreSQL {}, {} {}{}{}, scale {}, {} rounds of {} s (+{} s warm-up), protocol {}{}{}</p>",
+        "<h2>bench pg: {}</h2>{host}<p>PostgreSQL {}, {} {}{}{}, scale {}, {} rounds of {} s (+{} s warm-up), protocol {}{}{}</p>",
         esc(label),
         esc(&reason(&sp.pg_version)),
         sp.driver,
@@ -432,12 +364,12 @@ fn pg_section(label: &str, r: &PgResult) -> String {
     o
 }
 
-fn latency_section(label: &str, r: &LatencyResult) -> String {
+pub(crate) fn latency_section(label: &str, r: &LatencyResult, host: &str) -> String {
     let mut o = String::new();
     let sp = &r.spec;
     let _ = write!(
         o,
-        "<h2>bench latency: {}</h2><p>{} threads, interval {} us, {} repetitions of {} s{}</p>",
+        "<h2>bench latency: {}</h2>{host}<p>{} threads, interval {} us, {} repetitions of {} s{}</p>",
         esc(label),
         sp.threads,
         sp.interval_us,
@@ -551,12 +483,12 @@ fn latency_tail(reps: &[latency::Rep]) -> Vec<(f64, f64, f64, f64)> {
     pts
 }
 
-fn net_section(label: &str, r: &NetResult) -> String {
+pub(crate) fn net_section(label: &str, r: &NetResult, host: &str) -> String {
     let mut o = String::new();
     let sp = &r.spec;
     let _ = write!(
         o,
-        "<h2>bench net: {}</h2><p>{} streams over {}, {} repetitions of {} s{}</p>",
+        "<h2>bench net: {}</h2>{host}<p>{} streams over {}, {} repetitions of {} s{}</p>",
         esc(label),
         sp.streams,
         if sp.netns {
@@ -631,127 +563,15 @@ fn net_section(label: &str, r: &NetResult) -> String {
     o
 }
 
-fn verdict(d: &CheckDoc) -> String {
-    let mut o = format!(
-        "<h2>Verdict</h2><p class=\"verdict\">{}</p>",
-        esc(&d.verdict)
-    );
-    if d.fixes.is_empty() {
-        o.push_str("<p>No fix measurably helped in this reproduction.</p>");
-        return o;
-    }
-    o.push_str("<ol>");
-    for f in &d.fixes {
-        let gain = f
-            .measured_gain_pct
-            .map(|g| format!(" (measured: {g:+.0}% throughput)"))
-            .unwrap_or_default();
-        let _ = write!(
-            o,
-            "<li>{}{}<br>{}</li>",
-            esc(&f.title),
-            esc(&gain),
-            f.commands
-                .iter()
-                .map(|c| format!("<code>{}</code>", esc(c)))
-                .collect::<Vec<_>>()
-                .join("<br>")
-        );
-    }
-    o.push_str("</ol>");
-    o
-}
-
-/// Renders the page: the documents, with the fleet's answer over their audits first where the caller
-/// judged one (several hosts' audits: `hostfacts::fleet::of_audits`).
+/// Renders the page of `docs`, with the fleet's answer over their audits first where the caller judged one
+/// (several hosts' audits: `hostfacts::fleet::of_several`): [`crate::page::render`] with nothing skipped.
 pub fn render(docs: &[Doc], fleet: Option<&Fleet>, generated_utc: &str) -> String {
-    let mut o = String::new();
-    let _ = write!(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>preemptlab report</title><style>{CSS}</style></head><body>");
-    let _ = write!(
-        o,
-        "<h1>preemptlab report</h1><p>Generated {} from: {}</p>",
-        esc(generated_utc),
-        docs.iter()
-            .map(|d| format!("<code>{}</code>", esc(&d.label)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    // The check verdict first, when there is one.
-    for d in docs {
-        if let Document::Check(c) = &d.doc {
-            o.push_str(&verdict(c));
-        }
-    }
-    // Host facts: from the first document that has them.
-    let host = docs.iter().find_map(|d| match &d.doc {
-        Document::Check(c) => Some(host_table(
-            &c.audit.hostname,
-            &c.audit.kernel,
-            &c.audit.memory,
-        )),
-        Document::Audit(a) => Some(host_table(&a.hostname, &a.kernel, &a.memory)),
-        other => other
-            .host()
-            .map(|h| host_table(&h.hostname, &h.kernel, &h.memory)),
-    });
-    if let Some(h) = host {
-        let _ = write!(o, "<h2>Host</h2>{h}");
-    }
-    // Several hosts' audits: the fleet's answer first (at-risk hosts first, each instance's exact fix).
-    if let Some(f) = fleet {
-        o.push_str(&crate::fleet_table::html(f));
-    }
-    for d in docs {
-        let audit = match &d.doc {
-            Document::Audit(a) => Some(&**a),
-            Document::Check(c) => Some(&c.audit),
-            _ => None,
-        };
-        if let Some(a) = audit {
-            let _ = write!(
-                o,
-                "<h2>Audit findings ({})</h2>{}",
-                esc(&d.label),
-                findings(a)
-            );
-        }
-    }
-    for d in docs {
-        match &d.doc {
-            Document::Lock(r) => o.push_str(&lock_section(&d.label, r)),
-            Document::Check(c) => {
-                if let Some(r) = &c.reproduction {
-                    o.push_str(&lock_section(
-                        &format!("{} (check reproduction)", d.label),
-                        r,
-                    ));
-                }
-            }
-            _ => {}
-        }
-    }
-    for d in docs {
-        if let Document::Pg(r) = &d.doc {
-            o.push_str(&pg_section(&d.label, r));
-        }
-    }
-    for d in docs {
-        if let Document::Diagnose(r) = &d.doc {
-            o.push_str(&crate::diagnose_html::section(&d.label, r));
-        }
-    }
-    for d in docs {
-        if let Document::Latency(r) = &d.doc {
-            o.push_str(&latency_section(&d.label, r));
-        }
-    }
-    for d in docs {
-        if let Document::Net(r) = &d.doc {
-            o.push_str(&net_section(&d.label, r));
-        }
-    }
-    o.push_str("</body></html>\n");
-    o
+    crate::page::render(&crate::export::Page {
+        docs: docs.to_vec(),
+        fleet: fleet.cloned(),
+        generated_utc: generated_utc.to_string(),
+        skipped: Vec::new(),
+    })
 }
 
 #[cfg(test)]

@@ -18,10 +18,12 @@ pub mod latency_table;
 pub mod lock_table;
 pub mod markup;
 pub mod net_table;
+pub mod page;
 pub mod pg_table;
 mod pool;
 pub mod prometheus;
 pub mod results_list;
+mod sim_html;
 pub mod sim_table;
 pub mod svg;
 

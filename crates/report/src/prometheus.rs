@@ -152,6 +152,12 @@ pub fn render(a: &Audit) -> String {
             .collect::<Vec<_>>(),
     );
 
+    o.gauge(
+        "pg_query_failures",
+        "--pg servers the audit could not ask (each is a pg-query-failed finding; the rest of the audit stands); 0 when every one answered or none was given.",
+        &[(vec![], a.pg_failures.len() as f64)],
+    );
+
     // Kernel.
     o.gauge(
         "kernel_info",

@@ -85,6 +85,55 @@ pub struct Effect {
     pub ci_hi: f64,
     /// The interval clears 1 by more than 2% and Welch's test agrees (`stats::judge`, as `compare`).
     pub significant: bool,
+    /// Why a ratio that is not significant is not: within noise (its interval includes 1 +/- the
+    /// threshold), or too few repetitions for Welch's test although the interval clears the band. None
+    /// when significant (and in documents written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_significant: Option<String>,
+}
+
+/// What the synthetic bench costs the host while it runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchCost {
+    /// Worker processes.
+    pub workers: u32,
+    /// CPUs they run on (all of the host's).
+    pub cpus: u32,
+    /// Estimated wall time, s: the cells' repetitions, warm-ups and the cost measurements before them.
+    pub duration_s: f64,
+}
+
+/// A PostgreSQL instance running on the host when `check` looked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadInstance {
+    /// Postmaster PID.
+    pub postmaster_pid: u32,
+    /// Data directory, when known.
+    pub data_dir: Option<String>,
+}
+
+/// The other load `check` saw on the host before measuring, and what it did about it
+/// (`lab::judge::loaded` decides whether the host counts as loaded).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Load {
+    /// How long the CPU was sampled, s.
+    pub window_s: f64,
+    /// CPUs of the host.
+    pub cpus: u32,
+    /// CPU time others kept busy over the window, % of all CPUs' time (user, system, interrupts of every
+    /// process but this one; idle, I/O wait and the hypervisor's steal are not busy). None when /proc/stat
+    /// could not be read.
+    pub others_busy_pct: Option<f64>,
+    /// From this share of busy CPU time on, the host counts as loaded, %.
+    pub busy_threshold_pct: f64,
+    /// The PostgreSQL instances running (a running database counts as load whatever its CPU).
+    pub instances: Vec<LoadInstance>,
+    /// Why the host counts as loaded, in words; None when it does not.
+    pub loaded: Option<String>,
+    /// What the synthetic bench costs while it runs.
+    pub bench_cost: BenchCost,
+    /// Whether the synthetic bench ran (on an idle host, or beside the load with `--bench-beside-load`).
+    pub bench_ran: bool,
 }
 
 /// A fix, with the effect measured here and the exact commands.
@@ -110,9 +159,9 @@ pub struct CheckDoc {
     pub elapsed_s: f64,
     /// The audit.
     pub audit: crate::host::Audit,
-    /// The reproduction (a `bench lock` result).
+    /// The reproduction (a `bench lock` result); None when it did not run.
     pub reproduction: Option<LockResult>,
-    /// Why there was no reproduction, if there was none.
+    /// Why the reproduction did not run, or ran without its huge-page side.
     pub reproduction_skipped: Option<String>,
     /// Measured effects.
     pub effects: Vec<Effect>,
@@ -122,10 +171,17 @@ pub struct CheckDoc {
     pub exposure: Verdict,
     /// Fixes, most effective first.
     pub fixes: Vec<Fix>,
-    /// `check --pg`: a short diagnosis of those servers, taken before the reproduction.
+    /// A short diagnosis of the running instances (the `--pg` servers, else every instance the audit
+    /// found), taken before the reproduction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<Box<crate::diagnose::DiagnoseResult>>,
-    /// Why there is no diagnosis although `--pg` was given.
+    /// Why there is no diagnosis although `--pg` was given or instances run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis_skipped: Option<String>,
+    /// The other load seen before measuring (absent in documents written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<Load>,
+    /// Why no fix is listed, when `fixes` is empty: what was and was not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_fix: Option<String>,
 }

@@ -6,6 +6,7 @@
 //! hypothesis (`fault_block_p`) lets a 4 KB fault sleep on a lock in the kernel until another CPU wakes it.
 
 use crate::event::Ev;
+use crate::metrics::Count;
 use crate::sim::Sim;
 use crate::task::Phase;
 use crate::{Pages, Params, Workload};
@@ -128,9 +129,7 @@ impl Sim {
         let p = &self.p;
         let task = &mut self.tasks[t as usize];
         task.touched += 1;
-        if self.metrics.measuring {
-            self.metrics.faults += 1;
-        }
+        self.metrics.count(Count::Fault, self.clock.now);
         let mut d = map_fault_ns(p);
         if let Some(last) = self.mem.desc_fault_cpu.get_mut(task.desc_group as usize) {
             if *last != u32::MAX && *last != task.cpu {
@@ -188,9 +187,7 @@ impl Sim {
                 self.mem.blocks_zeroed = g + 1;
                 d += p.fault_2m_zero_ns * bytes / HUGE;
             }
-            if self.metrics.measuring && self.clock.now >= p.warmup_ns {
-                self.metrics.faults += 1;
-            }
+            self.metrics.count(Count::Fault, self.clock.now);
         }
         d
     }

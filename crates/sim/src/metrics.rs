@@ -30,10 +30,29 @@ pub(crate) enum Acct {
     Sched,
 }
 
-/// The counters of a run. Events count from the start; the rest only inside the measured window.
+/// A counter of events in the measured window (bumped through [`Metrics::count`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Count {
+    /// A `txn` transaction ended.
+    Txn,
+    /// A `clocksweep` operation (the lock's operations count at their release, [`Metrics::released`]).
+    Op,
+    /// A first-touch page fault.
+    Fault,
+    /// A pg_usleep or futex sleep.
+    Sleep,
+    /// A context switch in.
+    Switch,
+    /// A lock-holder preemption (the holder descheduled or asleep while holding).
+    Lhp,
+}
+
+/// The counters of a run. Everything counts only inside the measured window, from `from_ns` (the end of
+/// the warm-up) on, through [`Metrics::counts`], the one place that rule lives; `events` alone counts the
+/// whole run (the engine's work, not the model's).
 pub(crate) struct Metrics {
-    /// The event loop runs (always, once `run` starts).
-    pub(crate) measuring: bool,
+    /// Where the measured window starts (the end of the warm-up), ns.
+    from_ns: u64,
     pub(crate) txns: u64,
     pub(crate) ops: u64,
     pub(crate) faults: u64,
@@ -50,11 +69,11 @@ pub(crate) struct Metrics {
 }
 
 impl Metrics {
-    /// Nothing counted yet.
-    pub(crate) fn new() -> Metrics {
+    /// Nothing counted yet; the measured window starts at `from_ns`.
+    pub(crate) fn new(from_ns: u64) -> Metrics {
         let hist = || Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("bounds");
         Metrics {
-            measuring: false,
+            from_ns,
             txns: 0,
             ops: 0,
             faults: 0,
@@ -69,24 +88,49 @@ impl Metrics {
         }
     }
 
-    /// Accounts CPU time from `from` to `to` (ns) to `acct`, the part after the warm-up.
-    pub(crate) fn account(&mut self, acct: Acct, from: u64, to: u64, warmup_ns: u64) {
-        if !self.measuring || to <= from {
+    /// Whether an event at `now` (ns) counts: it is inside the measured window.
+    #[inline]
+    pub(crate) fn counts(&self, now: u64) -> bool {
+        now >= self.from_ns
+    }
+
+    /// Counts one `what` that happened at `now` (ns), if that is inside the measured window.
+    pub(crate) fn count(&mut self, what: Count, now: u64) {
+        if !self.counts(now) {
             return;
         }
-        let start = from.max(warmup_ns);
+        let n = match what {
+            Count::Txn => &mut self.txns,
+            Count::Op => &mut self.ops,
+            Count::Fault => &mut self.faults,
+            Count::Sleep => &mut self.sleeps,
+            Count::Switch => &mut self.switches,
+            Count::Lhp => &mut self.lhp,
+        };
+        *n += 1;
+    }
+
+    /// Accounts CPU time from `from` to `to` (ns) to `acct`, the part inside the measured window.
+    pub(crate) fn account(&mut self, acct: Acct, from: u64, to: u64) {
+        let start = from.max(self.from_ns);
         if to > start {
             self.acct[acct as usize] += to - start;
         }
     }
 
-    /// One acquisition that waited `ns`.
-    pub(crate) fn acquired(&mut self, ns: u64) {
-        let _ = self.acquire.record(ns.max(1));
+    /// One acquisition at `now` (ns) that waited `ns`, if `now` is inside the measured window.
+    pub(crate) fn acquired(&mut self, now: u64, ns: u64) {
+        if self.counts(now) {
+            let _ = self.acquire.record(ns.max(1));
+        }
     }
 
-    /// One operation whose hold lasted `held` ns.
-    pub(crate) fn released(&mut self, held: u64) {
+    /// One operation released at `now` (ns) whose hold lasted `held` ns, if `now` is inside the measured
+    /// window.
+    pub(crate) fn released(&mut self, now: u64, held: u64) {
+        if !self.counts(now) {
+            return;
+        }
         self.ops += 1;
         let _ = self.hold.record(held.max(1));
         if held > 100_000 {
@@ -130,7 +174,60 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use crate::test_support::quick;
-    use crate::{Model, Pages};
+    use crate::{simulate, Model, Outcome, Pages, Params};
+
+    /// A contended 4 KB cell under `lazy` (holders preempted, pg sleeps, faults) after `warmup_ms` of
+    /// warm-up, `ms` measured. The warm-up changes only what is counted, never what happens: the same
+    /// seed runs the same events.
+    fn cell(warmup_ms: u64, ms: u64) -> Outcome {
+        simulate(&Params {
+            model: Model::Lazy,
+            pages: Pages::P4k,
+            cpus: 4,
+            workers: 32,
+            duration_ns: ms * 1_000_000,
+            warmup_ns: warmup_ms * 1_000_000,
+            ..Params::default()
+        })
+        .unwrap()
+    }
+
+    /// The run's totals: operations, faults, sleeps, switches, lock-holder preemptions.
+    fn totals(o: &Outcome, ms: u64) -> [f64; 5] {
+        let ops = o.ops as f64;
+        [
+            ops,
+            o.minflt_per_op * ops,
+            o.sleeps_per_op * ops,
+            o.switches_per_op * ops,
+            o.lhp_per_s * ms as f64 / 1e3,
+        ]
+    }
+
+    /// Regression (docs/model.md, found 2026-11-26): faults, sleeps, switches and lock-holder
+    /// preemptions counted from time 0 while operations counted after the warm-up, so a longer warm-up
+    /// inflated every per-operation and per-second figure of them. Now each counts what the window holds:
+    /// 200 ms after 100 ms of warm-up count what 300 ms from the start count less the first 100 ms.
+    #[test]
+    fn counters_count_the_measured_window_only_not_the_warm_up() {
+        let window = totals(&cell(100, 200), 200);
+        let all = totals(&cell(0, 300), 300);
+        let first = totals(&cell(0, 100), 100);
+        let names = ["ops", "faults", "sleeps", "switches", "LHP"];
+        for i in 0..5 {
+            assert!(first[i] > 0.0, "{}: none in the warm-up", names[i]);
+            let want = all[i] - first[i];
+            // An event at exactly 100 ms ends the short run and opens the window: a few at most.
+            assert!(
+                (window[i] - want).abs() <= 3.0,
+                "{}: {} in the window, {} from the start less {} in the warm-up",
+                names[i],
+                window[i],
+                all[i],
+                first[i]
+            );
+        }
+    }
 
     #[test]
     fn cpu_time_adds_up_and_one_worker_never_waits() {

@@ -9,6 +9,7 @@
 //! - every model reschedules on return to user mode when either flag is set.
 
 use crate::event::Ev;
+use crate::metrics::Count;
 use crate::sim::Sim;
 use crate::task::{Phase, State};
 use crate::Model;
@@ -129,9 +130,7 @@ impl Sim {
         task.cpu = c;
         task.resume = task.phase;
         task.phase = Phase::Switch;
-        if self.metrics.measuring {
-            self.metrics.switches += 1;
-        }
+        self.metrics.count(Count::Switch, self.clock.now);
         let d = self.p.ctx_switch_ns + if was_idle { self.p.idle_exit_ns } else { 0 };
         self.run_segment(c, d);
     }
@@ -145,8 +144,8 @@ impl Sim {
         let task = &mut self.tasks[t as usize];
         task.state = State::Runnable;
         let holding = task.holding;
-        if holding && self.metrics.measuring {
-            self.metrics.lhp += 1;
+        if holding {
+            self.metrics.count(Count::Lhp, self.clock.now);
         }
         self.remove_spinner(t);
         self.cpus[ci].rq.push(t);
@@ -195,8 +194,8 @@ impl Sim {
         task.state = State::Sleeping;
         task.slept_at = self.clock.now;
         task.owes_for = burst * others;
-        if task.holding && self.metrics.measuring {
-            self.metrics.lhp += 1;
+        if task.holding {
+            self.metrics.count(Count::Lhp, self.clock.now);
         }
         self.remove_spinner(t);
         if self.p.eevdf {

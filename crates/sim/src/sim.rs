@@ -79,7 +79,7 @@ impl Sim {
             slice: base_slice_ns(p.cpus),
             lock: LockState::new(),
             mem,
-            metrics: Metrics::new(),
+            metrics: Metrics::new(p.warmup_ns),
             clients: vec![VecDeque::new(); threads as usize],
             trace: None,
             p,
@@ -96,7 +96,7 @@ impl Sim {
 
     /// Accounts CPU time from `from` to `to` (ns) to `acct`.
     pub(crate) fn account(&mut self, acct: Acct, from: u64, to: u64) {
-        self.metrics.account(acct, from, to, self.p.warmup_ns);
+        self.metrics.account(acct, from, to);
     }
 
     /// Starts phase `ph` of `t` on `c` afresh.
@@ -189,7 +189,6 @@ impl Sim {
 
     fn run_events(&mut self) -> Outcome {
         let end = self.p.warmup_ns + self.p.duration_ns;
-        self.metrics.measuring = true;
         while let Some((at, ev)) = self.clock.pop(end) {
             self.clock.now = at;
             self.metrics.events += 1;

@@ -134,7 +134,7 @@ pub(crate) struct Task {
     pub(crate) fault_blocks: bool,
     /// rseq: extension granted and not yet yielded.
     pub(crate) granted: bool,
-    /// Operations done (measured or not), for fairness.
+    /// Operations done in the measured window, for fairness (Jain).
     pub(crate) ops: u64,
     /// Woken from a futex wait: retry the lock.
     pub(crate) retry: bool,

@@ -12,7 +12,7 @@
 //! outputs of one run are never the same file ([`check_distinct`]).
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::explain_io_error;
@@ -198,7 +198,9 @@ pub fn check_writable(path: &Path) -> Result<(), OutputError> {
 
 /// Writes `text` to `path` atomically: a temp file unique to this process in the same directory, then a
 /// rename. Creates the directory. On error nothing is left behind. A stream ([`destination`]) is written
-/// in place; any other path that is not a regular file is refused.
+/// in place; any other path that is not a regular file is refused. The file gets the mode any new file
+/// gets (0666 less the umask: 0644 under the usual 022), or the mode of the file it replaces: a result
+/// or report is for others to read unless the umask or an existing file's mode says otherwise.
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), OutputError> {
     let path = match destination(path)? {
         Destination::InPlace(s) => return dest::write_stream(path, s, text),
@@ -214,9 +216,14 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), OutputError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let replaced = std::fs::metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.permissions());
     let mut tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(0o666))
         .tempfile_in(dir)
         .map_err(|err| OutputError::NotWritable {
             dir: dir.to_path_buf(),
@@ -228,6 +235,12 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), OutputError> {
             path: tmp.path().to_path_buf(),
             err,
         })?;
+    if let Some(mode) = replaced {
+        std::fs::set_permissions(tmp.path(), mode).map_err(|err| OutputError::Write {
+            path: tmp.path().to_path_buf(),
+            err,
+        })?;
+    }
     let from = tmp.path().to_path_buf();
     tmp.persist(path)
         .map(drop)
@@ -371,5 +384,31 @@ mod tests {
         // Naming a directory fails and leaves nothing beside it.
         assert!(write_atomic(dir.path(), "x").is_err());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    /// Issue 25 item 5: report files were written 0600 (the temp file's mode), unreadable to the
+    /// colleagues they are for.
+    #[test]
+    fn report_files_written_0600_regression() {
+        // SAFETY: umask has no preconditions; it returns the old mask, which is put back at once.
+        let umask = unsafe {
+            let old = libc::umask(0o022);
+            libc::umask(old);
+            old
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("page.html");
+        write_atomic(&p, "x").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(
+            mode(&p),
+            0o666 & !(umask as u32),
+            "a new file: 0666 less the umask"
+        );
+        // A file the user made private stays private when rewritten.
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        write_atomic(&p, "y").unwrap();
+        assert_eq!(mode(&p), 0o600);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "y");
     }
 }

@@ -9,8 +9,17 @@ use results::host::fleet::Fleet;
 #[derive(Debug, Clone, Copy)]
 pub struct Html;
 
+/// A file the page does not show, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The file as found.
+    pub file: String,
+    /// Why it is not shown (not a result file, unreadable, a newer schema).
+    pub reason: String,
+}
+
 /// The report page: documents with their labels, the fleet's answer over their audits (when there are
-/// several), and when the page was made.
+/// several), when the page was made, and the files it skipped.
 pub struct Page {
     /// The documents, in the page's order.
     pub docs: Vec<Doc>,
@@ -19,11 +28,13 @@ pub struct Page {
     pub fleet: Option<Fleet>,
     /// When the page was made (UTC, as the envelope spells it).
     pub generated_utc: String,
+    /// Files found but not shown, each with the reason.
+    pub skipped: Vec<Skipped>,
 }
 
 impl Exporter<Page> for Html {
     fn export(&self, p: &Page) -> String {
-        crate::html::render(&p.docs, p.fleet.as_ref(), &p.generated_utc)
+        crate::page::render(p)
     }
 }
 

@@ -27,7 +27,7 @@ mod prometheus;
 mod table;
 
 pub use self::csv::Csv;
-pub use self::html::{Html, Page};
+pub use self::html::{Html, Page, Skipped};
 pub use self::json::Json;
 pub use self::markdown::Markdown;
 pub use self::prometheus::Prometheus;

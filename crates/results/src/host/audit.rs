@@ -7,7 +7,7 @@ use super::findings::{Finding, Verdict};
 use super::hostpool::PoolTarget;
 use super::kernel::KernelFacts;
 use super::memory::MemoryFacts;
-use super::pgquery::ServerInfo;
+use super::pgquery::{PgFailure, ServerInfo};
 use super::postgres::PgInstance;
 
 /// Everything the audit found.
@@ -23,6 +23,14 @@ pub struct Audit {
     pub sysroot: Option<String>,
     /// Host name.
     pub hostname: Fact<String>,
+    /// The host's ID: its machine ID (`/etc/machine-id`) hashed for preemptlab (`hostfacts::hostid`), unique
+    /// per installation where host names are not. Unavailable in audits written before it was kept.
+    #[serde(default = "host_id_not_kept")]
+    pub host_id: Fact<String>,
+    /// The name the host goes by in the operator's inventory (`audit --inventory-name`, which the Ansible
+    /// role passes), if given: `fleet` shows it and tells hosts apart by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inventory_name: Option<String>,
     /// Kernel and preemption.
     pub kernel: KernelFacts,
     /// Memory, huge pages, THP.
@@ -31,6 +39,9 @@ pub struct Audit {
     pub instances: Vec<PgInstance>,
     /// `--pg` servers that are not local instances.
     pub unmatched_servers: Vec<ServerInfo>,
+    /// `--pg` servers that could not be asked (finding `pg-query-failed`): the rest of the audit stands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pg_failures: Vec<PgFailure>,
     /// The hugetlb pool this host needs, one per page size its instances use: every instance's need and
     /// the pages committed to other users (`hostfacts::hostpool`). Absent in audits written before it was
     /// kept (`fleet` then computes it from the facts).
@@ -40,6 +51,13 @@ pub struct Audit {
     pub findings: Vec<Finding>,
     /// ok, warn or at-risk.
     pub verdict: Verdict,
+}
+
+fn host_id_not_kept() -> Fact<String> {
+    Fact::unavailable(
+        "/etc/machine-id",
+        "not recorded (an audit written before preemptlab kept the host ID)",
+    )
 }
 
 /// Host facts without PostgreSQL: what every result file records about the machine it ran on.

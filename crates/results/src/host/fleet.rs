@@ -98,8 +98,20 @@ pub struct Totals {
 /// One host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostRow {
-    /// Host name (the audit's, else the file name without `.json`).
+    /// The host as shown: its inventory name (`audit --inventory-name`), else the kernel's host name,
+    /// else the file name without `.json`.
     pub host: String,
+    /// The kernel's host name (`/proc/sys/kernel/hostname`), when the audit read one.
+    #[serde(default)]
+    pub hostname: Option<String>,
+    /// The inventory name the audit was given, if any.
+    #[serde(default)]
+    pub inventory_name: Option<String>,
+    /// What tells this host from the others (one row per key, the newest audit winning): its host ID
+    /// with its inventory name (`host-id ID name NAME`), its host ID alone, its inventory name alone, else
+    /// its file (`file PATH`); a `--sysroot` audit's tree is part of it too.
+    #[serde(default)]
+    pub key: String,
     /// The audit file.
     pub file: String,
     /// The audit's `--sysroot`, when it read a copy instead of the host.

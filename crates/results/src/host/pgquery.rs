@@ -23,3 +23,12 @@ pub struct ServerInfo {
     /// The settings found, by name.
     pub settings: BTreeMap<String, Setting>,
 }
+
+/// A `--pg` server that could not be asked: the audit goes on without its figures and says so.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PgFailure {
+    /// The DSN with any password removed.
+    pub dsn: String,
+    /// What went wrong, with the server's or the client's message.
+    pub error: String,
+}

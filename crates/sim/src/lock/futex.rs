@@ -2,6 +2,7 @@
 //! the releaser wakes the first sleeper with futex_wake), and the futex sleep and wake that `adaptive`
 //! shares with it.
 
+use crate::metrics::Count;
 use crate::sim::Sim;
 use crate::task::Phase;
 use crate::LockKind;
@@ -23,9 +24,7 @@ impl Sim {
         }
         self.tasks[t as usize].retry = true;
         self.lock.futex_waiters.push(t);
-        if self.metrics.measuring {
-            self.metrics.sleeps += 1;
-        }
+        self.metrics.count(Count::Sleep, self.clock.now);
         if self.p.lock == LockKind::Adaptive {
             self.arm_park_timeout(t);
         }

@@ -91,10 +91,8 @@ impl Sim {
         let blocks = self.fault_blocks(faults);
         // Every spinner still polling the line slows this handover.
         let delay = delay + self.line_cost_ns(self.lock.spinners.len());
-        if self.metrics.measuring && now >= self.p.warmup_ns {
-            let waited = now - self.tasks[t as usize].acquire_start;
-            self.metrics.acquired(waited);
-        }
+        let waited = now - self.tasks[t as usize].acquire_start;
+        self.metrics.acquired(now, waited);
         let task = &mut self.tasks[t as usize];
         task.spins_per_delay =
             pg::adapt_spins_per_delay(task.spins_per_delay, task.slept_this_acquire);
@@ -121,15 +119,15 @@ impl Sim {
         let task = &mut self.tasks[t as usize];
         task.holding = false;
         let held = now - task.hold_start;
-        task.ops += 1;
+        if self.metrics.counts(now) {
+            task.ops += 1;
+        }
         task.ops_since_spawn += 1;
         let granted = std::mem::replace(&mut task.granted, false);
         self.lock.holder = None;
         self.lock.stalled = false;
         let adaptive_wake = self.adaptive_unlock_wakes();
-        if self.metrics.measuring && now >= self.p.warmup_ns {
-            self.metrics.released(held);
-        }
+        self.metrics.released(now, held);
         // A running spinner notices and takes it.
         if !self.lock.spinners.is_empty() {
             let i = self.rng.below(self.lock.spinners.len() as u64) as usize;

@@ -10,6 +10,7 @@ use lockparams::pg::{
     SPINS_PER_DELAY_GROWTH, SPINS_PER_DELAY_SHRINK,
 };
 
+use crate::metrics::Count;
 use crate::sim::Sim;
 use crate::task::Phase;
 
@@ -58,9 +59,7 @@ impl Sim {
         let at = self.clock.now + task.cur_delay_ns + self.p.sleep_slack_ns;
         task.phase = Phase::Spin; // retry after waking
         task.remaining = 0;
-        if self.metrics.measuring {
-            self.metrics.sleeps += 1;
-        }
+        self.metrics.count(Count::Sleep, self.clock.now);
         self.block(c, t, Some(at));
     }
 }

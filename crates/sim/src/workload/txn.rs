@@ -5,6 +5,7 @@
 //! (`client_ns`) until a remote CPU wakes it.
 
 use crate::event::Ev;
+use crate::metrics::Count;
 use crate::sim::Sim;
 use crate::task::Phase;
 use crate::BufferStrategy;
@@ -53,9 +54,7 @@ impl Sim {
         let done = now.max(self.lock.tick_free_at) + self.p.lock_transfer_ns;
         self.lock.tick_free_at = done;
         let faults = self.descriptor_faults(t);
-        if self.metrics.measuring && now >= self.p.warmup_ns {
-            self.metrics.acquired(done - now);
-        }
+        self.metrics.acquired(now, done - now);
         let task = &mut self.tasks[t as usize];
         task.sweep_faults = faults;
         task.phase = Phase::Sweep;
@@ -77,11 +76,10 @@ impl Sim {
     /// `t` on `c` has its buffer: one operation; then the block's read (after a fault, once the way back to
     /// user mode has checked for a reschedule).
     pub(crate) fn sweep_done(&mut self, c: u32, t: u32, from_fault: bool) {
-        let task = &mut self.tasks[t as usize];
-        task.ops += 1;
-        if self.metrics.measuring && self.clock.now >= self.p.warmup_ns {
-            self.metrics.ops += 1;
+        if self.metrics.counts(self.clock.now) {
+            self.tasks[t as usize].ops += 1;
         }
+        self.metrics.count(Count::Op, self.clock.now);
         let task = &mut self.tasks[t as usize];
         task.phase = Phase::Read;
         task.remaining = 0;
@@ -93,15 +91,13 @@ impl Sim {
     /// The send on `c` is done: the statement (maybe the transaction) ends, and the backend waits for the
     /// client's next statement; a pgbench thread on another CPU wakes it.
     pub(crate) fn txn_send_end(&mut self, c: u32, t: u32) {
-        let measured = self.metrics.measuring && self.clock.now >= self.p.warmup_ns;
+        let now = self.clock.now;
         let stmts = self.p.txn_stmts.max(1);
         let task = &mut self.tasks[t as usize];
         task.stmts_left = task.stmts_left.saturating_sub(1);
         if task.stmts_left == 0 {
             task.stmts_left = stmts;
-            if measured {
-                self.metrics.txns += 1;
-            }
+            self.metrics.count(Count::Txn, now);
         }
         task.phase = Phase::Recv;
         task.remaining = self.p.syscall_ns;
