@@ -6,9 +6,9 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     let progress = text
         .lines()
-        .filter(|l| lab::pgbench::parse_progress(l.trim()).is_some())
+        .filter(|l| pgharness::pgbench::parse_progress(l.trim()).is_some())
         .count();
-    if let Ok(s) = lab::pgbench::parse(&text) {
+    if let Ok(s) = pgharness::pgbench::parse(&text) {
         // Each progress line of the text is kept once.
         assert_eq!(s.progress.len(), progress);
     }

@@ -1,6 +1,6 @@
 //! `/proc/PID/stat`: ppid and minflt, after a command name that may hold spaces and parentheses.
 #![no_main]
-use lab::procsample;
+use pgharness::procsample;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -5,7 +5,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     for line in text.lines() {
-        let _ = lab::sysbench::parse_interval(line);
+        let _ = pgharness::sysbench::parse_interval(line);
     }
-    let _ = lab::sysbench::parse(&text);
+    let _ = pgharness::sysbench::parse(&text);
 });

@@ -272,7 +272,7 @@ pub struct Prepared {
 /// Prepares a diagnosis (see [`Prepared`]); errors as [`run`].
 pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, DiagnoseError> {
     opts.check()?;
-    envelope.kind = "diagnose".into();
+    envelope.kind = results::Kind::Diagnose;
     // Connect first and keep the sessions: their backends are how servers are matched to instances.
     let mut clients = Vec::new();
     let mut servers = Vec::new();

@@ -4,29 +4,11 @@
 
 use std::path::PathBuf;
 
+use axes::{Backing, Count, LockKind, ReconnectGiven, StartAge};
 use hostfacts::Audit;
 
 use crate::lockbench::{self, Spec};
 use crate::lockrun::{self, LockResult, LockRunError, RunOptions};
-
-/// The huge-page backing the reproduction compares 4 KB pages with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HugeBacking {
-    /// The 2 MB hugetlb pool (free pages enough, or it may be grown).
-    Hugetlb2m,
-    /// Transparent huge pages for shared memory.
-    Thp,
-}
-
-impl HugeBacking {
-    /// The `bench lock` page backing name.
-    pub fn name(self) -> &'static str {
-        match self {
-            HugeBacking::Hugetlb2m => "hugetlb-2m",
-            HugeBacking::Thp => "thp",
-        }
-    }
-}
 
 /// Why the reproduction has no huge-page side.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,22 +31,19 @@ impl NoHugeBacking {
     }
 }
 
-/// The best huge-page backing this host can give a region of `bytes`: the 2 MB pool when it has the pages
-/// free or `may_grow` (root, and the run reserves them), else shared-memory THP when enabled.
-pub fn huge_backing(
-    audit: &Audit,
-    bytes: u64,
-    may_grow: bool,
-) -> Result<HugeBacking, NoHugeBacking> {
+/// The best huge-page backing this host can give a region of `bytes`: the 2 MB pool
+/// ([`Backing::Hugetlb2m`]) when it has the pages free or `may_grow` (root, and the run reserves them),
+/// else shared-memory THP ([`Backing::Thp`]) when enabled.
+pub fn huge_backing(audit: &Audit, bytes: u64, may_grow: bool) -> Result<Backing, NoHugeBacking> {
     let pool = audit.memory.pool(2048);
     let free_2m = pool.map(|p| p.available()).unwrap_or(0);
     let need = bytes.div_ceil(2 << 20);
     if pool.is_some() && (free_2m >= need || may_grow) {
-        return Ok(HugeBacking::Hugetlb2m);
+        return Ok(Backing::Hugetlb2m);
     }
     if let Some(s) = audit.memory.thp_shmem_enabled.get() {
         if s == "advise" || s == "always" || s == "within_size" || s == "force" {
-            return Ok(HugeBacking::Thp);
+            return Ok(Backing::Thp);
         }
     }
     Err(NoHugeBacking {
@@ -85,8 +64,8 @@ pub fn huge_backing(
 pub struct Plan {
     /// The `bench lock` matrix.
     pub spec: Spec,
-    /// The huge-page side, or why there is none.
-    pub huge: Result<HugeBacking, NoHugeBacking>,
+    /// The huge-page side (hugetlb-2m or thp), or why there is none.
+    pub huge: Result<Backing, NoHugeBacking>,
     /// CPUs of the host (the workers are 8x this, capped by the lock's waiter limit).
     pub cpus: u32,
 }
@@ -99,15 +78,13 @@ pub fn plan(audit: &Audit, quick: bool, reserve_hugepages: bool) -> Plan {
     let (duration_s, warmup_s, repeat) = if quick { (0.8, 0.2, 2) } else { (2.0, 0.5, 3) };
     let bytes = lockbench::region_bytes(descriptors) as u64;
     let huge = huge_backing(audit, bytes, reserve_hugepages && osutil::is_root());
-    let mut pages = vec!["4k".to_string()];
-    if let Ok(h) = &huge {
-        pages.push(h.name().to_string());
-    }
+    let mut pages = vec![Backing::Page4k];
+    pages.extend(huge.as_ref().ok().copied());
     let workers = (8 * cpus).min(shmlock::MAX_WAITERS as u32);
     let spec = Spec {
-        locks: vec!["pg".into(), "adaptive".into()],
+        locks: vec![LockKind::Pg, LockKind::Adaptive],
         pages,
-        workers_given: vec!["8x".into()],
+        workers_given: vec![Count::PerCpu(8.0)],
         workers: vec![workers],
         duration_s,
         warmup_s,
@@ -116,10 +93,10 @@ pub fn plan(audit: &Audit, quick: bool, reserve_hugepages: bool) -> Plan {
         cs_ns: 0,
         work_ns: 1000,
         reconnect_every: Some(lockbench::auto_reconnect_every(descriptors)),
-        reconnect_every_given: "auto".into(),
+        reconnect_every_given: ReconnectGiven::Auto,
         threads: false,
         prefetch_next: false,
-        start_age: "uniform".into(),
+        start_age: StartAge::Uniform,
         seed: 1,
     };
     Plan { spec, huge, cpus }

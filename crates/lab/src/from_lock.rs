@@ -2,6 +2,7 @@
 //! (`sim --costs-from`) and its matrix as `sim`'s axes (`sim --like`), so that a prediction covers exactly
 //! the measured cells at the measured costs.
 
+use axes::Backing;
 use sim::costs::Taken;
 use sim::{LockKind, Pages, Params};
 
@@ -45,16 +46,16 @@ fn uncontended(r: &LockResult) -> Option<sim::costs::Uncontended> {
         v.retain(|x| x.is_finite());
         (!v.is_empty()).then(|| stats::median(&v))
     };
-    let cell = |pages: &str| {
-        r.cells
-            .iter()
-            .find(|c| c.lock == "pg" && c.pages == pages && c.workers == 1 && !c.reps.is_empty())
+    let cell = |pages: Backing| {
+        r.cells.iter().find(|c| {
+            c.lock == axes::LockKind::Pg && c.pages == pages && c.workers == 1 && !c.reps.is_empty()
+        })
     };
     // A lone worker's time per operation is its wall time: its CPU does nothing else.
     let per_op =
         |c: &results::lock::Cell| median(c.reps.iter().map(|x| 1e9 / x.ops_per_s).collect());
-    let c2 = cell("hugetlb-2m")?;
-    let op_4k = cell("4k").and_then(|c| {
+    let c2 = cell(Backing::Hugetlb2m)?;
+    let op_4k = cell(Backing::Page4k).and_then(|c| {
         Some((
             per_op(c)?,
             median(c.reps.iter().map(|x| x.minflt_per_op).collect())?,
@@ -81,7 +82,7 @@ pub struct Like {
 }
 
 /// The matrix of a `bench lock` result as sim flags.
-pub fn like<'a>(r: &'a LockResult) -> Result<Like, FromLockError> {
+pub fn like(r: &LockResult) -> Result<Like, FromLockError> {
     let mut l = Like::default();
     let host = &r.envelope.host.kernel;
     if let Some(c) = host.cpus.value {
@@ -99,40 +100,33 @@ pub fn like<'a>(r: &'a LockResult) -> Result<Like, FromLockError> {
     ));
     // What the model runs of one axis; the rest named in a note. 4k and hugetlb-2m are the model's page
     // sizes; 4k-populate, thp and hugetlb-1g are not.
-    let mut modelled =
-        |axis: &str, given: &'a [String], runs: fn(&str) -> bool| -> Vec<&'a String> {
-            let (keep, other): (Vec<&String>, Vec<&String>) = given.iter().partition(|x| runs(x));
-            if !other.is_empty() {
-                let other: Vec<&str> = other.iter().map(|s| s.as_str()).collect();
-                l.notes.push(format!(
-                    "the model has no {axis} {}: left out",
-                    other.join(", ")
-                ));
-            }
-            keep
-        };
-    let locks = modelled("lock", &r.spec.locks, |x| LockKind::parse(x).is_ok());
-    let pages = modelled("pages", &r.spec.pages, |x| matches!(x, "4k" | "hugetlb-2m"));
+    fn modelled<T: Copy + std::fmt::Display, M>(
+        notes: &mut Vec<String>,
+        axis: &str,
+        given: &[T],
+        model: fn(T) -> Option<M>,
+    ) -> Vec<M> {
+        let (keep, other): (Vec<T>, Vec<T>) = given.iter().partition(|&&x| model(x).is_some());
+        if !other.is_empty() {
+            notes.push(format!(
+                "the model has no {axis} {}: left out",
+                axes::join(&other, ", ")
+            ));
+        }
+        keep.into_iter().filter_map(model).collect()
+    }
+    let locks = modelled(&mut l.notes, "lock", &r.spec.locks, LockKind::of_lock);
+    let pages = modelled(&mut l.notes, "pages", &r.spec.pages, Pages::of_backing);
     if locks.is_empty() || pages.is_empty() {
         return Err(FromLockError::NothingModelled {
-            locks: r.spec.locks.join(","),
-            pages: r.spec.pages.join(","),
+            locks: axes::join(&r.spec.locks, ","),
+            pages: axes::join(&r.spec.pages, ","),
         });
     }
-    let names = |v: Vec<&String>, f: fn(&str) -> String| {
-        v.iter().map(|s| f(s)).collect::<Vec<_>>().join(",")
-    };
     l.axes
-        .push(("locks", names(locks, |s| s.to_string()), "spec.locks"));
-    l.axes.push((
-        "pages",
-        names(pages, |s| {
-            Pages::parse(s)
-                .map(|p| p.name().to_string())
-                .unwrap_or_default()
-        }),
-        "spec.pages",
-    ));
+        .push(("locks", axes::join(&locks, ","), "spec.locks"));
+    l.axes
+        .push(("pages", axes::join(&pages, ","), "spec.pages"));
     if let Some(hz) = host.hz.value {
         l.axes.push(("hz", hz.to_string(), "host.kernel.hz"));
     }
@@ -180,8 +174,12 @@ mod tests {
     #[test]
     fn like_takes_the_measured_matrix() {
         let mut r = lock_result();
-        r.spec.locks = vec!["pg".into(), "tas".into(), "adaptive".into()];
-        r.spec.pages = vec!["4k".into(), "4k-populate".into(), "hugetlb-2m".into()];
+        r.spec.locks = vec![
+            axes::LockKind::Pg,
+            axes::LockKind::Tas,
+            axes::LockKind::Adaptive,
+        ];
+        r.spec.pages = vec![Backing::Page4k, Backing::Page4kPopulate, Backing::Hugetlb2m];
         r.spec.workers = vec![2, 16];
         r.spec.cs_ns = 300;
         r.spec.work_ns = 2000;
@@ -204,7 +202,7 @@ mod tests {
     #[test]
     fn like_refuses_a_matrix_the_model_cannot_run() {
         let mut r = lock_result();
-        r.spec.pages = vec!["thp".into()];
+        r.spec.pages = vec![Backing::Thp];
         assert!(like(&r).unwrap_err().to_string().contains("thp"));
     }
 

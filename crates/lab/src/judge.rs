@@ -4,7 +4,8 @@
 //! audit, the load seen and the reproduction come in, the document goes out ([`crate::check`] plans and
 //! runs the bench, [`crate::load`] samples the load; `report::check` lays the document out).
 
-use results::check::{CheckDoc, Effect, Fix, Load};
+use axes::{Backing, LockKind};
+use results::check::{CellKey, CheckDoc, Effect, EffectKind, Fix, Load};
 use results::diagnose::DiagnoseResult;
 use results::host::{Audit, Severity};
 use results::lock::{Cell, LockResult};
@@ -85,15 +86,14 @@ fn ops(cell: &Cell) -> Vec<f64> {
     cell.reps.iter().map(|r| r.ops_per_s).collect()
 }
 
-/// The effect of going from cell `a` to cell `b` (each a (lock, pages) pair) on ops/s, or None when either
-/// did not run.
-pub fn effect(res: &LockResult, what: &str, a: (&str, &str), b: (&str, &str)) -> Option<Effect> {
-    let find = |l: &str, p: &str| {
-        res.cells
-            .iter()
-            .find(|c| c.lock == l && c.pages == p && c.status == Status::Ok && !c.reps.is_empty())
+/// The effect of going from cell `a` to cell `b` on ops/s, or None when either did not run.
+pub fn effect(res: &LockResult, what: EffectKind, a: CellKey, b: CellKey) -> Option<Effect> {
+    let find = |k: CellKey| {
+        res.cells.iter().find(|c| {
+            c.lock == k.lock && c.pages == k.pages && c.status == Status::Ok && !c.reps.is_empty()
+        })
     };
-    let (ca, cb) = (find(a.0, a.1)?, find(b.0, b.1)?);
+    let (ca, cb) = (find(a)?, find(b)?);
     let (sa, sb) = (ops(ca), ops(cb));
     let j = judge(
         &[Sample {
@@ -110,9 +110,9 @@ pub fn effect(res: &LockResult, what: &str, a: (&str, &str), b: (&str, &str)) ->
             .unwrap_or(0.0)
     };
     Some(Effect {
-        what: what.to_string(),
-        a: format!("{} {}", a.0, a.1),
-        b: format!("{} {}", b.0, b.1),
+        what,
+        a,
+        b,
         a_ops_per_s: median(ca),
         b_ops_per_s: median(cb),
         ratio: j.ci.ratio,
@@ -124,27 +124,27 @@ pub fn effect(res: &LockResult, what: &str, a: (&str, &str), b: (&str, &str)) ->
 }
 
 /// The effects the reproduction measures: huge pages for the spinlock, the tolerant lock, both.
-/// `huge` is the huge-page backing's `--pages` name, when the reproduction has one.
-pub fn effects(res: &LockResult, huge: Option<&str>) -> Vec<Effect> {
+/// `huge` is the huge-page backing, when the reproduction has one.
+pub fn effects(res: &LockResult, huge: Option<Backing>) -> Vec<Effect> {
+    let cell = |lock, pages| CellKey { lock, pages };
+    let pg_4k = cell(LockKind::Pg, Backing::Page4k);
     let mut out = Vec::new();
     if let Some(h) = huge {
-        out.extend(effect(
-            res,
-            "huge pages for a PostgreSQL-style spinlock",
-            ("pg", "4k"),
-            ("pg", h),
-        ));
+        let pg_huge = cell(LockKind::Pg, h);
+        out.extend(effect(res, EffectKind::HugePages, pg_4k, pg_huge));
     }
-    out.extend(effect(
-        res,
-        "a preemption-tolerant lock on 4 KB pages",
-        ("pg", "4k"),
-        ("adaptive", "4k"),
-    ));
+    let adaptive_4k = cell(LockKind::Adaptive, Backing::Page4k);
+    out.extend(effect(res, EffectKind::TolerantLock, pg_4k, adaptive_4k));
     if let Some(h) = huge {
-        out.extend(effect(res, "both", ("pg", "4k"), ("adaptive", h)));
+        let adaptive_huge = cell(LockKind::Adaptive, h);
+        out.extend(effect(res, EffectKind::Both, pg_4k, adaptive_huge));
     }
     out
+}
+
+/// The effect of one kind, when measured.
+fn find(effects: &[Effect], what: EffectKind) -> Option<&Effect> {
+    effects.iter().find(|e| e.what == what)
 }
 
 fn gain_pct(e: &Effect) -> f64 {
@@ -156,7 +156,7 @@ fn gain_pct(e: &Effect) -> f64 {
 /// for a warning or worse, not measured here.
 pub fn fixes(audit: &Audit, effects: &[Effect]) -> Vec<Fix> {
     let mut fixes = Vec::new();
-    let huge_effect = effects.iter().find(|e| e.what.starts_with("huge pages"));
+    let huge_effect = find(effects, EffectKind::HugePages);
     let huge_needed = audit.findings.iter().any(|f| f.pool.is_some());
     if huge_effect.is_some() || huge_needed {
         fixes.push(Fix {
@@ -166,9 +166,8 @@ pub fn fixes(audit: &Audit, effects: &[Effect]) -> Vec<Fix> {
         });
     }
     // A lock change is offered only when it measurably helps here.
-    if let Some(e) = effects
-        .iter()
-        .find(|e| e.what.starts_with("a preemption-tolerant") && e.significant && e.ratio > 1.0)
+    if let Some(e) =
+        find(effects, EffectKind::TolerantLock).filter(|e| e.significant && e.ratio > 1.0)
     {
         fixes.push(Fix {
             title: "(for PostgreSQL developers) a lock that parks instead of spinning behind a preempted holder".into(),
@@ -208,7 +207,7 @@ pub fn fixes(audit: &Audit, effects: &[Effect]) -> Vec<Fix> {
 /// backing), else the huge-page cell's own status and reason, never empty.
 pub fn huge_side_missing(
     reproduction: Option<&LockResult>,
-    huge: Option<&str>,
+    huge: Option<Backing>,
     skipped: Option<&str>,
 ) -> String {
     if let Some(why) = skipped.filter(|w| !w.is_empty()) {
@@ -217,7 +216,11 @@ pub fn huge_side_missing(
     let Some(r) = reproduction else {
         return "the reproduction did not run".into();
     };
-    let cell = huge.and_then(|h| r.cells.iter().find(|c| c.lock == "pg" && c.pages == h));
+    let cell = huge.and_then(|h| {
+        r.cells
+            .iter()
+            .find(|c| c.lock == LockKind::Pg && c.pages == h)
+    });
     match cell {
         Some(c) if c.status != Status::Ok => format!(
             "its {} cell was {}: {}",
@@ -280,7 +283,7 @@ pub fn verdict(
             bench_cost(l)
         );
     }
-    let Some(e) = effects.iter().find(|e| e.what.starts_with("huge pages")) else {
+    let Some(e) = find(effects, EffectKind::HugePages) else {
         return format!(
             "4 KB pages could not be compared with huge pages here ({missing}); {tail}"
         );
@@ -315,7 +318,7 @@ pub fn no_fix(fixes: &[Fix], effects: &[Effect], bench_ran: bool) -> Option<Stri
     if !fixes.is_empty() {
         return None;
     }
-    let huge = effects.iter().find(|e| e.what.starts_with("huge pages"));
+    let huge = find(effects, EffectKind::HugePages);
     Some(match huge {
         _ if !bench_ran => {
             "none from the audit (nothing above info); the reproduction did not run, so nothing was measured".into()
@@ -365,8 +368,8 @@ pub struct Gathered {
     pub audit: Audit,
     /// The reproduction, when it ran.
     pub reproduction: Option<LockResult>,
-    /// The huge-page backing's `--pages` name, or why the plan has none.
-    pub huge: Result<String, String>,
+    /// The huge-page backing, or why the plan has none.
+    pub huge: Result<Backing, String>,
     /// The other load seen before measuring.
     pub load: Option<Load>,
     /// The diagnosis of the running instances, or why there is none (None: not attempted).
@@ -377,7 +380,7 @@ pub struct Gathered {
 
 /// The check's document from what it gathered.
 pub fn document(g: Gathered) -> CheckDoc {
-    let huge_name = g.huge.as_ref().ok().map(String::as_str);
+    let huge_name = g.huge.as_ref().ok().copied();
     let effects = match &g.reproduction {
         Some(r) => effects(r, huge_name),
         None => Vec::new(),
@@ -405,17 +408,17 @@ pub fn document(g: Gathered) -> CheckDoc {
             bench_cost(l)
         )),
         (None, false) => Some("The synthetic bench did not run.".into()),
-        (_, true) if !effects.iter().any(|e| e.what.starts_with("huge pages")) => {
+        (_, true) if find(&effects, EffectKind::HugePages).is_none() => {
             Some(missing.clone())
         }
         _ => None,
     };
     CheckDoc {
         schema_version: results::SCHEMA_VERSION,
-        kind: results::Kind::Check.name().into(),
+        kind: results::Kind::Check,
         elapsed_s: g.elapsed_s,
         verdict,
-        exposure: g.audit.verdict.as_str().to_string(),
+        exposure: g.audit.verdict,
         no_fix: no_fix(&fixes, &effects, bench_ran),
         fixes,
         audit: g.audit,
@@ -449,12 +452,12 @@ mod tests {
     }
 
     /// A measured `bench lock` result with a `pg` cell on `pages` too, `status` and `reason` as given.
-    fn reproduction(pages: &str, status: Status, reason: Option<&str>) -> LockResult {
+    fn reproduction(pages: Backing, status: Status, reason: Option<&str>) -> LockResult {
         let text =
             std::fs::read_to_string(repo("docs/results/bench-lock-ceiling-auto.json")).unwrap();
         let mut r: LockResult = serde_json::from_str(&text).unwrap();
         let mut c = r.cells[0].clone();
-        c.pages = pages.into();
+        c.pages = pages;
         c.status = status;
         c.reason = reason.map(String::from);
         if status != Status::Ok {
@@ -529,20 +532,20 @@ mod tests {
     fn empty_reason_when_the_huge_page_side_is_missing_regression() {
         let a = audit();
         let skipped = reproduction(
-            "hugetlb-2m",
+            Backing::Hugetlb2m,
             Status::Skipped,
             Some("3 free pages, 130 needed"),
         );
-        let why = huge_side_missing(Some(&skipped), Some("hugetlb-2m"), None);
+        let why = huge_side_missing(Some(&skipped), Some(Backing::Hugetlb2m), None);
         assert!(
             why.contains("skipped") && why.contains("130 needed"),
             "{why}"
         );
         for why in [
-            huge_side_missing(Some(&skipped), Some("hugetlb-2m"), Some("")),
+            huge_side_missing(Some(&skipped), Some(Backing::Hugetlb2m), Some("")),
             huge_side_missing(
-                Some(&reproduction("hugetlb-2m", Status::Failed, None)),
-                Some("hugetlb-2m"),
+                Some(&reproduction(Backing::Hugetlb2m, Status::Failed, None)),
+                Some(Backing::Hugetlb2m),
                 None,
             ),
             huge_side_missing(Some(&skipped), None, None),
@@ -555,7 +558,7 @@ mod tests {
         let doc = document(Gathered {
             audit: a,
             reproduction: Some(skipped),
-            huge: Ok("hugetlb-2m".into()),
+            huge: Ok(Backing::Hugetlb2m),
             load: Some(load(3.0, &[], true)),
             diagnosis: None,
             elapsed_s: 1.0,
@@ -571,11 +574,11 @@ mod tests {
     #[test]
     fn no_loss_measured_when_the_huge_side_never_ran_regression() {
         let a = audit();
-        let r = reproduction("hugetlb-2m", Status::Skipped, Some("no pages"));
+        let r = reproduction(Backing::Hugetlb2m, Status::Skipped, Some("no pages"));
         let doc = document(Gathered {
             audit: a.clone(),
             reproduction: Some(r),
-            huge: Ok("hugetlb-2m".into()),
+            huge: Ok(Backing::Hugetlb2m),
             load: Some(load(3.0, &[], true)),
             diagnosis: None,
             elapsed_s: 1.0,
@@ -590,7 +593,7 @@ mod tests {
         let doc = document(Gathered {
             audit: a,
             reproduction: None,
-            huge: Ok("hugetlb-2m".into()),
+            huge: Ok(Backing::Hugetlb2m),
             load: Some(load(60.0, &[4242], false)),
             diagnosis: None,
             elapsed_s: 1.0,

@@ -16,7 +16,7 @@ use crate::options::OptionError;
 use crate::result::{self};
 use osutil::child::{Child, ChildError};
 
-pub use results::latency::{Cell, CellSummary, Lat, LatencyResult, Rep, Spec};
+pub use results::latency::{Cell, CellSummary, Lat, LatencyResult, Load, Policy, Rep, Spec};
 pub use results::Status;
 
 /// Why a latency run stopped. Messages name options by field (`load`); `render` names them as the caller
@@ -92,10 +92,10 @@ fn lat_of(h: &Histogram<u64>) -> Lat {
     }
 }
 
-fn set_policy(policy: &str, prio: i32) -> Result<(), String> {
+fn set_policy(policy: Policy, prio: i32) -> Result<(), String> {
     let (pol, p) = match policy {
-        "fifo" => (libc::SCHED_FIFO, prio),
-        _ => (libc::SCHED_OTHER, 0),
+        Policy::Fifo => (libc::SCHED_FIFO, prio),
+        Policy::Other => (libc::SCHED_OTHER, 0),
     };
     let param = libc::sched_param { sched_priority: p };
     // SAFETY: setting this thread's own policy with a valid param.
@@ -152,7 +152,7 @@ fn block_stop_signals() {
 }
 
 /// Measures one repetition: `threads` threads under `policy` for `duration`.
-fn measure(spec: &Spec, policy: &str, cpus: usize) -> Result<(Vec<ThreadOut>, bool), String> {
+fn measure(spec: &Spec, policy: Policy, cpus: usize) -> Result<(Vec<ThreadOut>, bool), String> {
     let stop = Arc::new(AtomicBool::new(false));
     let interval = spec.interval_us * 1000;
     let deadline = Duration::from_secs_f64(spec.duration_s);
@@ -160,7 +160,6 @@ fn measure(spec: &Spec, policy: &str, cpus: usize) -> Result<(Vec<ThreadOut>, bo
     let (tx, rx) = std::sync::mpsc::channel::<Result<(), String>>();
     for i in 0..spec.threads as usize {
         let stop = Arc::clone(&stop);
-        let policy = policy.to_string();
         let prio = spec.priority;
         let pin_it = spec.pin;
         let tx = tx.clone();
@@ -176,7 +175,7 @@ fn measure(spec: &Spec, policy: &str, cpus: usize) -> Result<(Vec<ThreadOut>, bo
             // Timer slack (50 us by default for SCHED_OTHER) would be measured as latency: 1 ns.
             // SAFETY: prctl on this thread with plain integer arguments.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-            let ready = set_policy(&policy, prio);
+            let ready = set_policy(policy, prio);
             let failed = ready.is_err();
             let _ = tx.send(ready);
             drop(tx);
@@ -292,24 +291,24 @@ fn histogram(h: &Histogram<u64>) -> Vec<(f64, u64)> {
     bounds[..=last].iter().copied().zip(counts).collect()
 }
 
-/// A background load, stopped (its whole process group) on drop.
-pub struct Load {
+/// A background load running, stopped (its whole process group) on drop.
+pub struct Background {
     child: Option<Child>,
     tmp: Option<PathBuf>,
 }
 
-impl Load {
+impl Background {
     /// Starts `what`: none, lock, hackbench, or a shell command.
-    pub fn start(what: &str, cpus: u32, seconds: f64) -> Result<Load, LoadError> {
+    pub fn start(what: &Load, cpus: u32, seconds: f64) -> Result<Background, LoadError> {
         let mut tmp = None;
         let mut cmd = match what {
-            "none" => {
-                return Ok(Load {
+            Load::Idle => {
+                return Ok(Background {
                     child: None,
                     tmp: None,
                 })
             }
-            "lock" => {
+            Load::Lock => {
                 // This tool's own bench lock: pg on 4 KB pages, 4x the CPUs in worker processes.
                 let exe = std::env::current_exe().map_err(LoadError::Exe)?;
                 let out = std::env::temp_dir().join(format!(
@@ -343,12 +342,12 @@ impl Load {
                 .arg(&out);
                 c
             }
-            "hackbench" => {
+            Load::Hackbench => {
                 let mut c = Command::new("hackbench");
                 c.args(["-l", "100000000", "-g", "4"]);
                 c
             }
-            other => {
+            Load::Command(other) => {
                 let mut c = Command::new("sh");
                 c.arg("-c").arg(other);
                 c
@@ -362,11 +361,13 @@ impl Load {
             Duration::from_secs(10),
         )
         .map_err(|e| match e {
-            ChildError::Spawn { source, .. } if what == "hackbench" => LoadError::Hackbench(source),
+            ChildError::Spawn { source, .. } if *what == Load::Hackbench => {
+                LoadError::Hackbench(source)
+            }
             ChildError::Spawn { source, .. } => LoadError::Spawn(source),
             e => LoadError::Child(e),
         })?;
-        Ok(Load {
+        Ok(Background {
             child: Some(child),
             tmp,
         })
@@ -385,7 +386,7 @@ impl Load {
     }
 }
 
-impl Drop for Load {
+impl Drop for Background {
     fn drop(&mut self) {
         // Stops the load's process group (crate::child).
         drop(self.child.take());
@@ -419,7 +420,7 @@ pub fn run(
         None
     };
     let mut res = LatencyResult {
-        envelope: result::envelope("bench-latency"),
+        envelope: result::envelope(results::Kind::BenchLatency),
         spec: spec.clone(),
         cells: Vec::new(),
     };
@@ -430,11 +431,12 @@ pub fn run(
     'outer: for load in &spec.loads {
         let seconds =
             spec.load_warmup_s + spec.duration_s * spec.repeat as f64 * spec.policies.len() as f64;
-        let mut l = Load::start(load, cpus, seconds).map_err(|err| LatencyError::LoadStart {
-            load: load.clone(),
-            err,
-        })?;
-        if load != "none" {
+        let mut l =
+            Background::start(load, cpus, seconds).map_err(|err| LatencyError::LoadStart {
+                load: load.to_string(),
+                err,
+            })?;
+        if *load != Load::Idle {
             let t = Instant::now();
             while t.elapsed() < Duration::from_secs_f64(spec.load_warmup_s)
                 && !osutil::stop::interrupted()
@@ -442,9 +444,9 @@ pub fn run(
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        for policy in &spec.policies {
+        for &policy in &spec.policies {
             let mut cell = Cell {
-                policy: policy.clone(),
+                policy,
                 load: load.clone(),
                 threads: spec.threads,
                 status: Status::Ok,
@@ -534,9 +536,9 @@ mod tests {
 
     fn spec() -> Spec {
         Spec {
-            policies: vec!["other".into()],
+            policies: vec![Policy::Other],
             priority: 90,
-            loads: vec!["none".into()],
+            loads: vec![Load::Idle],
             threads: 2,
             pin: true,
             interval_us: 1000,
@@ -575,7 +577,7 @@ mod tests {
         let spec = spec();
         let interval_us = spec.interval_us as f64;
         let t = Instant::now();
-        let (outs, _) = measure(&spec, "other", 2).unwrap();
+        let (outs, _) = measure(&spec, Policy::Other, 2).unwrap();
         let elapsed_us = t.elapsed().as_secs_f64() * 1e6;
         assert_eq!(outs.len(), 2);
         for o in &outs {

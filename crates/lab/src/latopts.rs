@@ -3,11 +3,10 @@
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
+use axes::{Load, Policy};
+
 use crate::latency::Spec;
 use crate::options::{self, HostShape, OptionError};
-
-/// The load keywords; any other load is a shell command.
-pub const LOADS: [&str; 3] = ["none", "lock", "hackbench"];
 
 /// The wakeup intervals measured, us.
 const INTERVAL_US: RangeInclusive<u64> = 50..=1_000_000;
@@ -67,7 +66,7 @@ impl LatencyOptions {
             options::duration_at_least("duration", &self.duration, Duration::from_millis(100))?;
         let warmup = options::duration_at_least("load_warmup", &self.load_warmup, Duration::ZERO)?;
         let spec = Spec {
-            policies: options::list(&self.policy),
+            policies: options::names::<Policy>("policy", &self.policy)?,
             priority: self.priority,
             loads: loads(&self.load),
             threads: self.threads.unwrap_or(host.cpus),
@@ -79,8 +78,7 @@ impl LatencyOptions {
             no_deep_idle: !self.allow_deep_idle,
         };
         check(&spec)?;
-        if spec.loads.iter().any(|l| l == "hackbench") && osutil::which("hackbench", &[]).is_none()
-        {
+        if spec.loads.contains(&Load::Hackbench) && osutil::which("hackbench", &[]).is_none() {
             return Err(OptionError::Invalid {
                 option: "load",
                 value: "hackbench".into(),
@@ -88,11 +86,14 @@ impl LatencyOptions {
             });
         }
         // A command the shell cannot find would exit 127 at once: refused before anything runs (issue 29).
-        for l in spec.loads.iter().filter(|l| !LOADS.contains(&l.as_str())) {
-            if let Some(word) = missing_command(l) {
+        for cmd in spec.loads.iter().filter_map(|l| match l {
+            Load::Command(c) => Some(c),
+            _ => None,
+        }) {
+            if let Some(word) = missing_command(cmd) {
                 return Err(OptionError::Invalid {
                     option: "load",
-                    value: l.clone(),
+                    value: cmd.clone(),
                     why: format!(
                         "the shell finds no command {word} (give a command on PATH or a path that exists)"
                     ),
@@ -125,12 +126,12 @@ fn missing_command(cmd: &str) -> Option<String> {
 }
 
 /// The loads of a list: split at commas only when every entry is a keyword, since a command may hold commas.
-pub fn loads(s: &str) -> Vec<String> {
+pub fn loads(s: &str) -> Vec<Load> {
     let parts = options::list(s);
-    if parts.iter().all(|p| LOADS.contains(&p.as_str())) {
-        parts
+    if parts.iter().all(|p| Load::KEYWORDS.contains(&p.as_str())) {
+        parts.iter().map(|p| Load::parse(p)).collect()
     } else {
-        vec![s.trim().to_string()]
+        vec![Load::parse(s.trim())]
     }
 }
 
@@ -142,9 +143,6 @@ pub fn check(s: &Spec) -> Result<(), OptionError> {
         value,
         why: why.into(),
     };
-    if let Some(p) = s.policies.iter().find(|p| *p != "other" && *p != "fifo") {
-        return Err(invalid("policy", p.clone(), "expected other or fifo"));
-    }
     if s.policies.is_empty() || s.loads.is_empty() {
         return Err(OptionError::Empty {
             options: &["policy", "load"],
@@ -165,7 +163,7 @@ pub fn check(s: &Spec) -> Result<(), OptionError> {
         return Err(invalid("threads", s.threads.to_string(), "1..4096"));
     }
     options::repeat(s.repeat)?;
-    if s.loads.iter().any(|l| l.trim().is_empty()) {
+    if s.loads.iter().any(|l| l.name().trim().is_empty()) {
         return Err(OptionError::Whole {
             option: "load",
             why: "an empty command".into(),
@@ -207,8 +205,11 @@ mod tests {
         let s = opts().spec(&host()).unwrap();
         assert_eq!((s.threads, s.interval_us, s.duration_s), (3, 1000, 0.3));
         assert!(s.pin && s.no_deep_idle);
-        assert_eq!(loads("none,lock"), vec!["none", "lock"]);
-        assert_eq!(loads(" sleep 1,2 "), vec!["sleep 1,2"]);
+        assert_eq!(loads("none,lock"), vec![Load::Idle, Load::Lock]);
+        assert_eq!(
+            loads(" sleep 1,2 "),
+            vec![Load::Command("sleep 1,2".into())]
+        );
     }
 
     /// Regression (issue 29 item 5): `--load /nonexistent/cmd` ran, its shell exited 127, and the rows

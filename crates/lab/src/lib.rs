@@ -15,21 +15,15 @@
 //! - `net`: `bench net`, TCP/UDP stream and ping-pong over loopback or a veth pair between namespaces.
 //! - `netopts`: `bench net`'s options as given, checked and resolved into its spec.
 //! - `options`: what the benches' options share: lists, durations, counts, the host's shape, `OptionError`.
-//! - `pgbench`: parsing pgbench's summary and progress output (PostgreSQL 13 to 17).
-//! - `pgcluster`: throwaway PostgreSQL clusters (initdb in a private temp dir, run as an unprivileged
-//!   user, unix socket only, removed on drop).
-//! - `pgdriver`: pgbench and sysbench: command lines, output parsing, latencies.
-//! - `pgrun`: `bench pg`, the builds x shared_buffers x huge_pages x clients matrix over pgbench or sysbench.
+//! - `pgrun`: `bench pg`, the builds x shared_buffers x huge_pages x clients matrix over pgbench or sysbench (the
+//!   clusters, pooler, drivers and /proc sampling are `pgharness`').
 //! - `pgopts`: `bench pg`'s options as given, checked (setting names too) before any cluster exists.
-//! - `pgbouncer`: a session pooler in front of a throwaway cluster.
 //! - `pgbuild`: the builds axis of `bench pg` (bin directories and scripts/pg-build's cache, their
 //!   manifests) and the rseq-spinlock build's counters.
 //! - `pool`: hugetlb pool shares that concurrent runs hold and give back.
-//! - `procsample`: per-second /proc sampling of a process tree (page tables, Pss, faults, switches).
 //! - `rusage`: the one getrusage wrapper (hostfacts', re-exported).
 //! - `simfrom`: what `bench lock` result files give a `sim` run (their matrix, their measured costs).
 //! - `simopts`: `sim`'s options as given, resolved into the model's matrix, and its run.
-//! - `sysbench`: parsing sysbench 1.0's OLTP output.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
@@ -48,18 +42,12 @@ pub mod lockrun;
 pub mod net;
 pub mod netopts;
 pub mod options;
-pub mod pgbench;
-pub mod pgbouncer;
 pub mod pgbuild;
-pub mod pgcluster;
-pub mod pgdriver;
 mod pghuge;
 pub mod pgopts;
 pub mod pgrun;
 pub mod pool;
-pub mod procsample;
 pub mod result;
 pub use hostfacts::rusage;
 pub mod simfrom;
 pub mod simopts;
-pub mod sysbench;

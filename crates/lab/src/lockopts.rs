@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use axes::{Backing, LockKind, ReconnectGiven, StartAge};
+
 use crate::lockbench::{self, Spec};
 use crate::lockrun::{Cell, LockResult, Status};
 use crate::options::{self, HostShape, OptionError};
@@ -71,20 +73,16 @@ pub struct LockOptions {
 impl LockOptions {
     /// Checks every option and resolves it against `host`.
     pub fn spec(&self, host: &HostShape) -> Result<Spec, OptionError> {
-        let locks = options::list(&self.locks);
-        for l in &locks {
-            shmlock::LockKind::parse(l).map_err(|e| OptionError::Whole {
-                option: "locks",
-                why: e.to_string(),
-            })?;
-        }
-        let pages = options::list(&self.pages);
-        for p in &pages {
-            shmlock::shm::Backing::parse(p).map_err(|e| OptionError::Whole {
-                option: "pages",
-                why: e.to_string(),
-            })?;
-        }
+        // The names' own errors say what they are and what there is: the option as a whole is refused.
+        let whole = |option, why: String| OptionError::Whole { option, why };
+        let locks = options::list(&self.locks)
+            .iter()
+            .map(|l| LockKind::parse(l).map_err(|e| whole("locks", e.to_string())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let pages = options::list(&self.pages)
+            .iter()
+            .map(|p| Backing::parse(p).map_err(|e| whole("pages", e.to_string())))
+            .collect::<Result<Vec<_>, _>>()?;
         if locks.is_empty() || pages.is_empty() {
             return Err(OptionError::Empty {
                 options: &["locks", "pages"],
@@ -107,35 +105,31 @@ impl LockOptions {
                 why: "1024..268435456".into(),
             });
         }
-        let reconnect_every = match self.reconnect_every.as_str() {
-            "none" => None,
-            "auto" if self.threads => None,
-            "auto" => Some(lockbench::auto_reconnect_every(descriptors)),
-            k => match k.parse::<u64>() {
-                Ok(0) | Err(_) => {
-                    return Err(OptionError::Invalid {
-                        option: "reconnect_every",
-                        value: k.into(),
-                        why: "give a positive number of operations, auto or none".into(),
-                    })
-                }
-                Ok(_) if self.threads => {
-                    return Err(OptionError::Excludes {
-                        option: "reconnect_every",
-                        other: "threads",
-                        why: "replaces worker processes",
-                    })
-                }
-                Ok(n) => Some(n),
-            },
+        let reconnect_given =
+            ReconnectGiven::parse(&self.reconnect_every).ok_or_else(|| OptionError::Invalid {
+                option: "reconnect_every",
+                value: self.reconnect_every.clone(),
+                why: "give a positive number of operations, auto or none".into(),
+            })?;
+        let reconnect_every = match reconnect_given {
+            ReconnectGiven::Never => None,
+            ReconnectGiven::Auto if self.threads => None,
+            ReconnectGiven::Auto => Some(lockbench::auto_reconnect_every(descriptors)),
+            ReconnectGiven::Every(_) if self.threads => {
+                return Err(OptionError::Excludes {
+                    option: "reconnect_every",
+                    other: "threads",
+                    why: "replaces worker processes",
+                })
+            }
+            ReconnectGiven::Every(n) => Some(n),
         };
-        if !["uniform", "young"].contains(&self.start_age.as_str()) {
-            return Err(OptionError::Invalid {
+        let start_age =
+            StartAge::from_name(&self.start_age).ok_or_else(|| OptionError::Invalid {
                 option: "start_age",
                 value: self.start_age.clone(),
-                why: "expected uniform or young".into(),
-            });
-        }
+                why: format!("expected {}", StartAge::expected()),
+            })?;
         // Longer than a second per operation is no lock benchmark; far longer overflows the deadline arithmetic.
         for (option, ns) in [("cs_ns", self.cs_ns), ("work_ns", self.work_ns)] {
             if ns > 1_000_000_000 {
@@ -146,7 +140,7 @@ impl LockOptions {
                 });
             }
         }
-        if self.reserve_hugepages && pages.iter().any(|p| p.starts_with("hugetlb")) && !host.root {
+        if self.reserve_hugepages && pages.iter().any(|p| p.hugetlb_kib().is_some()) && !host.root {
             return Err(NEEDS_ROOT);
         }
         Ok(Spec {
@@ -161,10 +155,10 @@ impl LockOptions {
             cs_ns: self.cs_ns,
             work_ns: self.work_ns,
             reconnect_every,
-            reconnect_every_given: self.reconnect_every.clone(),
+            reconnect_every_given: reconnect_given,
             threads: self.threads,
             prefetch_next: self.prefetch_next,
-            start_age: self.start_age.clone(),
+            start_age,
             seed: self.seed,
         })
     }

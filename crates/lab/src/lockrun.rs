@@ -5,8 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use shmlock::shm::{Backing, ShmError, ShmRegion, UnknownBacking};
-use shmlock::{LockKind, UnknownLock};
+use shmlock::shm::{Backing, ShmError, ShmRegion};
 
 use crate::fork::Children;
 use crate::guard::{self, PoolGuard};
@@ -24,12 +23,6 @@ pub enum LockRunError {
     /// The stop signals' handlers could not be installed.
     #[error(transparent)]
     Signal(#[from] SignalError),
-    /// A lock the spec names is unknown.
-    #[error(transparent)]
-    Lock(#[from] UnknownLock),
-    /// A page backing the spec names is unknown.
-    #[error(transparent)]
-    Backing(#[from] UnknownBacking),
     /// The result file could not be written.
     #[error(transparent)]
     Write(#[from] OutputError),
@@ -153,16 +146,7 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError>
     for line in guard::recover_stale_pools() {
         osutil::msg!("preemptlab: {line}");
     }
-    let locks: Vec<LockKind> = spec
-        .locks
-        .iter()
-        .map(|l| LockKind::parse(l))
-        .collect::<Result<_, _>>()?;
-    let backings: Vec<Backing> = spec
-        .pages
-        .iter()
-        .map(|p| Backing::parse(p))
-        .collect::<Result<_, _>>()?;
+    let (locks, backings) = (spec.locks.clone(), spec.pages.clone());
 
     // Reasons a backing cannot run here, and hugetlb reservations (held until the run ends).
     let mut backing_skip: Vec<Option<String>> = Vec::new();
@@ -228,7 +212,7 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError>
         .map_err(|e| osutil::msg!("preemptlab: costs not measured: {e}"))
         .ok();
     let mut res = LockResult {
-        envelope: result::envelope("bench-lock"),
+        envelope: result::envelope(results::Kind::BenchLock),
         spec: spec.clone(),
         fault_cost,
         costs,
@@ -248,14 +232,13 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError>
     // Every cell starts as ok, skipped (with the reason) or failed to map.
     let ncells = plan.len();
     for &(l, bi, b, w) in &plan {
-        let skip = l
-            .availability()
+        let skip = shmlock::availability(l)
             .err()
             .map(|e| e.to_string())
             .or_else(|| backing_skip[bi].clone());
         res.cells.push(Cell {
-            lock: l.to_string(),
-            pages: b.to_string(),
+            lock: l,
+            pages: b,
             workers: w,
             status: if skip.is_some() {
                 Status::Skipped

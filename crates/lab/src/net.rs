@@ -21,7 +21,9 @@ use hdrhistogram::Histogram;
 use crate::options::OptionError;
 use crate::result::{self};
 
-pub use results::net::{Cell, CellSummary, EndUse, NetResult, Rep, RttPcts, Spec};
+pub use results::net::{
+    Cell, CellSummary, EndUse, NetPath, NetResult, NetTest, Rep, RttPcts, Spec,
+};
 pub use results::Status;
 
 /// Why a net run stopped or the namespace could not be made. Messages name options by field; `render`
@@ -210,7 +212,7 @@ pub fn recover_stale_netns() -> Vec<String> {
         else {
             continue;
         };
-        if crate::procsample::alive(pid) {
+        if pgharness::procsample::alive(pid) {
             continue;
         }
         if ip(&["netns", "del", &name]).is_ok() {
@@ -307,9 +309,13 @@ fn gate(sh: &Shared) -> bool {
     !sh.stop.load(Ordering::Relaxed)
 }
 
-fn run_once(test: &str, size: usize, spec: &Spec, ns: Option<&NetnsGuard>) -> Result<Rep, String> {
-    let tcp = test.starts_with("tcp");
-    let stream = test.ends_with("stream");
+fn run_once(
+    test: NetTest,
+    size: usize,
+    spec: &Spec,
+    ns: Option<&NetnsGuard>,
+) -> Result<Rep, String> {
+    let (tcp, stream) = (test.tcp(), test.stream());
     let n = spec.streams as usize;
     let sh = Arc::new(Shared {
         stop: AtomicBool::new(false),
@@ -624,7 +630,7 @@ pub fn run(
         None
     };
     let mut res = NetResult {
-        envelope: result::envelope("bench-net"),
+        envelope: result::envelope(results::Kind::BenchNet),
         spec: spec.clone(),
         cells: Vec::new(),
     };
@@ -632,23 +638,23 @@ pub fn run(
     // another way (a panic, SIGKILL, an error) leaves a partial file that says so (issue 29: a closed
     // stderr ended a run after 1 of 12 cells with `"interrupted": false`). The last write says how it ended.
     res.envelope.interrupted = true;
-    'outer: for test in &spec.tests {
+    'outer: for &test in &spec.tests {
         for &size in &spec.msg_sizes {
             let mut cell = Cell {
-                test: test.clone(),
+                test,
                 msg_size: size,
                 streams: spec.streams,
                 path: if spec.netns {
-                    "netns".into()
+                    NetPath::Netns
                 } else {
-                    "loopback".into()
+                    NetPath::Loopback
                 },
                 status: Status::Ok,
                 reason: None,
                 reps: Vec::new(),
                 summary: None,
             };
-            if test.starts_with("udp") && size > 65_507 {
+            if !test.tcp() && size > 65_507 {
                 cell.status = Status::Skipped;
                 cell.reason = Some(format!(
                     "{size}-byte messages: a UDP datagram carries at most 65507 bytes"
@@ -729,7 +735,7 @@ mod tests {
     #[test]
     fn a_spec_made_otherwise_is_checked_too() {
         let s = Spec {
-            tests: vec!["udp-stream".into()],
+            tests: vec![NetTest::UdpStream],
             msg_sizes: vec![65_536],
             streams: 0,
             duration_s: 1.0,
@@ -752,7 +758,7 @@ mod tests {
             repeat: 1,
             netns: false,
         };
-        let r = run_once("tcp-stream", 16384, &spec, None).unwrap();
+        let r = run_once(NetTest::TcpStream, 16384, &spec, None).unwrap();
         assert!(r.sender_bytes_per_s > 1e6, "{r:?}");
         // The receivers got what was written, less what was in flight at the end.
         assert!(
@@ -760,7 +766,7 @@ mod tests {
             "{r:?}"
         );
         assert!(r.client_counters["OutSegs"] > 0);
-        let r = run_once("udp-pingpong", 64, &spec, None).unwrap();
+        let r = run_once(NetTest::UdpPingpong, 64, &spec, None).unwrap();
         let rtt = r.rtt_us.unwrap();
         assert!(rtt.p50 > 0.0 && rtt.p50 <= rtt.p99 && rtt.p99 <= rtt.max);
         assert!(r.msgs_per_s > 100.0);

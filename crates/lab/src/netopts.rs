@@ -2,11 +2,10 @@
 
 use std::time::Duration;
 
+use axes::NetTest;
+
 use crate::net::Spec;
 use crate::options::{self, HostShape, OptionError};
-
-/// The tests `bench net` runs.
-pub const TESTS: [&str; 4] = ["tcp-stream", "udp-stream", "tcp-pingpong", "udp-pingpong"];
 
 /// Message sizes, bytes.
 const MSG_BYTES: std::ops::RangeInclusive<usize> = 1..=16 << 20;
@@ -48,7 +47,7 @@ impl NetOptions {
             .map(|s| msg_size(s))
             .collect::<Result<Vec<_>, _>>()?;
         let spec = Spec {
-            tests: options::list(&self.tests),
+            tests: options::names::<NetTest>("tests", &self.tests)?,
             msg_sizes,
             streams: self.streams,
             duration_s: duration.as_secs_f64(),
@@ -87,10 +86,6 @@ pub fn msg_size(s: &str) -> Result<usize, OptionError> {
 /// field.
 pub fn check(s: &Spec) -> Result<(), OptionError> {
     let invalid = |option, value: String, why: String| OptionError::Invalid { option, value, why };
-    if let Some(t) = s.tests.iter().find(|t| !TESTS.contains(&t.as_str())) {
-        let why = "expected tcp-stream, udp-stream, tcp-pingpong or udp-pingpong";
-        return Err(invalid("tests", t.clone(), why.into()));
-    }
     if s.tests.is_empty() || s.msg_sizes.is_empty() {
         return Err(OptionError::Empty {
             options: &["tests", "msg_sizes"],

@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+use axes::{Count, Named};
+
 /// What the bench needs to know about the machine to resolve its options.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostShape {
@@ -259,21 +261,16 @@ pub fn counts(
     s: &str,
     cpus: u32,
     max: u32,
-) -> Result<(Vec<String>, Vec<u32>), OptionError> {
+) -> Result<(Vec<Count>, Vec<u32>), OptionError> {
     let mut given = Vec::new();
     let mut out = Vec::new();
     for w in s.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let bad = || OptionError::Invalid {
+        let c = Count::parse(w).map_err(|_| OptionError::Invalid {
             option,
             value: w.into(),
             why: "expected a number or a multiple of CPUs like 4x".into(),
-        };
-        let n = if let Some(m) = w.strip_suffix('x') {
-            let f: f64 = m.parse().map_err(|_| bad())?;
-            (f * cpus as f64).round() as u32
-        } else {
-            w.parse().map_err(|_| bad())?
-        };
+        })?;
+        let n = c.resolve(cpus);
         if n == 0 || n > max {
             return Err(OptionError::Invalid {
                 option,
@@ -281,7 +278,7 @@ pub fn counts(
                 why: format!("must be 1..{max} {what}"),
             });
         }
-        given.push(w.to_string());
+        given.push(c);
         out.push(n);
     }
     if out.is_empty() {
@@ -291,6 +288,21 @@ pub fn counts(
         });
     }
     Ok((given, out))
+}
+
+/// The value of a closed set (`axes`) the option names, or the option refused with the names there are
+/// (`--policy rr: expected other or fifo`).
+pub fn name<T: Named>(option: &'static str, s: &str) -> Result<T, OptionError> {
+    T::from_name(s).ok_or_else(|| OptionError::Invalid {
+        option,
+        value: s.into(),
+        why: format!("expected {}", T::expected()),
+    })
+}
+
+/// The values of a comma-separated list of names (`other,fifo`), each as [`name`] takes it.
+pub fn names<T: Named>(option: &'static str, s: &str) -> Result<Vec<T>, OptionError> {
+    list(s).iter().map(|x| name(option, x)).collect()
 }
 
 /// A bench's measured time per repetition, seconds, as a spec holds it: 100 ms to 24 h.

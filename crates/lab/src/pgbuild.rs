@@ -21,7 +21,7 @@ use results::pg::{Build, BuildPatch, RseqSlice, Spec};
 use serde::Deserialize;
 
 use crate::options::OptionError;
-use crate::pgcluster::Cluster;
+use pgharness::pgcluster::Cluster;
 
 /// The manifest file scripts/pg-build writes next to a build's `bin/`.
 pub const MANIFEST: &str = "preemptlab-build.json";
@@ -262,7 +262,7 @@ pub fn read_counters(cluster: &Cluster) -> Option<RseqSlice> {
     // current_setting(..., true) is NULL, not an error, on a server without the setting.
     let text = cluster
         .psql(
-            crate::pgdriver::DB,
+            pgharness::pgdriver::DB,
             "SELECT current_setting('rseq_slice.counters', true)",
         )
         .ok()?;
@@ -276,7 +276,7 @@ pub fn wait_for_client_backends(cluster: &Cluster, pooled: bool) -> u64 {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let left = cluster
-            .psql(crate::pgdriver::DB, sql)
+            .psql(pgharness::pgdriver::DB, sql)
             .ok()
             .and_then(|t| t.parse::<u64>().ok())
             .unwrap_or(0);

@@ -1,12 +1,13 @@
 //! Huge pages for `bench pg`'s configurations: how many a server needs, and growing the pool for them
 //! (`--reserve-hugepages`) or counting on the free pages found, which the cells then record.
 
+use axes::HugePages;
 use results::pg::Spec;
 use results::Status;
 
 use crate::guard::PoolGuard;
-use crate::pgcluster::Cluster;
 use crate::pgrun::Skip;
+use pgharness::pgcluster::Cluster;
 
 pub(crate) fn hugepages_needed(
     cluster: &Cluster,
@@ -48,13 +49,13 @@ pub(crate) enum Reserved {
 /// Grows the pool for a configuration when allowed; otherwise checks that `huge_pages=on` can start on
 /// the free pages and records what the run counts on.
 pub(crate) fn reserve(
-    hp: &str,
+    hp: HugePages,
     needed: Option<u64>,
     spec: &Spec,
     allowed: bool,
     grow_hint: &str,
 ) -> Result<Reserved, Skip> {
-    if hp == "off" {
+    if hp == HugePages::Off {
         return Ok(Reserved::Nothing);
     }
     let Some(needed) = needed else {
@@ -73,7 +74,7 @@ pub(crate) fn reserve(
             });
     }
     let free = free_huge_pages(kib);
-    if hp == "on" && free < needed {
+    if hp == HugePages::On && free < needed {
         return Err(Skip(
             Status::Skipped,
             format!(

@@ -8,17 +8,15 @@ use std::time::Duration;
 use hostfacts::pgbin::BinDir;
 
 use crate::options::{self, HostShape, OptionError};
-use crate::pgdriver::Driver;
 use crate::pgrun::{Build, Cell, PgResult, Spec, Status};
+use axes::{Driver, HugePages, Protocol};
+use pgharness::pgdriver::Drive;
 
-/// The load drivers, pooler, protocols and Pss policies `bench pg` knows.
-pub const DRIVERS: [&str; 2] = ["pgbench", "sysbench"];
-/// The poolers.
-pub const POOLERS: [&str; 1] = ["pgbouncer"];
-/// The query protocols.
-pub const PROTOCOLS: [&str; 3] = ["simple", "extended", "prepared"];
-/// When to read the cluster's Pss.
-pub const PSS_WHEN: [&str; 3] = ["end", "every", "never"];
+/// The names of a closed set as the command line offers them (`[possible values: ...]`).
+#[cfg(feature = "cli")]
+fn possible<T: axes::Named>() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(T::all().iter().map(|v| v.name()))
+}
 
 /// Settings the bench makes itself for every server.
 const BENCH_SETTINGS: [&str; 5] = [
@@ -50,13 +48,13 @@ pub struct PgOptions {
     #[cfg_attr(feature = "cli", arg(long))]
     pub script: Option<String>,
     /// The load driver.
-    #[cfg_attr(feature = "cli", arg(long, default_value = "pgbench", value_parser = DRIVERS))]
+    #[cfg_attr(feature = "cli", arg(long, default_value = "pgbench", value_parser = possible::<Driver>()))]
     pub driver: String,
     /// Put a pooler between the clients and the server (persistent server connections, as in docs/references.md#page-table-cost).
-    #[cfg_attr(feature = "cli", arg(long, value_parser = POOLERS))]
+    #[cfg_attr(feature = "cli", arg(long, value_parser = possible::<axes::Pooler>()))]
     pub pooler: Option<String>,
     /// Query protocol.
-    #[cfg_attr(feature = "cli", arg(long, default_value = "prepared", value_parser = PROTOCOLS))]
+    #[cfg_attr(feature = "cli", arg(long, default_value = "prepared", value_parser = possible::<Protocol>()))]
     pub protocol: String,
     /// A new connection per transaction (pgbench -C): fresh backends and page tables all the time.
     #[cfg_attr(feature = "cli", arg(long))]
@@ -92,7 +90,7 @@ pub struct PgOptions {
     /// When to read the cluster's Pss: once near the end of each run, in every sample, or never.
     /// Reading it walks every backend's page tables (about 0.5 s of CPU per pass at 32 backends on 2 GB of
     /// 4 KB-page buffers, measured), which lowers the TPS being measured when done every second.
-    #[cfg_attr(feature = "cli", arg(long, default_value = "end", value_parser = PSS_WHEN))]
+    #[cfg_attr(feature = "cli", arg(long, default_value = "end", value_parser = possible::<axes::PssWhen>()))]
     pub pss: String,
     /// PostgreSQL builds, comma-separated: bin directories, or builds of scripts/pg-build by name (18,
     /// 18+rseq-spinlock; docs/pg-builds.md). Several are one more axis, interleaved in every round.
@@ -199,10 +197,7 @@ impl PgOptions {
             Duration::from_millis(100),
         )?;
         let settings = settings(&self.set)?;
-        let driver: Driver = self
-            .driver
-            .parse()
-            .map_err(|_| invalid("driver", &self.driver, "expected pgbench or sysbench"))?;
+        let driver: Driver = options::name("driver", &self.driver)?;
         let script = self.script.clone().unwrap_or_else(|| {
             match driver {
                 Driver::Pgbench => "select-only",
@@ -224,16 +219,19 @@ impl PgOptions {
             None => host.cpus.max(1),
         };
         let mut spec = Spec {
-            huge_pages: options::list(&self.huge_pages),
+            huge_pages: options::names("huge_pages", &self.huge_pages)?,
             shared_buffers: options::list(&self.shared_buffers),
             clients_given,
             clients,
             scale: self.scale,
             script,
             script_text: None,
-            driver: self.driver.clone(),
-            pooler: self.pooler.clone(),
-            protocol: self.protocol.clone(),
+            driver,
+            pooler: match &self.pooler {
+                Some(p) => Some(options::name("pooler", p)?),
+                None => None,
+            },
+            protocol: options::name("protocol", &self.protocol)?,
             reconnect: self.reconnect,
             prewarm: self.prewarm,
             diagnose: self.diagnose,
@@ -252,13 +250,16 @@ impl PgOptions {
             pg_version: None,
             builds,
             sample_interval_s: sample.as_secs_f64(),
-            pss: self.pss.clone(),
+            pss: options::name("pss", &self.pss)?,
         };
         spec.script_text = validate(&spec, host.mem_total_kib)?;
         for f in &found {
             check_setting_names(&spec.settings, &f.bin)?;
         }
-        if spec.huge_pages.iter().any(|h| h != "off") && self.reserve_hugepages && !host.root {
+        if spec.huge_pages.iter().any(|&h| h != HugePages::Off)
+            && self.reserve_hugepages
+            && !host.root
+        {
             return Err(crate::lockopts::NEEDS_ROOT);
         }
         Ok(spec)
@@ -268,11 +269,6 @@ impl PgOptions {
 /// Checks values the matrix would otherwise reject late: settings, sizes, scripts, the driver, and that
 /// the configurations fit in memory. Returns the script's text when it is a file.
 pub fn validate(spec: &Spec, mem_total_kib: Option<u64>) -> Result<Option<String>, OptionError> {
-    for h in &spec.huge_pages {
-        if !["off", "on", "try"].contains(&h.as_str()) {
-            return Err(invalid("huge_pages", h, "expected off, on or try"));
-        }
-    }
     if spec.huge_pages.is_empty() || spec.shared_buffers.is_empty() || spec.clients.is_empty() {
         return Err(OptionError::Empty {
             options: &["huge_pages", "shared_buffers", "clients"],
@@ -300,13 +296,6 @@ pub fn validate(spec: &Spec, mem_total_kib: Option<u64>) -> Result<Option<String
     if spec.scale == 0 || spec.scale > 100_000 {
         return Err(invalid("scale", spec.scale.to_string(), "1..100000"));
     }
-    if !PROTOCOLS.contains(&spec.protocol.as_str()) {
-        return Err(invalid(
-            "protocol",
-            &spec.protocol,
-            "expected simple, extended or prepared",
-        ));
-    }
     if spec.duration_s == 0 {
         return Err(OptionError::Whole {
             option: "duration",
@@ -321,12 +310,6 @@ pub fn validate(spec: &Spec, mem_total_kib: Option<u64>) -> Result<Option<String
             "a fraction from 0 to 1",
         ));
     }
-    if !PSS_WHEN.contains(&spec.pss.as_str()) {
-        return Err(invalid("pss", &spec.pss, "expected end, every or never"));
-    }
-    if let Some(p) = spec.pooler.as_deref().filter(|p| !POOLERS.contains(p)) {
-        return Err(invalid("pooler", p, "expected pgbouncer"));
-    }
     settings(
         &spec
             .settings
@@ -334,10 +317,7 @@ pub fn validate(spec: &Spec, mem_total_kib: Option<u64>) -> Result<Option<String
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>(),
     )?;
-    let driver: Driver = spec
-        .driver
-        .parse()
-        .map_err(|_| invalid("driver", &spec.driver, "expected pgbench or sysbench"))?;
+    let driver = spec.driver;
     if driver == Driver::Sysbench {
         if spec.reconnect {
             return Err(OptionError::Needs {
@@ -347,7 +327,7 @@ pub fn validate(spec: &Spec, mem_total_kib: Option<u64>) -> Result<Option<String
                 why: "sysbench keeps its connections",
             });
         }
-        if spec.protocol == "extended" {
+        if spec.protocol == Protocol::Extended {
             return Err(invalid(
                 "protocol",
                 "extended",
@@ -392,19 +372,20 @@ pub fn failures(res: &PgResult) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axes::{Pooler, PssWhen};
 
     fn spec() -> Spec {
         Spec {
-            huge_pages: vec!["off".into(), "on".into()],
+            huge_pages: vec![HugePages::Off, HugePages::On],
             shared_buffers: vec!["128MB".into()],
-            clients_given: vec!["4".into()],
+            clients_given: vec![axes::Count::Exact(4)],
             clients: vec![4],
             scale: 1,
             script: "select-only".into(),
             script_text: None,
-            driver: "pgbench".into(),
+            driver: Driver::Pgbench,
             pooler: None,
-            protocol: "prepared".into(),
+            protocol: Protocol::Prepared,
             reconnect: false,
             prewarm: false,
             diagnose: false,
@@ -419,7 +400,7 @@ mod tests {
             pg_version: None,
             builds: vec![],
             sample_interval_s: 1.0,
-            pss: "end".into(),
+            pss: PssWhen::End,
         }
     }
 
@@ -433,10 +414,6 @@ mod tests {
         type Change = Box<dyn Fn(&mut Spec)>;
         let cases: Vec<(Change, &str)> = vec![
             (
-                Box::new(|s| s.huge_pages = vec!["maybe".into()]),
-                "--huge-pages maybe",
-            ),
-            (
                 Box::new(|s| s.shared_buffers = vec!["lots".into()]),
                 "--shared-buffers lots",
             ),
@@ -445,7 +422,6 @@ mod tests {
                 "more than half",
             ),
             (Box::new(|s| s.scale = 0), "--scale 0"),
-            (Box::new(|s| s.protocol = "fast".into()), "--protocol fast"),
             (
                 Box::new(|s| s.script = "select-everything".into()),
                 "not a built-in pgbench script",
@@ -455,20 +431,12 @@ mod tests {
                 "--script /nonexistent/x.sql",
             ),
             (
-                Box::new(|s| s.driver = "hammerdb".into()),
-                "--driver hammerdb",
-            ),
-            (
-                Box::new(|s| s.pooler = Some("odyssey".into())),
-                "--pooler odyssey",
-            ),
-            (
                 Box::new(|s| s.settings = vec![("huge_pages".into(), "on".into())]),
                 "--set huge_pages: set by the bench itself (use --shared-buffers / --huge-pages)",
             ),
             (
                 Box::new(|s| {
-                    s.driver = "sysbench".into();
+                    s.driver = Driver::Sysbench;
                     s.script = "oltp_point_select".into();
                     s.reconnect = true
                 }),
@@ -482,9 +450,35 @@ mod tests {
             assert!(e.contains(want), "{e} should contain {want}");
         }
         let mut s = spec();
-        s.driver = "sysbench".into();
+        s.driver = Driver::Sysbench;
         s.script = "oltp_read_write".into();
         assert_eq!(validate(&s, Some(1 << 24)).unwrap(), None);
+    }
+
+    #[test]
+    fn names_are_refused_with_the_names_there_are() {
+        let e = options::names::<HugePages>("huge_pages", "off,maybe").unwrap_err();
+        assert_eq!(
+            e.render(flag),
+            "--huge-pages maybe: expected off, on or try"
+        );
+        let e = options::name::<Protocol>("protocol", "fast").unwrap_err();
+        assert_eq!(
+            e.render(flag),
+            "--protocol fast: expected simple, extended or prepared"
+        );
+        let e = options::name::<Driver>("driver", "hammerdb").unwrap_err();
+        assert_eq!(
+            e.render(flag),
+            "--driver hammerdb: expected pgbench or sysbench"
+        );
+        let e = options::name::<Pooler>("pooler", "odyssey").unwrap_err();
+        assert_eq!(e.render(flag), "--pooler odyssey: expected pgbouncer");
+        let e = options::name::<PssWhen>("pss", "sometimes").unwrap_err();
+        assert_eq!(
+            e.render(flag),
+            "--pss sometimes: expected end, every or never"
+        );
     }
 
     #[test]

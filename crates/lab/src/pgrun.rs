@@ -13,20 +13,21 @@ use std::time::{Duration, Instant};
 use hostfacts::pgbin::PgBinError;
 
 use crate::guard;
-use crate::pgbouncer::{self, PgBouncer, PgBouncerError};
-use crate::pgcluster::{Cluster, ClusterError};
-use crate::pgdriver::{argv, drive, Driven, MissingDriver, Target, UnknownDriver};
 use crate::pghuge::{hugepages_needed, reserve, Reserved};
-use crate::procsample::{Pss, Sampler};
 use crate::result::{self, OutputError};
+use axes::{HugePages, PssWhen};
 use osutil::stop::SignalError;
+use pgharness::pgbouncer::{self, PgBouncer, PgBouncerError};
+use pgharness::pgcluster::{Cluster, ClusterError};
+use pgharness::pgdriver::{argv, drive, Drive, Driven, MissingDriver, Target};
+use pgharness::procsample::{Pss, Sampler};
 
 pub use results::pg::{
     Build, Cell, CellSummary, Latency, PgResult, Point, Rep, RseqSlice, SegmentCheck, Setup, Spec,
 };
 pub use results::Status;
 
-pub use crate::pgdriver::{
+pub use pgharness::pgdriver::{
     parse_latency_log, read_latency_log, Driver, DB, PGBENCH_BUILTINS, SYSBENCH_TESTS,
 };
 
@@ -47,9 +48,6 @@ pub enum PgRunError {
     /// PostgreSQL's binaries could not be found.
     #[error(transparent)]
     PgBin(#[from] PgBinError),
-    /// The driver named is unknown.
-    #[error(transparent)]
-    Driver(#[from] UnknownDriver),
     /// The driver is not installed.
     #[error(transparent)]
     MissingDriver(#[from] MissingDriver),
@@ -137,7 +135,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
         .iter()
         .map(|b| hostfacts::pgbin::find(Some(Path::new(&b.bin_dir)), None))
         .collect::<Result<Vec<_>, _>>()?;
-    let driver: Driver = spec.driver.parse()?;
+    let driver = spec.driver;
     // One driver for every build (the first build's, else the one on PATH), so that the client is not a
     // second variable of the builds axis.
     let exe = driver.find(&bins[0])?;
@@ -156,7 +154,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
     }
     spec.pg_version = Some(crate::pgbuild::versions(&spec.builds));
     let mut res = PgResult {
-        envelope: result::envelope("bench-pg"),
+        envelope: result::envelope(results::Kind::BenchPg),
         spec: spec.clone(),
         setup: Setup::default(),
         setups: Vec::new(),
@@ -165,12 +163,12 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
     let max_clients = *spec.clients.iter().max().expect("validated non-empty");
     for build in &spec.builds {
         for sb in &spec.shared_buffers {
-            for hp in &spec.huge_pages {
+            for &hp in &spec.huge_pages {
                 for &c in &spec.clients {
                     res.cells.push(Cell {
                         build: Some(build.clone()),
                         shared_buffers: sb.clone(),
-                        huge_pages: hp.clone(),
+                        huge_pages: hp,
                         clients: c,
                         status: Status::Ok,
                         reason: None,
@@ -210,13 +208,13 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
                 continue;
             }
             let settings = res.cells[first].server_settings.clone();
-            let hp = res.cells[first].huge_pages.clone();
+            let hp = res.cells[first].huge_pages;
             // Size and, if allowed, grow the pool before the server starts; restore it after it stops.
             let needed = hugepages_needed(cluster, &settings, &spec);
             for c in cells.clone() {
                 res.cells[c].hugepages_needed = needed;
             }
-            let pool = match reserve(&hp, needed, &spec, opts.reserve_hugepages, &opts.grow_hint) {
+            let pool = match reserve(hp, needed, &spec, opts.reserve_hugepages, &opts.grow_hint) {
                 Ok(Reserved::Grown(g)) => Some(g),
                 Ok(Reserved::CountedOn(free)) => {
                     for c in cells.clone() {
@@ -316,7 +314,12 @@ fn throwaway_name() -> (String, String) {
 }
 
 /// The settings a configuration's server starts with.
-pub fn server_settings(spec: &Spec, sb: &str, hp: &str, max_clients: u32) -> Vec<(String, String)> {
+pub fn server_settings(
+    spec: &Spec,
+    sb: &str,
+    hp: HugePages,
+    max_clients: u32,
+) -> Vec<(String, String)> {
     let mut s = vec![
         throwaway_name(),
         ("shared_buffers".to_string(), sb.to_string()),
@@ -430,11 +433,7 @@ fn run_config(
     done: &mut usize,
     total: usize,
 ) -> Result<(), Fail> {
-    let hp = settings
-        .iter()
-        .find(|(k, _)| k == "huge_pages")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default();
+    let hp = res.cells[cells.start].huge_pages;
     cluster
         .start(settings)
         .map_err(|e| Fail::Cell(format!("the server did not start: {e}")))?;
@@ -442,7 +441,7 @@ fn run_config(
         .postmaster_pid()
         .ok_or(Fail::Run(PgRunError::NoPostmasterPid))?;
     let seg = segment_check(cluster, pm, spec);
-    if let Some(why) = backing_error(&hp, &seg) {
+    if let Some(why) = backing_error(hp, &seg) {
         return Err(Fail::Cell(why));
     }
     if spec.prewarm {
@@ -518,10 +517,12 @@ fn run_config(
         let argv = argv(&cmd);
         let rseq0 = crate::pgbuild::read_counters(cluster);
         let stat0 = osutil::procstat::now();
-        let pss = match spec.pss.as_str() {
-            "every" => Pss::Every,
-            "never" => Pss::Never,
-            _ => Pss::At((spec.duration_s as f64 - 1.0).max(spec.duration_s as f64 / 2.0)),
+        let pss = match spec.pss {
+            PssWhen::Every => Pss::Every,
+            PssWhen::Never => Pss::Never,
+            PssWhen::End => {
+                Pss::At((spec.duration_s as f64 - 1.0).max(spec.duration_s as f64 / 2.0))
+            }
         };
         let sampler = Sampler::start(pm, Duration::from_secs_f64(spec.sample_interval_s), pss);
         let (d, t) = (*done, total);
@@ -553,7 +554,7 @@ fn run_config(
             Err(e) => return Err(Fail::Cell(format!("the measured run failed: {e}"))),
         };
         let seg = segment_check(cluster, pm, spec);
-        if let Some(why) = backing_error(&hp, &seg) {
+        if let Some(why) = backing_error(hp, &seg) {
             return Err(Fail::Cell(why));
         }
         let mut rep = driver
@@ -603,7 +604,7 @@ fn diagnose_prepare(
 ) -> Result<diagnose::Prepared, diagnose::DiagnoseError> {
     let mut opts = diagnose::Options::new(Duration::from_secs(duration_s + 60));
     opts.pids = vec![pm];
-    diagnose::prepare(&opts, result::envelope("diagnose"))
+    diagnose::prepare(&opts, result::envelope(results::Kind::Diagnose))
 }
 
 fn diagnosis_failed(why: String) -> results::diagnose::Unmeasured {
@@ -633,13 +634,13 @@ fn segment_check(cluster: &Cluster, pm: u32, spec: &Spec) -> SegmentCheck {
     out
 }
 
-fn backing_error(hp: &str, seg: &SegmentCheck) -> Option<String> {
+fn backing_error(hp: HugePages, seg: &SegmentCheck) -> Option<String> {
     if seg.size_kib == 0 {
         return Some(
             "could not find the server's shared-memory segment in the postmaster's smaps".into(),
         );
     }
-    if hp == "on" && !seg.on_huge_pages {
+    if hp == HugePages::On && !seg.on_huge_pages {
         return Some(format!(
             "asked for huge_pages=on but the segment ({} kB) is on {} kB pages",
             seg.size_kib, seg.kernel_page_size_kib
@@ -679,16 +680,16 @@ mod tests {
 
     fn spec() -> Spec {
         Spec {
-            huge_pages: vec!["off".into(), "on".into()],
+            huge_pages: vec![HugePages::Off, HugePages::On],
             shared_buffers: vec!["128MB".into()],
-            clients_given: vec!["4".into()],
+            clients_given: vec![axes::Count::Exact(4)],
             clients: vec![4],
             scale: 1,
             script: "select-only".into(),
             script_text: None,
-            driver: "pgbench".into(),
+            driver: axes::Driver::Pgbench,
             pooler: None,
-            protocol: "prepared".into(),
+            protocol: axes::Protocol::Prepared,
             reconnect: false,
             prewarm: false,
             diagnose: false,
@@ -703,14 +704,16 @@ mod tests {
             pg_version: None,
             builds: vec![],
             sample_interval_s: 1.0,
-            pss: "end".into(),
+            pss: PssWhen::End,
         }
     }
 
     #[test]
     fn a_pool_too_small_for_huge_pages_on_is_a_skip_with_the_callers_hint() {
         // More pages than any pool has free.
-        let Err(Skip(status, why)) = reserve("on", Some(1 << 40), &spec(), false, "GROW IT") else {
+        let Err(Skip(status, why)) =
+            reserve(HugePages::On, Some(1 << 40), &spec(), false, "GROW IT")
+        else {
             panic!("not skipped");
         };
         assert_eq!(status, Status::Skipped);
@@ -720,8 +723,8 @@ mod tests {
         );
         assert!(why.ends_with(": GROW IT"), "{why}");
         // huge_pages=try runs on whatever it gets; off needs nothing.
-        assert!(reserve("try", Some(1 << 40), &spec(), false, "").is_ok());
-        assert!(reserve("off", Some(1 << 40), &spec(), false, "").is_ok());
+        assert!(reserve(HugePages::Try, Some(1 << 40), &spec(), false, "").is_ok());
+        assert!(reserve(HugePages::Off, Some(1 << 40), &spec(), false, "").is_ok());
     }
 
     #[test]
@@ -731,7 +734,7 @@ mod tests {
             ("max_connections".into(), "500".into()),
             ("work_mem".into(), "8MB".into()),
         ];
-        let got = server_settings(&s, "2GB", "on", 32);
+        let got = server_settings(&s, "2GB", HugePages::On, 32);
         assert_eq!(
             got,
             vec![

@@ -7,14 +7,14 @@ use serde::Serialize;
 
 pub use osutil::output::OutputError;
 
-pub use results::{utc, Envelope, SCHEMA_VERSION};
+pub use results::{utc, Envelope, Kind, SCHEMA_VERSION};
 
 /// A new envelope for `kind`, reading this host's facts now.
-pub fn envelope(kind: &str) -> Envelope {
+pub fn envelope(kind: Kind) -> Envelope {
     let now = unix_now();
     Envelope {
         schema_version: SCHEMA_VERSION,
-        kind: kind.to_string(),
+        kind,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         command_line: std::env::args().collect(),
         started_unix_s: now,
@@ -34,7 +34,7 @@ pub fn unix_now() -> u64 {
 }
 
 /// The default result path: `results/<kind>-<YYYYmmdd-HHMMSS>.json` under the current directory.
-pub fn default_path(kind: &str, started_unix_s: u64) -> PathBuf {
+pub fn default_path(kind: Kind, started_unix_s: u64) -> PathBuf {
     let t = utc(started_unix_s)
         .replace(['-', ':'], "")
         .replace('T', "-")
@@ -55,6 +55,7 @@ pub fn write<T: Serialize>(path: &Path, value: &T) -> Result<(), OutputError> {
 mod tests {
     #[test]
     fn utc_formatting() {
-        assert!(super::default_path("bench-lock", 0).ends_with("bench-lock-19700101-000000.json"));
+        assert!(super::default_path(super::Kind::BenchLock, 0)
+            .ends_with("bench-lock-19700101-000000.json"));
     }
 }

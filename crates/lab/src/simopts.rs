@@ -238,7 +238,7 @@ impl SimPlan {
     /// the run after the cell it is in.
     pub fn run(self, out: &Path, mut on_cell: impl FnMut(&SimCell)) -> Result<SimResult, SimError> {
         let mut res = SimResult {
-            envelope: result::envelope("sim"),
+            envelope: result::envelope(results::Kind::Sim),
             spec: self.spec,
             cells: Vec::new(),
         };

@@ -10,7 +10,7 @@ use crate::term;
 pub fn run(a: BenchLatencyArgs) -> Result<i32> {
     let host = HostShape::live();
     let spec = a.opts.spec(&host).map_err(term::flags)?;
-    let out = term::result_file(&a.result, "bench-latency", &[])?;
+    let out = term::result_file(&a.result, results::Kind::BenchLatency, &[])?;
     let quiet = a.result.quiet;
     // Switched back when this function returns, by any path.
     let _preempt = crate::switch::preempt(&a.preempt)?;

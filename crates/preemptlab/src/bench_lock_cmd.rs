@@ -10,7 +10,7 @@ use crate::term;
 
 pub fn run(a: BenchLockArgs) -> Result<i32> {
     let spec = a.opts.spec(&HostShape::live()).map_err(term::flags)?;
-    let out = term::result_file(&a.result, "bench-lock", &[])?;
+    let out = term::result_file(&a.result, results::Kind::BenchLock, &[])?;
     let bar = term::bar(a.result.quiet, "{prefix:>9} [{bar:30}] {msg}");
     let pb = bar.clone();
     let print = term::cell_printer(bar, a.result.quiet);

@@ -9,7 +9,7 @@ use crate::term;
 
 pub fn run(a: BenchNetArgs) -> Result<i32> {
     let spec = a.opts.spec(&HostShape::live()).map_err(term::flags)?;
-    let out = term::result_file(&a.result, "bench-net", &[])?;
+    let out = term::result_file(&a.result, results::Kind::BenchNet, &[])?;
     let quiet = a.result.quiet;
     // Switched back when this function returns, by any path.
     let _preempt = crate::switch::preempt(&a.preempt)?;

@@ -2,9 +2,9 @@
 
 use anyhow::{anyhow, Result};
 use lab::options::HostShape;
-use lab::pgbouncer::PgBouncerError;
 use lab::pgopts;
 use lab::pgrun::{self, PgRunError, RunOptions};
+use pgharness::pgbouncer::PgBouncerError;
 
 use crate::cli::BenchPgArgs;
 use crate::term;
@@ -13,7 +13,7 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
     let spec = a.opts.spec(&HostShape::live()).map_err(term::flags)?;
     // A script file it reads is never its output.
     let script: Vec<_> = a.opts.script.iter().map(std::path::PathBuf::from).collect();
-    let out = term::result_file(&a.result, "bench-pg", &script)?;
+    let out = term::result_file(&a.result, results::Kind::BenchPg, &script)?;
     let template = "{prefix:>7} [{bar:30}] {elapsed_precise} {msg}";
     let bar = term::bar(a.result.quiet, template);
     let pb = bar.clone();

@@ -47,7 +47,7 @@ fn diagnosis(
     osutil::stop::install_signal_flag().map_err(|e| e.to_string())?;
     diagnose::run(
         &opts,
-        lab::result::envelope("diagnose"),
+        lab::result::envelope(results::Kind::Diagnose),
         &osutil::stop::interrupted,
         &mut |_| {},
     )
@@ -68,10 +68,9 @@ fn bench_flags(a: &CheckArgs) -> Vec<&'static str> {
 /// The outputs, claimed before anything is measured (the diagnosis included): the reproduction's result
 /// file and the report, which must be two different files.
 fn claim_outputs(a: &CheckArgs) -> Result<ResultFile> {
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| lab::result::default_path("check", lab::result::unix_now()));
+    let out = a.out.clone().unwrap_or_else(|| {
+        lab::result::default_path(results::Kind::Check, lab::result::unix_now())
+    });
     if let Some(report) = &a.report {
         osutil::output::check_distinct(&out, report)
             .map_err(|e| anyhow!("--out and --report: {e}"))?;
@@ -145,7 +144,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
                 "preemptlab check: reproducing on this host ({} workers on {} CPUs, pg vs adaptive, {}; {} x {} s)...",
                 s.workers[0],
                 plan.cpus,
-                s.pages.join(" vs "),
+                axes::join(&s.pages, " vs "),
                 s.repeat,
                 s.duration_s
             );
@@ -166,10 +165,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
         None
     };
     load.bench_ran = reproduction.is_some();
-    let huge = plan
-        .huge
-        .map(|h| h.name().to_string())
-        .map_err(|e| e.describe(GROW_HINT));
+    let huge = plan.huge.map_err(|e| e.describe(GROW_HINT));
     let doc = lab::judge::document(lab::judge::Gathered {
         audit,
         reproduction,

@@ -79,7 +79,7 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
     };
     let res = diagnose::run(
         &opts,
-        lab::result::envelope("diagnose"),
+        lab::result::envelope(results::Kind::Diagnose),
         &osutil::stop::interrupted,
         &mut progress,
     )

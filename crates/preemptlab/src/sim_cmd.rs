@@ -19,7 +19,7 @@ pub fn run(a: SimArgs) -> Result<i32> {
         .chain(&a.opts.costs_from)
         .cloned()
         .collect();
-    let out = term::result_file(&a.result, "sim", &inputs)?;
+    let out = term::result_file(&a.result, results::Kind::Sim, &inputs)?;
     if let (Some(path), false) = (&a.opts.like, quiet) {
         for n in &plan.like_notes {
             osutil::msg!("preemptlab: --like {}: {n}", path.display());

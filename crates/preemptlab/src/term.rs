@@ -110,7 +110,11 @@ pub fn out_flag(e: osutil::output::OutputError) -> anyhow::Error {
 
 /// The result file of a command that writes one (`--out`, else results/<kind>-<time>.json), claimed before
 /// any work: checked to be writable and to be none of `inputs` (the files the run reads).
-pub fn result_file(r: &ResultArgs, kind: &str, inputs: &[PathBuf]) -> anyhow::Result<ResultFile> {
+pub fn result_file(
+    r: &ResultArgs,
+    kind: results::Kind,
+    inputs: &[PathBuf],
+) -> anyhow::Result<ResultFile> {
     let out = r
         .out
         .clone()

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use assert_cmd::cargo::cargo_bin;
-use lab::pgcluster::Cluster;
+use pgharness::pgcluster::Cluster;
 use serde_json::Value;
 
 /// Tests that change the hugetlb pool run one at a time.

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::cargo_bin;
 use common::hugetlb::{self, Bench, Pool};
-use lab::pgcluster::Cluster;
 use osutil::child::Child;
+use pgharness::pgcluster::Cluster;
 use serde_json::Value;
 
 /// The tests here run one at a time: each runs a bench, and the quick check's test counts the bench

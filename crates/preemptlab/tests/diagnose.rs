@@ -8,8 +8,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::cargo_bin;
-use lab::pgcluster::Cluster;
 use osutil::child::Child;
+use pgharness::pgcluster::Cluster;
 use serde_json::Value;
 
 fn cluster(parent: &std::path::Path) -> Cluster {

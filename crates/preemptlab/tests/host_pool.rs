@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::cargo_bin;
 use common::hugetlb::{Bench, OperatorsPool, Pool};
-use lab::pgcluster::Cluster;
+use pgharness::pgcluster::Cluster;
 use serde_json::Value;
 use shmlock::shm::{Backing, ShmRegion};
 

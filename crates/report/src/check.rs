@@ -1,19 +1,17 @@
 //! `check`'s text: the document `lab::judge` decided (effects, fixes, verdict) laid out as a table.
 
-use results::check::CheckDoc;
+use results::check::{CheckDoc, EffectKind};
 use results::host::Severity;
 use stats::fmt::rate;
 
 use crate::markup::{command, wrap, Style};
 
 /// The table's short label for an effect.
-fn short(what: &str) -> &str {
-    if what.starts_with("huge pages") {
-        "huge pages, pg spinlock"
-    } else if what.starts_with("a preemption-tolerant") {
-        "adaptive lock, 4 KB pages"
-    } else {
-        what
+fn short(what: EffectKind) -> &'static str {
+    match what {
+        EffectKind::HugePages => "huge pages, pg spinlock",
+        EffectKind::TolerantLock => "adaptive lock, 4 KB pages",
+        EffectKind::Both => "both",
     }
 }
 
@@ -32,7 +30,7 @@ pub fn render(d: &CheckDoc, style: Style, width: usize) -> String {
             .decided_by
             .as_deref()
             .unwrap_or("no source"),
-        d.exposure.to_uppercase()
+        d.exposure.as_str().to_uppercase()
     );
     o.push_str(&wrap(&host, width, 0, 2));
     o.push('\n');
@@ -97,7 +95,7 @@ pub fn render(d: &CheckDoc, style: Style, width: usize) -> String {
     for e in &d.effects {
         let row = format!(
             "  {:<26} {} -> {}: x{:.2} [{:.2}, {:.2}]",
-            short(&e.what),
+            short(e.what),
             rate(e.a_ops_per_s),
             rate(e.b_ops_per_s),
             e.ratio,

@@ -99,11 +99,10 @@ pub(crate) fn lock_section(label: &str, r: &LockResult, host: &str) -> String {
         }
     );
     // Throughput vs workers, one series per (lock, pages).
-    let mut keys: Vec<(&str, &str)> = cells
-        .iter()
-        .map(|c| (c.lock.as_str(), c.pages.as_str()))
-        .collect();
-    keys.sort();
+    let mut keys: Vec<(lock::LockKind, lock::Backing)> =
+        cells.iter().map(|c| (c.lock, c.pages)).collect();
+    // In the names' order, as the series' legend reads.
+    keys.sort_by_key(|(l, p)| (l.name(), p.name()));
     keys.dedup();
     let series: Vec<Series> = keys
         .iter()
@@ -183,14 +182,14 @@ pub(crate) fn lock_section(label: &str, r: &LockResult, host: &str) -> String {
     for c in cells {
         if let Some(sm) = &c.summary {
             let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.2}</td><td>{}</td><td>{:.2}</td></tr>",
-                esc(&c.lock), esc(&c.pages), c.workers, rate(sm.ops_per_s.median), rate(sm.ops_per_s.min), rate(sm.ops_per_s.max),
+                c.lock, c.pages, c.workers, rate(sm.ops_per_s.median), rate(sm.ops_per_s.min), rate(sm.ops_per_s.max),
                 ns(sm.acquire_p99_ns.median), ns(sm.hold_p99_ns.median), sm.stalled_per_mop.median, sm.minflt_per_op.median, ns(sm.cpu_ns_per_op.median), sm.jain.median);
         } else {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td colspan=\"8\">{}: {}</td></tr>",
-                esc(&c.lock),
-                esc(&c.pages),
+                c.lock,
+                c.pages,
                 c.workers,
                 esc(&status(c.status)),
                 esc(&reason(&c.reason))
@@ -244,10 +243,10 @@ pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
         "<h2>bench pg: {}</h2>{host}<p>PostgreSQL {}, {} {}{}{}, scale {}, {} rounds of {} s (+{} s warm-up), protocol {}{}{}</p>",
         esc(label),
         esc(&reason(&sp.pg_version)),
-        esc(&sp.driver),
+        sp.driver,
         esc(&sp.script),
         match &sp.pooler {
-            Some(p) => format!(" via {}", esc(p)),
+            Some(p) => format!(" via {p}"),
             None => String::new(),
         },
         if sp.reconnect { ", reconnecting" } else { "" },
@@ -255,7 +254,7 @@ pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
         sp.repeat,
         sp.duration_s,
         sp.warmup_s,
-        esc(&sp.protocol),
+        sp.protocol,
         if sp.prewarm { ", prewarmed" } else { "" },
         if r.envelope.interrupted { " (interrupted)" } else { "" }
     );
@@ -345,7 +344,7 @@ pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
                 .map(|v| format!("{:.3} ms", v.median))
                 .unwrap_or_else(|| "-".into());
             let _ = write!(o, "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}..{}</td><td>{}</td><td>{} MiB</td><td>{} MiB</td><td>{:.3}</td><td>{}</td></tr>",
-                esc(&c.shared_buffers), esc(&c.huge_pages), c.clients, rate(sm.tps.median),
+                esc(&c.shared_buffers), c.huge_pages, c.clients, rate(sm.tps.median),
                 rate(sm.tps.min), rate(sm.tps.max),
                 p99, mib(sm.page_tables_kib.median / 1024.0), mib(sm.pss_kib.median / 1024.0), sm.minflt_per_tx.median,
                 if sm.on_huge_pages { "yes" } else { "no" });
@@ -354,7 +353,7 @@ pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
                 o,
                 "<td>{}</td><td>{}</td><td>{}</td><td colspan=\"7\">{}: {}</td></tr>",
                 esc(&c.shared_buffers),
-                esc(&c.huge_pages),
+                c.huge_pages,
                 c.clients,
                 esc(&status(c.status)),
                 esc(&reason(&c.reason))
@@ -438,13 +437,13 @@ pub(crate) fn latency_section(label: &str, r: &LatencyResult, host: &str) -> Str
     o.push_str("<table><tr><th>policy</th><th>load</th><th>p50 us</th><th>p99 us</th><th>p99.9 us</th><th>max us</th></tr>");
     for c in &r.cells {
         if let Some(m) = &c.summary {
-            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>", esc(&c.policy), esc(&c.load), m.p50_us.median, m.p99_us.median, m.p999_us.median, m.max_us.max);
+            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>", esc(c.policy.name()), esc(c.load.name()), m.p50_us.median, m.p99_us.median, m.p999_us.median, m.max_us.max);
         } else {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td colspan=\"4\">{}: {}</td></tr>",
-                esc(&c.policy),
-                esc(&c.load),
+                esc(c.policy.name()),
+                esc(c.load.name()),
                 esc(&status(c.status)),
                 esc(&reason(&c.reason))
             );
@@ -513,7 +512,7 @@ pub(crate) fn net_section(label: &str, r: &NetResult, host: &str) -> String {
     let label_of = |c: &net::Cell| format!("{} {} B", c.test, c.msg_size);
     let tput: Vec<(String, f64, f64, f64)> = cells
         .iter()
-        .filter(|(c, _)| c.test.ends_with("stream"))
+        .filter(|(c, _)| c.test.stream())
         .map(|(c, m)| ranged(label_of(c), &m.sender_bytes_per_s, 8.0 / 1e6))
         .collect();
     if !tput.is_empty() {
@@ -542,7 +541,7 @@ pub(crate) fn net_section(label: &str, r: &NetResult, host: &str) -> String {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td></tr>",
-                esc(&c.test),
+                c.test,
                 c.msg_size,
                 m.sender_bytes_per_s.median * 8.0 / 1e6,
                 m.msgs_per_s.median,
@@ -553,7 +552,7 @@ pub(crate) fn net_section(label: &str, r: &NetResult, host: &str) -> String {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td colspan=\"4\">{}: {}</td></tr>",
-                esc(&c.test),
+                c.test,
                 c.msg_size,
                 esc(&status(c.status)),
                 esc(&reason(&c.reason))

@@ -27,10 +27,10 @@ pub fn render(r: &LatencyResult, md: bool) -> String {
     let h = &r.envelope.host;
     let mut rows = Vec::new();
     for c in &r.cells {
-        let load = if c.load.chars().count() > 24 {
-            format!("{}…", c.load.chars().take(23).collect::<String>())
+        let load = if c.load.name().chars().count() > 24 {
+            format!("{}…", c.load.name().chars().take(23).collect::<String>())
         } else {
-            c.load.clone()
+            c.load.to_string()
         };
         match &c.summary {
             Some(s) if c.status == Status::Ok => {
@@ -41,7 +41,7 @@ pub fn render(r: &LatencyResult, md: bool) -> String {
                     .fold(f64::INFINITY, f64::min);
                 let over: u64 = c.reps.iter().map(|x| x.overruns).sum();
                 rows.push(vec![
-                    c.policy.clone(),
+                    c.policy.to_string(),
                     load,
                     c.threads.to_string(),
                     format!("{min:.1}"),
@@ -54,7 +54,7 @@ pub fn render(r: &LatencyResult, md: bool) -> String {
                 ])
             }
             _ => rows.push(crate::markup::not_run_row(
-                vec![c.policy.clone(), load, c.threads.to_string()],
+                vec![c.policy.to_string(), load, c.threads.to_string()],
                 &c.status,
                 5,
                 c.reason.as_deref(),

@@ -1,7 +1,7 @@
 //! `bench lock` results as a table: one row per cell with the spread next to the centre, then the
 //! comparisons that matter (4 KB vs huge pages per lock; each lock vs `pg`; the fault ceiling).
 
-use results::lock::{Cell, LockResult};
+use results::lock::{Backing, Cell, LockKind, LockResult};
 use results::Status;
 
 use stats::fmt::{ns, rate, sig3};
@@ -60,8 +60,8 @@ pub fn render(r: &LockResult) -> String {
     for c in &r.cells {
         match &c.summary {
             Some(s) if c.status == Status::Ok => rows.push(vec![
-                c.lock.clone(),
-                c.pages.clone(),
+                c.lock.to_string(),
+                c.pages.to_string(),
                 c.workers.to_string(),
                 rate(s.ops_per_s.median),
                 spread(&s.ops_per_s),
@@ -75,7 +75,11 @@ pub fn render(r: &LockResult) -> String {
                 format!("{:.3}", s.sleeps_per_op.median),
             ]),
             _ => rows.push(not_run_row(
-                vec![c.lock.clone(), c.pages.clone(), c.workers.to_string()],
+                vec![
+                    c.lock.to_string(),
+                    c.pages.to_string(),
+                    c.workers.to_string(),
+                ],
                 &c.status,
                 8,
                 c.reason.as_deref(),
@@ -120,18 +124,18 @@ pub fn render(r: &LockResult) -> String {
         ));
     }
     // 4 KB vs huge pages, per lock and worker count.
-    let find = |l: &str, p: &str, w: u32| {
+    let find = |l: LockKind, p: Backing, w: u32| {
         r.cells
             .iter()
             .find(|c| c.lock == l && c.pages == p && c.workers == w)
             .and_then(|c| c.summary.as_ref())
     };
     let mut lines = Vec::new();
-    for c in r.cells.iter().filter(|c| c.pages == "4k") {
-        for huge in ["hugetlb-2m", "hugetlb-1g", "thp"] {
+    for c in r.cells.iter().filter(|c| c.pages == Backing::Page4k) {
+        for huge in [Backing::Hugetlb2m, Backing::Hugetlb1g, Backing::Thp] {
             if let (Some(a), Some(b)) = (
-                find(&c.lock, "4k", c.workers),
-                find(&c.lock, huge, c.workers),
+                find(c.lock, Backing::Page4k, c.workers),
+                find(c.lock, huge, c.workers),
             ) {
                 lines.push(format!(
                     "  {} with {} workers: 4k runs at {:.2}x its {huge} throughput ({} vs {})",

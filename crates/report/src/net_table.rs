@@ -30,7 +30,7 @@ pub fn row(c: &Cell) -> Vec<String> {
                 .filter_map(|r| r.udp_loss)
                 .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
             vec![
-                c.test.clone(),
+                c.test.to_string(),
                 size,
                 c.streams.to_string(),
                 mbps(s.sender_bytes_per_s.median),
@@ -47,7 +47,7 @@ pub fn row(c: &Cell) -> Vec<String> {
             ]
         }
         _ => vec![
-            c.test.clone(),
+            c.test.to_string(),
             size,
             c.streams.to_string(),
             format!("{:?}", c.status).to_lowercase(),

@@ -4,7 +4,7 @@
 //! was on huge pages; then the page-table ratios and, for builds with the rseq-spinlock patch, what the rseq
 //! time-slice extension did.
 
-use results::pg::{Build, Cell, PgResult, RseqSlice};
+use results::pg::{Build, Cell, HugePages, PgResult, RseqSlice};
 use results::Status;
 
 use crate::markup::{columns, not_run_row, Align};
@@ -106,7 +106,7 @@ pub fn render(r: &PgResult) -> String {
         s.pg_version.as_deref().unwrap_or("?"),
         s.driver,
         s.script,
-        s.pooler.as_deref().map(|p| format!(" via {p}")).unwrap_or_default(),
+        s.pooler.map(|p| format!(" via {p}")).unwrap_or_default(),
         if s.reconnect { ", reconnecting" } else { "" },
         s.scale,
         s.repeat,
@@ -138,7 +138,7 @@ pub fn render(r: &PgResult) -> String {
                     lead,
                     vec![
                         c.shared_buffers.clone(),
-                        c.huge_pages.clone(),
+                        c.huge_pages.to_string(),
                         c.clients.to_string(),
                         rate(m.tps.median),
                         spread(&m.tps),
@@ -157,7 +157,7 @@ pub fn render(r: &PgResult) -> String {
                     lead,
                     vec![
                         c.shared_buffers.clone(),
-                        c.huge_pages.clone(),
+                        c.huge_pages.to_string(),
                         c.clients.to_string(),
                     ],
                 ]
@@ -212,10 +212,10 @@ pub fn render(r: &PgResult) -> String {
         140,
     ));
     let mut lines = Vec::new();
-    for c in r.cells.iter().filter(|c| c.huge_pages == "off") {
+    for c in r.cells.iter().filter(|c| c.huge_pages == HugePages::Off) {
         let Some(off) = &c.summary else { continue };
         for on in r.cells.iter().filter(|x| {
-            x.huge_pages != "off"
+            x.huge_pages != HugePages::Off
                 && x.clients == c.clients
                 && x.shared_buffers == c.shared_buffers
                 && x.build == c.build

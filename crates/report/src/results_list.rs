@@ -19,7 +19,7 @@ pub fn render(docs: &[(String, Document)], unread: &[(String, String)]) -> Strin
                 .count();
             Some(vec![
                 crate::markup::shown(&env.started_utc),
-                crate::markup::shown(&env.kind),
+                crate::markup::shown(env.kind.name()),
                 format!("{ok}/{}", cells.len()),
                 if env.interrupted {
                     "interrupted".into()

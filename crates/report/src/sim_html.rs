@@ -122,9 +122,9 @@ pub(crate) fn section(label_: &str, r: &SimResult, host: &str) -> String {
     for c in &r.cells {
         let head = format!(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
-            esc(&c.model),
-            esc(&c.lock),
-            esc(&c.pages),
+            esc(c.model.name()),
+            esc(c.lock.name()),
+            esc(c.pages.name()),
             c.cpus,
             c.workers,
             esc(c.sweep.as_deref().unwrap_or("-"))

@@ -43,9 +43,9 @@ pub fn render(r: &SimResult, md: bool) -> String {
             .map(|b| s.throughput().median / b.throughput().median)
             .unwrap_or(f64::NAN);
         rows.push(vec![
-            c.model.clone(),
-            c.lock.clone(),
-            c.pages.clone(),
+            c.model.to_string(),
+            c.lock.to_string(),
+            c.pages.to_string(),
             c.cpus.to_string(),
             c.workers.to_string(),
             c.sweep.clone().unwrap_or_default(),

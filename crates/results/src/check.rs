@@ -1,23 +1,78 @@
 //! `check`: the audit, a short `bench lock` reproduction, the effects measured in it, a verdict and the
 //! fixes: the document's shape (`lab::check` plans and runs the reproduction, `lab::judge` decides, `report::check` lays it out).
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
 
+use axes::{Backing, LockKind};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::host::Verdict;
 use crate::lock::LockResult;
+use crate::Kind;
 
-fn check_kind() -> String {
-    "check".into()
+fn check_kind() -> Kind {
+    Kind::Check
+}
+
+/// What an effect measures; the document spells it as a phrase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EffectKind {
+    /// Huge pages for PostgreSQL's spinlock: `pg` on 4 KB pages against `pg` on huge pages.
+    #[serde(rename = "huge pages for a PostgreSQL-style spinlock")]
+    HugePages,
+    /// A lock that tolerates preemption: `pg` against `adaptive`, both on 4 KB pages.
+    #[serde(rename = "a preemption-tolerant lock on 4 KB pages")]
+    TolerantLock,
+    /// Both: `pg` on 4 KB pages against `adaptive` on huge pages.
+    #[serde(rename = "both")]
+    Both,
+}
+
+/// One cell of the reproduction, by its lock and page backing; the document spells it `lock pages`
+/// (`pg 4k`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CellKey {
+    /// The lock.
+    pub lock: LockKind,
+    /// The page backing.
+    pub pages: Backing,
+}
+
+impl fmt::Display for CellKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(&format!("{} {}", self.lock, self.pages))
+    }
+}
+
+impl Serialize for CellKey {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for CellKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let bad = |why: String| serde::de::Error::custom(format!("cell {s:?}: {why}"));
+        let (lock, pages) = s
+            .split_once(' ')
+            .ok_or_else(|| bad("expected `lock pages`".into()))?;
+        Ok(CellKey {
+            lock: LockKind::parse(lock).map_err(|e| bad(e.to_string()))?,
+            pages: Backing::parse(pages).map_err(|e| bad(e.to_string()))?,
+        })
+    }
 }
 
 /// One measured effect: `b` relative to `a` on ops/s.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Effect {
-    /// What is compared, in words.
-    pub what: String,
-    /// Baseline cell (lock pages).
-    pub a: String,
+    /// What is compared.
+    pub what: EffectKind,
+    /// Baseline cell.
+    pub a: CellKey,
     /// Other cell.
-    pub b: String,
+    pub b: CellKey,
     /// Median ops/s of the baseline.
     pub a_ops_per_s: f64,
     /// Median ops/s of the other cell.
@@ -99,7 +154,7 @@ pub struct CheckDoc {
     pub schema_version: u32,
     /// Always `check` (absent in documents written before kinds were recorded here).
     #[serde(default = "check_kind")]
-    pub kind: String,
+    pub kind: Kind,
     /// Wall time the check took, s.
     pub elapsed_s: f64,
     /// The audit.
@@ -113,7 +168,7 @@ pub struct CheckDoc {
     /// One-line verdict.
     pub verdict: String,
     /// Exposure from the audit: ok, warn, at-risk.
-    pub exposure: String,
+    pub exposure: Verdict,
     /// Fixes, most effective first.
     pub fixes: Vec<Fix>,
     /// A short diagnosis of the running instances (the `--pg` servers, else every instance the audit

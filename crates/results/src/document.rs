@@ -80,6 +80,19 @@ impl std::fmt::Display for Kind {
     }
 }
 
+impl Serialize for Kind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Kind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Kind::from_name(&s).ok_or_else(|| serde::de::Error::custom(LoadError::UnknownKind(s)))
+    }
+}
+
 /// Why a text is not a document this version reads.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -296,8 +309,8 @@ impl Document {
                 .iter()
                 .map(|c| {
                     let key = vec![
-                        ("lock", c.lock.clone()),
-                        ("pages", c.pages.clone()),
+                        ("lock", scalar(&c.lock)),
+                        ("pages", scalar(&c.pages)),
                         ("workers", scalar(&c.workers)),
                     ];
                     view(key, c.status, &c.reps, RepRef::Lock)
@@ -317,8 +330,8 @@ impl Document {
                     };
                     let key = vec![
                         ("build", build),
-                        ("shared_buffers", c.shared_buffers.clone()),
-                        ("huge_pages", c.huge_pages.clone()),
+                        ("shared_buffers", scalar(&c.shared_buffers)),
+                        ("huge_pages", scalar(&c.huge_pages)),
                         ("clients", scalar(&c.clients)),
                     ];
                     view(key, c.status, &c.reps, RepRef::Pg)
@@ -329,8 +342,8 @@ impl Document {
                 .iter()
                 .map(|c| {
                     let key = vec![
-                        ("policy", c.policy.clone()),
-                        ("load", c.load.clone()),
+                        ("policy", scalar(&c.policy)),
+                        ("load", scalar(&c.load)),
                         ("threads", scalar(&c.threads)),
                     ];
                     view(key, c.status, &c.reps, RepRef::Latency)
@@ -341,10 +354,10 @@ impl Document {
                 .iter()
                 .map(|c| {
                     let key = vec![
-                        ("test", c.test.clone()),
+                        ("test", scalar(&c.test)),
                         ("msg_size", scalar(&c.msg_size)),
                         ("streams", scalar(&c.streams)),
-                        ("path", c.path.clone()),
+                        ("path", scalar(&c.path)),
                     ];
                     view(key, c.status, &c.reps, RepRef::Net)
                 })
@@ -354,9 +367,9 @@ impl Document {
                 .iter()
                 .map(|c| {
                     let key = vec![
-                        ("model", c.model.clone()),
-                        ("lock", c.lock.clone()),
-                        ("pages", c.pages.clone()),
+                        ("model", scalar(&c.model)),
+                        ("lock", scalar(&c.lock)),
+                        ("pages", scalar(&c.pages)),
                         ("cpus", scalar(&c.cpus)),
                         ("workers", scalar(&c.workers)),
                         ("sweep", scalar(&c.sweep)),

@@ -12,7 +12,7 @@ pub struct Envelope {
     /// Result schema version.
     pub schema_version: u32,
     /// `bench-lock`, `bench-pg`, ...
-    pub kind: String,
+    pub kind: crate::Kind,
     /// preemptlab's version.
     pub tool_version: String,
     /// The command line, as run.

@@ -1,5 +1,6 @@
 //! `bench latency`: wakeup latency per scheduling policy and background load.
 
+pub use axes::{Load, Policy};
 use serde::{Deserialize, Serialize};
 use stats::Summary;
 
@@ -9,11 +10,11 @@ use crate::{Envelope, Status};
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Spec {
     /// Scheduling policies: other, fifo.
-    pub policies: Vec<String>,
+    pub policies: Vec<Policy>,
     /// SCHED_FIFO priority.
     pub priority: i32,
     /// Loads: none, lock, hackbench, or a shell command.
-    pub loads: Vec<String>,
+    pub loads: Vec<Load>,
     /// Measuring threads.
     pub threads: u32,
     /// Pin thread i to CPU i mod CPUs.
@@ -84,9 +85,9 @@ pub struct CellSummary {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Cell {
     /// other or fifo.
-    pub policy: String,
+    pub policy: Policy,
     /// The load.
-    pub load: String,
+    pub load: Load,
     /// Threads.
     pub threads: u32,
     /// Ran, skipped, failed, interrupted.

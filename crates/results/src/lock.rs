@@ -1,5 +1,6 @@
 //! `bench lock`: the StrategyGetBuffer-like workload's spec, repetitions, cells and result file.
 
+pub use axes::{Backing, Count, LockKind, ReconnectGiven, StartAge};
 use serde::{Deserialize, Serialize};
 use stats::Summary;
 
@@ -9,26 +10,15 @@ use crate::{Envelope, Status};
 /// `sim --costs-from` reads.
 pub use crate::model::Costs;
 
-/// What to run: one cell of the matrix, one repetition.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CellSpec {
-    /// Lock name.
-    pub lock: String,
-    /// Page backing name.
-    pub pages: String,
-    /// Worker processes (or threads).
-    pub workers: u32,
-}
-
 /// The whole experiment.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Spec {
     /// Locks to compare.
-    pub locks: Vec<String>,
+    pub locks: Vec<LockKind>,
     /// Page backings.
-    pub pages: Vec<String>,
+    pub pages: Vec<Backing>,
     /// Worker counts as given (`8`, `4x`).
-    pub workers_given: Vec<String>,
+    pub workers_given: Vec<Count>,
     /// Worker counts resolved against the CPU count.
     pub workers: Vec<u32>,
     /// Measured seconds per repetition.
@@ -46,7 +36,7 @@ pub struct Spec {
     /// Replace a worker process after this many operations (fresh page tables), if set.
     pub reconnect_every: Option<u64>,
     /// `--reconnect-every` as given (`auto`, `none` or a number).
-    pub reconnect_every_given: String,
+    pub reconnect_every_given: ReconnectGiven,
     /// Threads instead of processes.
     pub threads: bool,
     /// Touch the descriptor at the free-list head before acquiring (moves its fault out of the lock).
@@ -55,7 +45,7 @@ pub struct Spec {
     /// (`uniform`), or all new together (`young`, and what results without the field did). See
     /// `lab::lockbench::start_age`.
     #[serde(default = "young")]
-    pub start_age: String,
+    pub start_age: StartAge,
     /// Seed of the free-list permutation and the workers' RNGs.
     pub seed: u64,
 }
@@ -166,8 +156,8 @@ impl RseqSlice {
     }
 }
 
-pub(crate) fn young() -> String {
-    "young".into()
+fn young() -> StartAge {
+    StartAge::Young
 }
 
 /// Centres and spreads over a cell's repetitions.
@@ -205,9 +195,9 @@ pub struct CellSummary {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Cell {
     /// Lock.
-    pub lock: String,
+    pub lock: LockKind,
     /// Page backing.
-    pub pages: String,
+    pub pages: Backing,
     /// Workers.
     pub workers: u32,
     /// Ran, skipped, failed, or interrupted.

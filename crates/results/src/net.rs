@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+pub use axes::{NetPath, NetTest};
 use serde::{Deserialize, Serialize};
 use stats::Summary;
 
@@ -11,7 +12,7 @@ use crate::{Envelope, Status};
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Spec {
     /// Tests: tcp-stream, udp-stream, tcp-pingpong, udp-pingpong.
-    pub tests: Vec<String>,
+    pub tests: Vec<NetTest>,
     /// Message sizes, bytes.
     pub msg_sizes: Vec<usize>,
     /// Connections (stream) or concurrent ping-pong pairs.
@@ -94,13 +95,13 @@ pub struct CellSummary {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Cell {
     /// tcp-stream, udp-stream, tcp-pingpong, udp-pingpong.
-    pub test: String,
+    pub test: NetTest,
     /// Message size, bytes.
     pub msg_size: usize,
     /// Streams.
     pub streams: u32,
     /// loopback or netns.
-    pub path: String,
+    pub path: NetPath,
     /// Ran, skipped, failed, interrupted.
     pub status: Status,
     /// Why not.

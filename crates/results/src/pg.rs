@@ -1,6 +1,7 @@
 //! `bench pg`: the builds x shared_buffers x huge_pages x clients matrix over pgbench or sysbench, and the
 //! /proc samples of the cluster taken during each run.
 
+pub use axes::{Count, Driver, HugePages, Pooler, Protocol, PssWhen};
 use serde::{Deserialize, Serialize};
 use stats::Summary;
 
@@ -10,11 +11,11 @@ use crate::{Envelope, Status};
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Spec {
     /// `huge_pages` settings: off, on, try.
-    pub huge_pages: Vec<String>,
+    pub huge_pages: Vec<HugePages>,
     /// `shared_buffers` settings, as given (e.g. 2GB).
     pub shared_buffers: Vec<String>,
     /// Client counts as given (numbers or multiples of CPUs).
-    pub clients_given: Vec<String>,
+    pub clients_given: Vec<Count>,
     /// Client counts.
     pub clients: Vec<u32>,
     /// Scale: pgbench's scaling factor; sysbench gets one table of scale x 100000 rows (the same rows).
@@ -24,11 +25,11 @@ pub struct Spec {
     /// The custom script's text, when `script` is a file.
     pub script_text: Option<String>,
     /// pgbench or sysbench.
-    pub driver: String,
+    pub driver: Driver,
     /// pgbouncer, or none.
-    pub pooler: Option<String>,
+    pub pooler: Option<Pooler>,
     /// pgbench's query protocol: simple, extended, prepared (sysbench: prepared or simple).
-    pub protocol: String,
+    pub protocol: Protocol,
     /// A new connection per transaction (pgbench -C).
     pub reconnect: bool,
     /// Load every table and index into shared_buffers with pg_prewarm after each start.
@@ -61,8 +62,8 @@ pub struct Spec {
     /// Seconds between /proc samples.
     pub sample_interval_s: f64,
     /// When the samples read Pss: `end` (once, a second before the measured run ends), `every` sample,
-    /// or `never` (reading it walks every backend's page tables; see `lab::procsample::Pss`).
-    pub pss: String,
+    /// or `never` (reading it walks every backend's page tables; see `pgharness::procsample::Pss`).
+    pub pss: PssWhen,
 }
 
 /// A PostgreSQL build the bench ran: one value of the builds axis.
@@ -239,7 +240,7 @@ pub struct Cell {
     /// shared_buffers.
     pub shared_buffers: String,
     /// huge_pages.
-    pub huge_pages: String,
+    pub huge_pages: HugePages,
     /// Clients.
     pub clients: u32,
     /// Ran, skipped, failed, interrupted.

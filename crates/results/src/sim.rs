@@ -2,7 +2,7 @@
 //! next to measured results. A repetition is the model's own [`crate::model::Outcome`].
 
 /// The model's own types the schema holds.
-pub use crate::model::{Outcome, Params, Workload};
+pub use crate::model::{LockKind, Model, Outcome, Pages, Params, Workload};
 use serde::{Deserialize, Serialize};
 use stats::Summary;
 
@@ -34,11 +34,11 @@ pub struct SimSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimCell {
     /// Preemption model.
-    pub model: String,
+    pub model: Model,
     /// Lock.
-    pub lock: String,
+    pub lock: LockKind,
     /// Page size.
-    pub pages: String,
+    pub pages: Pages,
     /// CPUs.
     pub cpus: u32,
     /// Workers.
@@ -123,9 +123,9 @@ impl SimCell {
     /// A cell that ran: its parameters (`sim::matrix::Cell`), swept value and runs.
     pub fn ran(p: &Params, sweep: Option<String>, reps: Vec<Outcome>) -> SimCell {
         SimCell {
-            model: p.model.name().into(),
-            lock: p.lock.name().into(),
-            pages: p.pages.name().into(),
+            model: p.model,
+            lock: p.lock,
+            pages: p.pages,
             cpus: p.cpus,
             workers: p.workers,
             sweep,

@@ -31,8 +31,6 @@ pub mod ticket;
 pub mod ttas;
 pub mod wake_cost;
 
-use std::fmt;
-
 /// The size of a cache line assumed for padding (64 bytes on x86_64 and most arm64 parts).
 pub const CACHE_LINE: usize = 64;
 
@@ -77,14 +75,6 @@ pub trait RawLock: Sync {
     }
 }
 
-/// A lock name that is none of [`LockKind::ALL`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown lock {name:?} (choose from {})", LockKind::ALL.map(|k| k.name()).join(", "))]
-pub struct UnknownLock {
-    /// The name as given.
-    pub name: String,
-}
-
 /// Why a lock could not be made usable in place: a pthread attribute or init call's error number (the
 /// other locks cannot fail).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -96,79 +86,15 @@ pub struct InitError {
     pub code: i32,
 }
 
-/// The locks by command-line name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum LockKind {
-    /// PostgreSQL's spinlock.
-    Pg,
-    /// Test-and-set.
-    Tas,
-    /// Test-and-test-and-set with exponential backoff.
-    Ttas,
-    /// Ticket lock.
-    Ticket,
-    /// MCS queue lock.
-    Mcs,
-    /// Three-state futex mutex.
-    Futex,
-    /// Process-shared pthread mutex.
-    Pthread,
-    /// The project's adaptive lock.
-    Adaptive,
-    /// PostgreSQL's spinlock with an rseq slice-extension request.
-    Rseq,
-}
+/// The locks by command-line name: the names are `axes`' (the schema and the command line share them),
+/// the algorithms this crate's.
+pub use axes::{LockKind, UnknownLock};
 
-impl LockKind {
-    /// Every lock, in display order.
-    pub const ALL: [LockKind; 9] = [
-        LockKind::Pg,
-        LockKind::Tas,
-        LockKind::Ttas,
-        LockKind::Ticket,
-        LockKind::Mcs,
-        LockKind::Futex,
-        LockKind::Pthread,
-        LockKind::Adaptive,
-        LockKind::Rseq,
-    ];
-
-    /// The command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            LockKind::Pg => "pg",
-            LockKind::Tas => "tas",
-            LockKind::Ttas => "ttas",
-            LockKind::Ticket => "ticket",
-            LockKind::Mcs => "mcs",
-            LockKind::Futex => "futex",
-            LockKind::Pthread => "pthread",
-            LockKind::Adaptive => "adaptive",
-            LockKind::Rseq => "rseq",
-        }
-    }
-
-    /// Parses a command-line name.
-    pub fn parse(s: &str) -> Result<LockKind, UnknownLock> {
-        LockKind::ALL
-            .iter()
-            .copied()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| UnknownLock { name: s.into() })
-    }
-
-    /// Whether this host can run the lock; the reason when not (only `rseq` depends on the kernel).
-    pub fn availability(self) -> Result<(), rseqslice::Unavailable> {
-        match self {
-            LockKind::Rseq => rseqslice::probe(),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl fmt::Display for LockKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+/// Whether this host can run the lock; the reason when not (only `rseq` depends on the kernel).
+pub fn availability(kind: LockKind) -> Result<(), rseqslice::Unavailable> {
+    match kind {
+        LockKind::Rseq => rseqslice::probe(),
+        _ => Ok(()),
     }
 }
 

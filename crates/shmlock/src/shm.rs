@@ -4,86 +4,8 @@
 //! only for private anonymous and PFN mappings), so every worker takes its own first-touch minor faults on
 //! 4 KB pages, exactly like PostgreSQL backends on `shared_buffers`.
 
-use std::fmt;
-
-/// How the region is backed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Backing {
-    /// Plain 4 KB shared memory: first touches fault in each process.
-    Page4k,
-    /// 4 KB pages pre-faulted by each worker at start (MADV_POPULATE_WRITE): no faults under the lock, but
-    /// every process pays the page tables (docs/references.md#page-table-cost).
-    Page4kPopulate,
-    /// Shared-memory THP via MADV_HUGEPAGE (needs `shmem_enabled` = advise, always or within_size).
-    Thp,
-    /// hugetlb 2 MB pages (MAP_HUGETLB | MAP_HUGE_2MB).
-    Hugetlb2m,
-    /// hugetlb 1 GB pages (MAP_HUGETLB | MAP_HUGE_1GB).
-    Hugetlb1g,
-}
-
-impl Backing {
-    /// Every backing, in display order.
-    pub const ALL: [Backing; 5] = [
-        Backing::Page4k,
-        Backing::Page4kPopulate,
-        Backing::Thp,
-        Backing::Hugetlb2m,
-        Backing::Hugetlb1g,
-    ];
-
-    /// The command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Backing::Page4k => "4k",
-            Backing::Page4kPopulate => "4k-populate",
-            Backing::Thp => "thp",
-            Backing::Hugetlb2m => "hugetlb-2m",
-            Backing::Hugetlb1g => "hugetlb-1g",
-        }
-    }
-
-    /// Parses a command-line name.
-    pub fn parse(s: &str) -> Result<Backing, UnknownBacking> {
-        Backing::ALL
-            .iter()
-            .copied()
-            .find(|b| b.name() == s)
-            .ok_or_else(|| UnknownBacking { name: s.into() })
-    }
-
-    /// The size the mapping is rounded to, in bytes.
-    pub fn page_bytes(self) -> usize {
-        match self {
-            Backing::Page4k | Backing::Page4kPopulate => 4096,
-            Backing::Thp | Backing::Hugetlb2m => 2 << 20,
-            Backing::Hugetlb1g => 1 << 30,
-        }
-    }
-
-    /// The hugetlb page size in kB, for hugetlb backings.
-    pub fn hugetlb_kib(self) -> Option<u64> {
-        match self {
-            Backing::Hugetlb2m => Some(2048),
-            Backing::Hugetlb1g => Some(1 << 20),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Backing {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A page backing name that is none of [`Backing::ALL`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown page backing {name:?} (choose from {})", Backing::ALL.map(|b| b.name()).join(", "))]
-pub struct UnknownBacking {
-    /// The name as given.
-    pub name: String,
-}
+/// How the region is backed: the names are `axes`' (the schema and the command line share them).
+pub use axes::{Backing, UnknownBacking};
 
 /// Why a region could not be mapped or prepared.
 #[derive(Debug, thiserror::Error)]
@@ -237,18 +159,6 @@ impl Drop for ShmRegion {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_round_trip() {
-        for b in Backing::ALL {
-            assert_eq!(Backing::parse(b.name()).unwrap(), b);
-        }
-        let e = Backing::parse("8k").unwrap_err().to_string();
-        assert!(
-            e.contains("\"8k\"") && e.contains("choose from 4k, 4k-populate"),
-            "{e}"
-        );
-    }
 
     #[test]
     fn four_k_region_is_zeroed_and_rounded() {

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use hostfacts::PreemptModel;
+use results::Kind;
 
 use crate::{AccelRequest, VmError, VmOptions};
 
@@ -51,7 +52,7 @@ pub enum VmAccel {
 impl VmArgs {
     /// The options to run with; `default_path(kind)` is where a command of that kind (`bench-lock`,
     /// `check`, `sim`) writes its result when not told.
-    pub fn options(self, default_path: impl FnOnce(&str) -> PathBuf) -> Result<VmOptions, VmError> {
+    pub fn options(self, default_path: impl FnOnce(Kind) -> PathBuf) -> Result<VmOptions, VmError> {
         let model = |p: &String| match PreemptModel::parse(p) {
             Some(m) if m != PreemptModel::Rt => Ok(m),
             _ => Err(VmError::NotAModel(p.clone())),
@@ -75,7 +76,7 @@ impl VmArgs {
         let boot_timeout =
             hostfacts::parse::duration(&self.boot_timeout).map_err(VmError::BootTimeout)?;
         Ok(VmOptions {
-            default_out: result_kind(&self.command).map(|k| default_path(&k)),
+            default_out: result_kind(&self.command).map(default_path),
             boot_timeout,
             kernel: self.kernel,
             preempt,
@@ -116,16 +117,16 @@ fn split_preempt(append: Option<&str>) -> (Option<String>, Option<String>) {
 
 /// The kind of result a guest command writes by default (`bench-lock`, `check`, `sim`), if it writes one:
 /// the host writes it where the command would have, not on the guest's read-only view of the host's disk.
-pub fn result_kind(command: &[String]) -> Option<String> {
+pub fn result_kind(command: &[String]) -> Option<Kind> {
     match command
         .iter()
         .map(String::as_str)
         .collect::<Vec<_>>()
         .as_slice()
     {
-        ["bench", b, ..] => Some(format!("bench-{b}")),
-        ["check", ..] => Some("check".to_string()),
-        ["sim", ..] => Some("sim".to_string()),
+        ["bench", b, ..] => Kind::from_name(&format!("bench-{b}")),
+        ["check", ..] => Some(Kind::Check),
+        ["sim", ..] => Some(Kind::Sim),
         _ => None,
     }
 }
@@ -172,6 +173,10 @@ mod tests {
             .to_string()
             .starts_with("memory: \"x\" is not a size"));
         assert_eq!(result_kind(&["audit".into()]), None);
+        assert_eq!(
+            result_kind(&["bench".into(), "net".into()]),
+            Some(Kind::BenchNet)
+        );
     }
 
     /// Regression (issue 29): `vm --preempt lazy --append preempt=none` silently booted none.

@@ -30,7 +30,7 @@ pub mod workload;
 
 pub use layout::{new_region, region_bytes};
 pub use rep::{run_rep, RepInput};
-pub use results::lock::{CellSpec, Check, Percentiles, Rep, RseqSlice, Spec};
+pub use results::lock::{Check, Percentiles, Rep, RseqSlice, Spec};
 pub use workload::{auto_reconnect_every, default_descriptors, start_age, STALL_NS};
 
 /// Errors of a repetition.

@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use axes::StartAge;
 use hdrhistogram::Histogram;
 use shmlock::shm::{Backing, ShmRegion};
 use shmlock::{with_lock_type, LockKind, RawLock, MAX_WAITERS};
@@ -73,7 +74,7 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
         slot,
         limit: spec.reconnect_every,
         age: match spec.reconnect_every {
-            Some(life) if gen == 0 && !populate && spec.start_age == "uniform" => {
+            Some(life) if gen == 0 && !populate && spec.start_age == StartAge::Uniform => {
                 start_age(life, spec.seed, input.rep, slot)
             }
             _ => 0,

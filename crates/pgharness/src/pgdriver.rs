@@ -15,6 +15,8 @@ use hostfacts::pgbin::BinDir;
 
 use crate::pgcluster::Cluster;
 use crate::procsample::Sampled;
+pub use axes::Driver;
+use axes::Protocol;
 use results::pg::{Latency, Point, Rep, SegmentCheck, Spec};
 
 /// The database the benchmark tables live in.
@@ -24,20 +26,6 @@ pub const DB: &str = "bench";
 pub const PGBENCH_BUILTINS: [&str; 3] = ["select-only", "simple-update", "tpcb-like"];
 /// sysbench's OLTP tests this bench drives.
 pub const SYSBENCH_TESTS: [&str; 3] = ["oltp_point_select", "oltp_read_only", "oltp_read_write"];
-
-/// A load generator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Driver {
-    /// PostgreSQL's pgbench.
-    Pgbench,
-    /// sysbench 1.0 with its pgsql driver.
-    Sysbench,
-}
-
-/// A driver name that is neither pgbench nor sysbench.
-#[derive(Debug, thiserror::Error)]
-#[error("unknown driver {0:?}: expected pgbench or sysbench")]
-pub struct UnknownDriver(pub String);
 
 /// A driver's binary that is not installed; the message names the package.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,7 +56,7 @@ pub enum RunParseError {
 
 /// Why a driver's run failed.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum DriveError {
+pub enum DriveError {
     /// Its output file could not be created.
     #[error("creating {}: {err}", .path.display())]
     Output {
@@ -92,17 +80,6 @@ pub(crate) enum DriveError {
     },
 }
 
-impl std::str::FromStr for Driver {
-    type Err = UnknownDriver;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "pgbench" => Ok(Self::Pgbench),
-            "sysbench" => Ok(Self::Sysbench),
-            other => Err(UnknownDriver(other.into())),
-        }
-    }
-}
-
 /// Where the driver connects.
 pub struct Target<'a> {
     /// The directory of the Unix socket.
@@ -113,25 +90,48 @@ pub struct Target<'a> {
     pub cluster: &'a Cluster,
 }
 
-impl Driver {
-    /// Its name as the result's `spec.driver` records it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Pgbench => "pgbench",
-            Self::Sysbench => "sysbench",
-        }
-    }
-
+/// What `bench pg` does with a load driver: its built-in scripts, its binary, its command lines, and
+/// reading its output.
+pub trait Drive {
     /// Its built-in scripts (pgbench `-b`) or tests (sysbench's first argument).
-    pub fn builtins(self) -> &'static [&'static str] {
+    fn builtins(self) -> &'static [&'static str];
+
+    /// Its binary: pgbench beside the server's binaries, sysbench on PATH. The error names the package.
+    fn find(self, bin: &BinDir) -> Result<PathBuf, MissingDriver>;
+
+    /// The command that loads the data set at `spec.scale`.
+    fn load_command(self, exe: &Path, t: &Target<'_>, spec: &Spec) -> Command;
+
+    /// The command that runs one transaction of a custom script (pgbench parses it before connecting; one
+    /// transaction also proves it runs here). None for drivers without custom scripts.
+    fn script_check_command(self, t: &Target<'_>, spec: &Spec) -> Option<Command>;
+
+    /// The command of one run of `seconds` at `clients`; a measured run (with `lat_prefix`, where pgbench
+    /// writes its sampled transaction log) also prints progress every second.
+    fn run_command(
+        self,
+        exe: &Path,
+        t: &Target<'_>,
+        spec: &Spec,
+        clients: u32,
+        seconds: u64,
+        lat_prefix: Option<&Path>,
+    ) -> Command;
+
+    /// Parses a measured run's output (and pgbench's sampled transaction log under `lat_prefix`, which it
+    /// removes) into a repetition; the matrix fills in the rest.
+    fn parse_run(self, text: &str, lat_prefix: &Path) -> Result<Rep, RunParseError>;
+}
+
+impl Drive for Driver {
+    fn builtins(self) -> &'static [&'static str] {
         match self {
             Self::Pgbench => &PGBENCH_BUILTINS,
             Self::Sysbench => &SYSBENCH_TESTS,
         }
     }
 
-    /// Its binary: pgbench beside the server's binaries, sysbench on PATH. The error names the package.
-    pub fn find(self, bin: &BinDir) -> Result<PathBuf, MissingDriver> {
+    fn find(self, bin: &BinDir) -> Result<PathBuf, MissingDriver> {
         match self {
             Self::Pgbench => {
                 let p = bin.dir.join("pgbench");
@@ -148,8 +148,7 @@ impl Driver {
         }
     }
 
-    /// The command that loads the data set at `spec.scale`.
-    pub fn load_command(self, exe: &Path, t: &Target<'_>, spec: &Spec) -> Command {
+    fn load_command(self, exe: &Path, t: &Target<'_>, spec: &Spec) -> Command {
         match self {
             Self::Pgbench => {
                 let mut cmd = t.cluster.command("pgbench");
@@ -166,9 +165,7 @@ impl Driver {
         }
     }
 
-    /// The command that runs one transaction of a custom script (pgbench parses it before connecting; one
-    /// transaction also proves it runs here). None for drivers without custom scripts.
-    pub fn script_check_command(self, t: &Target<'_>, spec: &Spec) -> Option<Command> {
+    fn script_check_command(self, t: &Target<'_>, spec: &Spec) -> Option<Command> {
         match self {
             Self::Pgbench if spec.script_text.is_some() => {
                 let mut cmd = t.cluster.command("pgbench");
@@ -181,9 +178,7 @@ impl Driver {
         }
     }
 
-    /// The command of one run of `seconds` at `clients`; a measured run (with `lat_prefix`, where pgbench
-    /// writes its sampled transaction log) also prints progress every second.
-    pub fn run_command(
+    fn run_command(
         self,
         exe: &Path,
         t: &Target<'_>,
@@ -204,7 +199,7 @@ impl Driver {
                     .arg("-T")
                     .arg(seconds.to_string())
                     .arg("-M")
-                    .arg(&spec.protocol);
+                    .arg(spec.protocol.name());
                 if spec.script_text.is_some() {
                     cmd.arg("-f").arg(&spec.script);
                 } else {
@@ -231,7 +226,7 @@ impl Driver {
                     .arg(format!("--time={seconds}"))
                     .arg("--report-interval=1")
                     .arg("--percentile=99");
-                if spec.protocol == "simple" {
+                if spec.protocol == Protocol::Simple {
                     cmd.arg("--db-ps-mode=disable");
                 }
                 cmd.arg("run");
@@ -240,16 +235,7 @@ impl Driver {
         }
     }
 
-    /// The TPS of a progress line of either driver (the matrix reads whichever file has them).
-    pub fn progress_tps(line: &str) -> Option<f64> {
-        crate::pgbench::parse_progress(line.trim())
-            .map(|p| p.tps)
-            .or_else(|| crate::sysbench::parse_interval(line.trim()).map(|i| i.tps))
-    }
-
-    /// Parses a measured run's output (and pgbench's sampled transaction log under `lat_prefix`, which it
-    /// removes) into a repetition; the matrix fills in the rest.
-    pub fn parse_run(self, text: &str, lat_prefix: &Path) -> Result<Rep, RunParseError> {
+    fn parse_run(self, text: &str, lat_prefix: &Path) -> Result<Rep, RunParseError> {
         let mut rep = Rep {
             round: 0,
             tps: 0.0,
@@ -320,6 +306,13 @@ impl Driver {
         }
         Ok(rep)
     }
+}
+
+/// The TPS of a progress line of either driver (the matrix reads whichever file has them).
+pub fn progress_tps(line: &str) -> Option<f64> {
+    crate::pgbench::parse_progress(line.trim())
+        .map(|p| p.tps)
+        .or_else(|| crate::sysbench::parse_interval(line.trim()).map(|i| i.tps))
 }
 
 fn pgbench_conn(cmd: &mut Command, t: &Target<'_>) {
@@ -402,21 +395,24 @@ fn latency_of(us: &mut [f64]) -> Latency {
 }
 
 /// The command line as the result records it.
-pub(crate) fn argv(cmd: &Command) -> Vec<String> {
+pub fn argv(cmd: &Command) -> Vec<String> {
     std::iter::once(cmd.get_program())
         .chain(cmd.get_args())
         .map(|a| a.to_string_lossy().into_owned())
         .collect()
 }
 
-pub(crate) enum Driven {
+/// How a driver's run ended.
+pub enum Driven {
+    /// It ran to the end and printed this.
     Done(String),
+    /// The stop flag was raised and it was stopped.
     Interrupted,
 }
 
 /// Runs a driver to completion (output to files under `stem`), polling for SIGINT, calling `live` with
 /// the latest per-second TPS it printed. A run exceeding its time by a minute is killed.
-pub(crate) fn drive(
+pub fn drive(
     mut cmd: Command,
     stem: &Path,
     seconds: u64,
@@ -470,7 +466,7 @@ pub(crate) fn drive(
 
 fn latest_tps(path: &Path) -> Option<f64> {
     let text = std::fs::read_to_string(path).ok()?;
-    text.lines().rev().find_map(Driver::progress_tps)
+    text.lines().rev().find_map(progress_tps)
 }
 
 #[cfg(test)]

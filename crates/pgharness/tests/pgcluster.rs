@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use lab::pgcluster::Cluster;
+use pgharness::pgcluster::Cluster;
 
 fn alive(pid: u32) -> bool {
     // A zombie is gone for our purposes; the postmaster's parent (pg_ctl's shell) has exited, so it is reaped
