@@ -8,8 +8,8 @@ names! {
         /// 4 KB pages pre-faulted by each worker at start (MADV_POPULATE_WRITE): no faults under the lock,
         /// but every process pays the page tables (docs/references.md#page-table-cost).
         Page4kPopulate = "4k-populate",
-        /// Shared-memory THP via MADV_HUGEPAGE (needs `shmem_enabled` to allow it:
-        /// `results::host::ShmemThp::allows_madvise`).
+        /// Shared-memory THP via MADV_HUGEPAGE (needs /sys/kernel/mm/transparent_hugepage/shmem_enabled
+        /// to allow it: anything but `never` or `deny`).
         Thp = "thp",
         /// hugetlb 2 MB pages (MAP_HUGETLB | MAP_HUGE_2MB).
         Hugetlb2m = "hugetlb-2m",

@@ -203,15 +203,20 @@ fn file_stem(file: &str) -> String {
 
 /// What tells a host from the others: its host ID (the machine ID hashed, `hostid`) with the inventory
 /// name where the audit has both (a cloned image that kept its machine ID is still two hosts under two
-/// names), either alone, else the file; with the `--sysroot` read, if any. Never the kernel's host name,
-/// which clones and defaults (`localhost`) share.
+/// names), either alone; an audit with neither (an older binary's, a host without /etc/machine-id audited
+/// without `--inventory-name`) by the kernel's host name as before, so that a directory of its daily audits
+/// still answers once per host; else the file. With the `--sysroot` read, if any. The kernel's host name is
+/// never used beside an ID or an inventory name: clones and defaults (`localhost`) share it.
 pub fn host_key(a: &Audit, file: &str) -> String {
     let name = a.inventory_name.as_deref().filter(|n| !n.is_empty());
     let mut key = match (a.host_id.get(), name) {
         (Some(id), Some(n)) => format!("host-id {id} name {n}"),
         (Some(id), None) => format!("host-id {id}"),
         (None, Some(n)) => format!("name {n}"),
-        (None, None) => format!("file {file}"),
+        (None, None) => match a.hostname.get().filter(|h| !h.is_empty()) {
+            Some(h) => format!("hostname {h}"),
+            None => format!("file {file}"),
+        },
     };
     if let Some(root) = &a.sysroot {
         key = format!("{key} sysroot {root}");

@@ -136,34 +136,17 @@ impl Host {
     }
 
     fn open_regular(&self, host_path: &str) -> Result<fs::File, ReadError> {
-        let file = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(self.path(host_path))
-            .map_err(|e| self.error(host_path, &e))?;
-        let kind = file
-            .metadata()
-            .map_err(|e| self.error(host_path, &e))?
-            .file_type();
-        if kind.is_file() {
-            return Ok(file);
-        }
-        use std::os::unix::fs::FileTypeExt;
-        let what = if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_socket() {
-            "a socket"
-        } else if kind.is_char_device() || kind.is_block_device() {
-            "a device"
-        } else if kind.is_dir() {
-            "a directory"
-        } else {
-            "not a file"
-        };
-        Err(ReadError {
-            path: self.shown(host_path),
-            reason: format!("{what}, not a regular file: not read"),
-            kind: io::ErrorKind::InvalidInput,
+        // Checked before it is opened (opening a device has effects of its own), without blocking.
+        osutil::input::open_regular(&self.path(host_path)).map_err(|e| {
+            if e.kind() == io::ErrorKind::InvalidInput {
+                ReadError {
+                    path: self.shown(host_path),
+                    reason: e.to_string(),
+                    kind: io::ErrorKind::InvalidInput,
+                }
+            } else {
+                self.error(host_path, &e)
+            }
         })
     }
 

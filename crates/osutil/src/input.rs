@@ -24,22 +24,32 @@ pub fn kind_of(ft: std::fs::FileType) -> &'static str {
     }
 }
 
-/// Opens `path` for reading without blocking (a FIFO's open would wait for a writer) and returns it only
-/// when it is a regular file (a symlink's target counts); otherwise an `InvalidInput` error that reads
-/// "a FIFO, not a regular file: not read".
+/// Opens `path` for reading and returns it only when it is a regular file (a symlink's target counts);
+/// otherwise an `InvalidInput` error that reads "a FIFO, not a regular file: not read". The type is checked
+/// before the open, because opening a device has effects of its own even for reading (a watchdog arms, a
+/// tape rewinds, a serial line raises DTR), and again on the open file (it may have been replaced between
+/// the two); the open itself does not block (a FIFO's would wait for a writer) and takes no controlling
+/// terminal.
 pub fn open_regular(path: &Path) -> io::Result<File> {
+    let refused = |ft: std::fs::FileType| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}, not a regular file: not read", kind_of(ft)),
+        )
+    };
+    let ft = std::fs::metadata(path)?.file_type();
+    if !ft.is_file() {
+        return Err(refused(ft));
+    }
     let file = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)?;
     let ft = file.metadata()?.file_type();
     if ft.is_file() {
         return Ok(file);
     }
-    Err(io::Error::new(
-        io::ErrorKind::InvalidInput,
-        format!("{}, not a regular file: not read", kind_of(ft)),
-    ))
+    Err(refused(ft))
 }
 
 /// The whole of the regular file at `path` ([`open_regular`]).
