@@ -257,15 +257,9 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), OutputError> {
 /// any other thing than a regular file, and it must have a file name. Checked before any work; the error
 /// names the path and what to do.
 pub fn check_publishable(path: &Path) -> Result<(), OutputError> {
-    let path = match destination(path) {
-        Ok(Destination::InPlace(_)) => return Ok(()),
-        Ok(Destination::File(p)) => p,
-        Err(OutputError::IsDirectory { .. }) => {
-            return Err(OutputError::PublishDirectory {
-                path: path.to_path_buf(),
-            })
-        }
-        Err(e) => return Err(e),
+    let path = match publish_destination(path)? {
+        Destination::InPlace(_) => return Ok(()),
+        Destination::File(p) => p,
     };
     let path = path.as_path();
     let dir = parent(path);
@@ -288,6 +282,17 @@ pub fn check_publishable(path: &Path) -> Result<(), OutputError> {
     Ok(())
 }
 
+/// Where a published file goes ([`destination`]), a directory named as the file being the publishing
+/// error (it says the directory is the operator's to point at a file in).
+fn publish_destination(path: &Path) -> Result<Destination, OutputError> {
+    destination(path).map_err(|e| match e {
+        OutputError::IsDirectory { .. } => OutputError::PublishDirectory {
+            path: path.to_path_buf(),
+        },
+        e => e,
+    })
+}
+
 /// Writes `text` to `path` for readers that may look at any moment and may run as another user (a
 /// textfile collector scraping on its own schedule): a temp file in the same directory (same file system,
 /// so the rename is atomic), named `.NAME.PID-NANOS.tmp` so that two concurrent runs never share one and a
@@ -296,15 +301,9 @@ pub fn check_publishable(path: &Path) -> Result<(), OutputError> {
 /// directory is not created (see [`check_publishable`]); the temp file is removed on any failure. A stream
 /// ([`destination`]) is written in place; any other path that is not a regular file is refused.
 pub fn publish(path: &Path, text: &str) -> Result<(), OutputError> {
-    let path = match destination(path) {
-        Ok(Destination::InPlace(s)) => return dest::write_stream(path, s, text),
-        Ok(Destination::File(p)) => p,
-        Err(OutputError::IsDirectory { .. }) => {
-            return Err(OutputError::PublishDirectory {
-                path: path.to_path_buf(),
-            })
-        }
-        Err(e) => return Err(e),
+    let path = match publish_destination(path)? {
+        Destination::InPlace(s) => return dest::write_stream(path, s, text),
+        Destination::File(p) => p,
     };
     let path = path.as_path();
     let dir = parent(path);
