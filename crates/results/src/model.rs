@@ -164,6 +164,10 @@ pub struct Params {
     pub txn_allocs: f64,
     /// `txn`: backend user time per statement (parse, plan, execute), ns.
     pub stmt_ns: u64,
+    /// `txn` on 4 KB pages: a statement's extra CPU outside the lock against 2 MB pages (TLB misses and
+    /// page walks over the buffer pool, first touches of the pages it reads besides the allocated
+    /// buffer's), ns. 0: a statement costs the same on both page sizes (the model before 2026-11-26).
+    pub stmt_4k_ns: u64,
     /// `txn` with no client threads (`txn_client_threads` 0): the client's part of a statement's round
     /// trip, ns, during which the backend sleeps and no CPU is used for it.
     pub client_ns: u64,
@@ -234,6 +238,7 @@ impl Default for Params {
             txn_stmts: 5,
             txn_allocs: 2.0,
             stmt_ns: 82_000,
+            stmt_4k_ns: 0,
             client_ns: 100_000,
             read_ns: 3000,
             txn_client_threads: None,
