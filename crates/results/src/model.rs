@@ -96,6 +96,12 @@ pub struct Params {
     /// one read for each other spinner. None: one line transfer (`lock_transfer_ns`); 0: an iteration costs
     /// `spin_ns` whatever the crowd (the model before). See the sim's `lock::spin`.
     pub spin_line_ns: Option<u64>,
+    /// `pg`, `rseq`: the crowd's cost on a spin iteration (`spin_line_ns`) applies only while the holder is
+    /// on its CPU. A holder off its CPU writes nothing to the lock's line and hands nothing over, so the
+    /// spinners' reads hit their own copies (a test-and-test-and-set spin misses only after a write; new
+    /// arrivals' test-and-set still write it, not modelled). false: the cost applies whether the holder runs
+    /// or not (the model before 2026-11-26).
+    pub quiet_line_off_cpu: bool,
     // Kernel costs.
     /// A context switch, ns.
     pub ctx_switch_ns: u64,
@@ -155,6 +161,11 @@ pub struct Params {
     /// EEVDF's arithmetic with equal weights: a task that ran `burst` with n - 1 others queued is owed
     /// nothing again after burst x (n - 1). (`eevdf` tracks the lag itself.)
     pub delayed_dequeue_window_ns: Option<u64>,
+    /// Without `eevdf`: how far behind the running task's virtual runtime a woken task may be placed, ns
+    /// (CFS's sleeper credit). None: half a slice (the model before 2026-11-26); 0: no credit, a woken task
+    /// keeps its own virtual runtime or takes the running task's, whichever is later (EEVDF's placement of
+    /// a task with no lag).
+    pub sleeper_credit_ns: Option<u64>,
     // The workload.
     /// What the workers run.
     pub workload: Workload,
@@ -216,6 +227,7 @@ impl Default for Params {
             lock_transfer_ns: 100,
             line_ns: None,
             spin_line_ns: None,
+            quiet_line_off_cpu: false,
             ctx_switch_ns: 1500,
             syscall_ns: 300,
             futex_wake_ns: 300,
@@ -234,6 +246,7 @@ impl Default for Params {
             wakeup_preempt_after_ns: None,
             delayed_dequeue: true,
             delayed_dequeue_window_ns: None,
+            sleeper_credit_ns: None,
             workload: Workload::Lock,
             txn_stmts: 5,
             txn_allocs: 2.0,

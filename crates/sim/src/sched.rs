@@ -125,11 +125,13 @@ impl Sim {
         cpu.need = false;
         cpu.lazy = false;
         cpu.switched_in = self.clock.now;
+        self.holder_moving(t);
         let task = &mut self.tasks[t as usize];
         task.state = State::Running;
         task.cpu = c;
         task.resume = task.phase;
         task.phase = Phase::Switch;
+        self.respin(t);
         self.metrics.count(Count::Switch, self.clock.now);
         let d = self.p.ctx_switch_ns + if was_idle { self.p.idle_exit_ns } else { 0 };
         self.run_segment(c, d);
@@ -141,6 +143,7 @@ impl Sim {
         let Some(t) = self.cpus[ci].cur else { return };
         let phase = self.tasks[t as usize].phase;
         self.stop_segment(c, t);
+        self.holder_moving(t);
         let task = &mut self.tasks[t as usize];
         task.state = State::Runnable;
         let holding = task.holding;
@@ -148,6 +151,7 @@ impl Sim {
             self.metrics.count(Count::Lhp, self.clock.now);
         }
         self.remove_spinner(t);
+        self.respin(t);
         self.cpus[ci].rq.push(t);
         self.trace_preempted(c, t, holding, phase);
         if self.p.eevdf {
@@ -190,6 +194,7 @@ impl Sim {
             .now
             .saturating_sub(self.cpus[c as usize].switched_in);
         let others = self.cpus[c as usize].rq.len() as u64;
+        self.holder_moving(t);
         let task = &mut self.tasks[t as usize];
         task.state = State::Sleeping;
         task.slept_at = self.clock.now;
@@ -198,6 +203,7 @@ impl Sim {
             self.metrics.count(Count::Lhp, self.clock.now);
         }
         self.remove_spinner(t);
+        self.respin(t);
         if self.p.eevdf {
             self.eevdf_block(c, t);
         }
@@ -289,8 +295,8 @@ impl Sim {
         }
     }
 
-    /// Without `eevdf`: queues the sleeping `t` on its last CPU, or an idle one if that is busy, half a
-    /// slice behind the running task at most; returns the CPU.
+    /// Without `eevdf`: queues the sleeping `t` on its last CPU, or an idle one if that is busy, at most
+    /// `sleeper_credit_ns` (half a slice) behind the running task; returns the CPU.
     fn enqueue_woken(&mut self, t: u32) -> u32 {
         let mut c = self.tasks[t as usize].cpu;
         if self.cpus[c as usize].cur.is_some() {
@@ -303,9 +309,10 @@ impl Sim {
             .cur
             .map(|x| self.tasks[x as usize].vruntime)
             .unwrap_or(0);
+        let credit = self.p.sleeper_credit_ns.unwrap_or(self.slice / 2) as i64;
         let task = &mut self.tasks[t as usize];
         task.state = State::Runnable;
-        let placed = task.vruntime.max((minv - self.slice as i64 / 2).max(0));
+        let placed = task.vruntime.max((minv - credit).max(0));
         let window = self.p.delayed_dequeue_window_ns.unwrap_or(task.owes_for);
         if self.p.delayed_dequeue && self.clock.now - task.slept_at < window {
             // Still queued (delayed): same deadline; the placement is not runtime.
@@ -416,6 +423,32 @@ mod tests {
             ..reported_host(model, Pages::P4k, 300)
         })
         .unwrap()
+    }
+
+    #[test]
+    fn sleeper_credit_places_a_woken_task_behind_the_running_one() {
+        let run = |sleeper_credit_ns| {
+            simulate(&Params {
+                workload: crate::Workload::Txn,
+                cpus: 4,
+                workers: 64,
+                sleeper_credit_ns,
+                duration_ns: 100_000_000,
+                warmup_ns: 20_000_000,
+                ..Params::default()
+            })
+            .unwrap()
+        };
+        // Unset: half a slice, the model as it was.
+        let half = Some(base_slice_ns(4) / 2);
+        assert_eq!(
+            serde_json::to_string(&run(None)).unwrap(),
+            serde_json::to_string(&run(half)).unwrap()
+        );
+        assert_ne!(
+            serde_json::to_string(&run(Some(0))).unwrap(),
+            serde_json::to_string(&run(None)).unwrap()
+        );
     }
 
     #[test]
