@@ -28,10 +28,12 @@ use results::diagnose::ScopeKind;
 /// What `--scope` asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
-    /// The cgroup scope when every instance sits in a cgroup2 directory other than the root and the
-    /// kernel accepts cgroup events; system-wide otherwise.
+    /// The cheaper scope for a server whose processes switch to and from tasks of other cgroups (its
+    /// clients, the idle task, kernel threads): system-wide. A cgroup event makes every switch into or out
+    /// of the cgroup reschedule the events, which measured dearer than the system-wide tracepoint
+    /// (`scripts/diagnose-event-cost`, docs/notes/2026-11-26-diagnose-overhead.md).
     Auto,
-    /// The cgroup scope or an error.
+    /// The instances' cgroups, or an error when one runs in the root cgroup or no cgroup2 is mounted.
     Cgroup,
     /// System-wide.
     System,
@@ -133,29 +135,23 @@ impl Plan {
     }
 }
 
-/// Decides the scope for the postmasters `pms`: `Err` only for `Scope::Cgroup` when it cannot be had
-/// (the message says why and what to pass instead).
+/// Decides the scope for the postmasters `pms`: `Err` for `Scope::Cgroup` when it cannot be had (an
+/// instance in the root cgroup, no cgroup2 mount).
 pub fn plan(asked: Scope, pms: &[u32]) -> Result<Plan, String> {
-    if asked == Scope::System {
-        return Ok(Plan::system("asked for with --scope system".into()));
+    match asked {
+        Scope::System => return Ok(Plan::system("asked for with --scope system".into())),
+        Scope::Auto => return Ok(Plan::system(
+            "--scope auto: cgroup events cost more at every switch into or out of the cgroup than \
+                 system-wide ones at every switch (docs/notes/2026-11-26-diagnose-overhead.md)"
+                .into(),
+        )),
+        Scope::Cgroup => {}
     }
-    let tried = cgroup_dirs(pms);
-    match (asked, tried) {
-        (_, Ok(dirs)) => Ok(Plan {
-            kind: ScopeKind::Cgroup,
-            dirs,
-            why: format!(
-                "{}: every instance runs in its own cgroup2 directory",
-                if asked == Scope::Auto {
-                    "--scope auto"
-                } else {
-                    "--scope cgroup"
-                }
-            ),
-        }),
-        (Scope::Cgroup, Err(why)) => Err(why),
-        (_, Err(why)) => Ok(Plan::system(format!("--scope auto: {why}"))),
-    }
+    Ok(Plan {
+        kind: ScopeKind::Cgroup,
+        dirs: cgroup_dirs(pms)?,
+        why: "asked for with --scope cgroup".into(),
+    })
 }
 
 fn cgroup_dirs(pms: &[u32]) -> Result<Vec<(String, File)>, String> {

@@ -13,7 +13,7 @@ use results::diagnose::{
 };
 use results::Envelope;
 
-use crate::cgroup::{Plan, Scope};
+use crate::cgroup::Plan;
 use crate::perf::{self, Event, Ring};
 use crate::procs::{self, Reaped};
 use crate::symbols::{self, UserResolver};
@@ -163,8 +163,7 @@ struct Opened {
     scope: EventScope,
 }
 
-/// Opens the rings with the scope of `plan`; what cannot be opened becomes an [`Unmeasured`] line. A
-/// cgroup scope that `--scope auto` chose and the kernel refuses is retried system-wide.
+/// Opens the rings with the scope of `plan`; what cannot be opened becomes an [`Unmeasured`] line.
 fn open_rings(opts: &Options, plan: Plan, unmeasured: &mut Vec<Unmeasured>) -> Opened {
     let sw = match crate::tracefs::sched_switch() {
         Ok(s) => Some(s),
@@ -182,25 +181,12 @@ fn open_rings(opts: &Options, plan: Plan, unmeasured: &mut Vec<Unmeasured>) -> O
     } else {
         plan.dirs.iter().map(|(_, f)| Some(f)).collect()
     };
-    let (mut rings, mut filter, mut errs) = open_each(opts, sw, &dirs);
-    let mut scope = EventScope {
+    let (rings, filter, errs) = open_each(opts, sw, &dirs);
+    let scope = EventScope {
         kind: plan.kind,
         cgroups,
         why: plan.why,
     };
-    if scope.kind == ScopeKind::Cgroup
-        && opts.scope == Scope::Auto
-        && (errs[0].is_some() || errs[1].is_some())
-    {
-        let refused = errs[0].clone().or(errs[1].clone()).unwrap_or_default();
-        drop(rings);
-        (rings, filter, errs) = open_each(opts, sw, &[None]);
-        scope = EventScope {
-            kind: ScopeKind::System,
-            cgroups: Vec::new(),
-            why: format!("--scope auto: the kernel refused cgroup events ({refused})"),
-        };
-    }
     let names = [
         "on-CPU samples (cpu-clock)",
         "page-fault samples (page-faults-min)",

@@ -326,8 +326,9 @@ pub struct DiagnoseArgs {
     /// Sample one minor fault in this many (counts are scaled back).
     #[arg(long, value_name = "N", default_value_t = diagnose::DEFAULT_FAULT_PERIOD)]
     pub fault_period: u64,
-    /// Which tasks the perf events watch: the instances' cgroup2 directories (cgroup: other cgroups'
-    /// switches and faults pay nothing), every task (system), or cgroup where it can (auto).
+    /// Which tasks the perf events watch: every task (system), or the instances' cgroup2 directories
+    /// (cgroup: other cgroups' switches and faults pay nothing, switches into or out of the cgroup pay
+    /// more); auto is system, which measured cheaper for a server talking to other cgroups.
     #[arg(long, default_value = "auto", value_parser = scope())]
     pub scope: diagnose::Scope,
     /// Output format.

@@ -191,8 +191,8 @@ fn faults_match_minflt(inst: &Value) -> (f64, f64) {
     (sampled, minflt)
 }
 
-/// Issue 24's cheaper scope: a cluster in its own cgroup2 directory is watched with cgroup events
-/// (`auto` picks them), and the counts still agree with the kernel's own: sampled faults with minflt,
+/// Issue 24's cgroup scope: a cluster in its own cgroup2 directory is watched with cgroup events
+/// (`--scope cgroup`; `auto` stays system-wide, which measured cheaper), and the counts still agree with the kernel's own: sampled faults with minflt,
 /// on-CPU samples and switches seen. A process of the instance moved out of the cgroup is named as not
 /// measured.
 #[test]
@@ -206,7 +206,7 @@ fn an_instance_in_its_own_cgroup_is_watched_through_cgroup_events() {
     let pm = c.postmaster_pid().unwrap();
     cg.adopt_instance(pm);
     load_tables(&c, true);
-    let doc = diagnose_scoped(&c, "auto");
+    let doc = diagnose_scoped(&c, "cgroup");
     let scope = &doc["spec"]["scope"];
     assert_eq!(scope["kind"], "cgroup", "{scope}");
     assert_eq!(scope["cgroups"][0], cg.path.as_str(), "{scope}");
