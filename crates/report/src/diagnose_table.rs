@@ -394,3 +394,30 @@ pub fn summary(r: &DiagnoseResult, width: usize) -> String {
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use results::diagnose::{EventScope, ScopeKind};
+
+    #[test]
+    fn the_scope_fits_one_line() {
+        let cg = EventScope {
+            kind: ScopeKind::Cgroup,
+            cgroups: vec!["/system.slice/postgresql@16-main.service".into()],
+            why: "asked for with --scope cgroup".into(),
+        };
+        assert_eq!(
+            super::scope_line(&cg),
+            "cgroup /system.slice/postgresql@16-main.service (asked for with --scope cgroup)"
+        );
+        let sys = EventScope {
+            kind: ScopeKind::System,
+            cgroups: Vec::new(),
+            why: "asked for with --scope system".into(),
+        };
+        assert_eq!(
+            super::scope_line(&sys),
+            "system (asked for with --scope system)"
+        );
+    }
+}
