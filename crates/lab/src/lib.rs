@@ -13,6 +13,8 @@
 //! - `lockbench`: `bench lock`, the StrategyGetBuffer-like workload.
 //! - `lockopts`: `bench lock`'s options as given, checked and resolved into its spec.
 //! - `net`: `bench net`, TCP/UDP stream and ping-pong over loopback or a veth pair between namespaces.
+//! - `matrix`: the one matrix driver every bench runs on (cells x repetitions in rounds or cell by cell,
+//!   the result file after each step, stop signals, skips, how an unfinished run is marked).
 //! - `netopts`: `bench net`'s options as given, checked and resolved into its spec.
 //! - `options`: what the benches' options share: lists, durations, counts, the host's shape, `OptionError`.
 //! - `pgrun`: `bench pg`, the builds x shared_buffers x huge_pages x clients matrix over pgbench or sysbench (the
@@ -39,6 +41,7 @@ pub mod load;
 pub mod lockbench;
 pub mod lockopts;
 pub mod lockrun;
+pub mod matrix;
 pub mod net;
 pub mod netopts;
 pub mod options;
