@@ -1,5 +1,5 @@
 //! The `bench lock` matrix: locks x page backings x workers x repetitions, with skip reasons, hugetlb
-//! reservation through [`guard::PoolGuard`] and the fault-cost calibration behind the throughput ceiling,
+//! reservation through [`PoolGuard`] and the fault-cost calibration behind the throughput ceiling,
 //! on the matrix driver ([`crate::matrix`]: rounds, the result file rewritten after each repetition).
 
 use std::ops::Range;
@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use shmlock::shm::{Backing, ShmError, ShmRegion};
 
-use crate::fork::Children;
-use crate::guard::{self, PoolGuard};
 use crate::lockbench::costs::CostError;
 use crate::lockbench::{self, BenchError, Rep, RepInput, Spec};
 use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
 use crate::result::OutputError;
+use hostguard::hugetlb_pool::{self, PoolGuard};
+use hostguard::workers::Children;
 use osutil::stop::SignalError;
 
 pub use results::lock::{Cell, CellSummary, FaultCost, LockResult};
@@ -120,7 +120,7 @@ pub struct RunOptions {
 
 /// The free pages of the `kib` pool; the error is a skipped cell's reason, as the result records it.
 fn pool_free(kib: u64) -> Result<u64, String> {
-    crate::pool::HugetlbPool::of(kib)
+    hugetlb_pool::HugetlbPool::of(kib)
         .available()
         .map_err(|e| e.to_string())
 }
@@ -128,7 +128,7 @@ fn pool_free(kib: u64) -> Result<u64, String> {
 /// Runs the matrix. Returns the result (also written to `opts.out` after each cell).
 pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError> {
     osutil::stop::install_signal_flag()?;
-    for line in guard::recover_stale_pools() {
+    for line in hugetlb_pool::recover_stale_pools() {
         osutil::msg!("preemptlab: {line}");
     }
     let (locks, backings) = (spec.locks.clone(), spec.pages.clone());

@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 
 use hostfacts::pgbin::PgBinError;
 
-use crate::guard;
 use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
 use crate::pghuge::{hugepages_needed, reserve, Reserved};
 use crate::result::{self, OutputError};
 use axes::{HugePages, PssWhen};
+use hostguard::hugetlb_pool::{self, PoolGuard};
 use osutil::stop::SignalError;
 use pgharness::pgbouncer::{self, PgBouncer, PgBouncerError};
 use pgharness::pgcluster::{Cluster, ClusterError};
@@ -128,7 +128,7 @@ pub struct RunOptions {
 /// returns, also after SIGINT (then `envelope.interrupted` is set and the cells not reached say so).
 pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError> {
     osutil::stop::install_signal_flag()?;
-    for line in guard::recover_stale_pools() {
+    for line in hugetlb_pool::recover_stale_pools() {
         osutil::msg!("preemptlab: {line}");
     }
     spec.builds = crate::pgbuild::builds_of(&spec);
@@ -238,7 +238,7 @@ struct Server {
     pm: u32,
     huge_pages: HugePages,
     bouncer: Option<PgBouncer>,
-    pool: Option<guard::PoolGuard>,
+    pool: Option<PoolGuard>,
 }
 
 impl Bench for PgBench<'_> {
