@@ -59,9 +59,10 @@ pub trait Cell {
 }
 
 /// Implements [`Doc`] and [`Cell`] for a result type whose fields are `envelope`/`cells` and
-/// `status`/`reason`/`reps`.
+/// `status`/`reason`/`reps`; `$push` is how a step's data joins `reps` (`push` one repetition, `extend`
+/// with several).
 macro_rules! matrix_doc {
-    ($($doc:ty => $cell:ty, $rep:ty;)*) => {$(
+    ($($doc:ty => $cell:ty, $rep:ty, $push:ident;)*) => {$(
         impl Doc for $doc {
             type Cell = $cell;
             fn envelope_mut(&mut self) -> &mut Envelope {
@@ -84,45 +85,19 @@ macro_rules! matrix_doc {
                 self.reps.len()
             }
             fn push(&mut self, rep: $rep) {
-                self.reps.push(rep);
+                self.reps.$push(rep);
             }
         }
     )*};
 }
 
 matrix_doc! {
-    results::lock::LockResult => results::lock::Cell, results::lock::Rep;
-    results::pg::PgResult => results::pg::Cell, results::pg::Rep;
-    results::latency::LatencyResult => results::latency::Cell, results::latency::Rep;
-    results::net::NetResult => results::net::Cell, results::net::Rep;
-}
-
-impl Doc for results::sim::SimResult {
-    type Cell = results::sim::SimCell;
-    fn envelope_mut(&mut self) -> &mut Envelope {
-        &mut self.envelope
-    }
-    fn cells_mut(&mut self) -> &mut Vec<results::sim::SimCell> {
-        &mut self.cells
-    }
-}
-
-/// A model cell runs its seeds in one step (`sim::matrix::Cell::run`): its step gives every run.
-impl Cell for results::sim::SimCell {
-    type Rep = Vec<results::model::Outcome>;
-    fn status(&self) -> Status {
-        self.status
-    }
-    fn mark(&mut self, status: Status, reason: Option<String>) {
-        self.status = status;
-        self.reason = reason;
-    }
-    fn reps(&self) -> usize {
-        self.reps.len()
-    }
-    fn push(&mut self, reps: Self::Rep) {
-        self.reps.extend(reps);
-    }
+    results::lock::LockResult => results::lock::Cell, results::lock::Rep, push;
+    results::pg::PgResult => results::pg::Cell, results::pg::Rep, push;
+    results::latency::LatencyResult => results::latency::Cell, results::latency::Rep, push;
+    results::net::NetResult => results::net::Cell, results::net::Rep, push;
+    // A model cell runs its seeds in one step (`sim::matrix::Cell::run`): its step gives every run.
+    results::sim::SimResult => results::sim::SimCell, Vec<results::model::Outcome>, extend;
 }
 
 /// A new envelope of `kind` for a matrix's document: `interrupted` until [`Matrix::run`] completes.
