@@ -422,6 +422,10 @@ impl<B: Bench> Run<'_, '_, B> {
         repeat: u32,
     ) -> Result<(), B::Error> {
         for ci in g.clone() {
+            // A stop between two cells ends the run there: the next cell does not enter the file.
+            if self.stop_seen() {
+                return Ok(());
+            }
             for round in 0..repeat {
                 let Some(shared) = shared.as_deref_mut() else {
                     break;
