@@ -306,7 +306,8 @@ fn four_kb_against_huge_pages_under_a_reconnecting_load() {
         .unwrap()
         .parse()
         .unwrap();
-    let _pool = lab::pool::PoolGuard::ensure_free(2048, needed + 8).expect("2 MB huge pages");
+    let _pool =
+        hostguard::hugetlb_pool::PoolGuard::ensure_free(2048, needed + 8).expect("2 MB huge pages");
     c.start(&settings("on")).unwrap();
     load_tables(&c, false);
     let pm = c.postmaster_pid().unwrap();
