@@ -1,6 +1,6 @@
 //! The window: open the events, follow the processes, read the rings and /proc second by second, judge.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 use hostfacts::postgres::PgInstance;
 use hostfacts::{Audit, Host};
 use results::diagnose::{
-    ByType, Context, DiagnoseResult, FunctionShare, InstanceDiagnosis, Rates, Segment, Spec,
-    Totals, Unmeasured, Waits,
+    ByType, Context, DiagnoseResult, EventScope, FunctionShare, InstanceDiagnosis, Rates,
+    ScopeKind, Segment, Spec, Totals, Unmeasured, Waits,
 };
 use results::Envelope;
 
+use crate::cgroup::Plan;
 use crate::perf::{self, Event, Ring};
 use crate::procs::{self, Reaped};
 use crate::symbols::{self, UserResolver};
@@ -148,26 +149,22 @@ fn new_inst(audit: &Audit, i: &PgInstance) -> Inst {
         data_dir: i.data_dir.value.clone(),
         version: i.version.value.clone(),
         port: i.port.value,
+        cgroup: None,
+        outside: BTreeSet::new(),
     }
 }
 
-/// Opens the rings; what cannot be opened becomes an [`Unmeasured`] line.
-fn open_rings(
-    opts: &Options,
-    unmeasured: &mut Vec<Unmeasured>,
-) -> (Vec<Ring>, Option<&'static str>, bool, bool) {
-    let cpus = online_cpus();
-    // 8 MiB over all rings at most, 64 KiB..512 KiB each.
-    let per = (8usize << 20) / (3 * cpus.len().max(1));
-    let ring_bytes = per.clamp(64 << 10, 512 << 10).next_power_of_two() / 2;
-    let cfg = perf::Config {
-        cpu_clock_hz: opts.cpu_clock_hz,
-        fault_period: opts.fault_period,
-        ring_bytes: ring_bytes.max(64 << 10),
-        max_stack: 64,
-    };
-    let mut rings = Vec::new();
-    let mut first_err: [Option<String>; 3] = [None, None, None];
+/// The rings opened, and what came of it.
+struct Opened {
+    rings: Vec<Ring>,
+    filter: Option<&'static str>,
+    cpu_ok: bool,
+    sw_ok: bool,
+    scope: EventScope,
+}
+
+/// Opens the rings with the scope of `plan`; what cannot be opened becomes an [`Unmeasured`] line.
+fn open_rings(opts: &Options, plan: Plan, unmeasured: &mut Vec<Unmeasured>) -> Opened {
     let sw = match crate::tracefs::sched_switch() {
         Ok(s) => Some(s),
         Err(why) => {
@@ -178,38 +175,24 @@ fn open_rings(
             None
         }
     };
-    let mut filter = None;
-    for &cpu in &cpus {
-        match perf::open_cpu(cpu, &cfg) {
-            Ok(r) => rings.push(r),
-            Err(e) => {
-                first_err[0].get_or_insert(perf::explain(&e));
-            }
-        }
-        match perf::open_faults(cpu, &cfg) {
-            Ok(r) => rings.push(r),
-            Err(e) => {
-                first_err[1].get_or_insert(perf::explain(&e));
-            }
-        }
-        if let Some(sw) = sw {
-            match perf::open_switch(cpu, &cfg, sw) {
-                Ok((r, f)) => {
-                    filter = f;
-                    rings.push(r)
-                }
-                Err(e) => {
-                    first_err[2].get_or_insert(perf::explain(&e));
-                }
-            }
-        }
-    }
+    let cgroups: Vec<String> = plan.dirs.iter().map(|(p, _)| p.clone()).collect();
+    let dirs: Vec<Option<&std::fs::File>> = if plan.dirs.is_empty() {
+        vec![None]
+    } else {
+        plan.dirs.iter().map(|(_, f)| Some(f)).collect()
+    };
+    let (rings, filter, errs) = open_each(opts, sw, &dirs);
+    let scope = EventScope {
+        kind: plan.kind,
+        cgroups,
+        why: plan.why,
+    };
     let names = [
         "on-CPU samples (cpu-clock)",
         "page-fault samples (page-faults-min)",
         "switches while runnable (sched_switch)",
     ];
-    for (k, e) in first_err.iter().enumerate() {
+    for (k, e) in errs.iter().enumerate() {
         if let Some(why) = e {
             unmeasured.push(Unmeasured {
                 what: names[k].into(),
@@ -219,7 +202,63 @@ fn open_rings(
     }
     let cpu_ok = rings.iter().any(|r| r.kind == perf::Kind::Cpu);
     let sw_ok = rings.iter().any(|r| r.kind == perf::Kind::Switch);
-    (rings, filter, cpu_ok, sw_ok)
+    Opened {
+        rings,
+        filter,
+        cpu_ok,
+        sw_ok,
+        scope,
+    }
+}
+
+/// Opens the three events on every online CPU for each of `dirs` (`None`: system-wide); returns the
+/// rings, the sched_switch filter the kernel took, and the first error of each event.
+fn open_each(
+    opts: &Options,
+    sw: Option<crate::tracefs::SchedSwitch>,
+    dirs: &[Option<&std::fs::File>],
+) -> (Vec<Ring>, Option<&'static str>, [Option<String>; 3]) {
+    let cpus = online_cpus();
+    // 8 MiB over all rings at most, 64 KiB..512 KiB each.
+    let per = (8usize << 20) / (3 * cpus.len().max(1) * dirs.len().max(1));
+    let ring_bytes = per.clamp(64 << 10, 512 << 10).next_power_of_two() / 2;
+    let cfg = perf::Config {
+        cpu_clock_hz: opts.cpu_clock_hz,
+        fault_period: opts.fault_period,
+        ring_bytes: ring_bytes.max(64 << 10),
+        max_stack: 64,
+    };
+    let mut rings = Vec::new();
+    let mut first_err: [Option<String>; 3] = [None, None, None];
+    let mut filter = None;
+    for &dir in dirs {
+        for &cpu in &cpus {
+            match perf::open_cpu(cpu, dir, &cfg) {
+                Ok(r) => rings.push(r),
+                Err(e) => {
+                    first_err[0].get_or_insert(perf::explain(&e));
+                }
+            }
+            match perf::open_faults(cpu, dir, &cfg) {
+                Ok(r) => rings.push(r),
+                Err(e) => {
+                    first_err[1].get_or_insert(perf::explain(&e));
+                }
+            }
+            if let Some(sw) = sw {
+                match perf::open_switch(cpu, dir, &cfg, sw) {
+                    Ok((r, f)) => {
+                        filter = f;
+                        rings.push(r)
+                    }
+                    Err(e) => {
+                        first_err[2].get_or_insert(perf::explain(&e));
+                    }
+                }
+            }
+        }
+    }
+    (rings, filter, first_err)
 }
 
 fn poll(rings: &[Ring], timeout: Duration) {
@@ -264,6 +303,7 @@ pub struct Prepared {
     filter: Option<&'static str>,
     cpu_ok: bool,
     sw_ok: bool,
+    scope: EventScope,
     unmeasured: Vec<Unmeasured>,
     servers: Vec<hostfacts::pgquery::ServerInfo>,
     clients: Vec<postgres::Client>,
@@ -297,8 +337,10 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
                 .into(),
         });
     }
+    let pms: Vec<u32> = chosen.iter().map(|i| i.postmaster_pid).collect();
+    let plan = crate::cgroup::plan(opts.scope, &pms).map_err(|why| DiagnoseError::Scope { why })?;
     let insts: Vec<Inst> = chosen.iter().map(|i| new_inst(&audit, i)).collect();
-    let state = State {
+    let mut state = State {
         insts,
         procs: HashMap::new(),
         exclude: servers.iter().map(|s| s.backend_pid).collect(),
@@ -309,15 +351,21 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
         t0_ns: 0,
         lost: 0,
     };
-    let (rings, filter, cpu_ok, sw_ok) = open_rings(opts, &mut unmeasured);
+    let o = open_rings(opts, plan, &mut unmeasured);
+    if o.scope.kind == ScopeKind::Cgroup {
+        for i in state.insts.iter_mut() {
+            i.cgroup = crate::cgroup::of_pid(i.pm);
+        }
+    }
     Ok(Prepared {
         opts: opts.clone(),
         envelope,
         state,
-        rings,
-        filter,
-        cpu_ok,
-        sw_ok,
+        rings: o.rings,
+        filter: o.filter,
+        cpu_ok: o.cpu_ok,
+        sw_ok: o.sw_ok,
+        scope: o.scope,
         unmeasured,
         servers,
         clients,
@@ -340,7 +388,8 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         filter,
         cpu_ok,
         sw_ok,
-        unmeasured,
+        scope,
+        mut unmeasured,
         servers,
         clients,
     } = p;
@@ -438,6 +487,21 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         let inst = p.inst;
         state.insts[inst].fold(p);
     }
+    for i in state.insts.iter().filter(|i| !i.outside.is_empty()) {
+        let pids: Vec<String> = i.outside.iter().map(u32::to_string).collect();
+        unmeasured.push(Unmeasured {
+            what: format!(
+                "samples, faults and switches of postmaster {}'s processes {}",
+                i.pm,
+                pids.join(", ")
+            ),
+            why: format!(
+                "they ran outside the watched cgroup {} (moved away): the cgroup events did not see them, \
+                 their /proc counters are counted; rerun with --scope system",
+                i.cgroup.as_deref().unwrap_or("?")
+            ),
+        });
+    }
     envelope.interrupted = interrupted;
     let instances = state
         .insts
@@ -470,6 +534,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
                 .collect(),
             wait_sample_interval_s: opts.wait_interval.as_secs_f64(),
             sched_switch_filter: filter.map(str::to_string),
+            scope: Some(scope),
         },
         unmeasured,
         instances,

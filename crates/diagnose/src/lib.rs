@@ -15,10 +15,12 @@
 //!
 //! Then it judges ([`judge`]) and attaches the audit's context and exact fix.
 //!
-//! Why system-wide sampling filtered in user space rather than per-process events: a backend that a
-//! connection starts and ends between two looks at /proc is still seen, and the number of events grows with
-//! the CPUs, not the backends. What it costs is measured by `scripts/diagnose-overhead`.
+//! Why system-wide (or per-cgroup, [`cgroup`]) sampling filtered in user space rather than per-process
+//! events: a backend that a connection starts and ends between two looks at /proc is still seen, and the
+//! number of events grows with the CPUs, not the backends. What it costs is measured by
+//! `scripts/diagnose-overhead` and `scripts/diagnose-event-cost`.
 
+pub mod cgroup;
 pub mod classify;
 mod engine;
 pub mod judge;
@@ -31,6 +33,7 @@ pub mod waits;
 
 use std::time::Duration;
 
+pub use cgroup::Scope;
 pub use engine::{prepare, run, Prepared};
 
 /// Default cpu-clock frequency per CPU, Hz: a prime, off the timer tick's multiples, so samples do not lock
@@ -55,6 +58,8 @@ pub struct Options {
     pub fault_period: u64,
     /// Seconds between wait-event reads.
     pub wait_interval: Duration,
+    /// Which tasks the perf events watch (`--scope`).
+    pub scope: Scope,
 }
 
 impl Options {
@@ -67,6 +72,7 @@ impl Options {
             cpu_clock_hz: DEFAULT_CPU_CLOCK_HZ,
             fault_period: DEFAULT_FAULT_PERIOD,
             wait_interval: Duration::from_millis(200),
+            scope: Scope::Auto,
         }
     }
 }
@@ -105,6 +111,12 @@ pub enum DiagnoseError {
     Duration {
         /// As given.
         given: Duration,
+    },
+    /// `--scope cgroup` cannot be had.
+    #[error("--scope cgroup: {why}; pass --scope system (or auto, which falls back to it)")]
+    Scope {
+        /// Why not.
+        why: String,
     },
     /// A sampling parameter is out of range.
     #[error("{what} {value}: {range}")]

@@ -1,5 +1,6 @@
-//! The perf events, opened system-wide on every online CPU (pid = -1, cpu = N; perf_event_open(2)), and
-//! their records turned into this crate's [`Event`]s.
+//! The perf events, opened system-wide on every online CPU (pid = -1, cpu = N; perf_event_open(2)) or
+//! for one cgroup on every online CPU (see [`crate::cgroup`]), and their records turned into this crate's
+//! [`Event`]s.
 //!
 //! System-wide rather than per process: a backend that a connection starts and ends between two scans of
 //! /proc is sampled all the same, and the number of file descriptors grows with the CPUs, not with the
@@ -13,6 +14,7 @@
 //! - the `sched:sched_switch` tracepoint: TID, time, the raw record and the kernel call chain, filtered in
 //!   the kernel to PostgreSQL's processes (prev_comm) switched out while runnable.
 
+use std::fs::File;
 use std::io;
 use std::os::unix::io::AsRawFd;
 
@@ -141,9 +143,19 @@ pub struct Config {
 /// anyway): waking it for every record cost the watched server dearly, an irq_work and a wake-up per
 /// sample (with one per byte, 27% of a reconnecting pgbench's CPU sat in perf_swevent_event at one
 /// fault sample in 4).
-fn base(builder: &mut Builder<'_>, cpu: usize, flags: SampleFlag, ring_bytes: usize) {
+/// `cgroup`: watch only that cgroup2 directory's tasks (and its descendants'); `None`: every task.
+fn base<'a>(
+    builder: &mut Builder<'a>,
+    cpu: usize,
+    cgroup: Option<&'a File>,
+    flags: SampleFlag,
+    ring_bytes: usize,
+) {
+    match cgroup {
+        Some(dir) => builder.observe_cgroup(dir),
+        None => builder.any_pid(),
+    };
     builder
-        .any_pid()
         .one_cpu(cpu)
         .sample(flags)
         .clockid(Clock::MONOTONIC)
@@ -152,12 +164,13 @@ fn base(builder: &mut Builder<'_>, cpu: usize, flags: SampleFlag, ring_bytes: us
         .wakeup_watermark(ring_bytes / 2);
 }
 
-/// Opens the cpu-clock ring of one CPU.
-pub fn open_cpu(cpu: usize, c: &Config) -> io::Result<Ring> {
+/// Opens the cpu-clock ring of one CPU (of one cgroup's tasks on it with `cgroup`).
+pub fn open_cpu(cpu: usize, cgroup: Option<&File>, c: &Config) -> io::Result<Ring> {
     let mut b = Builder::new(Software::CPU_CLOCK);
     base(
         &mut b,
         cpu,
+        cgroup,
         SampleFlag::TID | SampleFlag::TIME | SampleFlag::IP | SampleFlag::CALLCHAIN,
         c.ring_bytes,
     );
@@ -172,11 +185,12 @@ pub fn open_cpu(cpu: usize, c: &Config) -> io::Result<Ring> {
 }
 
 /// Opens the minor-fault ring of one CPU.
-pub fn open_faults(cpu: usize, c: &Config) -> io::Result<Ring> {
+pub fn open_faults(cpu: usize, cgroup: Option<&File>, c: &Config) -> io::Result<Ring> {
     let mut b = Builder::new(Software::PAGE_FAULTS_MIN);
     base(
         &mut b,
         cpu,
+        cgroup,
         SampleFlag::TID | SampleFlag::TIME | SampleFlag::ADDR,
         c.ring_bytes,
     );
@@ -199,6 +213,7 @@ pub const SWITCH_FILTERS: [&str; 2] = [
 /// (none if it takes none); returns the filter used.
 pub fn open_switch(
     cpu: usize,
+    cgroup: Option<&File>,
     c: &Config,
     sw: SchedSwitch,
 ) -> io::Result<(Ring, Option<&'static str>)> {
@@ -206,6 +221,7 @@ pub fn open_switch(
     base(
         &mut b,
         cpu,
+        cgroup,
         SampleFlag::TID | SampleFlag::TIME | SampleFlag::RAW | SampleFlag::CALLCHAIN,
         c.ring_bytes,
     );

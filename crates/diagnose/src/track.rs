@@ -1,7 +1,7 @@
 //! What the window keeps while it runs: each observed instance and its accumulating counts ([`Inst`]), the
 //! processes followed ([`State`]), and how each perf record and each /proc scan is folded into them.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use results::diagnose::{ByType, Categories, Context, Second, Segment, Totals};
 
@@ -29,6 +29,10 @@ pub(crate) struct Inst {
     pub(crate) data_dir: Option<String>,
     pub(crate) version: Option<String>,
     pub(crate) port: Option<u16>,
+    /// With a cgroup scope: the cgroup2 path the events watch for this instance.
+    pub(crate) cgroup: Option<String>,
+    /// Its processes found outside that cgroup (the events missed them).
+    pub(crate) outside: BTreeSet<u32>,
 }
 
 impl Inst {
@@ -317,6 +321,8 @@ impl State {
             }
             seen.insert(pid);
             live[p.inst].push((pid, c));
+            let inst = p.inst;
+            self.check_cgroup(inst, pid);
         }
         let gone: Vec<u32> = self
             .procs
@@ -373,6 +379,19 @@ impl State {
         }
     }
 
+    /// With a cgroup scope, notes a process of the instance that runs outside the watched cgroup.
+    fn check_cgroup(&mut self, inst: usize, pid: u32) {
+        let i = &mut self.insts[inst];
+        let Some(dir) = &i.cgroup else {
+            return;
+        };
+        if let Some(path) = crate::cgroup::of_pid(pid) {
+            if !crate::cgroup::within(&path, dir) {
+                i.outside.insert(pid);
+            }
+        }
+    }
+
     /// The first scan: every process there when the window opens, read as its baseline.
     pub(crate) fn baseline(&mut self) {
         for pid in self.candidates() {
@@ -403,6 +422,7 @@ impl State {
             let mut p = Proc::new(inst, kind, true);
             p.last = c;
             self.procs.insert(pid, p);
+            self.check_cgroup(inst, pid);
             self.insts[inst].totals.processes_seen += 1;
         }
     }

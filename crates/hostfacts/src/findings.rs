@@ -321,7 +321,7 @@ pub fn findings(
 });
     }
     if let Some(v) = mem.thp_shmem_enabled.get() {
-        if v == "always" || v == "force" || v == "within_size" {
+        if crate::memory::ShmemThp::parse(v).is_some_and(|t| t.unasked_gets_thp()) {
             out.push(Finding {
                 id: "thp-always-shmem".into(),
                 severity: thp_sev,

@@ -554,20 +554,16 @@ pub enum AgeError {
     TooLarge(String),
 }
 
-/// Parses an age such as `90m`, `36h`, `2d` or `1w` into seconds.
+/// Parses an age such as `90m`, `36h`, `2d` or `1w` into seconds: a whole number and a unit of at least a
+/// second (`parse::duration_parts`).
 pub fn parse_age(text: &str) -> Result<u64, AgeError> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
+    let parts = crate::parse::duration_parts(text);
+    let num = parts.map_or(text.trim(), |(num, _)| num);
     let n: u64 = num
         .parse()
         .map_err(|_| AgeError::Number(text.to_string()))?;
-    let mult = match unit.trim() {
-        "s" => 1,
-        "m" | "min" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        "w" => 7 * 86_400,
+    let mult = match parts {
+        Ok((_, Some(secs))) if secs >= 1.0 => secs as u64,
         _ => return Err(AgeError::Unit(text.to_string())),
     };
     n.checked_mul(mult)

@@ -10,6 +10,89 @@ use crate::fact::Fact;
 use crate::host::Host;
 use crate::parse;
 
+/// The file that says whether shared memory (PostgreSQL's segment, `bench lock`'s region) gets
+/// transparent huge pages.
+pub const SHMEM_THP: &str = "/sys/kernel/mm/transparent_hugepage/shmem_enabled";
+
+/// `shmem_enabled`'s setting (`transhuge.rst`, "Hugepages in tmpfs/shmem"), the one home of what it
+/// means for this tool: whether a region that asks (`MADV_HUGEPAGE`) gets THP, and whether a segment that
+/// does not ask gets it anyway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShmemThp {
+    /// `always`: every shmem mapping tries huge pages.
+    Always,
+    /// `within_size`: huge pages where they fit inside the size.
+    WithinSize,
+    /// `advise`: only mappings that ask with madvise.
+    Advise,
+    /// `never`: no huge pages (madvise is ignored).
+    Never,
+    /// `deny`: never, even for internal mounts (emergency off).
+    Deny,
+    /// `force`: every shmem mapping, internal mounts included (testing).
+    Force,
+}
+
+impl ShmemThp {
+    /// The setting named `s` (the bracketed word of the file); None for a word this tool does not know.
+    pub fn parse(s: &str) -> Option<ShmemThp> {
+        Some(match s {
+            "always" => ShmemThp::Always,
+            "within_size" => ShmemThp::WithinSize,
+            "advise" => ShmemThp::Advise,
+            "never" => ShmemThp::Never,
+            "deny" => ShmemThp::Deny,
+            "force" => ShmemThp::Force,
+            _ => return None,
+        })
+    }
+
+    /// Whether a shared region that asks with `MADV_HUGEPAGE` gets THP (`bench lock --pages thp`,
+    /// `check`'s huge-page side when the hugetlb pool cannot give it).
+    pub fn madvised_gets_thp(self) -> bool {
+        !matches!(self, ShmemThp::Never | ShmemThp::Deny)
+    }
+
+    /// Whether a segment that does not ask gets THP anyway (by chance: the audit's `thp-always-shmem`).
+    pub fn unasked_gets_thp(self) -> bool {
+        matches!(
+            self,
+            ShmemThp::Always | ShmemThp::WithinSize | ShmemThp::Force
+        )
+    }
+}
+
+/// Reads `shmem_enabled`'s bracketed word under `host`.
+pub fn shmem_thp(host: &Host) -> Fact<String> {
+    thp(host, "shmem_enabled")
+}
+
+/// Why a shared region that asks for THP would not get it on the host `setting` (`shmem_enabled` as read)
+/// describes; None when it would.
+pub fn shmem_thp_unusable(setting: &Fact<String>) -> Option<String> {
+    let p = SHMEM_THP;
+    match setting.get().map(|s| (s, ShmemThp::parse(s))) {
+        Some((_, Some(t))) if t.madvised_gets_thp() => None,
+        Some((s, Some(_))) => Some(format!(
+            "shared-memory THP is off ({p} = {s}; echo advise > {p} to allow it)"
+        )),
+        Some((s, None)) => Some(format!(
+            "{p} = {s}: not a setting this tool knows (always, within_size, advise, never, deny, force)"
+        )),
+        None => Some(format!(
+            "{p}: {} (kernel without THP?)",
+            setting.unavailable.as_deref().unwrap_or("unreadable")
+        )),
+    }
+}
+
+/// A THP file's bracketed word (`always [madvise] never`).
+fn thp(host: &Host, f: &str) -> Fact<String> {
+    let p = format!("/sys/kernel/mm/transparent_hugepage/{f}");
+    host.fact(&p)
+        .and_then(|t| parse::bracketed(&t).ok_or_else(|| format!("no [selected] value in {t:?}")))
+}
+
 fn meminfo_fact(
     map: &Result<std::collections::BTreeMap<String, u64>, crate::host::ReadError>,
     key: &str,
@@ -137,12 +220,6 @@ pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
 /// Reads the memory facts of `host`.
 pub fn read(host: &Host) -> MemoryFacts {
     let meminfo = host.read("/proc/meminfo").map(|t| parse::kv_kib(&t));
-    let thp = |f: &str| {
-        let p = format!("/sys/kernel/mm/transparent_hugepage/{f}");
-        host.fact(&p).and_then(|t| {
-            parse::bracketed(&t).ok_or_else(|| format!("no [selected] value in {t:?}"))
-        })
-    };
     MemoryFacts {
         total_kib: meminfo_fact(&meminfo, "MemTotal"),
         available_kib: meminfo_fact(&meminfo, "MemAvailable"),
@@ -153,9 +230,9 @@ pub fn read(host: &Host) -> MemoryFacts {
             k => Ok(k),
         }),
         pools: read_pools(host),
-        thp_enabled: thp("enabled"),
-        thp_defrag: thp("defrag"),
-        thp_shmem_enabled: thp("shmem_enabled"),
+        thp_enabled: thp(host, "enabled"),
+        thp_defrag: thp(host, "defrag"),
+        thp_shmem_enabled: shmem_thp(host),
         overcommit_memory: host
             .fact("/proc/sys/vm/overcommit_memory")
             .and_then(|t| t.parse::<u32>()),
@@ -165,6 +242,26 @@ pub fn read(host: &Host) -> MemoryFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One rule for shared-memory THP (issue 26): a region that asks gets it unless `never` or `deny`;
+    /// a segment that does not ask gets it under `always`, `within_size` and `force`.
+    #[test]
+    fn shmem_thp_one_rule() {
+        let usable = |s: &str| shmem_thp_unusable(&Fact::known(s.to_string(), SHMEM_THP)).is_none();
+        for s in ["always", "within_size", "advise", "force"] {
+            assert!(usable(s), "{s}");
+        }
+        for s in ["never", "deny", "sometimes", ""] {
+            assert!(!usable(s), "{s}");
+        }
+        let unasked = |s| ShmemThp::parse(s).is_some_and(ShmemThp::unasked_gets_thp);
+        assert!(unasked("always") && unasked("within_size") && unasked("force"));
+        assert!(!unasked("advise") && !unasked("never") && !unasked("deny"));
+        let off = shmem_thp_unusable(&Fact::known("never".to_string(), SHMEM_THP)).unwrap();
+        assert!(off.starts_with("shared-memory THP is off ("), "{off}");
+        let gone = shmem_thp_unusable(&Fact::unavailable(SHMEM_THP, "not found")).unwrap();
+        assert!(gone.ends_with("not found (kernel without THP?)"), "{gone}");
+    }
 
     #[test]
     fn pool_arithmetic_saturates_on_absurd_counts_regression() {

@@ -284,24 +284,34 @@ pub enum DurationError {
     OutOfRange(String),
 }
 
+/// A duration's text split into its number and its unit's length in seconds: `500ms` -> ("500",
+/// Some(0.001)), `1.5h` -> ("1.5", Some(3600.0)), `2` -> ("2", None). The units: `us`, `ms`, `s`, `m` or
+/// `min`, `h`, `d`, `w`. Err(unit) for a unit it does not know. The one reader of durations and ages:
+/// [`duration`] and `fleet::parse_age` differ only in what they accept of it.
+pub fn duration_parts(text: &str) -> Result<(&str, Option<f64>), &str> {
+    let t = text.trim();
+    let num = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &t[num.len()..];
+    let secs = match unit {
+        "" => return Ok((num.trim(), None)),
+        "us" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        "d" => 86_400.0,
+        "w" => 7.0 * 86_400.0,
+        _ => return Err(unit),
+    };
+    Ok((num.trim(), Some(secs)))
+}
+
 /// Parses a human duration: `3s`, `500ms`, `200us`, `2m`, `1.5` (seconds), 0 to 24 h.
 pub fn duration(text: &str) -> Result<std::time::Duration, DurationError> {
-    let t = text.trim();
-    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix("us") {
-        (n, 1e-6)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = t.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (t, 1.0)
-    };
+    let (num, unit_s) =
+        duration_parts(text).map_err(|_| DurationError::NotADuration(text.into()))?;
+    let mult = unit_s.unwrap_or(1.0);
     let v: f64 = num
-        .trim()
         .parse()
         .map_err(|_| DurationError::NotADuration(text.into()))?;
     if !v.is_finite() || v < 0.0 || v * mult > 86_400.0 {
@@ -720,6 +730,8 @@ mod tests {
             Err(DurationError::OutOfRange("-1s".into()))
         );
         assert!(duration("25h").is_err() && duration("1441m").is_err());
+        assert_eq!(duration("1d").unwrap(), Duration::from_secs(86_400));
+        assert_eq!(duration_parts("36 h"), Ok(("36", Some(3600.0))));
     }
 
     #[test]

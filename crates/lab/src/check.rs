@@ -41,10 +41,8 @@ pub fn huge_backing(audit: &Audit, bytes: u64, may_grow: bool) -> Result<Backing
     if pool.is_some() && (free_2m >= need || may_grow) {
         return Ok(Backing::Hugetlb2m);
     }
-    if let Some(s) = audit.memory.thp_shmem_enabled.get() {
-        if s == "advise" || s == "always" || s == "within_size" || s == "force" {
-            return Ok(Backing::Thp);
-        }
+    if hostfacts::memory::shmem_thp_unusable(&audit.memory.thp_shmem_enabled).is_none() {
+        return Ok(Backing::Thp);
     }
     Err(NoHugeBacking {
         free_2m,

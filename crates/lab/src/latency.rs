@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
 use crate::options::OptionError;
-use crate::result::{self};
 use osutil::child::{Child, ChildError};
 
 pub use results::latency::{Cell, CellSummary, Lat, LatencyResult, Load, Policy, Rep, Spec};
@@ -396,12 +396,13 @@ impl Drop for Background {
     }
 }
 
-/// Runs the matrix (policies x loads x repetitions), writing the result after each cell.
+/// Runs the matrix (loads x policies x repetitions) on the matrix driver, writing the result after each
+/// cell.
 pub fn run(
     spec: Spec,
     out: &std::path::Path,
     cpus: u32,
-    mut on_cell: impl FnMut(&Cell),
+    on_cell: impl FnMut(&Cell),
 ) -> Result<LatencyResult, LatencyError> {
     osutil::stop::install_signal_flag()?;
     crate::latopts::check(&spec)?;
@@ -420,22 +421,68 @@ pub fn run(
         None
     };
     let mut res = LatencyResult {
-        envelope: result::envelope(results::Kind::BenchLatency),
+        envelope: matrix::unfinished(results::Kind::BenchLatency),
         spec: spec.clone(),
         cells: Vec::new(),
     };
-    // Until the matrix completes, the file written after each cell says interrupted: a run that dies
-    // another way (a panic, SIGKILL, an error) leaves a partial file that says so. The last write says
-    // how it ended.
-    res.envelope.interrupted = true;
-    'outer: for load in &spec.loads {
+    // A group is a load's cells (its policies): the load runs under all their repetitions.
+    for load in &spec.loads {
+        for &policy in &spec.policies {
+            res.cells.push(Cell {
+                policy,
+                load: load.clone(),
+                threads: spec.threads,
+                status: Status::Ok,
+                reason: None,
+                reps: Vec::new(),
+                summary: None,
+            });
+        }
+    }
+    let matrix = Matrix {
+        groups: matrix::groups_of(res.cells.len(), spec.policies.len()),
+        repeat: spec.repeat,
+        order: Order::CellMajor,
+        noun: "repetitions",
+        out,
+        written: false,
+    };
+    let mut bench = LatencyBench {
+        spec: &spec,
+        cpus,
+        on_cell,
+    };
+    matrix.run(&mut bench, res)
+}
+
+/// `bench latency` on the matrix driver: a group's background load starts (and warms up) when it opens.
+struct LatencyBench<'a, F> {
+    spec: &'a Spec,
+    cpus: u32,
+    on_cell: F,
+}
+
+impl<F: FnMut(&Cell)> Bench for LatencyBench<'_, F> {
+    type Doc = LatencyResult;
+    type Shared = Background;
+    type Error = LatencyError;
+
+    fn open(
+        &mut self,
+        doc: &mut LatencyResult,
+        cells: std::ops::Range<usize>,
+        _round: u32,
+    ) -> Result<Background, Unopened<LatencyError>> {
+        let spec = self.spec;
+        let load = &doc.cells[cells.start].load;
         let seconds =
             spec.load_warmup_s + spec.duration_s * spec.repeat as f64 * spec.policies.len() as f64;
-        let mut l =
-            Background::start(load, cpus, seconds).map_err(|err| LatencyError::LoadStart {
+        let l = Background::start(load, self.cpus, seconds).map_err(|err| {
+            Unopened::Abort(LatencyError::LoadStart {
                 load: load.to_string(),
                 err,
-            })?;
+            })
+        })?;
         if *load != Load::Idle {
             let t = Instant::now();
             while t.elapsed() < Duration::from_secs_f64(spec.load_warmup_s)
@@ -444,90 +491,66 @@ pub fn run(
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        for &policy in &spec.policies {
-            let mut cell = Cell {
-                policy,
-                load: load.clone(),
-                threads: spec.threads,
-                status: Status::Ok,
-                reason: None,
-                reps: Vec::new(),
-                summary: None,
-            };
-            for _ in 0..spec.repeat {
-                if osutil::stop::interrupted() {
-                    break;
+        Ok(l)
+    }
+
+    fn rep(&mut self, l: &mut Background, cell: &Cell, _at: At) -> Step<Rep, LatencyError> {
+        // A load that ended leaves no load to measure under: the cell fails with how it ended, and a
+        // repetition during which it ended is not kept (issue 29 item 5).
+        if let Some(how) = l.ended() {
+            return Step::Cell(
+                Status::Failed,
+                format!("the load {how} before the repetition"),
+            );
+        }
+        let measured = measure(self.spec, cell.policy, self.cpus as usize);
+        if let Some(how) = l.ended() {
+            return Step::Cell(
+                Status::Failed,
+                format!("the load {how} during the repetition: not measured under it"),
+            );
+        }
+        match measured {
+            Err(e) => Step::Cell(Status::Skipped, e),
+            // A repetition cut short by SIGINT is not a data point.
+            Ok((_, true)) => Step::Interrupted,
+            Ok((outs, false)) => {
+                let mut all =
+                    Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("bounds");
+                for o in &outs {
+                    all.add(&o.hist).expect("same bounds");
                 }
-                // A load that ended leaves no load to measure under: the cell fails with how it ended,
-                // and a repetition during which it ended is not kept (issue 29 item 5).
-                if let Some(how) = l.ended() {
-                    cell.status = Status::Failed;
-                    cell.reason = Some(format!("the load {how} before the repetition"));
-                    break;
-                }
-                let measured = measure(&spec, policy, cpus as usize);
-                if let Some(how) = l.ended() {
-                    cell.status = Status::Failed;
-                    cell.reason = Some(format!(
-                        "the load {how} during the repetition: not measured under it"
-                    ));
-                    break;
-                }
-                match measured {
-                    Err(e) => {
-                        cell.status = Status::Skipped;
-                        cell.reason = Some(e);
-                        break;
-                    }
-                    // A repetition cut short by SIGINT is not a data point.
-                    Ok((_, true)) => break,
-                    Ok((outs, false)) => {
-                        let mut all = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)
-                            .expect("bounds");
-                        for o in &outs {
-                            all.add(&o.hist).expect("same bounds");
-                        }
-                        cell.reps.push(Rep {
-                            latency_us: lat_of(&all),
-                            per_thread: outs.iter().map(|o| lat_of(&o.hist)).collect(),
-                            overruns: outs.iter().map(|o| o.overruns).sum(),
-                            histogram: histogram(&all),
-                            nivcsw: outs.iter().map(|o| o.nivcsw).sum(),
-                        });
-                    }
-                }
-            }
-            if osutil::stop::interrupted() && cell.reps.len() < spec.repeat as usize {
-                cell.status = Status::Interrupted;
-                cell.reason = Some(format!(
-                    "interrupted after {} of {} repetitions",
-                    cell.reps.len(),
-                    spec.repeat
-                ));
-            }
-            if !cell.reps.is_empty() {
-                let f = |g: &dyn Fn(&Rep) -> f64| {
-                    stats::summarize(&cell.reps.iter().map(g).collect::<Vec<_>>())
-                };
-                cell.summary = Some(CellSummary {
-                    p50_us: f(&|r| r.latency_us.p50),
-                    p99_us: f(&|r| r.latency_us.p99),
-                    p999_us: f(&|r| r.latency_us.p999),
-                    max_us: f(&|r| r.latency_us.max),
-                });
-            }
-            on_cell(&cell);
-            res.cells.push(cell);
-            result::write(out, &res)?;
-            if osutil::stop::interrupted() {
-                break 'outer;
+                Step::Rep(Rep {
+                    latency_us: lat_of(&all),
+                    per_thread: outs.iter().map(|o| lat_of(&o.hist)).collect(),
+                    overruns: outs.iter().map(|o| o.overruns).sum(),
+                    histogram: histogram(&all),
+                    nivcsw: outs.iter().map(|o| o.nivcsw).sum(),
+                })
             }
         }
-        drop(l);
     }
-    res.envelope.interrupted = osutil::stop::interrupted();
-    result::write(out, &res)?;
-    Ok(res)
+
+    fn close(&mut self, l: Background) -> Result<(), LatencyError> {
+        drop(l);
+        Ok(())
+    }
+
+    fn summarize(&self, cell: &mut Cell) {
+        let f = |g: &dyn Fn(&Rep) -> f64| {
+            stats::summarize(&cell.reps.iter().map(g).collect::<Vec<_>>())
+        };
+        cell.summary = Some(CellSummary {
+            p50_us: f(&|r| r.latency_us.p50),
+            p99_us: f(&|r| r.latency_us.p99),
+            p999_us: f(&|r| r.latency_us.p999),
+            max_us: f(&|r| r.latency_us.max),
+        });
+    }
+
+    fn on_done(&mut self, cell: &Cell) {
+        (self.on_cell)(cell);
+    }
 }
 
 #[cfg(test)]

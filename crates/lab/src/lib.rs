@@ -1,10 +1,10 @@
-//! Experiments and the host-state guards they run under.
+//! The experiments: the benches' options, their runners on one matrix driver, `check`'s plan and
+//! judgement, what a `bench lock` result gives the model. The guards they run under (the hugetlb pool,
+//! the preemption model, worker processes) are `hostguard`'s; the stop flag, child processes, result
+//! files, /proc/stat and `which` are `osutil`'s.
 //!
 //! - `check`: `check`'s plan (which locks, which huge-page backing) and its reproduction.
 //! - `files`: input files: `*.json` found in the paths given, read on every CPU, result documents loaded.
-//! - `fork`: forking worker processes, reaping them, killing the ones left on drop.
-//! - `guard`: the hugetlb pool and preemption-model guards with crash records (the stop flag, child
-//!   processes, result files, /proc/stat and `which` are `osutil`'s).
 //! - `from_lock`: what a `bench lock` result gives the model (its costs as parameters, its matrix as axes).
 //! - `judge`: `check`'s judgement: effects, fixes ranked by measured gain, the verdict, the document.
 //! - `latency`: `bench latency`, cyclictest-style wakeup latency under a background load.
@@ -13,6 +13,8 @@
 //! - `lockbench`: `bench lock`, the StrategyGetBuffer-like workload.
 //! - `lockopts`: `bench lock`'s options as given, checked and resolved into its spec.
 //! - `net`: `bench net`, TCP/UDP stream and ping-pong over loopback or a veth pair between namespaces.
+//! - `matrix`: the one matrix driver every bench runs on (cells x repetitions in rounds or cell by cell,
+//!   the result file after each step, stop signals, skips, how an unfinished run is marked).
 //! - `netopts`: `bench net`'s options as given, checked and resolved into its spec.
 //! - `options`: what the benches' options share: lists, durations, counts, the host's shape, `OptionError`.
 //! - `pgrun`: `bench pg`, the builds x shared_buffers x huge_pages x clients matrix over pgbench or sysbench (the
@@ -20,7 +22,6 @@
 //! - `pgopts`: `bench pg`'s options as given, checked (setting names too) before any cluster exists.
 //! - `pgbuild`: the builds axis of `bench pg` (bin directories and scripts/pg-build's cache, their
 //!   manifests) and the rseq-spinlock build's counters.
-//! - `pool`: hugetlb pool shares that concurrent runs hold and give back.
 //! - `rusage`: the one getrusage wrapper (hostfacts', re-exported).
 //! - `simfrom`: what `bench lock` result files give a `sim` run (their matrix, their measured costs).
 //! - `simopts`: `sim`'s options as given, resolved into the model's matrix, and its run.
@@ -29,9 +30,7 @@
 
 pub mod check;
 pub mod files;
-pub mod fork;
 pub mod from_lock;
-pub mod guard;
 pub mod judge;
 pub mod latency;
 pub mod latopts;
@@ -39,6 +38,7 @@ pub mod load;
 pub mod lockbench;
 pub mod lockopts;
 pub mod lockrun;
+pub mod matrix;
 pub mod net;
 pub mod netopts;
 pub mod options;
@@ -46,7 +46,6 @@ pub mod pgbuild;
 mod pghuge;
 pub mod pgopts;
 pub mod pgrun;
-pub mod pool;
 pub mod result;
 pub use hostfacts::rusage;
 pub mod simfrom;

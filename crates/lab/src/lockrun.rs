@@ -1,17 +1,19 @@
 //! The `bench lock` matrix: locks x page backings x workers x repetitions, with skip reasons, hugetlb
-//! reservation through [`guard::PoolGuard`], the fault-cost calibration behind the throughput ceiling, and
-//! the result file rewritten after each cell.
+//! reservation through [`PoolGuard`] and the fault-cost calibration behind the throughput ceiling,
+//! on the matrix driver ([`crate::matrix`]: rounds, the result file rewritten after each repetition).
 
+use std::ops::Range;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use shmlock::shm::{Backing, ShmError, ShmRegion};
 
-use crate::fork::Children;
-use crate::guard::{self, PoolGuard};
 use crate::lockbench::costs::CostError;
 use crate::lockbench::{self, BenchError, Rep, RepInput, Spec};
-use crate::result::{self, OutputError};
+use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
+use crate::result::OutputError;
+use hostguard::hugetlb_pool::{self, PoolGuard};
+use hostguard::workers::Children;
 use osutil::stop::SignalError;
 
 pub use results::lock::{Cell, CellSummary, FaultCost, LockResult};
@@ -116,26 +118,9 @@ pub struct RunOptions {
     pub grow_hint: String,
 }
 
-fn thp_reason() -> Option<String> {
-    let p = "/sys/kernel/mm/transparent_hugepage/shmem_enabled";
-    match std::fs::read_to_string(p) {
-        Ok(t) => {
-            let sel = hostfacts::parse::bracketed(&t).unwrap_or_default();
-            if sel == "never" || sel == "deny" {
-                Some(format!(
-                    "shared-memory THP is off ({p} = {sel}; echo advise > {p} to allow it)"
-                ))
-            } else {
-                None
-            }
-        }
-        Err(e) => Some(format!("{p}: {e} (kernel without THP?)")),
-    }
-}
-
 /// The free pages of the `kib` pool; the error is a skipped cell's reason, as the result records it.
 fn pool_free(kib: u64) -> Result<u64, String> {
-    crate::pool::HugetlbPool::of(kib)
+    hugetlb_pool::HugetlbPool::of(kib)
         .available()
         .map_err(|e| e.to_string())
 }
@@ -143,7 +128,7 @@ fn pool_free(kib: u64) -> Result<u64, String> {
 /// Runs the matrix. Returns the result (also written to `opts.out` after each cell).
 pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError> {
     osutil::stop::install_signal_flag()?;
-    for line in guard::recover_stale_pools() {
+    for line in hugetlb_pool::recover_stale_pools() {
         osutil::msg!("preemptlab: {line}");
     }
     let (locks, backings) = (spec.locks.clone(), spec.pages.clone());
@@ -154,7 +139,10 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError>
     let mut free_seen: Vec<results::lock::FreeSeen> = Vec::new();
     for &b in &backings {
         let reason = match b {
-            Backing::Thp => thp_reason(),
+            Backing::Thp => {
+                let setting = hostfacts::memory::shmem_thp(&hostfacts::Host::live());
+                hostfacts::memory::shmem_thp_unusable(&setting)
+            }
             Backing::Hugetlb2m | Backing::Hugetlb1g => {
                 let kib = b.hugetlb_kib().unwrap_or(2048);
                 let bytes = lockbench::region_bytes(spec.descriptors);
@@ -212,138 +200,125 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError>
         .map_err(|e| osutil::msg!("preemptlab: costs not measured: {e}"))
         .ok();
     let mut res = LockResult {
-        envelope: result::envelope(results::Kind::BenchLock),
+        envelope: matrix::unfinished(results::Kind::BenchLock),
         spec: spec.clone(),
         fault_cost,
         costs,
         cells: Vec::new(),
         hugetlb_free_seen: free_seen,
     };
-    // Backing-major order within a round: one region alive at a time, shared by the round's cells.
-    let mut plan = Vec::new();
+    // Backing-major order within a round: one region alive at a time, shared by the backing's cells (a
+    // group). Every cell starts as ok or skipped (with the reason).
     for (bi, &b) in backings.iter().enumerate() {
         for &l in &locks {
             for &w in &spec.workers {
-                plan.push((l, bi, b, w));
+                let skip = shmlock::availability(l)
+                    .err()
+                    .map(|e| e.to_string())
+                    .or_else(|| backing_skip[bi].clone());
+                res.cells.push(Cell {
+                    lock: l,
+                    pages: b,
+                    workers: w,
+                    status: if skip.is_some() {
+                        Status::Skipped
+                    } else {
+                        Status::Ok
+                    },
+                    reason: skip,
+                    reps: vec![],
+                    summary: None,
+                });
             }
         }
-    }
-    let mut region: Option<ShmRegion> = None;
-    // Every cell starts as ok, skipped (with the reason) or failed to map.
-    let ncells = plan.len();
-    for &(l, bi, b, w) in &plan {
-        let skip = shmlock::availability(l)
-            .err()
-            .map(|e| e.to_string())
-            .or_else(|| backing_skip[bi].clone());
-        res.cells.push(Cell {
-            lock: l,
-            pages: b,
-            workers: w,
-            status: if skip.is_some() {
-                Status::Skipped
-            } else {
-                Status::Ok
-            },
-            reason: skip,
-            reps: vec![],
-            summary: None,
-        });
     }
     // Repetitions run as rounds over all cells, each round with a fresh region per backing: repetitions
     // of a cell then see different physical placements and different moments of the machine, so their
     // spread includes what separates two runs (it did not when a cell's repetitions ran back to back on one
     // region: two runs of the same config differed "significantly" in p99).
-    let cpus = res.envelope.host.kernel.cpus.value.unwrap_or(1);
-    'rounds: for rep in 0..spec.repeat {
-        for (bi, &b) in backings.iter().enumerate() {
-            let todo: Vec<usize> = (0..ncells)
-                .filter(|&ci| plan[ci].1 == bi && res.cells[ci].status == Status::Ok)
-                .collect();
-            if todo.is_empty() {
-                continue;
-            }
-            region = None; // unmap the previous region first
-            match lockbench::new_region(b, spec.descriptors) {
-                Ok(r) => region = Some(r),
-                Err(e) => {
-                    let why = match e {
-                        ShmError::PoolTooSmall { .. } if !opts.reserve_hugepages => {
-                            format!("{e}; or {}", opts.grow_hint)
-                        }
-                        e => e.to_string(),
-                    };
-                    for &ci in &todo {
-                        res.cells[ci].status = Status::Failed;
-                        res.cells[ci].reason = Some(why.clone());
-                    }
-                    continue;
-                }
-            }
-            let Some(reg) = region.as_ref() else { continue };
-            for ci in todo {
-                let (l, _, _, w) = plan[ci];
-                let label = format!("{l} {b} {w}w rep {}/{}", rep + 1, spec.repeat);
-                let p = &mut opts.progress;
-                let step = rep as usize * ncells + ci;
-                let r = lockbench::run_rep(RepInput {
-                    lock: l,
-                    backing: b,
-                    region: reg,
-                    workers: w,
-                    spec: &spec,
-                    rep,
-                    progress: &mut |phase, frac, rate| {
-                        p(
-                            step,
-                            ncells * spec.repeat as usize,
-                            &label,
-                            phase,
-                            frac,
-                            rate,
-                        )
-                    },
-                });
-                let cell = &mut res.cells[ci];
-                match r {
-                    Ok(rep) => cell.reps.push(rep),
-                    Err(BenchError::Interrupted) => {
-                        res.envelope.interrupted = true;
-                        cell.status = Status::Interrupted;
-                    }
-                    Err(BenchError::Failed(e)) => {
-                        cell.status = Status::Failed;
-                        cell.reason = Some(e);
-                    }
-                }
-                if !cell.reps.is_empty() {
-                    cell.summary = Some(summarize(
-                        &cell.reps,
-                        res.fault_cost.as_ref().filter(|_| b == Backing::Page4k),
-                        cpus,
-                    ));
-                }
-                if rep + 1 == spec.repeat || cell.status != Status::Ok {
-                    (opts.on_cell)(cell);
-                }
-                result::write(&opts.out, &res)?;
-                if res.envelope.interrupted {
-                    break 'rounds;
-                }
-            }
-        }
-    }
-    if res.envelope.interrupted {
-        for c in res
-            .cells
-            .iter_mut()
-            .filter(|c| c.status == Status::Ok && c.reps.len() < spec.repeat as usize)
-        {
-            c.status = Status::Interrupted;
-        }
-        result::write(&opts.out, &res)?;
-    }
-    drop(region);
+    let out = opts.out.clone();
+    let matrix = Matrix {
+        groups: matrix::groups_of(res.cells.len(), locks.len() * spec.workers.len()),
+        repeat: spec.repeat,
+        order: Order::Rounds,
+        noun: "repetitions",
+        out: &out,
+        written: false,
+    };
+    let mut bench = LockBench {
+        cpus: res.envelope.host.kernel.cpus.value.unwrap_or(1),
+        fault_cost: res.fault_cost.clone(),
+        spec: &spec,
+        opts: &mut opts,
+    };
+    let res = matrix.run(&mut bench, res)?;
     drop(guards);
     Ok(res)
+}
+
+/// `bench lock` on the matrix driver: a group is a backing's cells, sharing a region mapped per round.
+struct LockBench<'a> {
+    spec: &'a Spec,
+    opts: &'a mut RunOptions,
+    fault_cost: Option<FaultCost>,
+    cpus: u32,
+}
+
+impl Bench for LockBench<'_> {
+    type Doc = LockResult;
+    type Shared = ShmRegion;
+    type Error = LockRunError;
+
+    fn open(
+        &mut self,
+        doc: &mut LockResult,
+        cells: Range<usize>,
+        _round: u32,
+    ) -> Result<ShmRegion, Unopened<LockRunError>> {
+        let b = doc.cells[cells.start].pages;
+        lockbench::new_region(b, self.spec.descriptors).map_err(|e| {
+            let why = match e {
+                ShmError::PoolTooSmall { .. } if !self.opts.reserve_hugepages => {
+                    format!("{e}; or {}", self.opts.grow_hint)
+                }
+                e => e.to_string(),
+            };
+            Unopened::Cells(Status::Failed, why)
+        })
+    }
+
+    fn rep(&mut self, region: &mut ShmRegion, cell: &Cell, at: At) -> Step<Rep, LockRunError> {
+        let (l, b, w) = (cell.lock, cell.pages, cell.workers);
+        let label = format!("{l} {b} {w}w rep {}/{}", at.round + 1, self.spec.repeat);
+        let p = &mut self.opts.progress;
+        let r = lockbench::run_rep(RepInput {
+            lock: l,
+            backing: b,
+            region,
+            workers: w,
+            spec: self.spec,
+            rep: at.round,
+            progress: &mut |phase, frac, rate| p(at.step, at.steps, &label, phase, frac, rate),
+        });
+        match r {
+            Ok(rep) => Step::Rep(rep),
+            Err(BenchError::Interrupted) => Step::Interrupted,
+            Err(BenchError::Failed(e)) => Step::Cell(Status::Failed, e),
+        }
+    }
+
+    fn close(&mut self, region: ShmRegion) -> Result<(), LockRunError> {
+        drop(region);
+        Ok(())
+    }
+
+    fn summarize(&self, cell: &mut Cell) {
+        let fault = self.fault_cost.as_ref();
+        let fault = fault.filter(|_| cell.pages == Backing::Page4k);
+        cell.summary = Some(summarize(&cell.reps, fault, self.cpus));
+    }
+
+    fn on_done(&mut self, cell: &Cell) {
+        (self.opts.on_cell)(cell);
+    }
 }

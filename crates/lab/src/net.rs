@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
 use crate::options::OptionError;
-use crate::result::{self};
 
 pub use results::net::{
     Cell, CellSummary, EndUse, NetPath, NetResult, NetTest, Rep, RttPcts, Spec,
@@ -613,11 +613,11 @@ fn run_once(
     Ok(rep)
 }
 
-/// Runs the matrix (tests x sizes x repetitions).
+/// Runs the matrix (tests x sizes x repetitions) on the matrix driver, writing the result after each cell.
 pub fn run(
     spec: Spec,
     out: &std::path::Path,
-    mut on_cell: impl FnMut(&Cell),
+    on_cell: impl FnMut(&Cell),
 ) -> Result<NetResult, NetError> {
     osutil::stop::install_signal_flag()?;
     crate::netopts::check(&spec)?;
@@ -630,15 +630,11 @@ pub fn run(
         None
     };
     let mut res = NetResult {
-        envelope: result::envelope(results::Kind::BenchNet),
+        envelope: matrix::unfinished(results::Kind::BenchNet),
         spec: spec.clone(),
         cells: Vec::new(),
     };
-    // Until the matrix completes, the file written after each cell says interrupted: a run that dies
-    // another way (a panic, SIGKILL, an error) leaves a partial file that says so (issue 29: a closed
-    // stderr ended a run after 1 of 12 cells with `"interrupted": false`). The last write says how it ended.
-    res.envelope.interrupted = true;
-    'outer: for &test in &spec.tests {
+    for &test in &spec.tests {
         for &size in &spec.msg_sizes {
             let mut cell = Cell {
                 test,
@@ -660,59 +656,80 @@ pub fn run(
                     "{size}-byte messages: a UDP datagram carries at most 65507 bytes"
                 ));
             }
-            for _ in 0..spec.repeat {
-                if osutil::stop::interrupted() || cell.status != Status::Ok {
-                    break;
-                }
-                match run_once(test, size, &spec, ns.as_ref()) {
-                    Ok(r) if !osutil::stop::interrupted() => cell.reps.push(r),
-                    Ok(_) => break,
-                    Err(e) => {
-                        cell.status = Status::Failed;
-                        cell.reason = Some(e);
-                        break;
-                    }
-                }
-            }
-            if osutil::stop::interrupted()
-                && cell.status == Status::Ok
-                && cell.reps.len() < spec.repeat as usize
-            {
-                cell.status = Status::Interrupted;
-                cell.reason = Some(format!(
-                    "interrupted after {} of {} repetitions",
-                    cell.reps.len(),
-                    spec.repeat
-                ));
-            }
-            if !cell.reps.is_empty() {
-                let f = |g: &dyn Fn(&Rep) -> f64| {
-                    stats::summarize(&cell.reps.iter().map(g).collect::<Vec<_>>())
-                };
-                let p99: Vec<f64> = cell
-                    .reps
-                    .iter()
-                    .filter_map(|r| r.rtt_us.as_ref().map(|x| x.p99))
-                    .collect();
-                cell.summary = Some(CellSummary {
-                    sender_bytes_per_s: f(&|r| r.sender_bytes_per_s),
-                    receiver_bytes_per_s: f(&|r| r.receiver_bytes_per_s),
-                    msgs_per_s: f(&|r| r.msgs_per_s),
-                    rtt_p99_us: (!p99.is_empty()).then(|| stats::summarize(&p99)),
-                });
-            }
-            on_cell(&cell);
             res.cells.push(cell);
-            result::write(out, &res)?;
-            if osutil::stop::interrupted() {
-                break 'outer;
-            }
         }
     }
+    let matrix = Matrix {
+        groups: matrix::groups_of(res.cells.len(), res.cells.len()),
+        repeat: spec.repeat,
+        order: Order::CellMajor,
+        noun: "repetitions",
+        out,
+        written: false,
+    };
+    let mut bench = NetBench {
+        spec: &spec,
+        ns: ns.as_ref(),
+        on_cell,
+    };
+    let res = matrix.run(&mut bench, res);
     drop(ns);
-    res.envelope.interrupted = osutil::stop::interrupted();
-    result::write(out, &res)?;
-    Ok(res)
+    res
+}
+
+/// `bench net` on the matrix driver: one group; the namespace (when asked) lives for the whole run.
+struct NetBench<'a, F> {
+    spec: &'a Spec,
+    ns: Option<&'a NetnsGuard>,
+    on_cell: F,
+}
+
+impl<F: FnMut(&Cell)> Bench for NetBench<'_, F> {
+    type Doc = NetResult;
+    type Shared = ();
+    type Error = NetError;
+
+    fn open(
+        &mut self,
+        _: &mut NetResult,
+        _: std::ops::Range<usize>,
+        _: u32,
+    ) -> Result<(), Unopened<NetError>> {
+        Ok(())
+    }
+
+    fn rep(&mut self, _: &mut (), cell: &Cell, _: At) -> Step<Rep, NetError> {
+        match run_once(cell.test, cell.msg_size, self.spec, self.ns) {
+            Ok(r) if !osutil::stop::interrupted() => Step::Rep(r),
+            Ok(_) => Step::Interrupted,
+            Err(e) => Step::Cell(Status::Failed, e),
+        }
+    }
+
+    fn close(&mut self, _: ()) -> Result<(), NetError> {
+        Ok(())
+    }
+
+    fn summarize(&self, cell: &mut Cell) {
+        let f = |g: &dyn Fn(&Rep) -> f64| {
+            stats::summarize(&cell.reps.iter().map(g).collect::<Vec<_>>())
+        };
+        let p99: Vec<f64> = cell
+            .reps
+            .iter()
+            .filter_map(|r| r.rtt_us.as_ref().map(|x| x.p99))
+            .collect();
+        cell.summary = Some(CellSummary {
+            sender_bytes_per_s: f(&|r| r.sender_bytes_per_s),
+            receiver_bytes_per_s: f(&|r| r.receiver_bytes_per_s),
+            msgs_per_s: f(&|r| r.msgs_per_s),
+            rtt_p99_us: (!p99.is_empty()).then(|| stats::summarize(&p99)),
+        });
+    }
+
+    fn on_done(&mut self, cell: &Cell) {
+        (self.on_cell)(cell);
+    }
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@ use axes::HugePages;
 use results::pg::Spec;
 use results::Status;
 
-use crate::guard::PoolGuard;
 use crate::pgrun::Skip;
+use hostguard::hugetlb_pool::PoolGuard;
 use pgharness::pgcluster::Cluster;
 
 pub(crate) fn hugepages_needed(
@@ -31,7 +31,7 @@ pub(crate) fn hugepages_needed(
 }
 
 fn free_huge_pages(page_kib: u64) -> u64 {
-    crate::pool::HugetlbPool::of(page_kib)
+    hostguard::hugetlb_pool::HugetlbPool::of(page_kib)
         .available()
         .unwrap_or(0)
 }

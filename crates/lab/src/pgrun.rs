@@ -6,16 +6,18 @@
 //! `huge_pages=on` but ran on 4 KB pages fails instead of yielding a data point. Hugetlb pools grown for a
 //! configuration are restored after its server stops; the cluster goes on every exit path.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hostfacts::pgbin::PgBinError;
 
-use crate::guard;
+use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
 use crate::pghuge::{hugepages_needed, reserve, Reserved};
 use crate::result::{self, OutputError};
 use axes::{HugePages, PssWhen};
+use hostguard::hugetlb_pool::{self, PoolGuard};
 use osutil::stop::SignalError;
 use pgharness::pgbouncer::{self, PgBouncer, PgBouncerError};
 use pgharness::pgcluster::{Cluster, ClusterError};
@@ -126,7 +128,7 @@ pub struct RunOptions {
 /// returns, also after SIGINT (then `envelope.interrupted` is set and the cells not reached say so).
 pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError> {
     osutil::stop::install_signal_flag()?;
-    for line in guard::recover_stale_pools() {
+    for line in hugetlb_pool::recover_stale_pools() {
         osutil::msg!("preemptlab: {line}");
     }
     spec.builds = crate::pgbuild::builds_of(&spec);
@@ -154,7 +156,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
     }
     spec.pg_version = Some(crate::pgbuild::versions(&spec.builds));
     let mut res = PgResult {
-        envelope: result::envelope(results::Kind::BenchPg),
+        envelope: matrix::unfinished(results::Kind::BenchPg),
         spec: spec.clone(),
         setup: Setup::default(),
         setups: Vec::new(),
@@ -190,102 +192,147 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
         result::write(&opts.out, &res)?;
     }
 
-    let per_round = res.cells.len();
-    let per_build = per_round / spec.builds.len();
-    let total = per_round * spec.repeat as usize;
-    let mut done = 0usize;
-    let n_clients = spec.clients.len();
-    'rounds: for round in 0..spec.repeat {
-        for cfg in 0..per_round / n_clients {
-            if osutil::stop::interrupted() {
-                break 'rounds;
-            }
-            let first = cfg * n_clients;
-            let cells = first..first + n_clients;
-            let cluster = &mut clusters[first / per_build];
-            if res.cells[first].status != Status::Ok {
-                done += n_clients;
-                continue;
-            }
-            let settings = res.cells[first].server_settings.clone();
-            let hp = res.cells[first].huge_pages;
-            // Size and, if allowed, grow the pool before the server starts; restore it after it stops.
-            let needed = hugepages_needed(cluster, &settings, &spec);
-            for c in cells.clone() {
-                res.cells[c].hugepages_needed = needed;
-            }
-            let pool = match reserve(hp, needed, &spec, opts.reserve_hugepages, &opts.grow_hint) {
-                Ok(Reserved::Grown(g)) => Some(g),
-                Ok(Reserved::CountedOn(free)) => {
-                    for c in cells.clone() {
-                        res.cells[c].hugepages_free_seen = Some(free);
-                    }
-                    None
-                }
-                Ok(Reserved::Nothing) => None,
-                Err(Skip(status, why)) => {
-                    for c in cells.clone() {
-                        res.cells[c].status = status;
-                        res.cells[c].reason = Some(why.clone());
-                    }
-                    done += n_clients;
-                    result::write(&opts.out, &res)?;
-                    continue;
-                }
-            };
-            let outcome = run_config(
-                cluster,
-                &spec,
-                &settings,
-                round,
-                &mut res,
-                cells.clone(),
-                bouncer_bin.as_deref(),
-                (driver, &exe),
-                &mut opts,
-                &mut done,
-                total,
-            );
-            let stopped = cluster.stop();
-            drop(pool);
-            match outcome {
-                Ok(()) => {}
-                Err(Fail::Cell(why)) => {
-                    for c in cells.clone() {
-                        res.cells[c].status = Status::Failed;
-                        res.cells[c].reason = Some(why.clone());
-                    }
-                }
-                Err(Fail::Run(why)) => {
-                    let _ = result::write(&opts.out, &res);
-                    return Err(why);
-                }
-            }
-            stopped?;
-            for c in cells {
-                res.cells[c].summary = summarize(&res.cells[c].reps);
-            }
-            result::write(&opts.out, &res)?;
-        }
-    }
-    if osutil::stop::interrupted() {
-        res.envelope.interrupted = true;
-        for c in &mut res.cells {
-            if c.status == Status::Ok && c.reps.len() < spec.repeat as usize {
-                c.status = Status::Interrupted;
-                c.reason = Some(format!(
-                    "interrupted after {} of {} runs",
-                    c.reps.len(),
-                    spec.repeat
-                ));
-            }
-        }
-    }
-    result::write(&opts.out, &res)?;
-    for cluster in clusters {
+    // A group is a configuration (build x shared_buffers x huge_pages): its client counts share a server.
+    let out = opts.out.clone();
+    let matrix = Matrix {
+        groups: matrix::groups_of(res.cells.len(), spec.clients.len()),
+        repeat: spec.repeat,
+        order: Order::Rounds,
+        noun: "runs",
+        out: &out,
+        written: true,
+    };
+    let mut bench = PgBench {
+        per_build: res.cells.len() / spec.builds.len(),
+        spec: &spec,
+        opts: &mut opts,
+        clusters,
+        bouncer_bin,
+        driver,
+        exe,
+    };
+    let res = matrix.run(&mut bench, res)?;
+    for cluster in bench.clusters {
         cluster.remove()?;
     }
     Ok(res)
+}
+
+/// `bench pg` on the matrix driver: a group is a configuration, its server started (and the hugetlb pool
+/// grown for it) when the group opens and stopped (the pool restored) when it closes.
+struct PgBench<'a> {
+    spec: &'a Spec,
+    opts: &'a mut RunOptions,
+    /// A cluster per build, loaded.
+    clusters: Vec<Cluster>,
+    /// The cells of a build.
+    per_build: usize,
+    bouncer_bin: Option<PathBuf>,
+    driver: Driver,
+    exe: PathBuf,
+}
+
+/// A configuration's running server.
+struct Server {
+    cluster: usize,
+    pm: u32,
+    huge_pages: HugePages,
+    bouncer: Option<PgBouncer>,
+    pool: Option<PoolGuard>,
+}
+
+impl Bench for PgBench<'_> {
+    type Doc = PgResult;
+    type Shared = Server;
+    type Error = PgRunError;
+
+    fn open(
+        &mut self,
+        res: &mut PgResult,
+        cells: Range<usize>,
+        _round: u32,
+    ) -> Result<Server, Unopened<PgRunError>> {
+        let (first, spec) = (cells.start, self.spec);
+        let ci = first / self.per_build;
+        let settings = res.cells[first].server_settings.clone();
+        let hp = res.cells[first].huge_pages;
+        // Size and, if allowed, grow the pool before the server starts; restore it after it stops.
+        let needed = hugepages_needed(&self.clusters[ci], &settings, spec);
+        for c in cells.clone() {
+            res.cells[c].hugepages_needed = needed;
+        }
+        let reserved = reserve(
+            hp,
+            needed,
+            spec,
+            self.opts.reserve_hugepages,
+            &self.opts.grow_hint,
+        );
+        let pool = match reserved {
+            Ok(Reserved::Grown(g)) => Some(g),
+            Ok(Reserved::CountedOn(free)) => {
+                for c in cells.clone() {
+                    res.cells[c].hugepages_free_seen = Some(free);
+                }
+                None
+            }
+            Ok(Reserved::Nothing) => None,
+            Err(Skip(status, why)) => return Err(Unopened::Cells(status, why)),
+        };
+        let max_clients = cells.map(|c| res.cells[c].clients).max().unwrap_or(1);
+        let cluster = &mut self.clusters[ci];
+        match start_config(
+            cluster,
+            spec,
+            &settings,
+            hp,
+            res,
+            max_clients,
+            self.bouncer_bin.as_deref(),
+        ) {
+            Ok((pm, bouncer)) => Ok(Server {
+                cluster: ci,
+                pm,
+                huge_pages: hp,
+                bouncer,
+                pool,
+            }),
+            Err(fail) => {
+                let stopped = cluster.stop();
+                drop(pool);
+                match fail {
+                    Fail::Cell(why) => match stopped {
+                        Ok(()) => Err(Unopened::Cells(Status::Failed, why)),
+                        Err(e) => Err(Unopened::Abort(e.into())),
+                    },
+                    Fail::Run(e) => Err(Unopened::Abort(e)),
+                }
+            }
+        }
+    }
+
+    fn rep(&mut self, server: &mut Server, cell: &Cell, at: At) -> Step<Rep, PgRunError> {
+        match measure(self, server, cell, at) {
+            Ok(Some(rep)) => Step::Rep(rep),
+            Ok(None) => Step::Interrupted,
+            Err(why) => Step::Group(why),
+        }
+    }
+
+    fn close(&mut self, server: Server) -> Result<(), PgRunError> {
+        drop(server.bouncer);
+        let stopped = self.clusters[server.cluster].stop();
+        drop(server.pool);
+        Ok(stopped?)
+    }
+
+    fn summarize(&self, cell: &mut Cell) {
+        cell.summary = summarize(&cell.reps);
+    }
+
+    fn on_rep(&mut self, cell: &Cell) {
+        (self.opts.on_rep)(cell, cell.reps.last().expect("just pushed"));
+    }
 }
 
 /// A configuration not run: its cells' status and reason, as the result records them.
@@ -419,21 +466,17 @@ fn load(
     Ok(setup)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_config(
+/// Starts a configuration's server (and the pooler in front of it): the postmaster's PID and the pooler.
+/// The segment's backing is checked before anything is measured; `--prewarm` loads the tables.
+fn start_config(
     cluster: &mut Cluster,
     spec: &Spec,
     settings: &[(String, String)],
-    round: u32,
+    hp: HugePages,
     res: &mut PgResult,
-    cells: std::ops::Range<usize>,
+    max_clients: u32,
     bouncer_bin: Option<&Path>,
-    (driver, exe): (Driver, &Path),
-    opts: &mut RunOptions,
-    done: &mut usize,
-    total: usize,
-) -> Result<(), Fail> {
-    let hp = res.cells[cells.start].huge_pages;
+) -> Result<(u32, Option<PgBouncer>), Fail> {
     cluster
         .start(settings)
         .map_err(|e| Fail::Cell(format!("the server did not start: {e}")))?;
@@ -451,11 +494,6 @@ fn run_config(
             .map_err(|err| Fail::Run(PgRunError::Prewarm { err }))?;
         res.setup.prewarmed_blocks = blocks.parse().ok();
     }
-    let max_clients = cells
-        .clone()
-        .map(|c| res.cells[c].clients)
-        .max()
-        .unwrap_or(1);
     let bouncer = match bouncer_bin {
         Some(b) => {
             let started = PgBouncer::start(b, cluster, cluster.port() + 1, max_clients);
@@ -463,137 +501,132 @@ fn run_config(
         }
         None => None,
     };
-    let (sock, port) = match &bouncer {
+    Ok((pm, bouncer))
+}
+
+/// One measured run of `cell` on the configuration's server (after its warm-up run): None when a stop
+/// signal cut it short; the error fails the configuration.
+fn measure(b: &mut PgBench, server: &Server, cell: &Cell, at: At) -> Result<Option<Rep>, String> {
+    let (spec, driver, exe) = (b.spec, b.driver, b.exe.as_path());
+    let (pm, hp) = (server.pm, server.huge_pages);
+    let cluster = &b.clusters[server.cluster];
+    let (sock, port) = match &server.bouncer {
         Some(b) => (b.socket_dir().to_path_buf(), b.port()),
         None => (cluster.socket_dir(), cluster.port()),
     };
-    for c in cells {
-        if osutil::stop::interrupted() {
-            return Ok(());
-        }
-        let clients = res.cells[c].clients;
-        let build = match (&res.cells[c].build, spec.builds.len() > 1) {
-            (Some(b), true) => format!("{} ", b.name),
-            _ => String::new(),
-        };
-        let label = format!(
-            "{build}sb {} hp {} c {} r{}",
-            res.cells[c].shared_buffers,
-            hp,
-            clients,
-            round + 1
+    let (round, c) = (at.round, at.cell);
+    let clients = cell.clients;
+    let build = match (&cell.build, spec.builds.len() > 1) {
+        (Some(b), true) => format!("{} ", b.name),
+        _ => String::new(),
+    };
+    let label = format!(
+        "{build}sb {} hp {} c {} r{}",
+        cell.shared_buffers,
+        hp,
+        clients,
+        round + 1
+    );
+    let target = Target {
+        sock: &sock,
+        port,
+        cluster,
+    };
+    let (d, t) = (at.step, at.steps);
+    let progress = &mut b.opts.progress;
+    if spec.warmup_s > 0 {
+        progress(d, t, &label, "warm-up", 0.0, 0.0);
+        let cmd = driver.run_command(exe, &target, spec, clients, spec.warmup_s, None);
+        let ran = drive(
+            cmd,
+            &cluster.root().join("warmup"),
+            spec.warmup_s,
+            &mut |_, tps| progress(d, t, &label, "warm-up", 0.0, tps),
         );
-        let target = Target {
-            sock: &sock,
-            port,
-            cluster,
-        };
-        if spec.warmup_s > 0 {
-            (opts.progress)(*done, total, &label, "warm-up", 0.0, 0.0);
-            let cmd = driver.run_command(exe, &target, spec, clients, spec.warmup_s, None);
-            let (d, t) = (*done, total);
-            let progress = &mut opts.progress;
-            let ran = drive(
-                cmd,
-                &cluster.root().join("warmup"),
-                spec.warmup_s,
-                &mut |_, tps| progress(d, t, &label, "warm-up", 0.0, tps),
-            );
-            match ran {
-                Ok(Driven::Interrupted) => return Ok(()),
-                Ok(Driven::Done(_)) => {}
-                Err(e) => return Err(Fail::Cell(format!("the warm-up run failed: {e}"))),
-            }
+        match ran {
+            Ok(Driven::Interrupted) => return Ok(None),
+            Ok(Driven::Done(_)) => {}
+            Err(e) => return Err(format!("the warm-up run failed: {e}")),
         }
-        let lat_prefix = cluster.root().join(format!("lat-{round}-{c}"));
-        let cmd = driver.run_command(
-            exe,
-            &target,
-            spec,
-            clients,
-            spec.duration_s,
-            Some(&lat_prefix),
-        );
-        let argv = argv(&cmd);
-        let rseq0 = crate::pgbuild::read_counters(cluster);
-        let stat0 = osutil::procstat::now();
-        let pss = match spec.pss {
-            PssWhen::Every => Pss::Every,
-            PssWhen::Never => Pss::Never,
-            PssWhen::End => {
-                Pss::At((spec.duration_s as f64 - 1.0).max(spec.duration_s as f64 / 2.0))
-            }
-        };
-        let sampler = Sampler::start(pm, Duration::from_secs_f64(spec.sample_interval_s), pss);
-        let (d, t) = (*done, total);
-        let progress = &mut opts.progress;
-        let ran_done = AtomicBool::new(false);
-        // Prepared before the run (the audit and the symbol tables take a while), observing during it.
-        let prepared = spec.diagnose.then(|| diagnose_prepare(pm, spec.duration_s));
-        let (ran, diagnosis) = std::thread::scope(|s| {
-            let diagnosis = prepared.map(|p| {
-                s.spawn(|| {
-                    let stop = || ran_done.load(Ordering::Relaxed) || osutil::stop::interrupted();
-                    p.map(|p| p.observe(&stop, &mut |_| {}))
-                })
-            });
-            let ran = drive(
-                cmd,
-                &cluster.root().join("run"),
-                spec.duration_s,
-                &mut |frac, tps| progress(d, t, &label, "measure", frac, tps),
-            );
-            ran_done.store(true, Ordering::Relaxed);
-            (ran, diagnosis.map(|h| h.join()))
-        });
-        let sampled = sampler.stop();
-        let steal_pct = osutil::procstat::steal_pct_since(stat0);
-        let text = match ran {
-            Ok(Driven::Interrupted) => return Ok(()),
-            Ok(Driven::Done(text)) => text,
-            Err(e) => return Err(Fail::Cell(format!("the measured run failed: {e}"))),
-        };
-        let seg = segment_check(cluster, pm, spec);
-        if let Some(why) = backing_error(hp, &seg) {
-            return Err(Fail::Cell(why));
-        }
-        let mut rep = driver
-            .parse_run(&text, &lat_prefix)
-            .map_err(|e| Fail::Cell(e.to_string()))?;
-        rep.round = round;
-        rep.command = argv;
-        rep.steal_pct = steal_pct;
-        rep.segment = seg;
-        let tx = rep.transactions.max(1) as f64;
-        rep.page_tables_kib = sampled.peak_vm_pte_kib();
-        rep.pss_kib = sampled.peak_pss_kib();
-        rep.host_page_tables_kib = sampled.peak_host_page_tables_kib();
-        rep.minflt_per_tx = sampled.minflt as f64 / tx;
-        rep.nvcsw_per_tx = sampled.nvcsw as f64 / tx;
-        rep.nivcsw_per_tx = sampled.nivcsw as f64 / tx;
-        rep.sampled = sampled;
-        rep.rseq_slice = rseq0.and_then(|before| {
-            let left = crate::pgbuild::wait_for_client_backends(cluster, bouncer.is_some());
-            let after = crate::pgbuild::read_counters(cluster)?;
-            Some(crate::pgbuild::counters_since(&after, &before, left))
-        });
-        match diagnosis {
-            Some(Ok(Ok(mut r))) => {
-                rep.diagnosis = r.instances.pop().map(Box::new);
-                rep.diagnosis_unmeasured = r.unmeasured;
-            }
-            Some(Ok(Err(e))) => rep.diagnosis_unmeasured = vec![diagnosis_failed(e.to_string())],
-            Some(Err(_)) => rep.diagnosis_unmeasured = vec![diagnosis_failed("it panicked".into())],
-            None => {}
-        }
-        res.cells[c].reps.push(rep);
-        *done += 1;
-        let cell = &res.cells[c];
-        (opts.on_rep)(cell, cell.reps.last().expect("just pushed"));
-        result::write(&opts.out, res).map_err(|e| Fail::Run(e.into()))?;
     }
-    drop(bouncer);
-    Ok(())
+    let lat_prefix = cluster.root().join(format!("lat-{round}-{c}"));
+    let cmd = driver.run_command(
+        exe,
+        &target,
+        spec,
+        clients,
+        spec.duration_s,
+        Some(&lat_prefix),
+    );
+    let argv = argv(&cmd);
+    let rseq0 = crate::pgbuild::read_counters(cluster);
+    let stat0 = osutil::procstat::now();
+    let pss = match spec.pss {
+        PssWhen::Every => Pss::Every,
+        PssWhen::Never => Pss::Never,
+        PssWhen::End => Pss::At((spec.duration_s as f64 - 1.0).max(spec.duration_s as f64 / 2.0)),
+    };
+    let sampler = Sampler::start(pm, Duration::from_secs_f64(spec.sample_interval_s), pss);
+    let ran_done = AtomicBool::new(false);
+    // Prepared before the run (the audit and the symbol tables take a while), observing during it.
+    let prepared = spec.diagnose.then(|| diagnose_prepare(pm, spec.duration_s));
+    let (ran, diagnosis) = std::thread::scope(|s| {
+        let diagnosis = prepared.map(|p| {
+            s.spawn(|| {
+                let stop = || ran_done.load(Ordering::Relaxed) || osutil::stop::interrupted();
+                p.map(|p| p.observe(&stop, &mut |_| {}))
+            })
+        });
+        let ran = drive(
+            cmd,
+            &cluster.root().join("run"),
+            spec.duration_s,
+            &mut |frac, tps| progress(d, t, &label, "measure", frac, tps),
+        );
+        ran_done.store(true, Ordering::Relaxed);
+        (ran, diagnosis.map(|h| h.join()))
+    });
+    let sampled = sampler.stop();
+    let steal_pct = osutil::procstat::steal_pct_since(stat0);
+    let text = match ran {
+        Ok(Driven::Interrupted) => return Ok(None),
+        Ok(Driven::Done(text)) => text,
+        Err(e) => return Err(format!("the measured run failed: {e}")),
+    };
+    let seg = segment_check(cluster, pm, spec);
+    if let Some(why) = backing_error(hp, &seg) {
+        return Err(why);
+    }
+    let mut rep = driver
+        .parse_run(&text, &lat_prefix)
+        .map_err(|e| e.to_string())?;
+    rep.round = round;
+    rep.command = argv;
+    rep.steal_pct = steal_pct;
+    rep.segment = seg;
+    let tx = rep.transactions.max(1) as f64;
+    rep.page_tables_kib = sampled.peak_vm_pte_kib();
+    rep.pss_kib = sampled.peak_pss_kib();
+    rep.host_page_tables_kib = sampled.peak_host_page_tables_kib();
+    rep.minflt_per_tx = sampled.minflt as f64 / tx;
+    rep.nvcsw_per_tx = sampled.nvcsw as f64 / tx;
+    rep.nivcsw_per_tx = sampled.nivcsw as f64 / tx;
+    rep.sampled = sampled;
+    rep.rseq_slice = rseq0.and_then(|before| {
+        let left = crate::pgbuild::wait_for_client_backends(cluster, server.bouncer.is_some());
+        let after = crate::pgbuild::read_counters(cluster)?;
+        Some(crate::pgbuild::counters_since(&after, &before, left))
+    });
+    match diagnosis {
+        Some(Ok(Ok(mut r))) => {
+            rep.diagnosis = r.instances.pop().map(Box::new);
+            rep.diagnosis_unmeasured = r.unmeasured;
+        }
+        Some(Ok(Err(e))) => rep.diagnosis_unmeasured = vec![diagnosis_failed(e.to_string())],
+        Some(Err(_)) => rep.diagnosis_unmeasured = vec![diagnosis_failed("it panicked".into())],
+        None => {}
+    }
+    Ok(Some(rep))
 }
 
 /// `--diagnose`: prepares a diagnosis of the cluster of postmaster `pm` for the measured run (its window

@@ -3,15 +3,17 @@
 //!
 //! Precedence: explicit options > `set` > the files' values > the defaults.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use results::sim::{SimCell, SimResult, SimSpec};
+use results::model::Outcome;
+use results::sim::{SimCell, SimResult, SimSpec, SimSummary};
 use sim::matrix::{self, Axis, MatrixError, Request, RequestError};
 use sim::{Params, Workload};
 
+use crate::matrix::{self as driver, At, Bench, Matrix, Order, Step, Unopened};
 use crate::options::{self, OptionError};
-use crate::result;
 use crate::simfrom::{self, FileError};
 
 /// `sim`'s options as given.
@@ -234,26 +236,75 @@ fn request_error(e: RequestError) -> SimError {
 }
 
 impl SimPlan {
-    /// Runs the cells, `repeat` seeds each, writing the result to `out` after each cell; a stop signal ends
-    /// the run after the cell it is in.
-    pub fn run(self, out: &Path, mut on_cell: impl FnMut(&SimCell)) -> Result<SimResult, SimError> {
+    /// Runs the cells on the matrix driver, `repeat` seeds each (one step: the model runs them), writing the
+    /// result to `out` after each cell; a stop signal ends the run after the cell it is in.
+    pub fn run(self, out: &Path, on_cell: impl FnMut(&SimCell)) -> Result<SimResult, SimError> {
         let mut res = SimResult {
-            envelope: result::envelope(results::Kind::Sim),
+            envelope: driver::unfinished(results::Kind::Sim),
             spec: self.spec,
             cells: Vec::new(),
         };
         osutil::stop::install_signal_flag()?;
-        for c in self.cells {
-            if osutil::stop::interrupted() {
-                res.envelope.interrupted = true;
-                break;
-            }
-            let cell = SimCell::ran(&c.params, c.sweep.clone(), c.run(res.spec.repeat)?);
-            on_cell(&cell);
-            res.cells.push(cell);
-            result::write(out, &res)?;
+        res.cells = (self.cells.iter())
+            .map(|c| SimCell::planned(&c.params, c.sweep.clone()))
+            .collect();
+        let matrix = Matrix {
+            groups: driver::groups_of(res.cells.len(), res.cells.len()),
+            repeat: 1,
+            order: Order::CellMajor,
+            noun: "steps",
+            out,
+            written: false,
+        };
+        let mut bench = SimBench {
+            repeat: res.spec.repeat,
+            txn: res.spec.params.workload == Workload::Txn,
+            cells: self.cells,
+            on_cell,
+        };
+        matrix.run(&mut bench, res)
+    }
+}
+
+/// `sim` on the matrix driver: one group, a cell's seeds in one step.
+struct SimBench<F> {
+    repeat: u32,
+    txn: bool,
+    cells: Vec<matrix::Cell>,
+    on_cell: F,
+}
+
+impl<F: FnMut(&SimCell)> Bench for SimBench<F> {
+    type Doc = SimResult;
+    type Shared = ();
+    type Error = SimError;
+
+    fn open(
+        &mut self,
+        _: &mut SimResult,
+        _: Range<usize>,
+        _: u32,
+    ) -> Result<(), Unopened<SimError>> {
+        Ok(())
+    }
+
+    fn rep(&mut self, _: &mut (), _: &SimCell, at: At) -> Step<Vec<Outcome>, SimError> {
+        match self.cells[at.cell].run(self.repeat) {
+            Ok(reps) => Step::Rep(reps),
+            Err(e) => Step::Abort(e.into()),
         }
-        Ok(res)
+    }
+
+    fn close(&mut self, _: ()) -> Result<(), SimError> {
+        Ok(())
+    }
+
+    fn summarize(&self, cell: &mut SimCell) {
+        cell.summary = Some(SimSummary::of(&cell.reps, self.txn));
+    }
+
+    fn on_done(&mut self, cell: &SimCell) {
+        (self.on_cell)(cell);
     }
 }
 

@@ -19,9 +19,11 @@
 //! not taken: its `KernelStats` (/proc/stat) wants the boot time and tick rate and returns every CPU where
 //! the benches need three sums of the first line; its `Meminfo` and `Status` make fields such as
 //! `MemTotal` mandatory, so a file missing one fails whole, where the audit records each fact as
-//! unavailable on its own (STYLE.md: the audit never aborts for one unreadable fact); and smaps, the
-//! kernel config and PostgreSQL's files, which `hostfacts::parse` reads beside them, are not in it. The
-//! parsers here and in `hostfacts::parse` are pure, fixture-tested and fuzzed (`fuzz/`).
+//! unavailable on its own (STYLE.md: the audit never aborts for one unreadable fact); its
+//! /proc/net/netstat reader fails on a kernel with more or fewer counters than it knows; and the kernel
+//! config and PostgreSQL's files, which `hostfacts::parse` reads beside them, are not in it (docs/crates.md
+//! has the whole reckoning). The parsers here and in `hostfacts::parse` are pure, fixture-tested and fuzzed
+//! (`fuzz/`).
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 

@@ -326,6 +326,11 @@ pub struct DiagnoseArgs {
     /// Sample one minor fault in this many (counts are scaled back).
     #[arg(long, value_name = "N", default_value_t = diagnose::DEFAULT_FAULT_PERIOD)]
     pub fault_period: u64,
+    /// Which tasks the perf events watch: every task (system), or the instances' cgroup2 directories
+    /// (cgroup: other cgroups' switches and faults pay nothing, switches into or out of the cgroup pay
+    /// more); auto is system, which measured cheaper for a server talking to other cgroups.
+    #[arg(long, default_value = "auto", value_parser = scope())]
+    pub scope: diagnose::Scope,
     /// Output format.
     #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json, Format::Prometheus]))]
     pub format: Format,
@@ -381,6 +386,14 @@ pub struct HugepagesArgs {
 fn formats(offered: &'static [Format]) -> impl TypedValueParser<Value = Format> {
     PossibleValuesParser::new(offered.iter().map(|f| f.name()))
         .map(|name| name.parse::<Format>().expect("a name of Format::ALL"))
+}
+
+/// `diagnose --scope`'s parser: a [`diagnose::Scope`] by its name.
+fn scope() -> impl TypedValueParser<Value = diagnose::Scope> {
+    PossibleValuesParser::new(diagnose::Scope::ALL.iter().map(|s| s.name())).map(|name| {
+        name.parse::<diagnose::Scope>()
+            .expect("a name of Scope::ALL")
+    })
 }
 
 /// `diagnose --fail-on`'s parser: a [`results::diagnose::FailOn`] by its name.

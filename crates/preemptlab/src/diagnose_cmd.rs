@@ -40,6 +40,7 @@ pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
     opts.dsns = args.pg.clone();
     opts.cpu_clock_hz = args.frequency;
     opts.fault_period = args.fault_period;
+    opts.scope = args.scope;
     opts.check().map_err(|e| match e {
         diagnose::DiagnoseError::Duration { .. } => {
             anyhow!("--duration {}: the window must be 1s..24h", args.duration)

@@ -77,8 +77,10 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
                 match applied_sizes.iter().find(|(k, _)| *k == plan.page_size_kib) {
                     Some((_, a)) => a.clone(),
                     None => {
-                        let a =
-                            lab::pool::grow_operators_part(plan.page_size_kib, plan.pool_target)?;
+                        let a = hostguard::hugetlb_pool::grow_operators_part(
+                            plan.page_size_kib,
+                            plan.pool_target,
+                        )?;
                         applied_sizes.push((plan.page_size_kib, a.clone()));
                         a
                     }

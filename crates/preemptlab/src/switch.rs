@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
-use lab::guard::{check_preempt_mode, DebugfsPreempt, PreemptError, PreemptGuard};
+use hostguard::preempt::{check_preempt_mode, DebugfsPreempt, PreemptError, PreemptGuard};
 
 use crate::cli::SwitchPreemptArgs;
 

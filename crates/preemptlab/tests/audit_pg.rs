@@ -193,7 +193,7 @@ fn on_huge_pages_over_a_reserved_pool() {
     // Pages for the server, through the pool record as a run takes them (given back when the test ends, on
     // any starting pool; regression: the test wrote nr_hugepages by hand and put back a size that counted
     // surplus pages).
-    let _pool = lab::pool::PoolGuard::ensure_free(2048, 150)
+    let _pool = hostguard::hugetlb_pool::PoolGuard::ensure_free(2048, 150)
         .expect("150 free 2 MB pages for the server (tests run as root)");
     let mut c = Cluster::create(bin(), None).unwrap();
     c.start(&settings("256MB", "on")).unwrap();

@@ -95,7 +95,7 @@ fn two_instances_and_reserving_runs_get_one_host_target() {
     let start = Pool::read();
     let _operators = OperatorsPool::keep();
     // Pages for both servers to start on, as a run takes them (this test's share; given back at the end).
-    let hold = lab::pool::PoolGuard::ensure_free(2048, 450)
+    let hold = hostguard::hugetlb_pool::PoolGuard::ensure_free(2048, 450)
         .expect("450 free 2 MB pages for the two servers (tests run as root)");
     let mut a = Cluster::create(bin(), None).unwrap();
     a.start(&settings("256MB")).unwrap();
@@ -163,7 +163,8 @@ fn two_instances_and_reserving_runs_get_one_host_target() {
     // The phases of a run reserving pages beside them (this test's own second share): grown, not mapped
     // (the reported bug: those pages were subtracted though they are free); mapped, reserved; faulted in;
     // given back. The target does not move.
-    let run = lab::pool::PoolGuard::ensure_free(2048, 64).expect("64 more 2 MB pages");
+    let run =
+        hostguard::hugetlb_pool::PoolGuard::ensure_free(2048, 64).expect("64 more 2 MB pages");
     assert_eq!(audit_ours(&pids), base, "grown, not mapped");
     let region = ShmRegion::new(64 << 21, Backing::Hugetlb2m).unwrap();
     assert_eq!(audit_ours(&pids), base, "mapped, reserved");

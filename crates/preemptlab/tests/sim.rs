@@ -184,3 +184,64 @@ fn txn_workload_reports_transactions_that_compare_reads() {
     let j: Value = serde_json::from_slice(&c.stdout).unwrap();
     assert!(j.to_string().contains("\"tps\""), "{j}");
 }
+
+/// Regression (issue 26: one matrix driver): `sim`, like every bench, writes `"interrupted": true` after
+/// each cell until the matrix completes, so a run killed outright leaves a partial file that says so
+/// (it said false); a run that completes says false.
+#[test]
+fn a_run_killed_mid_matrix_leaves_a_file_marked_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut child = Command::new(cargo_bin("preemptlab"))
+        .args(["sim", "--quiet", "--format", "json", "--out"])
+        .arg(&out)
+        .args([
+            "--cpus",
+            "4",
+            "--workers",
+            "8x",
+            "--models",
+            "none,lazy,full",
+        ])
+        .args(["--locks", "pg,futex,rseq,adaptive", "--duration", "400ms"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let cells = |v: &Value| v["cells"].as_array().map_or(0, |c| c.len());
+    let t = std::time::Instant::now();
+    let partial = loop {
+        let v: Option<Value> = std::fs::read(&out)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        if let Some(v) = v.filter(|v| cells(v) >= 1) {
+            break v;
+        }
+        assert!(t.elapsed().as_secs() < 120, "no cell written");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // 3 models x 4 locks x 2 page sizes: the kill came long before the last.
+    assert!(cells(&partial) < 24, "{partial}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(v["interrupted"], true, "{v}");
+    let o = sim(
+        &[
+            "--cpus",
+            "2",
+            "--models",
+            "none",
+            "--locks",
+            "pg",
+            "--pages",
+            "4k",
+            "--duration",
+            "50ms",
+        ],
+        &out,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(v["interrupted"], false, "{v}");
+}

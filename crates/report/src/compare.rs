@@ -18,7 +18,7 @@ use serde::Serialize;
 use stats::{judge, Sample};
 
 pub use crate::compare_input::{CellSamples, Input};
-pub use crate::pool::{split, By};
+pub use crate::pooled::{split, By};
 
 /// A difference in host facts or spec.
 #[derive(Debug, Clone, Serialize)]

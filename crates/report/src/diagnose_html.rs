@@ -131,6 +131,13 @@ pub(crate) fn section(label: &str, r: &DiagnoseResult, host: &str) -> String {
         r.spec.fault_period,
         if r.envelope.interrupted { "; interrupted" } else { "" }
     );
+    if let Some(sc) = &r.spec.scope {
+        let _ = write!(
+            o,
+            "<p>Events: {}.</p>",
+            esc(&crate::diagnose_table::scope_line(sc))
+        );
+    }
     for i in &r.instances {
         instance(&mut o, i);
     }

@@ -303,6 +303,16 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, window_s: f64, st: Style, wid
     o.push('\n');
 }
 
+/// The perf events' scope in one line: `cgroup /system.slice/pg.service (why)`.
+pub(crate) fn scope_line(sc: &results::diagnose::EventScope) -> String {
+    let mut s = sc.kind.name().to_string();
+    if !sc.cgroups.is_empty() {
+        s.push(' ');
+        s.push_str(&sc.cgroups.join(", "));
+    }
+    format!("{s} ({})", sc.why)
+}
+
 /// The diagnosis as text.
 pub fn render(r: &DiagnoseResult, st: Style, width: usize) -> String {
     let mut o = String::new();
@@ -318,6 +328,9 @@ pub fn render(r: &DiagnoseResult, st: Style, width: usize) -> String {
         window.push_str("; INTERRUPTED: a partial result");
     }
     o.push_str(&field("window", &window, width));
+    if let Some(sc) = &r.spec.scope {
+        o.push_str(&field("events", &scope_line(sc), width));
+    }
     o.push_str(&field(
         "host",
         &format!(
@@ -380,4 +393,31 @@ pub fn summary(r: &DiagnoseResult, width: usize) -> String {
         ));
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use results::diagnose::{EventScope, ScopeKind};
+
+    #[test]
+    fn the_scope_fits_one_line() {
+        let cg = EventScope {
+            kind: ScopeKind::Cgroup,
+            cgroups: vec!["/system.slice/postgresql@16-main.service".into()],
+            why: "asked for with --scope cgroup".into(),
+        };
+        assert_eq!(
+            super::scope_line(&cg),
+            "cgroup /system.slice/postgresql@16-main.service (asked for with --scope cgroup)"
+        );
+        let sys = EventScope {
+            kind: ScopeKind::System,
+            cgroups: Vec::new(),
+            why: "asked for with --scope system".into(),
+        };
+        assert_eq!(
+            super::scope_line(&sys),
+            "system (asked for with --scope system)"
+        );
+    }
 }

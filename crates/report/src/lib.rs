@@ -20,7 +20,7 @@ pub mod markup;
 pub mod net_table;
 pub mod page;
 pub mod pg_table;
-mod pool;
+mod pooled;
 pub mod prometheus;
 pub mod results_list;
 mod sim_html;

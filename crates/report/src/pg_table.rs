@@ -363,13 +363,18 @@ pub(crate) fn rseq_lines(r: &PgResult) -> String {
 /// `--diagnose`: one line per run with the diagnosis' key counts, and what it could not measure.
 fn diagnoses(r: &PgResult) -> String {
     let mut o = String::new();
+    let with_build = several_builds(r);
     for c in &r.cells {
+        let label = match with_build {
+            true => format!("{} {}", build_name(c), label(c)),
+            false => label(c),
+        };
         for rep in &c.reps {
             if let Some(d) = &rep.diagnosis {
                 let sw = &d.totals.switches;
                 o.push_str(&format!(
                     "  {:<28} round {}: spinlock {:.1}% of {} samples, page faults {:.1}%, segment faults {}/s, in-fault switches {}/s (preempted in the kernel {}, cond_resched {}, return to user {}), symptom {}\n",
-                    label(c),
+                    label,
                     rep.round + 1,
                     d.verdict.spinlock_share.pct,
                     d.verdict.spinlock_share.of,
@@ -385,7 +390,7 @@ fn diagnoses(r: &PgResult) -> String {
             for u in &rep.diagnosis_unmeasured {
                 o.push_str(&format!(
                     "  {:<28} round {}: not measured: {}: {}\n",
-                    label(c),
+                    label,
                     rep.round + 1,
                     u.what,
                     u.why

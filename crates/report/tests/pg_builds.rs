@@ -62,3 +62,33 @@ fn html_lists_the_builds_and_labels_cells_by_build() {
     assert!(html.contains("<td>18+rseq-spinlock</td>"));
     assert!(html.contains("rseq time-slice extension"));
 }
+
+/// With several builds and `--diagnose`, every diagnosis line names the build its run belongs to (the lines
+/// of 18+rseq-spinlock were indistinguishable from stock 18's before).
+#[test]
+fn diagnosis_lines_name_their_build() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/results/pg-builds/vm-7.2-rseq-lazy-3builds.json");
+    let Document::Pg(r) = Document::from_text(&std::fs::read_to_string(p).unwrap()).unwrap() else {
+        panic!("a bench pg result")
+    };
+    let text = report::pg_table::render(&r);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(" round ") && l.contains("spinlock "))
+        .collect();
+    // 3 builds x 2 huge_pages settings x 5 rounds.
+    assert_eq!(lines.len(), 30, "{text}");
+    for b in ["18+futex-waitlist", "18+rseq-spinlock"] {
+        let n = lines
+            .iter()
+            .filter(|l| l.trim_start().starts_with(&format!("{b} ")))
+            .count();
+        assert_eq!(n, 10, "{b}: {text}");
+    }
+    let stock = lines
+        .iter()
+        .filter(|l| l.trim_start().starts_with("18 sb "))
+        .count();
+    assert_eq!(stock, 10, "{text}");
+}

@@ -43,6 +43,41 @@ pub struct Spec {
     pub wait_sample_interval_s: f64,
     /// The kernel filter set on the sched_switch tracepoint, if one was accepted.
     pub sched_switch_filter: Option<String>,
+    /// Which tasks the perf events watched, and why (absent in files written before it existed: those
+    /// were system-wide).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<EventScope>,
+}
+
+/// Which tasks the perf events watched.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScopeKind {
+    /// Every task on every CPU (pid = -1); the instance's processes picked out in user space.
+    System,
+    /// Only tasks in the instances' cgroup2 directories (PERF_FLAG_PID_CGROUP), one event set per cgroup.
+    Cgroup,
+}
+
+impl ScopeKind {
+    /// The name used on the command line and in the result.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScopeKind::System => "system",
+            ScopeKind::Cgroup => "cgroup",
+        }
+    }
+}
+
+/// The scope the events were opened with, and why that one.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct EventScope {
+    /// System-wide or per cgroup.
+    pub kind: ScopeKind,
+    /// The cgroup2 directories watched (paths under the cgroup2 mount), for `cgroup`.
+    pub cgroups: Vec<String>,
+    /// Why this scope (what was asked, and the reason a cgroup scope was not used when it was not).
+    pub why: String,
 }
 
 /// Something the run could not measure.

@@ -120,8 +120,8 @@ impl SimSummary {
 }
 
 impl SimCell {
-    /// A cell that ran: its parameters (`sim::matrix::Cell`), swept value and runs.
-    pub fn ran(p: &Params, sweep: Option<String>, reps: Vec<Outcome>) -> SimCell {
+    /// A cell before it runs: its parameters (`sim::matrix::Cell`) and swept value, no runs yet.
+    pub fn planned(p: &Params, sweep: Option<String>) -> SimCell {
         SimCell {
             model: p.model,
             lock: p.lock,
@@ -131,8 +131,8 @@ impl SimCell {
             sweep,
             status: Status::Ok,
             reason: None,
-            summary: Some(SimSummary::of(&reps, p.workload == Workload::Txn)),
-            reps,
+            summary: None,
+            reps: Vec::new(),
         }
     }
 }

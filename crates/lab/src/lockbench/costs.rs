@@ -15,8 +15,8 @@ use shmlock::shm::{Backing, ShmRegion};
 use shmlock::spin::cpu_relax;
 use shmlock::{futex, wake_cost};
 
-use crate::fork::Children;
 use crate::rusage::{Usage, Who};
+use hostguard::workers::Children;
 
 pub use results::lock::Costs;
 

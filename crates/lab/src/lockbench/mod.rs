@@ -20,7 +20,7 @@
 //! The modules: [`costs`] (the kernel and lock costs the model takes, measured before the cells), [`layout`] (the region: lock area, control block, slots, descriptors and the free list
 //! through them), [`workload`] (what one operation does), `worker` (the loop a process or thread runs and
 //! its report) and `rep` (one repetition: start, phase, reap, check, sum). The matrix of cells and
-//! repetitions is [`crate::lockrun`]; forking and reaping go through [`crate::fork`].
+//! repetitions is [`crate::lockrun`]; forking and reaping go through `hostguard::workers`.
 
 pub mod costs;
 pub mod layout;

@@ -17,8 +17,8 @@ use super::layout::{
 use super::worker::{de, hist, process_worker, worker, WorkerCfg, WorkerOut};
 use super::workload::start_age;
 use super::{failed, BenchError, Percentiles, Rep, RseqSlice, Spec};
-use crate::fork::Children;
 use crate::rusage::Who;
+use hostguard::workers::Children;
 use osutil::procstat as cpustat;
 
 /// Inputs of one repetition.

@@ -10,13 +10,13 @@
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use lab::pool::{alive, HugetlbPool, Registry, Share};
+use hostguard::hugetlb_pool::{alive, HugetlbPool, Registry, Share};
 
 const NR_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
 
 /// The shared record of the 2 MB pool, when a run holds a share.
 pub fn registry() -> Option<Registry> {
-    let path = lab::guard::record_dir().join("pool-2048kB.json");
+    let path = hostguard::record_dir().join("pool-2048kB.json");
     Registry::parse(&std::fs::read_to_string(path).ok()?)
 }
 
@@ -39,7 +39,7 @@ pub struct Pool {
 /// The record's lock, `LOCK_SH` or `LOCK_EX`, as runs take it around their read-decide-write steps; held
 /// until the file drops. None when no run ever made it (then there is no run to exclude).
 fn record_lock(op: i32) -> Option<std::fs::File> {
-    let path = lab::guard::record_dir().join("pool-2048kB.lock");
+    let path = hostguard::record_dir().join("pool-2048kB.lock");
     let f = if op == libc::LOCK_EX {
         std::fs::create_dir_all(path.parent()?).ok()?;
         std::fs::OpenOptions::new()

@@ -1,6 +1,7 @@
 //! What the CLI tests share (each test binary uses a part of it).
 #![allow(dead_code)]
 
+pub mod cgroup;
 pub mod hugetlb;
 
 use std::process::Output;

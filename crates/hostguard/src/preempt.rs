@@ -1,26 +1,13 @@
-//! Host-state guards: every change a bench makes to the host is made through a guard that restores it on
-//! every exit path (return, error, panic, SIGINT, SIGTERM).
-//!
-//! - The stop flag ([`osutil::stop`]): SIGINT, SIGTERM, SIGHUP (a dropped ssh session) and SIGQUIT set a
-//!   flag instead of killing the process; benches poll it, stop their workers, and unwind through the guards.
-//! - [`PoolGuard`] (in [`crate::pool`]): grows a hugetlb pool by this run's share and gives the share back on
-//!   drop; concurrent runs each hold their own share of one record under `/run/preemptlab/`, and a run that
-//!   died without giving its share back (SIGKILL, power loss) is undone by the next ([`recover_stale_pools`]).
-//! - [`PreemptGuard`]: switches the kernel's preemption model through `/sys/kernel/debug/sched/preempt`
-//!   (PREEMPT_DYNAMIC kernels, root, debugfs mounted, not locked down) and switches it back on drop, with
-//!   the same kind of record, which the next switch undoes when its run died.
+//! The preemption-model guard: [`PreemptGuard`] switches the kernel's preemption model through
+//! `/sys/kernel/debug/sched/preempt` (PREEMPT_DYNAMIC kernels, root, debugfs mounted, not locked down) and
+//! switches it back on drop, with a crash record under [`crate::record_dir`] that the next switch undoes
+//! when its run died.
 
 use std::path::PathBuf;
 
 use osutil::explain_io_error;
 
-pub use crate::pool::{recover_stale_pools, PoolGuard};
-/// Where crash records live.
-pub fn record_dir() -> PathBuf {
-    std::env::var_os("PREEMPTLAB_STATE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/run/preemptlab"))
-}
+use crate::record_dir;
 
 /// The kernel's switch of the preemption model: `/sys/kernel/debug/sched/preempt`. Reading it prints the
 /// offered modes with the active one in parentheses (`none voluntary (full) lazy`; Linux 7.0 on x86 and

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use osutil::explain_io_error as explain;
 
-use crate::guard::record_dir;
+use crate::record_dir;
 
 pub use hostfacts::hugepages::Applied;
 pub use hostfacts::hugetlb::{HugetlbPool, PoolFileError};

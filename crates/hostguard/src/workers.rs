@@ -1,4 +1,4 @@
-//! One fork helper for every place in `lab` that forks a worker process: fork with the child set up to die
+//! One fork helper for every place that forks a worker process (`lab`'s benches): fork with the child set up to die
 //! with the parent and leave SIGINT to it, non-blocking and bounded reaping, and SIGKILL + reap of whatever
 //! is still running when the set is dropped (so no exit path leaves a worker behind).
 //!
