@@ -25,7 +25,7 @@ pub mod rusage;
 pub mod stopped;
 pub mod targets;
 
-pub use audit::{audit, audit_of, host_facts, Audit, HostFacts};
+pub use audit::{audit, audit_light, audit_of, host_facts, Audit, HostFacts};
 pub use fact::Fact;
 pub use findings::{Finding, Severity, Verdict};
 pub use host::Host;

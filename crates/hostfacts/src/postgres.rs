@@ -109,6 +109,27 @@ pub fn main_mapping(maps: &[parse::SmapsMapping]) -> Option<&parse::SmapsMapping
 
 /// Finds every PostgreSQL instance running on `host`, matching `servers` (from `--pg`) by backend PID.
 pub fn discover(host: &Host, servers: &[ServerInfo]) -> (Vec<PgInstance>, Vec<ServerInfo>) {
+    discover_with(host, servers, Rollups::Read)
+}
+
+/// Whether [`discover`] reads each server process's `/proc/PID/smaps_rollup` (Pss, Rss, Shared_Hugetlb).
+/// Reading it walks the process's page tables: on 4 KB pages that is the dearest part of an audit (a
+/// backend that touched 1 GB of shared buffers has 262,144 entries to walk), and the kernel holds the
+/// process's mmap lock while it walks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rollups {
+    /// Read them (the audit's Pss figures).
+    Read,
+    /// Leave Pss, Rss and Shared_Hugetlb unknown; `VmPTE` (from `status`, no walk) is still read.
+    Skip,
+}
+
+/// [`discover`], choosing whether the per-process rollups are read.
+pub fn discover_with(
+    host: &Host,
+    servers: &[ServerInfo],
+    rollups: Rollups,
+) -> (Vec<PgInstance>, Vec<ServerInfo>) {
     let pids: Vec<u32> = host
         .list_dir("/proc")
         .unwrap_or_default()
@@ -139,7 +160,7 @@ pub fn discover(host: &Host, servers: &[ServerInfo]) -> (Vec<PgInstance>, Vec<Se
             .iter()
             .position(|s| children.contains(&s.backend_pid));
         let server = server_idx.map(|i| unmatched.remove(i));
-        out.push(read_instance(host, pm, &children, server));
+        out.push(read_instance(host, pm, &children, server, rollups));
     }
     (out, unmatched)
 }
@@ -171,7 +192,14 @@ fn process(host: &Host, pid: u32, role: Role, skip_rollup: bool) -> PgProcess {
     }
 }
 
-fn read_instance(host: &Host, pm: u32, children: &[u32], server: Option<ServerInfo>) -> PgInstance {
+fn read_instance(
+    host: &Host,
+    pm: u32,
+    children: &[u32],
+    server: Option<ServerInfo>,
+    rollups: Rollups,
+) -> PgInstance {
+    let skip_rollup = rollups == Rollups::Skip;
     let args = host
         .read_bytes(&format!("/proc/{pm}/cmdline"))
         .map(|b| parse::cmdline_args(&b))
@@ -250,12 +278,12 @@ fn read_instance(host: &Host, pm: u32, children: &[u32], server: Option<ServerIn
     };
 
     let own_backend = server.as_ref().map(|s| s.backend_pid);
-    let mut processes = vec![process(host, pm, Role::Postmaster, false)];
+    let mut processes = vec![process(host, pm, Role::Postmaster, skip_rollup)];
     for &c in children {
         if Some(c) == own_backend {
             continue; // the audit's own connection: fresh page tables, not the workload's
         }
-        let mut p = process(host, c, Role::Backend, false);
+        let mut p = process(host, c, Role::Backend, skip_rollup);
         p.role = classify(&p.title);
         processes.push(p);
     }
