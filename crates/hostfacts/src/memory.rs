@@ -163,6 +163,10 @@ fn held_by_preemptlab(host: &Host, kib: u64) -> Held {
     held
 }
 
+/// How many times [`read_pools`] reads a pool's counters again when they moved while it read the runs'
+/// mappings.
+const STABLE_READ_TRIES: usize = 5;
+
 /// Reads the hugetlb pools.
 pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
     let dir = "/sys/kernel/mm/hugepages";
@@ -187,26 +191,39 @@ pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
                 .parse()
                 .map_err(|_| format!("{p}: not a number: {:?}", t.trim()))
         };
-        match (
-            num("nr_hugepages"),
-            num("free_hugepages"),
-            num("resv_hugepages"),
-            num("surplus_hugepages"),
-        ) {
-            (Ok(total), Ok(free), Ok(reserved), Ok(surplus)) => {
-                let held = held_by_preemptlab(host, kib);
-                pools.push(HugePool {
-                    page_size_kib: kib,
-                    total,
-                    free,
-                    reserved,
-                    surplus,
-                    overcommit: num("nr_overcommit_hugepages").unwrap_or(0),
-                    held_by_preemptlab: held.added,
-                    mapped_by_preemptlab: held.mapped,
-                    mapped_by_preemptlab_unknown: held.unknown,
-                })
+        let counters = || {
+            (
+                num("nr_hugepages"),
+                num("free_hugepages"),
+                num("resv_hugepages"),
+                num("surplus_hugepages"),
+            )
+        };
+        // The counters and the runs' mappings are two reads: a run that maps or unmaps between them is seen
+        // by one and not the other. Read the counters again after the mappings and retry while they moved
+        // (a few times; a pool that keeps moving is taken as last read).
+        let mut read = counters();
+        let mut held = held_by_preemptlab(host, kib);
+        for _ in 0..STABLE_READ_TRIES {
+            let again = counters();
+            if again == read {
+                break;
             }
+            read = again;
+            held = held_by_preemptlab(host, kib);
+        }
+        match read {
+            (Ok(total), Ok(free), Ok(reserved), Ok(surplus)) => pools.push(HugePool {
+                page_size_kib: kib,
+                total,
+                free,
+                reserved,
+                surplus,
+                overcommit: num("nr_overcommit_hugepages").unwrap_or(0),
+                held_by_preemptlab: held.added,
+                mapped_by_preemptlab: held.mapped,
+                mapped_by_preemptlab_unknown: held.unknown,
+            }),
             (a, b, c, d) => {
                 let why: Vec<String> = [a, b, c, d].into_iter().filter_map(|r| r.err()).collect();
                 return Fact::unavailable(dir, why.join("; "));
