@@ -109,6 +109,19 @@ pub fn within(path: &str, dir: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
+/// The paths none of the others contains, each once: a cgroup event counts the tasks of the directory's
+/// descendants too, so events on both `/a` and `/a/b` would see every task of `/a/b` twice.
+pub fn outermost(paths: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in &paths {
+        let inside_another = paths.iter().any(|q| q != p && within(p, q));
+        if !inside_another && !out.contains(p) {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
 /// A process's cgroup2 path, read from /proc.
 pub fn of_pid(pid: u32) -> Option<String> {
     v2_path(&std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?)
@@ -167,10 +180,9 @@ fn cgroup_dirs(pms: &[u32]) -> Result<Vec<(String, File)>, String> {
                 "postmaster {pm} runs in the root cgroup (a cgroup event there would watch every task)"
             ));
         }
-        if !paths.contains(&path) {
-            paths.push(path);
-        }
+        paths.push(path);
     }
+    let paths = outermost(paths);
     let mut out = Vec::new();
     for p in paths {
         let dir = mount.join(Path::new(p.trim_start_matches('/')));
@@ -183,6 +195,16 @@ fn cgroup_dirs(pms: &[u32]) -> Result<Vec<(String, File)>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outermost_drops_nested_and_repeated_paths() {
+        let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            outermost(v(&["/a/b", "/a", "/c", "/a", "/ab"])),
+            v(&["/a", "/c", "/ab"])
+        );
+        assert_eq!(outermost(v(&["/x/y"])), v(&["/x/y"]));
+    }
 
     #[test]
     fn finds_the_cgroup2_mount() {

@@ -113,7 +113,7 @@ pub enum DiagnoseError {
         given: Duration,
     },
     /// `--scope cgroup` cannot be had.
-    #[error("--scope cgroup: {why}; pass --scope system (or auto, which falls back to it)")]
+    #[error("--scope cgroup: {why}; pass --scope system (auto is system-wide)")]
     Scope {
         /// Why not.
         why: String,

@@ -201,16 +201,25 @@ pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
         };
         // The counters and the runs' mappings are two reads: a run that maps or unmaps between them is seen
         // by one and not the other. Read the counters again after the mappings and retry while they moved
-        // (a few times; a pool that keeps moving is taken as last read).
+        // (a few times). A pool that keeps moving is taken as last read with none of the runs' mappings
+        // known: their pages then count as other users', which errs toward a larger target, never a smaller.
         let mut read = counters();
         let mut held = held_by_preemptlab(host, kib);
+        let mut settled = false;
         for _ in 0..STABLE_READ_TRIES {
             let again = counters();
             if again == read {
+                settled = true;
                 break;
             }
             read = again;
             held = held_by_preemptlab(host, kib);
+        }
+        if !settled {
+            held.mapped = 0;
+            held.unknown = Some(format!(
+                "the pool's counters moved in each of {STABLE_READ_TRIES} reads around the runs' mappings"
+            ));
         }
         match read {
             (Ok(total), Ok(free), Ok(reserved), Ok(surplus)) => pools.push(HugePool {

@@ -7,7 +7,13 @@ use stats::fmt::{ns, rate};
 
 /// One line for a cell that ran.
 pub fn cell_line(c: &SimCell) -> String {
-    let s = c.summary.as_ref().expect("ran");
+    let Some(s) = c.summary.as_ref() else {
+        // A cell a stop cut short before its first run (the result file says it was interrupted).
+        return format!(
+            "{:>9} {:>5} {:>3} {:>4} CPUs {:>6}w: not run",
+            c.model, c.lock, c.pages, c.cpus, c.workers
+        );
+    };
     format!(
         "{:>9} {:>5} {:>3} {:>4} CPUs {:>6}w{}: {:>7} {}  spin {:>3.0}%  idle {:>3.0}%  LHP/s {:>7.0}",
         c.model,
@@ -28,7 +34,10 @@ pub fn cell_line(c: &SimCell) -> String {
 pub fn render(r: &SimResult, md: bool) -> String {
     let mut rows = Vec::new();
     for c in &r.cells {
-        let s = c.summary.as_ref().expect("ran");
+        // A cell without runs (cut short by a stop, or a hand-edited file) has no row.
+        let Some(s) = c.summary.as_ref() else {
+            continue;
+        };
         let base = r
             .cells
             .iter()
