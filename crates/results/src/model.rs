@@ -91,16 +91,15 @@ pub struct Params {
     /// spinners, docs/references.md#non-scalable-locks). None: one line transfer (`lock_transfer_ns`) per
     /// spinner. It cannot show on 2 CPUs, where no other spinner runs at a handoff.
     pub line_ns: Option<u64>,
-    /// What every other running spinner adds to a `pg` or `rseq` spin iteration, ns: with the line written
-    /// at every allocation, an iteration's read of the lock word misses and waits while the line serves
-    /// one read for each other spinner. None: one line transfer (`lock_transfer_ns`); 0: an iteration costs
-    /// `spin_ns` whatever the crowd (the model before). See the sim's `lock::spin`.
+    /// What each running `pg` or `rseq` spinner's re-read of the lock's line costs after a write to it, ns:
+    /// PostgreSQL's spin loop reads before its test-and-set, so a spinner hits its own copy until someone
+    /// writes the line (an arriving backend, a handover); then the spinners' re-reads are served one at a
+    /// time. None: one line transfer (`lock_transfer_ns`); 0: an iteration costs `spin_ns` whatever the
+    /// writes. Before 2026-11-26 it was charged on every iteration per other running spinner. See the sim's
+    /// `lock::spin`.
     pub spin_line_ns: Option<u64>,
-    /// `pg`, `rseq`: the crowd's cost on a spin iteration (`spin_line_ns`) applies only while the holder is
-    /// on its CPU. A holder off its CPU writes nothing to the lock's line and hands nothing over, so the
-    /// spinners' reads hit their own copies (a test-and-test-and-set spin misses only after a write; new
-    /// arrivals' test-and-set still write it, not modelled). false: the cost applies whether the holder runs
-    /// or not (the model before 2026-11-26).
+    /// No longer modelled (refused when true): the switch that dropped the per-iteration crowd cost while the
+    /// holder was off its CPU, which since 2026-11-26 the crowd pays only when the line is written.
     pub quiet_line_off_cpu: bool,
     // Kernel costs.
     /// A context switch, ns.

@@ -55,6 +55,13 @@ pub fn validate(p: &Params) -> Result<(), Invalid> {
     if p.descriptors < 1024 {
         return bad("descriptors", &p.descriptors, "at least 1024");
     }
+    if p.quiet_line_off_cpu {
+        return bad(
+            "quiet_line_off_cpu",
+            &p.quiet_line_off_cpu,
+            "false (since 2026-11-26 spinners pay the lock's line only when it is written; drop the setting)",
+        );
+    }
     Ok(())
 }
 

