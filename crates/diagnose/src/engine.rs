@@ -158,14 +158,22 @@ fn new_inst(audit: &Audit, i: &PgInstance) -> Inst {
 struct Opened {
     rings: Vec<Ring>,
     filter: Option<&'static str>,
-    cpu_ok: bool,
-    sw_ok: bool,
+    ok: Measured,
     scope: EventScope,
+}
+
+/// Which events have at least one ring open.
+#[derive(Debug, Clone, Copy)]
+struct Measured {
+    cpu: bool,
+    faults: bool,
+    switches: bool,
 }
 
 /// Opens the rings with the scope of `plan`; what cannot be opened becomes an [`Unmeasured`] line.
 fn open_rings(opts: &Options, plan: Plan, unmeasured: &mut Vec<Unmeasured>) -> Opened {
     let sw = match crate::tracefs::sched_switch() {
+        _ if !opts.events.switches => None,
         Ok(s) => Some(s),
         Err(why) => {
             unmeasured.push(Unmeasured {
@@ -192,6 +200,18 @@ fn open_rings(opts: &Options, plan: Plan, unmeasured: &mut Vec<Unmeasured>) -> O
         "page-fault samples (page-faults-min)",
         "switches while runnable (sched_switch)",
     ];
+    let kept = [opts.events.cpu, opts.events.faults, opts.events.switches];
+    for (k, name) in names.iter().enumerate() {
+        if !kept[k] {
+            unmeasured.push(Unmeasured {
+                what: (*name).into(),
+                why: format!(
+                    "left out (--events {}): not opened, so not measured",
+                    opts.events
+                ),
+            });
+        }
+    }
     for (k, e) in errs.iter().enumerate() {
         if let Some(why) = e {
             unmeasured.push(Unmeasured {
@@ -200,13 +220,16 @@ fn open_rings(opts: &Options, plan: Plan, unmeasured: &mut Vec<Unmeasured>) -> O
             });
         }
     }
-    let cpu_ok = rings.iter().any(|r| r.kind == perf::Kind::Cpu);
-    let sw_ok = rings.iter().any(|r| r.kind == perf::Kind::Switch);
+    let any = |k| rings.iter().any(|r| r.kind == k);
+    let ok = Measured {
+        cpu: any(perf::Kind::Cpu),
+        faults: any(perf::Kind::Fault),
+        switches: any(perf::Kind::Switch),
+    };
     Opened {
         rings,
         filter,
-        cpu_ok,
-        sw_ok,
+        ok,
         scope,
     }
 }
@@ -220,7 +243,8 @@ fn open_each(
 ) -> (Vec<Ring>, Option<&'static str>, [Option<String>; 3]) {
     let cpus = online_cpus();
     // 8 MiB over all rings at most, 64 KiB..512 KiB each.
-    let per = (8usize << 20) / (3 * cpus.len().max(1) * dirs.len().max(1));
+    let kinds = opts.events.names().len().max(1);
+    let per = (8usize << 20) / (kinds * cpus.len().max(1) * dirs.len().max(1));
     let ring_bytes = per.clamp(64 << 10, 512 << 10).next_power_of_two() / 2;
     let cfg = perf::Config {
         cpu_clock_hz: opts.cpu_clock_hz,
@@ -233,16 +257,24 @@ fn open_each(
     let mut filter = None;
     for &dir in dirs {
         for &cpu in &cpus {
-            match perf::open_cpu(cpu, dir, &cfg) {
+            // Without on-CPU samples a dummy event still brings the fork and exit records.
+            let opened = if opts.events.cpu {
+                perf::open_cpu(cpu, dir, &cfg)
+            } else {
+                perf::open_task(cpu, dir, &cfg)
+            };
+            match opened {
                 Ok(r) => rings.push(r),
                 Err(e) => {
                     first_err[0].get_or_insert(perf::explain(&e));
                 }
             }
-            match perf::open_faults(cpu, dir, &cfg) {
-                Ok(r) => rings.push(r),
-                Err(e) => {
-                    first_err[1].get_or_insert(perf::explain(&e));
+            if opts.events.faults {
+                match perf::open_faults(cpu, dir, &cfg) {
+                    Ok(r) => rings.push(r),
+                    Err(e) => {
+                        first_err[1].get_or_insert(perf::explain(&e));
+                    }
                 }
             }
             if let Some(sw) = sw {
@@ -301,8 +333,7 @@ pub struct Prepared {
     state: State,
     rings: Vec<Ring>,
     filter: Option<&'static str>,
-    cpu_ok: bool,
-    sw_ok: bool,
+    ok: Measured,
     scope: EventScope,
     unmeasured: Vec<Unmeasured>,
     servers: Vec<hostfacts::pgquery::ServerInfo>,
@@ -364,8 +395,7 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
         state,
         rings: o.rings,
         filter: o.filter,
-        cpu_ok: o.cpu_ok,
-        sw_ok: o.sw_ok,
+        ok: o.ok,
         scope: o.scope,
         unmeasured,
         servers,
@@ -387,8 +417,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         mut state,
         mut rings,
         filter,
-        cpu_ok,
-        sw_ok,
+        ok,
         scope,
         mut unmeasured,
         servers,
@@ -517,7 +546,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
                     observed_s,
                 )
             });
-            finish(inst, waits, observed_s, state.lost, cpu_ok, sw_ok)
+            finish(inst, waits, observed_s, state.lost, ok)
         })
         .collect();
     DiagnoseResult {
@@ -536,6 +565,8 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
             wait_sample_interval_s: opts.wait_interval.as_secs_f64(),
             sched_switch_filter: filter.map(str::to_string),
             scope: Some(scope),
+            events: (opts.events != crate::EventSet::ALL)
+                .then(|| opts.events.names().iter().map(|n| n.to_string()).collect()),
         },
         unmeasured,
         instances,
@@ -580,9 +611,13 @@ fn finish(
     waits: Option<Waits>,
     observed_s: f64,
     lost: u64,
-    cpu_ok: bool,
-    sw_ok: bool,
+    ok: Measured,
 ) -> InstanceDiagnosis {
+    let Measured {
+        cpu: cpu_ok,
+        faults: fault_ok,
+        switches: sw_ok,
+    } = ok;
     let window = inst.exited_at_s.unwrap_or(observed_s).max(1e-9);
     inst.totals.lost_records = lost;
     let t = &inst.totals;
@@ -618,6 +653,7 @@ fn finish(
         model: &inst.context.preemption_model,
         segment_page_kib: inst.segment.as_ref().map(|s| s.page_size_kib),
         segment_faults_per_s: rates.segment_faults_per_s,
+        faults_measured: fault_ok,
         switches_measured: sw_ok,
         cpu_measured: cpu_ok,
         fix: inst.context.fix.clone(),

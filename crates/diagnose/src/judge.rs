@@ -46,6 +46,8 @@ pub struct Facts<'a> {
     pub segment_page_kib: Option<u64>,
     /// Segment faults per second over the window.
     pub segment_faults_per_s: f64,
+    /// True when the fault samples were measured.
+    pub faults_measured: bool,
     /// True when the sched_switch counts were measured.
     pub switches_measured: bool,
     /// True when on-CPU samples were measured.
@@ -98,6 +100,10 @@ pub fn verdict(client: &Categories, sw: &Switches, f: &Facts<'_>) -> Verdict {
         reasons.push(format!("page-fault handling takes {}", pct(&fault)));
     }
     match f.segment_page_kib {
+        Some(k) if !f.faults_measured => reasons.push(format!(
+            "the shared segment is on {} pages (its faults were not measured: see unmeasured)",
+            human_kib(k)
+        )),
         Some(4) => reasons.push(format!(
             "the shared segment is on 4 KB pages: {:.0} faults/s landed in it",
             f.segment_faults_per_s
@@ -175,6 +181,7 @@ mod tests {
             model: "lazy",
             segment_page_kib: Some(4),
             segment_faults_per_s: 1000.0,
+            faults_measured: true,
             switches_measured: true,
             cpu_measured: true,
             fix: vec!["sysctl -w vm.nr_hugepages=549".into()],

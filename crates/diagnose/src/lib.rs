@@ -23,6 +23,7 @@
 pub mod cgroup;
 pub mod classify;
 mod engine;
+pub mod events;
 pub mod judge;
 pub mod perf;
 pub mod procs;
@@ -35,6 +36,7 @@ use std::time::Duration;
 
 pub use cgroup::Scope;
 pub use engine::{prepare, run, Prepared};
+pub use events::EventSet;
 
 /// Default cpu-clock frequency per CPU, Hz: a prime, off the timer tick's multiples, so samples do not lock
 /// step with periodic kernel work.
@@ -60,6 +62,8 @@ pub struct Options {
     pub wait_interval: Duration,
     /// Which tasks the perf events watch (`--scope`).
     pub scope: Scope,
+    /// Which perf events to open (`--events`).
+    pub events: EventSet,
 }
 
 impl Options {
@@ -73,6 +77,7 @@ impl Options {
             fault_period: DEFAULT_FAULT_PERIOD,
             wait_interval: Duration::from_millis(200),
             scope: Scope::Auto,
+            events: EventSet::ALL,
         }
     }
 }

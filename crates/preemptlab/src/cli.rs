@@ -331,6 +331,11 @@ pub struct DiagnoseArgs {
     /// more); auto is system, which measured cheaper for a server talking to other cgroups.
     #[arg(long, default_value = "auto", value_parser = scope())]
     pub scope: diagnose::Scope,
+    /// The perf events to open, comma-separated: cpu (on-CPU samples: the spinlock share), faults
+    /// (segment faults), switches (preemptions inside page faults; the dearest on a switch-heavy load:
+    /// the tracepoint runs at every context switch on the machine). What is left out is not measured.
+    #[arg(long, value_name = "LIST", default_value = "cpu,faults,switches", value_parser = event_set)]
+    pub events: diagnose::EventSet,
     /// Output format.
     #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json, Format::Prometheus]))]
     pub format: Format,
@@ -386,6 +391,11 @@ pub struct HugepagesArgs {
 fn formats(offered: &'static [Format]) -> impl TypedValueParser<Value = Format> {
     PossibleValuesParser::new(offered.iter().map(|f| f.name()))
         .map(|name| name.parse::<Format>().expect("a name of Format::ALL"))
+}
+
+/// `diagnose --events`'s parser.
+fn event_set(s: &str) -> Result<diagnose::EventSet, String> {
+    s.parse()
 }
 
 /// `diagnose --scope`'s parser: a [`diagnose::Scope`] by its name.

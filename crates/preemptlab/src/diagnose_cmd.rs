@@ -41,6 +41,7 @@ pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
     opts.cpu_clock_hz = args.frequency;
     opts.fault_period = args.fault_period;
     opts.scope = args.scope;
+    opts.events = args.events;
     opts.check().map_err(|e| match e {
         diagnose::DiagnoseError::Duration { .. } => {
             anyhow!("--duration {}: the window must be 1s..24h", args.duration)

@@ -47,6 +47,19 @@ pub struct Spec {
     /// were system-wide).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<EventScope>,
+    /// The perf events opened when `--events` left some out (`cpu`, `faults`, `switches`); absent: all
+    /// three.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<String>>,
+}
+
+impl Spec {
+    /// True when the event of this `--events` name (`cpu`, `faults`, `switches`) was asked for.
+    pub fn opened(&self, name: &str) -> bool {
+        self.events
+            .as_ref()
+            .is_none_or(|e| e.iter().any(|n| n == name))
+    }
 }
 
 /// Which tasks the perf events watched.
