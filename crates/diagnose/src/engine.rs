@@ -14,6 +14,7 @@ use results::diagnose::{
 use results::Envelope;
 
 use crate::cgroup::Plan;
+use crate::duty::Duty;
 use crate::perf::{self, Event, Ring};
 use crate::procs::{self, Reaped};
 use crate::symbols::{self, UserResolver};
@@ -307,7 +308,8 @@ fn poll(rings: &[Ring], timeout: Duration) {
         libc::poll(
             fds.as_mut_ptr(),
             fds.len() as libc::nfds_t,
-            timeout.as_millis().min(1000) as i32,
+            // Rounded up: a timeout rounded down to 0 would spin until the slot or second boundary.
+            timeout.as_micros().div_ceil(1000).min(1000) as i32,
         )
     };
 }
@@ -455,9 +457,14 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
 
     state.t0_ns = perf::monotonic_ns();
     state.baseline();
+    let mut duty = Duty::new(opts.switch_duty_pct, state.t0_ns);
+    let switch_on = duty.want(0);
     for r in rings.iter_mut() {
-        let _ = r.enable();
+        if r.kind != perf::Kind::Switch || switch_on {
+            let _ = r.enable();
+        }
     }
+    duty.turned(switch_on && ok.switches, perf::monotonic_ns());
     progress(0.0);
     let mut events = Vec::new();
     let mut next_second = 1usize;
@@ -466,7 +473,21 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         let elapsed = t0.elapsed();
         let boundary = Duration::from_secs(next_second as u64);
         if elapsed < boundary {
-            poll(&rings, (boundary - elapsed).min(Duration::from_millis(100)));
+            let mut wait = (boundary - elapsed).min(Duration::from_millis(100));
+            if !duty.always() && ok.switches {
+                let slot = Duty::to_next_slot_ns(elapsed.as_nanos() as u64);
+                wait = wait.min(Duration::from_nanos(slot));
+            }
+            poll(&rings, wait);
+        }
+        if ok.switches {
+            let want = duty.want(t0.elapsed().as_nanos() as u64);
+            if want != duty.is_on() {
+                for r in rings.iter_mut().filter(|r| r.kind == perf::Kind::Switch) {
+                    let _ = if want { r.enable() } else { r.disable() };
+                }
+                duty.turned(want, perf::monotonic_ns());
+            }
         }
         drain(&mut rings, &mut events, &mut state);
         if t0.elapsed() >= boundary {
@@ -487,8 +508,15 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
     for r in rings.iter_mut() {
         let _ = r.disable();
     }
+    duty.turned(false, perf::monotonic_ns());
     drain(&mut rings, &mut events, &mut state);
     let observed_s = t0.elapsed().as_secs_f64();
+    // The share of the window the switch counts are of.
+    let switch_frac = if ok.switches && observed_s > 0.0 {
+        (duty.on_s() / observed_s).clamp(1e-6, 1.0)
+    } else {
+        1.0
+    };
     if interrupted {
         state.scan(next_second - 1, observed_s);
     }
@@ -546,7 +574,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
                     observed_s,
                 )
             });
-            finish(inst, waits, observed_s, state.lost, ok)
+            finish(inst, waits, observed_s, state.lost, ok, switch_frac)
         })
         .collect();
     DiagnoseResult {
@@ -565,6 +593,8 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
             wait_sample_interval_s: opts.wait_interval.as_secs_f64(),
             sched_switch_filter: filter.map(str::to_string),
             scope: Some(scope),
+            switch_duty_pct: ok.switches.then_some(opts.switch_duty_pct),
+            switch_on_s: ok.switches.then(|| duty.on_s()),
             events: (opts.events != crate::EventSet::ALL)
                 .then(|| opts.events.names().iter().map(|n| n.to_string()).collect()),
         },
@@ -612,6 +642,7 @@ fn finish(
     observed_s: f64,
     lost: u64,
     ok: Measured,
+    switch_frac: f64,
 ) -> InstanceDiagnosis {
     let Measured {
         cpu: cpu_ok,
@@ -627,7 +658,7 @@ fn finish(
         minflt_per_s: t.minflt as f64 / window,
         nivcsw_per_s: t.nivcsw as f64 / window,
         runqueue_wait_ms_per_s: t.runqueue_wait_ms / window,
-        preempted_in_fault_per_s: t.switches.runnable_in_fault as f64 / window,
+        preempted_in_fault_per_s: t.switches.runnable_in_fault as f64 / (window * switch_frac),
     };
     let total_samples = t.cpu.samples.max(1) as f64;
     let mut funcs: Vec<FunctionShare> = inst
@@ -655,6 +686,7 @@ fn finish(
         segment_faults_per_s: rates.segment_faults_per_s,
         faults_measured: fault_ok,
         switches_measured: sw_ok,
+        switch_duty_pct: (switch_frac * 100.0).round() as u32,
         cpu_measured: cpu_ok,
         fix: inst.context.fix.clone(),
     };

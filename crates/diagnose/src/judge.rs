@@ -50,6 +50,8 @@ pub struct Facts<'a> {
     pub faults_measured: bool,
     /// True when the sched_switch counts were measured.
     pub switches_measured: bool,
+    /// Percent of the window the tracepoint was on (the counts are of that time).
+    pub switch_duty_pct: u32,
     /// True when on-CPU samples were measured.
     pub cpu_measured: bool,
     /// The audit's fix for the instance.
@@ -117,11 +119,16 @@ pub fn verdict(client: &Categories, sw: &Switches, f: &Facts<'_>) -> Verdict {
     }
     if f.switches_measured {
         reasons.push(format!(
-            "{} backend switches while runnable with the page-fault path on the stack: {} preempted inside the kernel, {} at cond_resched, {} on the return to user space",
+            "{} backend switches while runnable with the page-fault path on the stack: {} preempted inside the kernel, {} at cond_resched, {} on the return to user space{}",
             sw.runnable_in_fault,
             sw.in_fault_kernel_preemption,
             sw.in_fault_voluntary,
-            sw.after_fault_return_to_user
+            sw.after_fault_return_to_user,
+            if f.switch_duty_pct < 100 {
+                format!(" (in the {}% of the window the tracepoint was on)", f.switch_duty_pct)
+            } else {
+                String::new()
+            }
         ));
     }
     let mut checks = Vec::new();
@@ -183,6 +190,7 @@ mod tests {
             segment_faults_per_s: 1000.0,
             faults_measured: true,
             switches_measured: true,
+            switch_duty_pct: 100,
             cpu_measured: true,
             fix: vec!["sysctl -w vm.nr_hugepages=549".into()],
         }

@@ -336,6 +336,11 @@ pub struct DiagnoseArgs {
     /// the tracepoint runs at every context switch on the machine). What is left out is not measured.
     #[arg(long, value_name = "LIST", default_value = "cpu,faults,switches", value_parser = event_set)]
     pub events: diagnose::EventSet,
+    /// Percent of each second the switch tracepoint is on (10..100, steps of 10; a new random choice of
+    /// 100 ms slots every second): its counts are of that time, its rates divide by it. 100 counts every
+    /// switch at the full cost.
+    #[arg(long, value_name = "PCT", default_value_t = diagnose::DEFAULT_SWITCH_DUTY_PCT)]
+    pub switch_duty: u32,
     /// Output format.
     #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json, Format::Prometheus]))]
     pub format: Format,

@@ -208,7 +208,7 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width
     ));
     o.push_str(&field(
         "runnable",
-        &format!(
+        &(format!(
             "{} switched out while runnable; {} of them with the page-fault path on the stack: {} preempted inside the kernel, {} at cond_resched, {} on the return to user space, {} otherwise; {} in-kernel preemptions in all",
             s.runnable,
             s.runnable_in_fault,
@@ -217,7 +217,7 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width
             s.after_fault_return_to_user,
             s.in_fault_other,
             s.kernel_preemption
-        ),
+        ) + &switch_time(spec)),
         width,
     ));
     if let Some(w) = &i.waits {
@@ -314,6 +314,17 @@ pub(crate) fn scope_line(sc: &results::diagnose::EventScope) -> String {
         s.push_str(&sc.cgroups.join(", "));
     }
     format!("{s} ({})", sc.why)
+}
+
+/// How much of the window the switch counts are of, when not all of it (`--switch-duty`).
+fn switch_time(spec: &Spec) -> String {
+    match (spec.switch_duty_pct, spec.switch_on_s) {
+        (Some(pct), Some(on_s)) if pct < 100 => format!(
+            " (counted in the {on_s:.1} s the tracepoint was on, {pct}% of each second; x{:.1} for the window)",
+            spec.observed_s / on_s.max(1e-9)
+        ),
+        _ => String::new(),
+    }
 }
 
 /// The diagnosis as text.
