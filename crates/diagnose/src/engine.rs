@@ -14,6 +14,7 @@ use results::diagnose::{
 use results::Envelope;
 
 use crate::cgroup::Plan;
+use crate::duty::Duty;
 use crate::perf::{self, Event, Ring};
 use crate::procs::{self, Reaped};
 use crate::symbols::{self, UserResolver};
@@ -158,14 +159,22 @@ fn new_inst(audit: &Audit, i: &PgInstance) -> Inst {
 struct Opened {
     rings: Vec<Ring>,
     filter: Option<&'static str>,
-    cpu_ok: bool,
-    sw_ok: bool,
+    ok: Measured,
     scope: EventScope,
+}
+
+/// Which events have at least one ring open.
+#[derive(Debug, Clone, Copy)]
+struct Measured {
+    cpu: bool,
+    faults: bool,
+    switches: bool,
 }
 
 /// Opens the rings with the scope of `plan`; what cannot be opened becomes an [`Unmeasured`] line.
 fn open_rings(opts: &Options, plan: Plan, unmeasured: &mut Vec<Unmeasured>) -> Opened {
     let sw = match crate::tracefs::sched_switch() {
+        _ if !opts.events.switches => None,
         Ok(s) => Some(s),
         Err(why) => {
             unmeasured.push(Unmeasured {
@@ -192,6 +201,18 @@ fn open_rings(opts: &Options, plan: Plan, unmeasured: &mut Vec<Unmeasured>) -> O
         "page-fault samples (page-faults-min)",
         "switches while runnable (sched_switch)",
     ];
+    let kept = [opts.events.cpu, opts.events.faults, opts.events.switches];
+    for (k, name) in names.iter().enumerate() {
+        if !kept[k] {
+            unmeasured.push(Unmeasured {
+                what: (*name).into(),
+                why: format!(
+                    "left out (--events {}): not opened, so not measured",
+                    opts.events
+                ),
+            });
+        }
+    }
     for (k, e) in errs.iter().enumerate() {
         if let Some(why) = e {
             unmeasured.push(Unmeasured {
@@ -200,13 +221,16 @@ fn open_rings(opts: &Options, plan: Plan, unmeasured: &mut Vec<Unmeasured>) -> O
             });
         }
     }
-    let cpu_ok = rings.iter().any(|r| r.kind == perf::Kind::Cpu);
-    let sw_ok = rings.iter().any(|r| r.kind == perf::Kind::Switch);
+    let any = |k| rings.iter().any(|r| r.kind == k);
+    let ok = Measured {
+        cpu: any(perf::Kind::Cpu),
+        faults: any(perf::Kind::Fault),
+        switches: any(perf::Kind::Switch),
+    };
     Opened {
         rings,
         filter,
-        cpu_ok,
-        sw_ok,
+        ok,
         scope,
     }
 }
@@ -220,7 +244,8 @@ fn open_each(
 ) -> (Vec<Ring>, Option<&'static str>, [Option<String>; 3]) {
     let cpus = online_cpus();
     // 8 MiB over all rings at most, 64 KiB..512 KiB each.
-    let per = (8usize << 20) / (3 * cpus.len().max(1) * dirs.len().max(1));
+    let kinds = opts.events.names().len().max(1);
+    let per = (8usize << 20) / (kinds * cpus.len().max(1) * dirs.len().max(1));
     let ring_bytes = per.clamp(64 << 10, 512 << 10).next_power_of_two() / 2;
     let cfg = perf::Config {
         cpu_clock_hz: opts.cpu_clock_hz,
@@ -233,16 +258,24 @@ fn open_each(
     let mut filter = None;
     for &dir in dirs {
         for &cpu in &cpus {
-            match perf::open_cpu(cpu, dir, &cfg) {
+            // Without on-CPU samples a dummy event still brings the fork and exit records.
+            let opened = if opts.events.cpu {
+                perf::open_cpu(cpu, dir, &cfg)
+            } else {
+                perf::open_task(cpu, dir, &cfg)
+            };
+            match opened {
                 Ok(r) => rings.push(r),
                 Err(e) => {
                     first_err[0].get_or_insert(perf::explain(&e));
                 }
             }
-            match perf::open_faults(cpu, dir, &cfg) {
-                Ok(r) => rings.push(r),
-                Err(e) => {
-                    first_err[1].get_or_insert(perf::explain(&e));
+            if opts.events.faults {
+                match perf::open_faults(cpu, dir, &cfg) {
+                    Ok(r) => rings.push(r),
+                    Err(e) => {
+                        first_err[1].get_or_insert(perf::explain(&e));
+                    }
                 }
             }
             if let Some(sw) = sw {
@@ -275,7 +308,8 @@ fn poll(rings: &[Ring], timeout: Duration) {
         libc::poll(
             fds.as_mut_ptr(),
             fds.len() as libc::nfds_t,
-            timeout.as_millis().min(1000) as i32,
+            // Rounded up: a timeout rounded down to 0 would spin until the slot or second boundary.
+            timeout.as_micros().div_ceil(1000).min(1000) as i32,
         )
     };
 }
@@ -301,8 +335,7 @@ pub struct Prepared {
     state: State,
     rings: Vec<Ring>,
     filter: Option<&'static str>,
-    cpu_ok: bool,
-    sw_ok: bool,
+    ok: Measured,
     scope: EventScope,
     unmeasured: Vec<Unmeasured>,
     servers: Vec<hostfacts::pgquery::ServerInfo>,
@@ -364,8 +397,7 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
         state,
         rings: o.rings,
         filter: o.filter,
-        cpu_ok: o.cpu_ok,
-        sw_ok: o.sw_ok,
+        ok: o.ok,
         scope: o.scope,
         unmeasured,
         servers,
@@ -387,8 +419,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         mut state,
         mut rings,
         filter,
-        cpu_ok,
-        sw_ok,
+        ok,
         scope,
         mut unmeasured,
         servers,
@@ -426,9 +457,14 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
 
     state.t0_ns = perf::monotonic_ns();
     state.baseline();
+    let mut duty = Duty::new(opts.switch_duty_pct, state.t0_ns);
+    let switch_on = duty.want(0);
     for r in rings.iter_mut() {
-        let _ = r.enable();
+        if r.kind != perf::Kind::Switch || switch_on {
+            let _ = r.enable();
+        }
     }
+    duty.turned(switch_on && ok.switches, perf::monotonic_ns());
     progress(0.0);
     let mut events = Vec::new();
     let mut next_second = 1usize;
@@ -437,7 +473,21 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         let elapsed = t0.elapsed();
         let boundary = Duration::from_secs(next_second as u64);
         if elapsed < boundary {
-            poll(&rings, (boundary - elapsed).min(Duration::from_millis(100)));
+            let mut wait = (boundary - elapsed).min(Duration::from_millis(100));
+            if !duty.always() && ok.switches {
+                let slot = Duty::to_next_slot_ns(elapsed.as_nanos() as u64);
+                wait = wait.min(Duration::from_nanos(slot));
+            }
+            poll(&rings, wait);
+        }
+        if ok.switches {
+            let want = duty.want(t0.elapsed().as_nanos() as u64);
+            if want != duty.is_on() {
+                for r in rings.iter_mut().filter(|r| r.kind == perf::Kind::Switch) {
+                    let _ = if want { r.enable() } else { r.disable() };
+                }
+                duty.turned(want, perf::monotonic_ns());
+            }
         }
         drain(&mut rings, &mut events, &mut state);
         if t0.elapsed() >= boundary {
@@ -458,8 +508,15 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
     for r in rings.iter_mut() {
         let _ = r.disable();
     }
+    duty.turned(false, perf::monotonic_ns());
     drain(&mut rings, &mut events, &mut state);
     let observed_s = t0.elapsed().as_secs_f64();
+    // The share of the window the switch counts are of.
+    let switch_frac = if ok.switches && observed_s > 0.0 {
+        (duty.on_s() / observed_s).clamp(1e-6, 1.0)
+    } else {
+        1.0
+    };
     if interrupted {
         state.scan(next_second - 1, observed_s);
     }
@@ -517,7 +574,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
                     observed_s,
                 )
             });
-            finish(inst, waits, observed_s, state.lost, cpu_ok, sw_ok)
+            finish(inst, waits, observed_s, state.lost, ok, switch_frac)
         })
         .collect();
     DiagnoseResult {
@@ -536,6 +593,10 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
             wait_sample_interval_s: opts.wait_interval.as_secs_f64(),
             sched_switch_filter: filter.map(str::to_string),
             scope: Some(scope),
+            switch_duty_pct: ok.switches.then_some(opts.switch_duty_pct),
+            switch_on_s: ok.switches.then(|| duty.on_s()),
+            events: (opts.events != crate::EventSet::ALL)
+                .then(|| opts.events.names().iter().map(|n| n.to_string()).collect()),
         },
         unmeasured,
         instances,
@@ -580,9 +641,14 @@ fn finish(
     waits: Option<Waits>,
     observed_s: f64,
     lost: u64,
-    cpu_ok: bool,
-    sw_ok: bool,
+    ok: Measured,
+    switch_frac: f64,
 ) -> InstanceDiagnosis {
+    let Measured {
+        cpu: cpu_ok,
+        faults: fault_ok,
+        switches: sw_ok,
+    } = ok;
     let window = inst.exited_at_s.unwrap_or(observed_s).max(1e-9);
     inst.totals.lost_records = lost;
     let t = &inst.totals;
@@ -592,7 +658,7 @@ fn finish(
         minflt_per_s: t.minflt as f64 / window,
         nivcsw_per_s: t.nivcsw as f64 / window,
         runqueue_wait_ms_per_s: t.runqueue_wait_ms / window,
-        preempted_in_fault_per_s: t.switches.runnable_in_fault as f64 / window,
+        preempted_in_fault_per_s: t.switches.runnable_in_fault as f64 / (window * switch_frac),
     };
     let total_samples = t.cpu.samples.max(1) as f64;
     let mut funcs: Vec<FunctionShare> = inst
@@ -618,7 +684,9 @@ fn finish(
         model: &inst.context.preemption_model,
         segment_page_kib: inst.segment.as_ref().map(|s| s.page_size_kib),
         segment_faults_per_s: rates.segment_faults_per_s,
+        faults_measured: fault_ok,
         switches_measured: sw_ok,
+        switch_duty_pct: (switch_frac * 100.0).round() as u32,
         cpu_measured: cpu_ok,
         fix: inst.context.fix.clone(),
     };

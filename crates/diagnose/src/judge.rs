@@ -46,8 +46,12 @@ pub struct Facts<'a> {
     pub segment_page_kib: Option<u64>,
     /// Segment faults per second over the window.
     pub segment_faults_per_s: f64,
+    /// True when the fault samples were measured.
+    pub faults_measured: bool,
     /// True when the sched_switch counts were measured.
     pub switches_measured: bool,
+    /// Percent of the window the tracepoint was on (the counts are of that time).
+    pub switch_duty_pct: u32,
     /// True when on-CPU samples were measured.
     pub cpu_measured: bool,
     /// The audit's fix for the instance.
@@ -98,6 +102,10 @@ pub fn verdict(client: &Categories, sw: &Switches, f: &Facts<'_>) -> Verdict {
         reasons.push(format!("page-fault handling takes {}", pct(&fault)));
     }
     match f.segment_page_kib {
+        Some(k) if !f.faults_measured => reasons.push(format!(
+            "the shared segment is on {} pages (its faults were not measured: see unmeasured)",
+            human_kib(k)
+        )),
         Some(4) => reasons.push(format!(
             "the shared segment is on 4 KB pages: {:.0} faults/s landed in it",
             f.segment_faults_per_s
@@ -111,11 +119,16 @@ pub fn verdict(client: &Categories, sw: &Switches, f: &Facts<'_>) -> Verdict {
     }
     if f.switches_measured {
         reasons.push(format!(
-            "{} backend switches while runnable with the page-fault path on the stack: {} preempted inside the kernel, {} at cond_resched, {} on the return to user space",
+            "{} backend switches while runnable with the page-fault path on the stack: {} preempted inside the kernel, {} at cond_resched, {} on the return to user space{}",
             sw.runnable_in_fault,
             sw.in_fault_kernel_preemption,
             sw.in_fault_voluntary,
-            sw.after_fault_return_to_user
+            sw.after_fault_return_to_user,
+            if f.switch_duty_pct < 100 {
+                format!(" (in the {}% of the window the tracepoint was on)", f.switch_duty_pct)
+            } else {
+                String::new()
+            }
         ));
     }
     let mut checks = Vec::new();
@@ -175,7 +188,9 @@ mod tests {
             model: "lazy",
             segment_page_kib: Some(4),
             segment_faults_per_s: 1000.0,
+            faults_measured: true,
             switches_measured: true,
+            switch_duty_pct: 100,
             cpu_measured: true,
             fix: vec!["sysctl -w vm.nr_hugepages=549".into()],
         }

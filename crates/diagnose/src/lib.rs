@@ -22,7 +22,9 @@
 
 pub mod cgroup;
 pub mod classify;
+pub mod duty;
 mod engine;
+pub mod events;
 pub mod judge;
 pub mod perf;
 pub mod procs;
@@ -35,6 +37,7 @@ use std::time::Duration;
 
 pub use cgroup::Scope;
 pub use engine::{prepare, run, Prepared};
+pub use events::EventSet;
 
 /// Default cpu-clock frequency per CPU, Hz: a prime, off the timer tick's multiples, so samples do not lock
 /// step with periodic kernel work.
@@ -42,6 +45,10 @@ pub const DEFAULT_CPU_CLOCK_HZ: u64 = 199;
 
 /// Default page-fault sampling period: one sample per this many minor faults (counts are scaled back).
 pub const DEFAULT_FAULT_PERIOD: u64 = 16;
+
+/// Default share of each second the `sched_switch` tracepoint is on, percent ([`duty`]): its handler runs
+/// at every context switch on the machine, the dearest part of a diagnosis on a switch-heavy server.
+pub const DEFAULT_SWITCH_DUTY_PCT: u32 = 20;
 
 /// What to observe and how.
 #[derive(Debug, Clone)]
@@ -60,6 +67,10 @@ pub struct Options {
     pub wait_interval: Duration,
     /// Which tasks the perf events watch (`--scope`).
     pub scope: Scope,
+    /// Which perf events to open (`--events`).
+    pub events: EventSet,
+    /// Share of each second the sched_switch tracepoint is on, percent: 10..=100 in steps of 10.
+    pub switch_duty_pct: u32,
 }
 
 impl Options {
@@ -73,6 +84,8 @@ impl Options {
             fault_period: DEFAULT_FAULT_PERIOD,
             wait_interval: Duration::from_millis(200),
             scope: Scope::Auto,
+            events: EventSet::ALL,
+            switch_duty_pct: DEFAULT_SWITCH_DUTY_PCT,
         }
     }
 }
@@ -143,6 +156,13 @@ impl Options {
                 what: "frequency",
                 value: self.cpu_clock_hz,
                 range: "1..10000 Hz",
+            });
+        }
+        if !(10..=100).contains(&self.switch_duty_pct) || self.switch_duty_pct % 10 != 0 {
+            return Err(DiagnoseError::Range {
+                what: "switch duty",
+                value: self.switch_duty_pct as u64,
+                range: "10..100 percent, in steps of 10",
             });
         }
         if !(1..=1_000_000).contains(&self.fault_period) {

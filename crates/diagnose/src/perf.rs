@@ -6,13 +6,15 @@
 //! /proc is sampled all the same, and the number of file descriptors grows with the CPUs, not with the
 //! backends. The instance's processes are picked out in user space (fork records name the parent).
 //!
-//! Three events per CPU, each with its own ring buffer:
+//! Three events per CPU (those `--events` keeps), each with its own ring buffer:
 //! - `cpu-clock` at a frequency: IP, TID, time, the kernel call chain and the user chain (whose leaf is the
 //!   user instruction even when the sample hit in the kernel); with `task` on, fork and exit records too.
 //! - `page-faults-min` (minor faults, the ones /proc/PID/stat's minflt counts) every `fault_period`th
 //!   fault: TID, time and the faulting data address (PERF_SAMPLE_ADDR).
 //! - the `sched:sched_switch` tracepoint: TID, time, the raw record and the kernel call chain, filtered in
 //!   the kernel to PostgreSQL's processes (prev_comm) switched out while runnable.
+//!
+//! Without cpu-clock, a `dummy` event per CPU carries the fork and exit records.
 
 use std::fs::File;
 use std::io;
@@ -116,6 +118,8 @@ pub enum Kind {
     Fault,
     /// sched_switch.
     Switch,
+    /// Fork and exit records only (the `dummy` software event), when cpu-clock is left out.
+    Task,
 }
 
 /// One event's ring on one CPU.
@@ -179,6 +183,25 @@ pub fn open_cpu(cpu: usize, cgroup: Option<&File>, c: &Config) -> io::Result<Rin
         .task(true);
     Ok(Ring {
         kind: Kind::Cpu,
+        sampler: b.build()?.sampled(c.ring_bytes)?,
+        switch: None,
+    })
+}
+
+/// Opens a ring of one CPU that carries only fork and exit records (the `dummy` software event counts
+/// nothing): how short-lived backends are followed when the on-CPU samples are left out (`--events`).
+pub fn open_task(cpu: usize, cgroup: Option<&File>, c: &Config) -> io::Result<Ring> {
+    let mut b = Builder::new(Software::DUMMY);
+    base(
+        &mut b,
+        cpu,
+        cgroup,
+        SampleFlag::TID | SampleFlag::TIME,
+        c.ring_bytes,
+    );
+    b.task(true);
+    Ok(Ring {
+        kind: Kind::Task,
         sampler: b.build()?.sampled(c.ring_bytes)?,
         switch: None,
     })
@@ -316,6 +339,7 @@ impl Ring {
                                 kernel,
                             });
                         }
+                        Kind::Task => {}
                     }
                 }
                 R::Fork(f) => out.push(Event::Fork {

@@ -637,6 +637,9 @@ fn diagnose_prepare(
 ) -> Result<diagnose::Prepared, diagnose::DiagnoseError> {
     let mut opts = diagnose::Options::new(Duration::from_secs(duration_s + 60));
     opts.pids = vec![pm];
+    // Every switch counted: a bench compares cells that all carry the same diagnosis, and its in-fault
+    // preemption counts are evidence the bench reports.
+    opts.switch_duty_pct = 100;
     diagnose::prepare(&opts, result::envelope(results::Kind::Diagnose))
 }
 

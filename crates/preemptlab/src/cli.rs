@@ -331,6 +331,16 @@ pub struct DiagnoseArgs {
     /// more); auto is system, which measured cheaper for a server talking to other cgroups.
     #[arg(long, default_value = "auto", value_parser = scope())]
     pub scope: diagnose::Scope,
+    /// The perf events to open, comma-separated: cpu (on-CPU samples: the spinlock share), faults
+    /// (segment faults), switches (preemptions inside page faults; the dearest on a switch-heavy load:
+    /// the tracepoint runs at every context switch on the machine). What is left out is not measured.
+    #[arg(long, value_name = "LIST", default_value = "cpu,faults,switches", value_parser = event_set)]
+    pub events: diagnose::EventSet,
+    /// Percent of each second the switch tracepoint is on (10..100, steps of 10; a new random choice of
+    /// 100 ms slots every second): its counts are of that time, its rates divide by it. 100 counts every
+    /// switch at the full cost.
+    #[arg(long, value_name = "PCT", default_value_t = diagnose::DEFAULT_SWITCH_DUTY_PCT)]
+    pub switch_duty: u32,
     /// Output format.
     #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json, Format::Prometheus]))]
     pub format: Format,
@@ -386,6 +396,11 @@ pub struct HugepagesArgs {
 fn formats(offered: &'static [Format]) -> impl TypedValueParser<Value = Format> {
     PossibleValuesParser::new(offered.iter().map(|f| f.name()))
         .map(|name| name.parse::<Format>().expect("a name of Format::ALL"))
+}
+
+/// `diagnose --events`'s parser.
+fn event_set(s: &str) -> Result<diagnose::EventSet, String> {
+    s.parse()
 }
 
 /// `diagnose --scope`'s parser: a [`diagnose::Scope`] by its name.

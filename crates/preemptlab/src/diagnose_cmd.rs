@@ -41,6 +41,8 @@ pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
     opts.cpu_clock_hz = args.frequency;
     opts.fault_period = args.fault_period;
     opts.scope = args.scope;
+    opts.events = args.events;
+    opts.switch_duty_pct = args.switch_duty;
     opts.check().map_err(|e| match e {
         diagnose::DiagnoseError::Duration { .. } => {
             anyhow!("--duration {}: the window must be 1s..24h", args.duration)
@@ -50,7 +52,9 @@ pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
         } => anyhow!("--{e}"),
         e => anyhow!(
             "--{}",
-            e.to_string().replace("fault period", "fault-period")
+            e.to_string()
+                .replace("fault period", "fault-period")
+                .replace("switch duty", "switch-duty")
         ),
     })?;
     Ok(opts)

@@ -1,7 +1,7 @@
 //! A diagnosis as text: per instance, where the client backends' CPU went, the page faults on the
 //! segment against the kernel's counters, the scheduling counts, the wait events, the verdict and the fix.
 
-use results::diagnose::{Categories, DiagnoseResult, InstanceDiagnosis, Symptom};
+use results::diagnose::{Categories, DiagnoseResult, InstanceDiagnosis, Spec, Symptom};
 
 use crate::markup::{columns, field, wrap, Align, Style};
 use stats::fmt::rate;
@@ -56,7 +56,8 @@ fn symptom(s: Symptom, st: Style) -> String {
     }
 }
 
-fn instance(o: &mut String, i: &InstanceDiagnosis, window_s: f64, st: Style, width: usize) {
+fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width: usize) {
+    let window_s = spec.observed_s;
     let mut head = format!("Instance {}", i.postmaster_pid);
     let mut what = Vec::new();
     if let Some(v) = &i.version {
@@ -155,20 +156,22 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, window_s: f64, st: Style, wid
     }
     let r = &i.rates;
     o.push_str("\n  Page faults\n");
+    // Left out by --events: the sampled rows were not measured (the kernel's counters were).
+    let sampled = |per_s: f64, n: u64| {
+        if spec.opened("faults") {
+            (rate(per_s), n.to_string())
+        } else {
+            ("-".to_string(), "not measured".to_string())
+        }
+    };
+    let (seg_rate, seg_n) = sampled(r.segment_faults_per_s, t.segment_faults);
+    let (other_rate, other_n) = sampled(r.other_faults_per_s, t.other_faults);
     o.push_str(&columns(
         &["", "per s", "total"],
         &[Align::Left, Align::Right, Align::Right],
         &[
-            vec![
-                "in the shared segment".into(),
-                rate(r.segment_faults_per_s),
-                t.segment_faults.to_string(),
-            ],
-            vec![
-                "elsewhere".into(),
-                rate(r.other_faults_per_s),
-                t.other_faults.to_string(),
-            ],
+            vec!["in the shared segment".into(), seg_rate, seg_n],
+            vec!["elsewhere".into(), other_rate, other_n],
             vec![
                 "minor faults, kernel counters".into(),
                 rate(r.minflt_per_s),
@@ -205,7 +208,7 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, window_s: f64, st: Style, wid
     ));
     o.push_str(&field(
         "runnable",
-        &format!(
+        &(format!(
             "{} switched out while runnable; {} of them with the page-fault path on the stack: {} preempted inside the kernel, {} at cond_resched, {} on the return to user space, {} otherwise; {} in-kernel preemptions in all",
             s.runnable,
             s.runnable_in_fault,
@@ -214,7 +217,7 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, window_s: f64, st: Style, wid
             s.after_fault_return_to_user,
             s.in_fault_other,
             s.kernel_preemption
-        ),
+        ) + &switch_time(spec)),
         width,
     ));
     if let Some(w) = &i.waits {
@@ -313,6 +316,17 @@ pub(crate) fn scope_line(sc: &results::diagnose::EventScope) -> String {
     format!("{s} ({})", sc.why)
 }
 
+/// How much of the window the switch counts are of, when not all of it (`--switch-duty`).
+fn switch_time(spec: &Spec) -> String {
+    match (spec.switch_duty_pct, spec.switch_on_s) {
+        (Some(pct), Some(on_s)) if pct < 100 => format!(
+            " (counted in the {on_s:.1} s the tracepoint was on, {pct}% of each second; x{:.1} for the window)",
+            spec.observed_s / on_s.max(1e-9)
+        ),
+        _ => String::new(),
+    }
+}
+
 /// The diagnosis as text.
 pub fn render(r: &DiagnoseResult, st: Style, width: usize) -> String {
     let mut o = String::new();
@@ -324,6 +338,9 @@ pub fn render(r: &DiagnoseResult, st: Style, width: usize) -> String {
         "{:.1} s observed of {:.0} s; cpu-clock at {} Hz per CPU; 1 in {} minor faults sampled",
         r.spec.observed_s, r.spec.duration_s, r.spec.cpu_clock_hz, r.spec.fault_period
     );
+    if let Some(e) = &r.spec.events {
+        window.push_str(&format!("; only {} (--events)", e.join(", ")));
+    }
     if r.envelope.interrupted {
         window.push_str("; INTERRUPTED: a partial result");
     }
@@ -348,7 +365,7 @@ pub fn render(r: &DiagnoseResult, st: Style, width: usize) -> String {
     ));
     o.push('\n');
     for i in &r.instances {
-        instance(&mut o, i, r.spec.observed_s, st, width);
+        instance(&mut o, i, &r.spec, st, width);
     }
     if !r.unmeasured.is_empty() {
         o.push_str(&st.bold("Not measured"));

@@ -47,6 +47,26 @@ pub struct Spec {
     /// were system-wide).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<EventScope>,
+    /// The perf events opened when `--events` left some out (`cpu`, `faults`, `switches`); absent: all
+    /// three.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<String>>,
+    /// Share of each second the sched_switch tracepoint was on, percent (absent: files written before it
+    /// existed, on all the time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch_duty_pct: Option<u32>,
+    /// Seconds the tracepoint was really on: the switch counts are of this time, their rates divide by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch_on_s: Option<f64>,
+}
+
+impl Spec {
+    /// True when the event of this `--events` name (`cpu`, `faults`, `switches`) was asked for.
+    pub fn opened(&self, name: &str) -> bool {
+        self.events
+            .as_ref()
+            .is_none_or(|e| e.iter().any(|n| n == name))
+    }
 }
 
 /// Which tasks the perf events watched.
@@ -199,7 +219,7 @@ pub struct Second {
     pub runqueue_wait_ms: f64,
     /// CPU time (/proc/PID/stat utime + stime, exited children through cutime + cstime), ms.
     pub cpu_ms: f64,
-    /// sched_switch counts.
+    /// sched_switch counts, of the part of this second the tracepoint was on (`Spec::switch_duty_pct`).
     pub switches: Switches,
     /// Wait-event samples of active client backends (`--pg`), by event (`CPU` when none).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
