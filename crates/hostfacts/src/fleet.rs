@@ -226,7 +226,9 @@ fn tell_shared_names_apart(diagnosed: &mut HashMap<String, Vec<DiagnosisRow>>) {
     }
     for row in diagnosed.values_mut().flatten() {
         if let (Some(id), Some(2..)) = (&row.host_id, hosts_named.get(&row.host)) {
-            row.host = format!("{} (host ID {})", row.host, &id[..id.len().min(8)]);
+            // By characters: the ID comes from a file, which need not hold hex digits.
+            let start: String = id.chars().take(8).collect();
+            row.host = format!("{} (host ID {start})", row.host);
         }
     }
 }

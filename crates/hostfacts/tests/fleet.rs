@@ -434,6 +434,19 @@ fn two_diagnosed_hosts_sharing_a_name_stay_two_regression() {
     let table = report::fleet_table::render(&f, Style { color: false }, 120);
     assert!(table.contains("localhost (host ID fedcba98)"), "{table}");
 
+    // An ID that is not hex digits (a hand-made or damaged file) is shown by its characters, no panic.
+    let f = load(&[
+        ("d/a.json", as_host(Some("ééééééééé"), 1_000)),
+        ("d/b.json", as_host(Some(b), 2_000)),
+    ]);
+    assert!(
+        f.diagnoses
+            .iter()
+            .any(|d| d.host == "localhost (host ID éééééééé)"),
+        "{:?}",
+        f.diagnoses
+    );
+
     // Diagnoses without a host ID (written before it was kept) still load, one host per name.
     let f = load(&[
         ("d/old.json", as_host(None, 1_000)),
