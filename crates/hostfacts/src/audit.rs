@@ -17,6 +17,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub fn host_facts(host: &Host) -> HostFacts {
     HostFacts {
         hostname: host.fact("/proc/sys/kernel/hostname"),
+        host_id: crate::hostid::read(host),
         kernel: kernel::read(host),
         memory: memory::read(host),
     }
@@ -48,6 +49,7 @@ fn audit_with(
 ) -> Audit {
     let HostFacts {
         hostname,
+        host_id,
         kernel,
         memory,
     } = host_facts(host);
@@ -76,7 +78,7 @@ fn audit_with(
             Some(host.root().display().to_string())
         },
         hostname,
-        host_id: crate::hostid::read(host),
+        host_id,
         inventory_name: None,
         kernel,
         memory,

@@ -10,7 +10,8 @@
 //! for an audit written before it kept them, the same computation over the facts it recorded.
 //!
 //! Diagnosis files (`preemptlab diagnose --format json`) among the audits are read too: the newest of each
-//! host gives one row per instance it observed ([`DiagnosisRow`]), instances with the symptom first.
+//! host (told apart by its host ID, by its host name in a diagnosis without one) gives one row per instance
+//! it observed ([`DiagnosisRow`]), instances with the symptom first.
 
 pub use results::host::fleet::{
     DiagnosisRow, Failed, Fleet, Group, HostPool, HostRow, InstanceFix, Sizing, Stale, Superseded,
@@ -176,11 +177,19 @@ fn diagnosis_rows(file: &str, text: &str) -> Option<Vec<DiagnosisRow>> {
         .value
         .clone()
         .unwrap_or_else(|| file_stem(file));
+    let host_id = d
+        .envelope
+        .host
+        .host_id
+        .get()
+        .filter(|i| !i.is_empty())
+        .cloned();
     Some(
         d.instances
             .iter()
             .map(|i| DiagnosisRow {
                 host: host.clone(),
+                host_id: host_id.clone(),
                 file: file.to_string(),
                 started_unix_s: d.envelope.started_unix_s,
                 postmaster_pid: i.postmaster_pid,
@@ -194,6 +203,34 @@ fn diagnosis_rows(file: &str, text: &str) -> Option<Vec<DiagnosisRow>> {
             })
             .collect(),
     )
+}
+
+/// What tells a diagnosed host from the others: its host ID, else (a diagnosis written before it was kept)
+/// its host name as shown. A diagnosis carries no inventory name, and the kernel's host name is shared by
+/// clones and defaults (`localhost`), so it is only the fallback.
+fn diagnosis_key(row: &DiagnosisRow) -> String {
+    match &row.host_id {
+        Some(id) => format!("host-id {id}"),
+        None => format!("hostname {}", row.host),
+    }
+}
+
+/// Shows the start of the host ID after the host name of each diagnosed host whose name another one shares
+/// (`diagnosed`: the rows of each host, by [`diagnosis_key`]).
+fn tell_shared_names_apart(diagnosed: &mut HashMap<String, Vec<DiagnosisRow>>) {
+    let mut hosts_named: HashMap<String, usize> = HashMap::new();
+    for rows in diagnosed.values() {
+        if let Some(first) = rows.first() {
+            *hosts_named.entry(first.host.clone()).or_default() += 1;
+        }
+    }
+    for row in diagnosed.values_mut().flatten() {
+        if let (Some(id), Some(2..)) = (&row.host_id, hosts_named.get(&row.host)) {
+            // By characters: the ID comes from a file, which need not hold hex digits.
+            let start: String = id.chars().take(8).collect();
+            row.host = format!("{} (host ID {start})", row.host);
+        }
+    }
 }
 
 fn file_stem(file: &str) -> String {
@@ -386,7 +423,7 @@ pub fn combine(loaded: Vec<Loaded>, opts: &Options) -> Fleet {
             }
             Loaded::Diagnosis(rows) => {
                 if let Some(first) = rows.first() {
-                    let key = first.host.clone();
+                    let key = diagnosis_key(first);
                     let newer = diagnosed.get(&key).is_none_or(|kept| {
                         (first.started_unix_s, &first.file)
                             > (kept[0].started_unix_s, &kept[0].file)
@@ -516,6 +553,7 @@ pub fn combine(loaded: Vec<Loaded>, opts: &Options) -> Fleet {
             b.preempt_model,
         ))
     });
+    tell_shared_names_apart(&mut diagnosed);
     let mut diagnoses: Vec<DiagnosisRow> = diagnosed.into_values().flatten().collect();
     diagnoses.sort_by(|a, b| {
         let rank = |r: &DiagnosisRow| match r.symptom {

@@ -163,9 +163,54 @@ fn held_by_preemptlab(host: &Host, kib: u64) -> Held {
     held
 }
 
-/// How many times [`read_pools`] reads a pool's counters again when they moved while it read the runs'
-/// mappings.
+/// How many times [`read_pools`] reads a pool's counters and the runs' mappings again when either moved.
 const STABLE_READ_TRIES: usize = 5;
+
+/// Two reads taken as one by [`read_settled`]: what the runs map and the pool's counters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Settled<M, C> {
+    /// The runs' mappings, as last read.
+    mappings: M,
+    /// The pool's counters, as last read.
+    counters: C,
+    /// Whether each read agreed with the one before it on both sides of the other read; false when they
+    /// kept moving for every try.
+    settled: bool,
+}
+
+/// Reads `mappings` and `counters` alternately (mappings, counters, mappings, counters, ...) until two
+/// consecutive reads of each are equal, at most `tries` times after the first pair. Then the counters were
+/// read between two equal mapping reads and the last mappings between two equal counter reads: a run that
+/// mapped or unmapped between one read and the next, on either side, changed one of the pairs and is read
+/// again. Checking only the counters around one mapping read let a run that mapped after the first counter
+/// read and unmapped before the second (equal counters) be counted as a user of pages the counters never
+/// held, and the pool's target come out too small. Only a run that maps and unmaps twice between two of
+/// the reads goes unseen.
+fn read_settled<M: PartialEq, C: PartialEq>(
+    mut mappings: impl FnMut() -> M,
+    mut counters: impl FnMut() -> C,
+    tries: usize,
+) -> Settled<M, C> {
+    let mut last = Settled {
+        mappings: mappings(),
+        counters: counters(),
+        settled: false,
+    };
+    for _ in 0..tries {
+        let m = mappings();
+        let c = counters();
+        let settled = m == last.mappings && c == last.counters;
+        last = Settled {
+            mappings: m,
+            counters: c,
+            settled,
+        };
+        if settled {
+            break;
+        }
+    }
+    last
+}
 
 /// Reads the hugetlb pools.
 pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
@@ -199,26 +244,24 @@ pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
                 num("surplus_hugepages"),
             )
         };
-        // The counters and the runs' mappings are two reads: a run that maps or unmaps between them is seen
-        // by one and not the other. Read the counters again after the mappings and retry while they moved
-        // (a few times). A pool that keeps moving is taken as last read with none of the runs' mappings
+        // The counters and the runs' mappings are separate reads: a run that maps or unmaps between them is
+        // seen by one and not the other. Each is read on both sides of the other until both pairs agree
+        // (`read_settled`). A pool that keeps moving is taken as last read with none of the runs' mappings
         // known: their pages then count as other users', which errs toward a larger target, never a smaller.
-        let mut read = counters();
-        let mut held = held_by_preemptlab(host, kib);
-        let mut settled = false;
-        for _ in 0..STABLE_READ_TRIES {
-            let again = counters();
-            if again == read {
-                settled = true;
-                break;
-            }
-            read = again;
-            held = held_by_preemptlab(host, kib);
-        }
+        let Settled {
+            mappings: mut held,
+            counters: read,
+            settled,
+        } = read_settled(
+            || held_by_preemptlab(host, kib),
+            counters,
+            STABLE_READ_TRIES,
+        );
         if !settled {
             held.mapped = 0;
             held.unknown = Some(format!(
-                "the pool's counters moved in each of {STABLE_READ_TRIES} reads around the runs' mappings"
+                "the pool's counters or the runs' mappings moved in each of {STABLE_READ_TRIES} reads \
+                 around each other"
             ));
         }
         match read {
@@ -307,6 +350,81 @@ mod tests {
         assert_eq!(p.pinned_kib(), u64::MAX);
         assert_eq!(p.committed(), u64::MAX);
         assert_eq!(p.available(), 0);
+    }
+
+    /// Regression: the counters were read on both sides of one mapping read and taken when they agreed,
+    /// so a run that mapped after the first counter read and unmapped before the second (the counters
+    /// equal, never holding its pages) was counted as holding 16 of them: the target came out 16 pages too
+    /// small. The mappings must agree on both sides of the counters too.
+    #[test]
+    fn a_run_mapped_only_between_two_equal_counter_reads_is_not_counted_regression() {
+        use std::cell::Cell;
+        const OTHERS: u64 = 100;
+        // The pool's counters never hold the run's pages; the mapping read right after the first counter
+        // read sees its 16 (it mapped after that read and unmaps before the next).
+        let counter_reads = Cell::new(0u32);
+        let seen = Cell::new(false);
+        let mappings = || {
+            if counter_reads.get() == 1 && !seen.replace(true) {
+                16
+            } else {
+                0
+            }
+        };
+        let counters = || {
+            counter_reads.set(counter_reads.get() + 1);
+            OTHERS
+        };
+        let r = read_settled(mappings, counters, STABLE_READ_TRIES);
+        assert_eq!(
+            r,
+            Settled {
+                mappings: 0,
+                counters: OTHERS,
+                settled: true
+            }
+        );
+        assert!(seen.get(), "the run was seen by one read");
+    }
+
+    /// Reads that agree at once are read twice each; reads that never agree are read `tries` + 1 times
+    /// and say so (the caller then counts none of the runs' mappings: the larger target).
+    #[test]
+    fn settled_reads_stop_when_both_pairs_agree_and_say_when_they_never_did() {
+        use std::cell::Cell;
+        let reads = Cell::new(0u32);
+        let still = read_settled(|| 3u64, || reads.set(reads.get() + 1), 5);
+        assert!(still.settled && still.mappings == 3);
+        assert_eq!(reads.get(), 2);
+        // The counters keep moving (another user growing the pool).
+        let n = Cell::new(0u64);
+        let moving = read_settled(
+            || 3u64,
+            || {
+                n.set(n.get() + 1);
+                n.get()
+            },
+            5,
+        );
+        assert_eq!(
+            moving,
+            Settled {
+                mappings: 3,
+                counters: 6,
+                settled: false
+            }
+        );
+        // The mappings keep moving, the counters do not.
+        let m = Cell::new(0u64);
+        let moving = read_settled(
+            || {
+                m.set(m.get() + 1);
+                m.get()
+            },
+            || 7u64,
+            5,
+        );
+        assert!(!moving.settled && moving.mappings == 6 && moving.counters == 7);
     }
 
     /// What a live run holds is read from its record and its smaps: the pages it added, and those its

@@ -381,3 +381,80 @@ fn diagnoses_are_shown_for_hosts_that_sent_one() {
     assert_eq!(d.symptom, results::diagnose::Symptom::NotPresent);
     assert!(d.client_samples > 200, "{d:?}");
 }
+
+/// Regression: diagnoses were grouped by the kernel's host name, so of two hosts named alike (`localhost`,
+/// cloned images) only the newer diagnosis was shown. They are told apart by the host ID the diagnosis
+/// carries, each shown with the start of it; one without an ID (an older file) still goes by its name.
+#[test]
+fn two_diagnosed_hosts_sharing_a_name_stay_two_regression() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/results/diagnose-pg15-4k-reconnect.json"),
+    )
+    .unwrap();
+    let as_host = |id: Option<&str>, started_unix_s: u64| {
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["host"]["hostname"]["value"] = "localhost".into();
+        match id {
+            Some(id) => {
+                v["host"]["host_id"] = serde_json::json!({"value": id, "source": "/etc/machine-id"})
+            }
+            None => assert!(v["host"]
+                .as_object_mut()
+                .unwrap()
+                .remove("host_id")
+                .is_none()),
+        }
+        v["started_unix_s"] = started_unix_s.into();
+        serde_json::to_string(&v).unwrap()
+    };
+    let (a, b) = (
+        "0123456789abcdef0123456789abcdef",
+        "fedcba9876543210fedcba9876543210",
+    );
+    let f = load(&[
+        ("d/a.json", as_host(Some(a), 1_000)),
+        ("d/b.json", as_host(Some(b), 2_000)),
+        ("d/a-again.json", as_host(Some(a), 1_500)),
+    ]);
+    assert!(f.failed.is_empty(), "{:?}", f.failed);
+    let mut rows: Vec<(&str, Option<&str>, &str)> = f
+        .diagnoses
+        .iter()
+        .map(|d| (d.host.as_str(), d.host_id.as_deref(), d.file.as_str()))
+        .collect();
+    rows.sort();
+    assert_eq!(
+        rows,
+        [
+            ("localhost (host ID 01234567)", Some(a), "d/a-again.json"),
+            ("localhost (host ID fedcba98)", Some(b), "d/b.json"),
+        ]
+    );
+    let table = report::fleet_table::render(&f, Style { color: false }, 120);
+    assert!(table.contains("localhost (host ID fedcba98)"), "{table}");
+
+    // An ID that is not hex digits (a hand-made or damaged file) is shown by its characters, no panic.
+    let f = load(&[
+        ("d/a.json", as_host(Some("ééééééééé"), 1_000)),
+        ("d/b.json", as_host(Some(b), 2_000)),
+    ]);
+    assert!(
+        f.diagnoses
+            .iter()
+            .any(|d| d.host == "localhost (host ID éééééééé)"),
+        "{:?}",
+        f.diagnoses
+    );
+
+    // Diagnoses without a host ID (written before it was kept) still load, one host per name.
+    let f = load(&[
+        ("d/old.json", as_host(None, 1_000)),
+        ("d/old-later.json", as_host(None, 2_000)),
+    ]);
+    assert!(f.failed.is_empty(), "{:?}", f.failed);
+    assert_eq!(f.diagnoses.len(), 1, "{:?}", f.diagnoses);
+    assert_eq!(f.diagnoses[0].host, "localhost");
+    assert_eq!(f.diagnoses[0].host_id, None);
+    assert_eq!(f.diagnoses[0].file, "d/old-later.json");
+}

@@ -137,8 +137,8 @@ pub enum Step<R, E> {
     Interrupted,
     /// The cell ends with this status and reason; the matrix goes on.
     Cell(Status, String),
-    /// Every cell of the group fails with this reason (what they share failed: a server); the matrix goes
-    /// on with the next group.
+    /// Every cell of the group that is still running (`ok`) fails with this reason (what they share
+    /// failed: a server); the matrix goes on with the next group.
     Group(String),
     /// The run cannot go on.
     Abort(E),
@@ -295,8 +295,12 @@ impl<B: Bench> Run<'_, '_, B> {
                 Ok(Flow::Stop)
             }
             Step::Group(why) => {
+                // Only the cells that were running: one skipped at planning, or ended by a failure of its
+                // own in an earlier round, keeps its status and reason.
                 for c in group.clone() {
-                    self.cell(c).mark(Status::Failed, Some(why.clone()));
+                    if self.cell(c).status() == Status::Ok {
+                        self.cell(c).mark(Status::Failed, Some(why.clone()));
+                    }
                 }
                 Ok(Flow::Stop)
             }
@@ -694,6 +698,44 @@ mod tests {
         assert!(r.envelope.interrupted);
         assert_eq!(b.file()["interrupted"], true);
         assert_eq!(b.file()["cells"][3]["status"], "interrupted");
+    }
+
+    /// Regression: a group that failed (`Step::Group`) marked every cell of it failed, the cells skipped at
+    /// planning and those that failed on their own in an earlier round included; they keep their status
+    /// and reason.
+    #[test]
+    fn a_failed_group_leaves_its_skipped_cells_skipped_regression() {
+        let (r, _b, _dir) = run(
+            Order::Rounds,
+            groups_of(4, 4),
+            doc(4, &[0]),
+            |c, r| match (c, r) {
+                (1, 0) => Step::Cell(Status::Failed, "broke".into()),
+                (3, 1) => Step::Group("the server died".into()),
+                _ => Step::Rep(Rep::default()),
+            },
+        );
+        let r = r.unwrap();
+        let status: Vec<Status> = r.cells.iter().map(|c| c.status).collect();
+        assert_eq!(
+            status,
+            [
+                Status::Skipped,
+                Status::Failed,
+                Status::Failed,
+                Status::Failed
+            ]
+        );
+        let reasons: Vec<Option<&str>> = r.cells.iter().map(|c| c.reason.as_deref()).collect();
+        assert_eq!(
+            reasons,
+            [
+                Some("cannot"),
+                Some("broke"),
+                Some("the server died"),
+                Some("the server died")
+            ]
+        );
     }
 
     #[test]

@@ -753,3 +753,25 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// Regression: the no-panic check of a refusal matched the bare word "panicked", which `vm`'s own report
+/// of a guest kernel panic contains (a boot that panicked is booted again, and the refusal after three says
+/// so); only a Rust panic ("panicked at FILE:LINE:COL") fails it.
+#[test]
+fn a_guest_kernel_panic_in_a_refusal_is_not_a_rust_panic_regression() {
+    use std::os::unix::process::ExitStatusExt;
+    let exit_2 = |err: &str| std::process::Output {
+        status: std::process::ExitStatus::from_raw(2 << 8),
+        stdout: Vec::new(),
+        stderr: err.as_bytes().to_vec(),
+    };
+    let guest =
+        "preemptlab vm: the guest kernel panicked before the command started, in all 3 boots\n";
+    common::assert_refused(&exit_2(guest), "guest kernel panic", "in all 3 boots");
+    let rust = "thread 'main' panicked at crates/preemptlab/src/main.rs:10:5: --kernel\n";
+    assert!(common::rust_panic(rust));
+    let caught = std::panic::catch_unwind(|| {
+        common::assert_refused(&exit_2(rust), "Rust panic", "--kernel")
+    });
+    assert!(caught.is_err(), "a Rust panic passed the check");
+}

@@ -397,7 +397,7 @@ fn switch_preempt_switches_for_the_run_or_refuses_cleanly() {
         &out,
     );
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!err.contains("panicked"), "{err}");
+    assert!(!common::rust_panic(&err), "{err}");
     match before {
         Some(before) => {
             assert_eq!(o.status.code(), Some(0), "{err}");

@@ -385,7 +385,7 @@ fn closed_stdout_is_a_quiet_exit_not_a_panic() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
         assert!(
-            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            !common::rust_panic(&stderr) && !stderr.contains("Broken pipe"),
             "{args:?}: {stderr}"
         );
     }

@@ -476,6 +476,79 @@ fn unprivileged_measures_what_it_can() {
         f(&inst["totals"]["processes_seen"]) >= 4.0,
         "the /proc part is measured: {inst}"
     );
-    assert!(!err.contains("panicked"), "{err}");
+    assert!(!common::rust_panic(&err), "{err}");
+    c.remove().unwrap();
+}
+
+/// `--events` leaves events out (named as not measured, their rows not counted) and `--switch-duty` turns
+/// the switch tracepoint on for part of each second: the time it was on is recorded and the switch rate
+/// divides by it. Bad values are refused in one line.
+#[test]
+fn events_left_out_and_the_switch_duty() {
+    let o = diagnose(&["--events", "cpu,bogus", "--duration", "1s"]);
+    common::assert_refused(&o, "--events with a bad name", "cpu, faults, switches");
+    let o = diagnose(&["--switch-duty", "15", "--duration", "1s"]);
+    common::assert_refused(&o, "--switch-duty 15", "--switch-duty 15");
+
+    let parent = tempfile::tempdir().unwrap();
+    let mut c = cluster(parent.path());
+    c.start(&settings("off")).unwrap();
+    load_tables(&c, true);
+    let pm = c.postmaster_pid().unwrap();
+    let _load = reconnecting_load(&c, 10);
+    std::thread::sleep(Duration::from_secs(2));
+    let out = diagnose(&[
+        "--pid",
+        &pm.to_string(),
+        "--duration",
+        "5s",
+        "--events",
+        "switches,cpu",
+        "--switch-duty",
+        "50",
+        "--format",
+        "json",
+    ]);
+    let doc = json(&out);
+    let spec = &doc["spec"];
+    assert_eq!(
+        spec["events"],
+        serde_json::json!(["cpu", "switches"]),
+        "{spec}"
+    );
+    assert_eq!(spec["switch_duty_pct"], 50, "{spec}");
+    let (on_s, observed_s) = (f(&spec["switch_on_s"]), f(&spec["observed_s"]));
+    assert!(
+        on_s > 0.3 * observed_s && on_s < 0.8 * observed_s,
+        "on for about half the window: {on_s} of {observed_s} s"
+    );
+    let unmeasured = doc["unmeasured"].as_array().unwrap();
+    assert_eq!(unmeasured.len(), 1, "{unmeasured:?}");
+    assert!(
+        unmeasured[0]["what"]
+            .as_str()
+            .unwrap()
+            .contains("page-fault")
+            && unmeasured[0]["why"].as_str().unwrap().contains("--events"),
+        "{unmeasured:?}"
+    );
+    let inst = instance(&doc, pm);
+    let t = &inst["totals"];
+    assert_eq!(f(&t["segment_faults"]) + f(&t["other_faults"]), 0.0, "{t}");
+    assert!(
+        f(&t["minflt"]) > 0.0,
+        "the kernel's counters are still read: {t}"
+    );
+    assert!(f(&t["cpu"]["samples"]) > 0.0, "{t}");
+    let sw = &t["switches"];
+    assert!(f(&sw["runnable"]) > 0.0, "switches recorded while on: {sw}");
+    // The rate divides by the time on, not by the window.
+    let window = f(&spec["observed_s"]);
+    let rate = f(&inst["rates"]["preempted_in_fault_per_s"]);
+    let want = f(&sw["runnable_in_fault"]) / (window * (on_s / observed_s));
+    assert!(
+        (rate - want).abs() <= 1e-6 * want.max(1.0),
+        "{rate} vs {want}"
+    );
     c.remove().unwrap();
 }

@@ -93,7 +93,7 @@ fn odd_host_text_and_closed_pipes_never_panic() {
             .unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         let fine = |code: Option<i32>| matches!(code, Some(0..=2));
-        if !fine(o.status.code()) || err.contains("panicked") {
+        if !fine(o.status.code()) || common::rust_panic(&err) {
             failed.push(format!("{label}: {} {err}", o.status));
         }
         let state = dir.path().join("state").display().to_string();

@@ -414,7 +414,38 @@ pub fn summary(r: &DiagnoseResult, width: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use results::diagnose::{EventScope, ScopeKind};
+    use results::diagnose::{EventScope, ScopeKind, Spec};
+
+    #[test]
+    fn switch_counts_of_part_of_the_window_say_so() {
+        let mut spec = Spec {
+            duration_s: 10.0,
+            observed_s: 10.0,
+            cpu_clock_hz: 199,
+            fault_period: 16,
+            pids: Vec::new(),
+            dsns: Vec::new(),
+            wait_sample_interval_s: 0.2,
+            sched_switch_filter: None,
+            scope: None,
+            events: None,
+            switch_duty_pct: Some(20),
+            switch_on_s: Some(2.5),
+        };
+        assert_eq!(
+            super::switch_time(&spec),
+            " (counted in the 2.5 s the tracepoint was on, 20% of each second; x4.0 for the window)"
+        );
+        spec.switch_duty_pct = Some(100);
+        assert_eq!(super::switch_time(&spec), "");
+        // Files from before the duty existed: on all the time, nothing to say.
+        spec.switch_duty_pct = None;
+        spec.switch_on_s = None;
+        assert_eq!(super::switch_time(&spec), "");
+        assert!(spec.opened("faults"));
+        spec.events = Some(vec!["cpu".into()]);
+        assert!(!spec.opened("faults") && spec.opened("cpu"));
+    }
 
     #[test]
     fn the_scope_fits_one_line() {

@@ -56,7 +56,7 @@ pub struct Audit {
 fn host_id_not_kept() -> Fact<String> {
     Fact::unavailable(
         "/etc/machine-id",
-        "not recorded (an audit written before preemptlab kept the host ID)",
+        "not recorded (written before preemptlab kept the host ID)",
     )
 }
 
@@ -65,6 +65,10 @@ fn host_id_not_kept() -> Fact<String> {
 pub struct HostFacts {
     /// Host name.
     pub hostname: Fact<String>,
+    /// The host's ID, as the audit keeps it ([`Audit::host_id`]): `fleet` tells two diagnosed hosts that
+    /// share a host name apart by it. Unavailable in results written before it was kept.
+    #[serde(default = "host_id_not_kept")]
+    pub host_id: Fact<String>,
     /// Kernel and preemption.
     pub kernel: KernelFacts,
     /// Memory, huge pages, THP.

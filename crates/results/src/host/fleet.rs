@@ -247,8 +247,13 @@ pub struct Stale {
 /// observed instance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DiagnosisRow {
-    /// Host name (the diagnosis' host facts).
+    /// Host name (the diagnosis' host facts; the file name without `.json` when it has none), followed by
+    /// the start of its host ID when another diagnosed host has the same name.
     pub host: String,
+    /// The host's ID (the diagnosis' host facts), when it has one: diagnoses are told apart by it, by the
+    /// host name when it is absent (a diagnosis written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_id: Option<String>,
     /// The file.
     pub file: String,
     /// When its window opened, seconds since the Unix epoch.
