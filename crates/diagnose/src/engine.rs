@@ -686,7 +686,7 @@ fn finish(
         segment_faults_per_s: rates.segment_faults_per_s,
         faults_measured: fault_ok,
         switches_measured: sw_ok,
-        switch_duty_pct: (switch_frac * 100.0).round() as u32,
+        switch_on_pct: (switch_frac * 100.0).round() as u32,
         cpu_measured: cpu_ok,
         fix: inst.context.fix.clone(),
     };

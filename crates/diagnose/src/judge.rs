@@ -51,7 +51,7 @@ pub struct Facts<'a> {
     /// True when the sched_switch counts were measured.
     pub switches_measured: bool,
     /// Percent of the window the tracepoint was on (the counts are of that time).
-    pub switch_duty_pct: u32,
+    pub switch_on_pct: u32,
     /// True when on-CPU samples were measured.
     pub cpu_measured: bool,
     /// The audit's fix for the instance.
@@ -124,8 +124,8 @@ pub fn verdict(client: &Categories, sw: &Switches, f: &Facts<'_>) -> Verdict {
             sw.in_fault_kernel_preemption,
             sw.in_fault_voluntary,
             sw.after_fault_return_to_user,
-            if f.switch_duty_pct < 100 {
-                format!(" (in the {}% of the window the tracepoint was on)", f.switch_duty_pct)
+            if f.switch_on_pct < 100 {
+                format!(" (in the {}% of the window the tracepoint was on)", f.switch_on_pct)
             } else {
                 String::new()
             }
@@ -190,7 +190,7 @@ mod tests {
             segment_faults_per_s: 1000.0,
             faults_measured: true,
             switches_measured: true,
-            switch_duty_pct: 100,
+            switch_on_pct: 100,
             cpu_measured: true,
             fix: vec!["sysctl -w vm.nr_hugepages=549".into()],
         }
