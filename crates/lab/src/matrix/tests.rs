@@ -1,0 +1,298 @@
+//! The driver on a scripted bench: the order of its steps, what the file says after each, and how
+//! skipped, failed, interrupted and aborted runs end.
+
+use super::*;
+use results::net::{Cell as NetCell, NetPath, NetResult, NetTest, Rep, Spec};
+
+/// A bench whose steps are scripted per (cell, round); it records what ran and what the file said.
+struct Scripted {
+    script: fn(usize, u32) -> Step<Rep, OutputError>,
+    out: std::path::PathBuf,
+    log: Vec<String>,
+}
+
+impl Scripted {
+    fn file(&self) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(&self.out).unwrap()).unwrap()
+    }
+}
+
+impl Bench for Scripted {
+    type Doc = NetResult;
+    type Shared = usize;
+    type Error = OutputError;
+
+    fn open(
+        &mut self,
+        _: &mut NetResult,
+        cells: Range<usize>,
+        round: u32,
+    ) -> Result<usize, Unopened<OutputError>> {
+        self.log.push(format!("open {cells:?} r{round}"));
+        Ok(cells.start)
+    }
+
+    fn rep(&mut self, group: &mut usize, cell: &NetCell, at: At) -> Step<Rep, OutputError> {
+        assert_eq!(
+            cell.msg_size, at.cell,
+            "the cell asked for is the one given"
+        );
+        let f = self.file();
+        self.log.push(format!(
+            "g{group} c{} r{} file:{}",
+            at.cell,
+            at.round,
+            f["cells"].as_array().unwrap().len()
+        ));
+        assert_eq!(f["interrupted"], true, "until the matrix completes");
+        (self.script)(at.cell, at.round)
+    }
+
+    fn close(&mut self, group: usize) -> Result<(), OutputError> {
+        self.log.push(format!("close g{group}"));
+        Ok(())
+    }
+
+    fn summarize(&self, _: &mut NetCell) {}
+
+    fn on_done(&mut self, cell: &NetCell) {
+        self.log
+            .push(format!("done c{} {:?}", cell.msg_size, cell.status));
+    }
+}
+
+fn doc(cells: usize, skip: &[usize]) -> NetResult {
+    let spec = Spec {
+        tests: vec![NetTest::TcpStream],
+        msg_sizes: (0..cells).collect(),
+        streams: 1,
+        duration_s: 1.0,
+        repeat: 2,
+        netns: false,
+    };
+    let cells = (0..cells)
+        .map(|i| NetCell {
+            test: NetTest::TcpStream,
+            msg_size: i,
+            streams: 1,
+            path: NetPath::Loopback,
+            status: if skip.contains(&i) {
+                Status::Skipped
+            } else {
+                Status::Ok
+            },
+            reason: skip.contains(&i).then(|| "cannot".to_string()),
+            reps: vec![],
+            summary: None,
+        })
+        .collect();
+    NetResult {
+        envelope: unfinished(Kind::BenchNet),
+        spec,
+        cells,
+    }
+}
+
+fn run(
+    order: Order,
+    groups: Vec<Range<usize>>,
+    doc: NetResult,
+    script: fn(usize, u32) -> Step<Rep, OutputError>,
+) -> (Result<NetResult, OutputError>, Scripted, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    // The file exists before the first step (a caller that wrote it, as bench pg does).
+    result::write(&out, &doc).unwrap();
+    let m = Matrix {
+        groups,
+        repeat: 2,
+        order,
+        noun: "runs",
+        out: &out,
+        written: true,
+    };
+    let mut b = Scripted {
+        script,
+        out: out.clone(),
+        log: vec![],
+    };
+    let r = m.run(&mut b, doc);
+    (r, b, dir)
+}
+
+#[test]
+fn rounds_run_every_cell_once_per_round_group_by_group_and_skip_what_cannot_run() {
+    let (r, b, _dir) = run(
+        Order::Rounds,
+        groups_of(4, 2),
+        doc(4, &[1]),
+        |c, r| match (c, r) {
+            (2, 0) => Step::Cell(Status::Failed, "broke".into()),
+            _ => Step::Rep(Rep::default()),
+        },
+    );
+    let r = r.unwrap();
+    assert_eq!(
+        b.log,
+        [
+            "open 0..2 r0",
+            "g0 c0 r0 file:4",
+            "close g0",
+            "open 2..4 r0",
+            "g2 c2 r0 file:4",
+            "done c2 Failed",
+            "g2 c3 r0 file:4",
+            "close g2",
+            "open 0..2 r1",
+            "g0 c0 r1 file:4",
+            "done c0 Ok",
+            "close g0",
+            "open 2..4 r1",
+            "g2 c3 r1 file:4",
+            "done c3 Ok",
+            "close g2",
+        ]
+    );
+    let reps: Vec<usize> = r.cells.iter().map(|c| c.reps.len()).collect();
+    assert_eq!(reps, [2, 0, 0, 2]);
+    assert_eq!(r.cells[2].reason.as_deref(), Some("broke"));
+    assert!(!r.envelope.interrupted);
+    assert_eq!(
+        b.file()["interrupted"],
+        false,
+        "the last write says how it ended"
+    );
+}
+
+#[test]
+fn a_failed_group_is_not_run_again_and_a_stop_marks_what_is_short() {
+    let (r, b, _dir) = run(Order::Rounds, groups_of(4, 2), doc(4, &[]), |c, r| {
+        match (c, r) {
+            (1, 0) => Step::Group("the server died".into()),
+            (3, 1) => Step::Interrupted,
+            _ => Step::Rep(Rep::default()),
+        }
+    });
+    let r = r.unwrap();
+    let status: Vec<Status> = r.cells.iter().map(|c| c.status).collect();
+    assert_eq!(
+        status,
+        [
+            Status::Failed,
+            Status::Failed,
+            Status::Ok,
+            Status::Interrupted
+        ]
+    );
+    assert_eq!(r.cells[0].reason.as_deref(), Some("the server died"));
+    assert_eq!(
+        r.cells[3].reason.as_deref(),
+        Some("interrupted after 1 of 2 runs")
+    );
+    assert!(
+        b.log.iter().all(|l| !l.starts_with("g0 c0 r1")),
+        "{:?}",
+        b.log
+    );
+    assert!(r.envelope.interrupted);
+    assert_eq!(b.file()["interrupted"], true);
+    assert_eq!(b.file()["cells"][3]["status"], "interrupted");
+}
+
+/// Regression: a group that failed (`Step::Group`) marked every cell of it failed, the cells skipped at
+/// planning and those that failed on their own in an earlier round included; they keep their status
+/// and reason.
+#[test]
+fn a_failed_group_leaves_its_skipped_cells_skipped_regression() {
+    let (r, _b, _dir) = run(
+        Order::Rounds,
+        groups_of(4, 4),
+        doc(4, &[0]),
+        |c, r| match (c, r) {
+            (1, 0) => Step::Cell(Status::Failed, "broke".into()),
+            (3, 1) => Step::Group("the server died".into()),
+            _ => Step::Rep(Rep::default()),
+        },
+    );
+    let r = r.unwrap();
+    let status: Vec<Status> = r.cells.iter().map(|c| c.status).collect();
+    assert_eq!(
+        status,
+        [
+            Status::Skipped,
+            Status::Failed,
+            Status::Failed,
+            Status::Failed
+        ]
+    );
+    let reasons: Vec<Option<&str>> = r.cells.iter().map(|c| c.reason.as_deref()).collect();
+    assert_eq!(
+        reasons,
+        [
+            Some("cannot"),
+            Some("broke"),
+            Some("the server died"),
+            Some("the server died")
+        ]
+    );
+}
+
+#[test]
+fn cell_major_cells_enter_the_file_when_done_and_a_stop_leaves_the_rest_out() {
+    let (r, b, _dir) = run(
+        Order::CellMajor,
+        groups_of(4, 4),
+        doc(4, &[0]),
+        |c, r| match (c, r) {
+            (2, 1) => Step::Interrupted,
+            _ => Step::Rep(Rep::default()),
+        },
+    );
+    let r = r.unwrap();
+    assert_eq!(
+        b.log,
+        [
+            "open 0..4 r0",
+            "done c0 Skipped",
+            "g0 c1 r0 file:1",
+            "g0 c1 r1 file:1",
+            "done c1 Ok",
+            "g0 c2 r0 file:2",
+            "g0 c2 r1 file:2",
+            "done c2 Interrupted",
+            "close g0",
+        ]
+    );
+    assert_eq!(
+        r.cells.len(),
+        3,
+        "the cell not reached is not in the result"
+    );
+    assert_eq!(b.file()["cells"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        r.cells[2].reason.as_deref(),
+        Some("interrupted after 1 of 2 runs")
+    );
+    assert!(r.envelope.interrupted);
+}
+
+#[test]
+fn an_error_that_ends_the_run_leaves_a_file_that_says_interrupted() {
+    let (r, b, _dir) = run(
+        Order::CellMajor,
+        groups_of(3, 1),
+        doc(3, &[]),
+        |c, _| match c {
+            1 => Step::Abort(OutputError::Serialize {
+                path: "x".into(),
+                err: serde_json::from_str::<u8>("x").unwrap_err(),
+            }),
+            _ => Step::Rep(Rep::default()),
+        },
+    );
+    assert!(r.is_err());
+    assert_eq!(b.log.last().map(String::as_str), Some("close g1"));
+    let f = b.file();
+    assert_eq!(f["interrupted"], true);
+    assert_eq!(f["cells"].as_array().unwrap().len(), 1, "the cells done");
+}
