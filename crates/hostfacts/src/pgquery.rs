@@ -13,6 +13,7 @@
 //! would give, for the connect only.
 
 pub use results::host::pgquery::{PgFailure, ServerInfo, Setting};
+#[cfg(feature = "pg-client")]
 use std::collections::BTreeMap;
 
 /// The settings the audit asks for.
