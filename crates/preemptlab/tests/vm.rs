@@ -171,6 +171,23 @@ fn audit_on_618_booted_none_offers_all_four() {
         .unwrap()
         .starts_with("6.18."));
     assert_vm_block(&v);
+    // The guest's own ID (given on its kernel command line), not the host's machine ID it also sees.
+    let id = &v["host_id"];
+    let host = hostfacts::hostid::read(&hostfacts::Host::live());
+    if host.value.is_some() {
+        let guest = id["value"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no ID: {id}"));
+        assert!(hostfacts::hostid::is_guest_id(guest), "{id}");
+        assert_ne!(Some(guest), host.value.as_deref(), "the host's ID");
+        assert!(
+            id["source"]
+                .as_str()
+                .unwrap()
+                .contains("preemptlab vm guest"),
+            "{id}"
+        );
+    }
 }
 
 #[test]

@@ -14,10 +14,12 @@ use std::time::{Duration, Instant};
 use assert_cmd::cargo::cargo_bin;
 
 /// The stand-in: counts its starts in `$FAKE_DIR/starts`, records its pid and its "QEMU"'s in
-/// `$FAKE_DIR/pids`; panics (prints a panicking console and exits) while the count is at most
-/// `$FAKE_PANICS`; then, with `$FAKE_HANG` set, boots for ever, else plays a guest that ran the command.
+/// `$FAKE_DIR/pids` and its arguments in `$FAKE_DIR/args`; panics (prints a panicking console and exits)
+/// while the count is at most `$FAKE_PANICS`; then, with `$FAKE_HANG` set, boots for ever, else plays a
+/// guest that ran the command.
 const FAKE_VNG: &str = r#"#!/bin/sh
 case "$1" in --version) echo "virtme-ng 0.0-stand-in"; exit 0;; esac
+echo "$@" > "$FAKE_DIR/args"
 d=
 while [ $# -gt 0 ]; do
   [ "$1" = --rwdir ] && d=$2
@@ -264,4 +266,58 @@ fn a_bad_guest_command_never_starts_virtme_ng() {
     }
     assert_eq!(fake.starts(), 0, "virtme-ng was started");
     assert!(fake.temp_left().is_empty());
+}
+
+/// Regression: a guest sees the host's /etc/machine-id (virtme-ng shares the root filesystem), so its
+/// results carried the host's ID and `fleet` merged them with the host's. `vm` gives the guest an ID of
+/// its own on the kernel command line: the same for the same set-up, another for another model, never the
+/// host's.
+#[test]
+fn a_guest_gets_an_id_of_its_own_on_its_kernel_command_line_regression() {
+    use hostfacts::hostid::{self, GuestSetup};
+    let fake = Fake::new();
+    let id_of = |args: &[&str]| -> String {
+        let o = fake.run(args, &[]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let line = std::fs::read_to_string(fake.path("args")).unwrap();
+        hostid::guest_param(&line)
+            .unwrap_or_else(|| {
+                panic!(
+                    "no {} on the kernel command line: {line}",
+                    hostid::GUEST_PARAM
+                )
+            })
+            .to_string()
+    };
+    let first = id_of(&["--", "audit", "--format", "json"]);
+    assert_eq!(
+        first,
+        id_of(&["--", "audit", "--format", "json"]),
+        "one set-up, one ID"
+    );
+    let none = id_of(&["--preempt", "none", "--", "audit", "--format", "json"]);
+    assert_ne!(first, none, "another model, another guest");
+    let image = std::fs::canonicalize(fake.path("vmlinuz-9.9.9-stand-in")).unwrap();
+    let expected = hostid::guest_kernel_param(
+        &hostfacts::Host::live(),
+        &GuestSetup {
+            kernel_image: &image.display().to_string(),
+            preempt: "default",
+            vcpus: 1,
+            memory_mib: 512,
+        },
+    );
+    assert_eq!(format!("{}={first}", hostid::GUEST_PARAM), expected);
+    match hostid::read(&hostfacts::Host::live()).value {
+        Some(host_id) => {
+            assert!(hostid::is_guest_id(&first), "{first}");
+            assert_ne!(first, host_id, "the guest is not the host");
+        }
+        None => assert_eq!(first, hostid::GUEST_WITHOUT_ID),
+    }
 }

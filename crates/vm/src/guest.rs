@@ -1,8 +1,10 @@
-//! What the host hands the guest, and reads back from its console (pure): the guest script, virtme-ng's
-//! arguments, the command's `--out`, the kernel's module tree, and whether a boot panicked before the
-//! command started.
+//! What the host hands the guest, and reads back from its console (pure): the guest script, the kernel
+//! parameters (the guest's own ID among them), virtme-ng's arguments, the command's `--out`, the kernel's
+//! module tree, and whether a boot panicked before the command started.
 
 use std::path::{Path, PathBuf};
+
+use hostfacts::PreemptModel;
 
 use crate::accel::Accel;
 use crate::kernels::Kernel;
@@ -95,6 +97,28 @@ pub fn guest_script(
          mv \"$d/status.tmp\" \"$d/status\"\n",
         cmd = cmd.join(" ")
     )
+}
+
+/// The kernel parameters the guest boots with (pure): the model (`preempt=`), the caller's `append`, and
+/// last the guest's identity (`identity`, `preemptlab.host_id=...`: `hostfacts::hostid`), so that one in
+/// `append` does not override it (the guest goes by the last).
+pub fn kernel_append(
+    preempt: Option<PreemptModel>,
+    append: Option<&str>,
+    identity: &str,
+) -> String {
+    preempt
+        .map(|m| format!("preempt={m}"))
+        .into_iter()
+        .chain(
+            append
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .map(String::from),
+        )
+        .chain(std::iter::once(identity.to_string()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `args` with a read-only `--rodir` for each of `dirs` (at the same path in the guest), before `--exec`.
@@ -277,6 +301,24 @@ mod tests {
         // A build directory without modules.
         let b = tempfile::tempdir().unwrap();
         assert_eq!(module_tree(&k(b.path().join("bzImage"))), None);
+    }
+
+    #[test]
+    fn the_guests_identity_goes_last_on_its_command_line() {
+        let id = "preemptlab.host_id=vm-d8d429a008ab4feaa0e218414c777cdd";
+        assert_eq!(kernel_append(None, None, id), id);
+        assert_eq!(
+            kernel_append(
+                Some(PreemptModel::None),
+                Some(" nokaslr preemptlab.host_id=mine "),
+                id
+            ),
+            format!("preempt=none nokaslr preemptlab.host_id=mine {id}")
+        );
+        assert_eq!(
+            hostfacts::hostid::guest_param(&kernel_append(None, Some("preemptlab.host_id=x"), id)),
+            id.strip_prefix("preemptlab.host_id=")
+        );
     }
 
     #[test]

@@ -8,8 +8,9 @@
 //!
 //! - [`kernels`]: which kernels can be booted and what each offers (models, rseq slice extension);
 //! - [`accel`]: KVM or TCG, with the reason;
-//! - [`guest`]: what the host hands the guest and reads back from its console (the guest script,
-//!   virtme-ng's arguments, the command's `--out`, whether a boot panicked), pure;
+//! - [`guest`]: what the host hands the guest and reads back from its console (the guest script, the
+//!   kernel parameters with the guest's own ID, virtme-ng's arguments, the command's `--out`, whether a
+//!   boot panicked), pure;
 //! - [`pgdirs`]: the PostgreSQL build directories a `bench pg --pg-bin` command needs shared into the guest;
 //! - [`run`]: booting and waiting, timing, a boot that panicked before the command tried again, and
 //!   cleanup (virtme-ng and QEMU run in their own process group, killed on a stop signal or error; the temp

@@ -18,11 +18,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use hostfacts::hostid::{self, GuestSetup};
 use hostfacts::rusage::{Usage, Who};
-use hostfacts::PreemptModel;
+use hostfacts::{Host, PreemptModel};
 
 use crate::accel::{self, AccelRequest};
-use crate::guest::{boot_panic, find_out_arg, guest_script, module_tree, vng_args, with_rodirs};
+use crate::guest::{
+    boot_panic, find_out_arg, guest_script, kernel_append, module_tree, vng_args, with_rodirs,
+};
 use crate::kernels::{self, Kernel, SearchPaths};
 use crate::record::{with_vm_block, VmBlock, MAX_BOOTS};
 use crate::VmError;
@@ -304,6 +307,32 @@ fn switch_preempt_arg(command: &[String]) -> Option<String> {
     None
 }
 
+/// The kernel parameter that gives the guest its own ID (`hostfacts::hostid`): it sees the host's
+/// /etc/machine-id, which would make its results the host's in `fleet`. The ID is the host's machine ID
+/// hashed with what makes the guest the machine it is: the kernel image (its canonical path), the model it
+/// boots (the one asked, else the kernel's default), its vCPUs and memory.
+fn guest_identity(
+    kernel: &Kernel,
+    caps: Option<&kernels::Capabilities>,
+    preempt: Option<PreemptModel>,
+    vcpus: u32,
+    memory_mib: u64,
+) -> String {
+    let image = std::fs::canonicalize(&kernel.image).unwrap_or_else(|_| kernel.image.clone());
+    let model = preempt
+        .or(caps.and_then(|c| c.default_model))
+        .map_or_else(|| "default".to_string(), |m| m.to_string());
+    hostid::guest_kernel_param(
+        &Host::live(),
+        &GuestSetup {
+            kernel_image: &image.display().to_string(),
+            preempt: &model,
+            vcpus,
+            memory_mib,
+        },
+    )
+}
+
 /// One boot of the guest, waited for until virtme-ng exits.
 struct Attempt {
     /// From starting virtme-ng until the command started; None when it never did.
@@ -469,13 +498,8 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
     )
     .map_err(|e| VmError::io(format!("writing {}", script.display()), e))?;
 
-    let mut append = String::new();
-    if let Some(m) = opts.preempt {
-        append.push_str(&format!("preempt={m} "));
-    }
-    if let Some(a) = &opts.append {
-        append.push_str(a);
-    }
+    let identity = guest_identity(&kernel, caps.as_ref(), opts.preempt, cpus, memory_mib);
+    let append = kernel_append(opts.preempt, opts.append.as_deref(), &identity);
     let args = vng_args(
         &kernel.image,
         accel,

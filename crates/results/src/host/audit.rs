@@ -24,7 +24,8 @@ pub struct Audit {
     /// Host name.
     pub hostname: Fact<String>,
     /// The host's ID: its machine ID (`/etc/machine-id`) hashed for preemptlab (`hostfacts::hostid`), unique
-    /// per installation where host names are not. Unavailable in audits written before it was kept.
+    /// per installation where host names are not; in a `preemptlab vm` guest `vm-` and its own ID, given on
+    /// its kernel command line (`preemptlab.host_id=`). Unavailable in audits written before it was kept.
     #[serde(default = "host_id_not_kept")]
     pub host_id: Fact<String>,
     /// The name the host goes by in the operator's inventory (`audit --inventory-name`, which the Ansible
