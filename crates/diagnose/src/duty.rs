@@ -1,13 +1,15 @@
-//! The `sched_switch` tracepoint on for part of each second (`--switch-duty`).
+//! Sampled events on for part of each second: the `sched_switch` tracepoint (`--switch-duty`) and the
+//! on-CPU samples (`--cpu-duty`).
 //!
 //! The tracepoint's perf handler runs at every context switch on the machine, PostgreSQL's or not, before
 //! its filter can reject the switch: on a switch-heavy server it is the dearest part of a diagnosis (a
 //! system-wide profile of `pgbench -S -c 8` on 2 CPUs had 1.3 points more of the CPUs in the switch path
-//! with it on; docs/notes/2026-11-26-diagnose-overhead.md). Sampling it in time cuts that in proportion:
-//! each second is cut into ten 100 ms slots and the tracepoint is on in `pct / 10` of them, a different
-//! pseudo-random choice every second (a fixed phase could beat against a periodic load), so every second
-//! has the same share on and the counts of any second, or of the window, scale by the same factor. The
-//! time it was really on is measured, not assumed.
+//! with it on; docs/notes/2026-11-26-diagnose-overhead.md). A sampling cpu-clock event cost the same load
+//! about 5% of its TPS on this project's VM whatever its rate, so its time on is cut too. Each second is
+//! cut into ten 100 ms slots and an event is on in `pct / 10` of them, a different pseudo-random choice
+//! every second (a fixed phase could beat against a periodic load), so every second has the same share on
+//! and the counts of any second, or of the window, scale by the same factor. The time an event was really
+//! on is measured, not assumed.
 
 /// Slots per second.
 pub const SLOTS: u32 = 10;

@@ -258,16 +258,22 @@ fn open_each(
     let mut filter = None;
     for &dir in dirs {
         for &cpu in &cpus {
-            // Without on-CPU samples a dummy event still brings the fork and exit records.
-            let opened = if opts.events.cpu {
-                perf::open_cpu(cpu, dir, &cfg)
-            } else {
-                perf::open_task(cpu, dir, &cfg)
-            };
-            match opened {
-                Ok(r) => rings.push(r),
-                Err(e) => {
-                    first_err[0].get_or_insert(perf::explain(&e));
+            // The cpu-clock ring brings the fork and exit records when it is on all the time; without
+            // it, or with it on for part of each second, an always-on dummy event does.
+            let whole = opts.cpu_duty_pct >= 100;
+            let mut opened = Vec::new();
+            if opts.events.cpu {
+                opened.push(perf::open_cpu(cpu, dir, &cfg, whole));
+            }
+            if !opts.events.cpu || !whole {
+                opened.push(perf::open_task(cpu, dir, &cfg));
+            }
+            for o in opened {
+                match o {
+                    Ok(r) => rings.push(r),
+                    Err(e) => {
+                        first_err[0].get_or_insert(perf::explain(&e));
+                    }
                 }
             }
             if opts.events.faults {
@@ -457,14 +463,39 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
 
     state.t0_ns = perf::monotonic_ns();
     state.baseline();
-    let mut duty = Duty::new(opts.switch_duty_pct, state.t0_ns);
-    let switch_on = duty.want(0);
+    // One schedule per sampled kind, seeded alike: equal shares get the same slots, and the smaller
+    // share's slots are among the larger's (the same partial shuffle).
+    let mut duties = [
+        (
+            perf::Kind::Switch,
+            ok.switches,
+            Duty::new(opts.switch_duty_pct, state.t0_ns),
+        ),
+        (
+            perf::Kind::Cpu,
+            ok.cpu,
+            Duty::new(opts.cpu_duty_pct, state.t0_ns),
+        ),
+    ];
+    let now = perf::monotonic_ns();
+    let on_at_start: Vec<bool> = duties
+        .iter_mut()
+        .map(|(_, open, d)| {
+            let on = *open && d.want(0);
+            d.turned(on, now);
+            on
+        })
+        .collect();
     for r in rings.iter_mut() {
-        if r.kind != perf::Kind::Switch || switch_on {
+        let held_off = duties
+            .iter()
+            .zip(&on_at_start)
+            .any(|((k, _, _), on)| *k == r.kind && !on);
+        if !held_off {
             let _ = r.enable();
         }
     }
-    duty.turned(switch_on && ok.switches, perf::monotonic_ns());
+    let any_toggled = duties.iter().any(|(_, open, d)| *open && !d.always());
     progress(0.0);
     let mut events = Vec::new();
     let mut next_second = 1usize;
@@ -474,16 +505,16 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         let boundary = Duration::from_secs(next_second as u64);
         if elapsed < boundary {
             let mut wait = (boundary - elapsed).min(Duration::from_millis(100));
-            if !duty.always() && ok.switches {
+            if any_toggled {
                 let slot = Duty::to_next_slot_ns(elapsed.as_nanos() as u64);
                 wait = wait.min(Duration::from_nanos(slot));
             }
             poll(&rings, wait);
         }
-        if ok.switches {
+        for (kind, _, duty) in duties.iter_mut().filter(|(_, open, _)| *open) {
             let want = duty.want(t0.elapsed().as_nanos() as u64);
             if want != duty.is_on() {
-                for r in rings.iter_mut().filter(|r| r.kind == perf::Kind::Switch) {
+                for r in rings.iter_mut().filter(|r| r.kind == *kind) {
                     let _ = if want { r.enable() } else { r.disable() };
                 }
                 duty.turned(want, perf::monotonic_ns());
@@ -508,7 +539,11 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
     for r in rings.iter_mut() {
         let _ = r.disable();
     }
-    duty.turned(false, perf::monotonic_ns());
+    let now = perf::monotonic_ns();
+    for (_, _, d) in duties.iter_mut() {
+        d.turned(false, now);
+    }
+    let [(_, _, duty), (_, _, cpu_duty)] = duties;
     drain(&mut rings, &mut events, &mut state);
     let observed_s = t0.elapsed().as_secs_f64();
     // The share of the window the switch counts are of.
@@ -595,6 +630,8 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
             scope: Some(scope),
             switch_duty_pct: ok.switches.then_some(opts.switch_duty_pct),
             switch_on_s: ok.switches.then(|| duty.on_s()),
+            cpu_duty_pct: ok.cpu.then_some(opts.cpu_duty_pct),
+            cpu_on_s: ok.cpu.then(|| cpu_duty.on_s()),
             events: (opts.events != crate::EventSet::ALL)
                 .then(|| opts.events.names().iter().map(|n| n.to_string()).collect()),
         },

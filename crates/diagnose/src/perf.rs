@@ -14,7 +14,8 @@
 //! - the `sched:sched_switch` tracepoint: TID, time, the raw record and the kernel call chain, filtered in
 //!   the kernel to PostgreSQL's processes (prev_comm) switched out while runnable.
 //!
-//! Without cpu-clock, a `dummy` event per CPU carries the fork and exit records.
+//! Without cpu-clock, or with cpu-clock on for only part of each second (`--cpu-duty`), a `dummy` event per
+//! CPU, always on, carries the fork and exit records.
 
 use std::fs::File;
 use std::io;
@@ -168,8 +169,10 @@ fn base<'a>(
         .wakeup_watermark(ring_bytes / 2);
 }
 
-/// Opens the cpu-clock ring of one CPU (of one cgroup's tasks on it with `cgroup`).
-pub fn open_cpu(cpu: usize, cgroup: Option<&File>, c: &Config) -> io::Result<Ring> {
+/// Opens the cpu-clock ring of one CPU (of one cgroup's tasks on it with `cgroup`); with `task`, it also
+/// carries the fork and exit records (only when it is on all the window: a ring turned off for part of each
+/// second would miss the forks and exits of that part).
+pub fn open_cpu(cpu: usize, cgroup: Option<&File>, c: &Config, task: bool) -> io::Result<Ring> {
     let mut b = Builder::new(Software::CPU_CLOCK);
     base(
         &mut b,
@@ -180,7 +183,7 @@ pub fn open_cpu(cpu: usize, cgroup: Option<&File>, c: &Config) -> io::Result<Rin
     );
     b.sample_frequency(c.cpu_clock_hz)
         .sample_max_stack(c.max_stack)
-        .task(true);
+        .task(task);
     Ok(Ring {
         kind: Kind::Cpu,
         sampler: b.build()?.sampled(c.ring_bytes)?,
@@ -189,7 +192,8 @@ pub fn open_cpu(cpu: usize, cgroup: Option<&File>, c: &Config) -> io::Result<Rin
 }
 
 /// Opens a ring of one CPU that carries only fork and exit records (the `dummy` software event counts
-/// nothing): how short-lived backends are followed when the on-CPU samples are left out (`--events`).
+/// nothing): how short-lived backends are followed when the on-CPU samples are left out (`--events`) or
+/// on for only part of each second (`--cpu-duty`).
 pub fn open_task(cpu: usize, cgroup: Option<&File>, c: &Config) -> io::Result<Ring> {
     let mut b = Builder::new(Software::DUMMY);
     base(

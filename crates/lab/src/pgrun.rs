@@ -640,6 +640,7 @@ fn diagnose_prepare(
     // Every switch counted: a bench compares cells that all carry the same diagnosis, and its in-fault
     // preemption counts are evidence the bench reports.
     opts.switch_duty_pct = 100;
+    opts.cpu_duty_pct = 100;
     diagnose::prepare(&opts, result::envelope(results::Kind::Diagnose))
 }
 

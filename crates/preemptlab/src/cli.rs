@@ -320,7 +320,7 @@ pub struct DiagnoseArgs {
     /// The window: a number and a unit (s, m, h).
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub duration: String,
-    /// On-CPU samples per second per CPU.
+    /// On-CPU samples per second per CPU while they are on (--cpu-duty).
     #[arg(long, value_name = "HZ", default_value_t = diagnose::DEFAULT_CPU_CLOCK_HZ)]
     pub frequency: u64,
     /// Sample one minor fault in this many (counts are scaled back).
@@ -341,6 +341,11 @@ pub struct DiagnoseArgs {
     /// switch at the full cost.
     #[arg(long, value_name = "PCT", default_value_t = diagnose::DEFAULT_SWITCH_DUTY_PCT)]
     pub switch_duty: u32,
+    /// Percent of each second the on-CPU samples are on (10..100, steps of 10; the same 100 ms slots as
+    /// the switch tracepoint's when the two are equal): the shares of samples need no scaling. 100
+    /// samples all the time at the full cost.
+    #[arg(long, value_name = "PCT", default_value_t = diagnose::DEFAULT_CPU_DUTY_PCT)]
+    pub cpu_duty: u32,
     /// Output format.
     #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json, Format::Prometheus]))]
     pub format: Format,

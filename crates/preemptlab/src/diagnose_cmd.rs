@@ -43,6 +43,7 @@ pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
     opts.scope = args.scope;
     opts.events = args.events;
     opts.switch_duty_pct = args.switch_duty;
+    opts.cpu_duty_pct = args.cpu_duty;
     opts.check().map_err(|e| match e {
         diagnose::DiagnoseError::Duration { .. } => {
             anyhow!("--duration {}: the window must be 1s..24h", args.duration)
@@ -55,6 +56,7 @@ pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
             e.to_string()
                 .replace("fault period", "fault-period")
                 .replace("switch duty", "switch-duty")
+                .replace("cpu duty", "cpu-duty")
         ),
     })?;
     Ok(opts)

@@ -482,13 +482,16 @@ fn unprivileged_measures_what_it_can() {
 
 /// `--events` leaves events out (named as not measured, their rows not counted) and `--switch-duty` turns
 /// the switch tracepoint on for part of each second: the time it was on is recorded and the switch rate
-/// divides by it. Bad values are refused in one line.
+/// divides by it. `--cpu-duty` does the same for the on-CPU samples: they come only from the time on.
+/// Bad values are refused in one line.
 #[test]
-fn events_left_out_and_the_switch_duty() {
+fn events_left_out_and_the_switch_and_cpu_duty() {
     let o = diagnose(&["--events", "cpu,bogus", "--duration", "1s"]);
     common::assert_refused(&o, "--events with a bad name", "cpu, faults, switches");
     let o = diagnose(&["--switch-duty", "15", "--duration", "1s"]);
     common::assert_refused(&o, "--switch-duty 15", "--switch-duty 15");
+    let o = diagnose(&["--cpu-duty", "0", "--duration", "1s"]);
+    common::assert_refused(&o, "--cpu-duty 0", "--cpu-duty 0");
 
     let parent = tempfile::tempdir().unwrap();
     let mut c = cluster(parent.path());
@@ -506,6 +509,10 @@ fn events_left_out_and_the_switch_duty() {
         "switches,cpu",
         "--switch-duty",
         "50",
+        "--cpu-duty",
+        "30",
+        "--frequency",
+        "199",
         "--format",
         "json",
     ]);
@@ -539,7 +546,23 @@ fn events_left_out_and_the_switch_duty() {
         f(&t["minflt"]) > 0.0,
         "the kernel's counters are still read: {t}"
     );
-    assert!(f(&t["cpu"]["samples"]) > 0.0, "{t}");
+    // On-CPU samples only in the 30% of the window the cpu-clock was on: fewer than the CPUs could give
+    // in that time (all of it would give three times as many), more than none.
+    assert_eq!(spec["cpu_duty_pct"], 30, "{spec}");
+    let cpu_on_s = f(&spec["cpu_on_s"]);
+    assert!(
+        cpu_on_s > 0.15 * observed_s && cpu_on_s < 0.5 * observed_s,
+        "samples on for about 30% of the window: {cpu_on_s} of {observed_s} s"
+    );
+    let cpus = std::thread::available_parallelism().unwrap().get() as f64;
+    let samples = f(&t["cpu"]["samples"]);
+    assert!(
+        samples > 0.0 && samples <= 1.2 * 199.0 * cpus * cpu_on_s,
+        "{samples} samples in {cpu_on_s} s on of {observed_s} s: {t}"
+    );
+    // The forks and exits come from an always-on event: the short-lived backends of the reconnecting
+    // load are seen although the samples were off most of the time.
+    assert!(f(&t["processes_started"]) >= 20.0, "{t}");
     let sw = &t["switches"];
     assert!(f(&sw["runnable"]) > 0.0, "switches recorded while on: {sw}");
     // The rate divides by the time on, not by the window.

@@ -327,6 +327,16 @@ fn switch_time(spec: &Spec) -> String {
     }
 }
 
+/// How much of the window the on-CPU samples were on, when not all of it (`--cpu-duty`).
+fn cpu_time(spec: &Spec) -> String {
+    match (spec.cpu_duty_pct, spec.cpu_on_s) {
+        (Some(pct), Some(on_s)) if pct < 100 => {
+            format!(" for {on_s:.1} s ({pct}% of each second)")
+        }
+        _ => String::new(),
+    }
+}
+
 /// The diagnosis as text.
 pub fn render(r: &DiagnoseResult, st: Style, width: usize) -> String {
     let mut o = String::new();
@@ -335,8 +345,12 @@ pub fn render(r: &DiagnoseResult, st: Style, width: usize) -> String {
     o.push('\n');
     o.push('\n');
     let mut window = format!(
-        "{:.1} s observed of {:.0} s; cpu-clock at {} Hz per CPU; 1 in {} minor faults sampled",
-        r.spec.observed_s, r.spec.duration_s, r.spec.cpu_clock_hz, r.spec.fault_period
+        "{:.1} s observed of {:.0} s; cpu-clock at {} Hz per CPU{}; 1 in {} minor faults sampled",
+        r.spec.observed_s,
+        r.spec.duration_s,
+        r.spec.cpu_clock_hz,
+        cpu_time(&r.spec),
+        r.spec.fault_period
     );
     if let Some(e) = &r.spec.events {
         window.push_str(&format!("; only {} (--events)", e.join(", ")));
@@ -431,7 +445,10 @@ mod tests {
             events: None,
             switch_duty_pct: Some(20),
             switch_on_s: Some(2.5),
+            cpu_duty_pct: Some(20),
+            cpu_on_s: Some(2.04),
         };
+        assert_eq!(super::cpu_time(&spec), " for 2.0 s (20% of each second)");
         assert_eq!(
             super::switch_time(&spec),
             " (counted in the 2.5 s the tracepoint was on, 20% of each second; x4.0 for the window)"
@@ -442,6 +459,9 @@ mod tests {
         spec.switch_duty_pct = None;
         spec.switch_on_s = None;
         assert_eq!(super::switch_time(&spec), "");
+        spec.cpu_duty_pct = None;
+        spec.cpu_on_s = None;
+        assert_eq!(super::cpu_time(&spec), "");
         assert!(spec.opened("faults"));
         spec.events = Some(vec!["cpu".into()]);
         assert!(!spec.opened("faults") && spec.opened("cpu"));

@@ -58,6 +58,14 @@ pub struct Spec {
     /// Seconds the tracepoint was really on: the switch counts are of this time, their rates divide by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switch_on_s: Option<f64>,
+    /// Share of each second the on-CPU samples were on, percent (absent: files written before it existed,
+    /// on all the time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_duty_pct: Option<u32>,
+    /// Seconds the on-CPU samples were really on (the sample counts are of this time; their shares need
+    /// no scaling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_on_s: Option<f64>,
 }
 
 impl Spec {
