@@ -4,8 +4,8 @@
 //! The tracepoint's perf handler runs at every context switch on the machine, PostgreSQL's or not, before
 //! its filter can reject the switch: on a switch-heavy server it is the dearest part of a diagnosis (a
 //! system-wide profile of `pgbench -S -c 8` on 2 CPUs had 1.3 points more of the CPUs in the switch path
-//! with it on; docs/notes/2026-11-26-diagnose-overhead.md). A sampling cpu-clock event cost the same load
-//! about 5% of its TPS on this project's VM whatever its rate, so its time on is cut too. Each second is
+//! with it on; docs/notes/2026-11-26-diagnose-overhead.md). The on-CPU samples can be cut the same way
+//! (`--cpu-duty`, default all the time: on this project's VM fewer samples did not cost less). Each second is
 //! cut into ten 100 ms slots and an event is on in `pct / 10` of them, a different pseudo-random choice
 //! every second (a fixed phase could beat against a periodic load), so every second has the same share on
 //! and the counts of any second, or of the window, scale by the same factor. The time an event was really

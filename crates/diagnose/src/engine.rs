@@ -463,8 +463,8 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
 
     state.t0_ns = perf::monotonic_ns();
     state.baseline();
-    // One schedule per sampled kind, seeded alike: equal shares get the same slots, and the smaller
-    // share's slots are among the larger's (the same partial shuffle).
+    // One schedule per sampled kind, seeded alike, so that equal shares get the same slots (unequal
+    // shares draw different amounts each second and part after the first).
     let mut duties = [
         (
             perf::Kind::Switch,

@@ -40,14 +40,15 @@ pub use engine::{prepare, run, Prepared};
 pub use events::EventSet;
 
 /// Default cpu-clock frequency per CPU while the on-CPU samples are on, Hz: a prime, off the timer tick's
-/// multiples, so samples do not lock step with periodic kernel work. At the default duty
-/// ([`DEFAULT_CPU_DUTY_PCT`]) that is ~100 samples a second per CPU over the window.
-pub const DEFAULT_CPU_CLOCK_HZ: u64 = 499;
+/// multiples, so samples do not lock step with periodic kernel work.
+pub const DEFAULT_CPU_CLOCK_HZ: u64 = 199;
 
-/// Default share of each second the on-CPU samples are on, percent ([`duty`]): a sampling cpu-clock event
-/// cost `pgbench -S` on this project's 2-CPU VM about 5% of its TPS whatever its rate (29 to 997 Hz), so
-/// its time on is what is cut (docs/notes/2026-11-26-diagnose-overhead.md).
-pub const DEFAULT_CPU_DUTY_PCT: u32 = 20;
+/// Default share of each second the on-CPU samples are on, percent ([`duty`]): all of it. Fewer samples
+/// did not make a diagnosis cheaper on this project's 2-CPU VM: `pgbench -S` lost about 5% of its TPS with
+/// the cpu-clock event at 29, 199 or 997 Hz, at 20% of 499 Hz and at 10% of 1 Hz alike, and nothing
+/// without it (docs/notes/2026-11-26-diagnose-overhead.md). `--cpu-duty` stays for hosts where the
+/// samples themselves cost.
+pub const DEFAULT_CPU_DUTY_PCT: u32 = 100;
 
 /// Default page-fault sampling period: one sample per this many minor faults (counts are scaled back).
 pub const DEFAULT_FAULT_PERIOD: u64 = 16;

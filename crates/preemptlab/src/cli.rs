@@ -342,8 +342,8 @@ pub struct DiagnoseArgs {
     #[arg(long, value_name = "PCT", default_value_t = diagnose::DEFAULT_SWITCH_DUTY_PCT)]
     pub switch_duty: u32,
     /// Percent of each second the on-CPU samples are on (10..100, steps of 10; the same 100 ms slots as
-    /// the switch tracepoint's when the two are equal): the shares of samples need no scaling. 100
-    /// samples all the time at the full cost.
+    /// the switch tracepoint's when the two are equal): fewer samples, the same shares. 100, the
+    /// default, samples all the time.
     #[arg(long, value_name = "PCT", default_value_t = diagnose::DEFAULT_CPU_DUTY_PCT)]
     pub cpu_duty: u32,
     /// Output format.
