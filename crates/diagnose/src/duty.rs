@@ -5,7 +5,7 @@
 //! its filter can reject the switch: on a switch-heavy server it is the dearest part of a diagnosis (a
 //! system-wide profile of `pgbench -S -c 8` on 2 CPUs had 1.3 points more of the CPUs in the switch path
 //! with it on; docs/notes/2026-11-26-diagnose-overhead.md). The on-CPU samples can be cut the same way
-//! (`--cpu-duty`, default all the time: on this project's VM fewer samples did not cost less). Each second is
+//! (`--cpu-duty`, default all the time: on this project's VM fewer samples did not cost measurably less). Each second is
 //! cut into ten 100 ms slots and an event is on in `pct / 10` of them, a different pseudo-random choice
 //! every second (a fixed phase could beat against a periodic load), so every second has the same share on
 //! and the counts of any second, or of the window, scale by the same factor. The time an event was really

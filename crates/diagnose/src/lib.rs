@@ -44,10 +44,9 @@ pub use events::EventSet;
 pub const DEFAULT_CPU_CLOCK_HZ: u64 = 199;
 
 /// Default share of each second the on-CPU samples are on, percent ([`duty`]): all of it. Fewer samples
-/// did not make a diagnosis cheaper on this project's 2-CPU VM: `pgbench -S` lost about 5% of its TPS with
-/// the cpu-clock event at 29, 199 or 997 Hz, at 20% of 499 Hz and at 10% of 1 Hz alike, and nothing
-/// without it (docs/notes/2026-11-26-diagnose-overhead.md). `--cpu-duty` stays for hosts where the
-/// samples themselves cost.
+/// did not make a diagnosis measurably cheaper on this project's 2-CPU VM: `pgbench -S` lost 4-5% of its
+/// TPS with the cpu-clock event at 29, 199 or 997 Hz and with 20% of 499 Hz, and about nothing without it
+/// (docs/notes/2026-11-26-diagnose-overhead.md). `--cpu-duty` stays for hosts where the samples cost.
 pub const DEFAULT_CPU_DUTY_PCT: u32 = 100;
 
 /// Default page-fault sampling period: one sample per this many minor faults (counts are scaled back).
