@@ -197,6 +197,16 @@ pub struct Params {
     /// filling); `clocksweep` (19, no free list): an atomic tick of the clock hand on the strategy line,
     /// then the victim's descriptor read with no lock held.
     pub buffer_strategy: BufferStrategy,
+    /// `txn`: each backend takes its own minor fault the first time it touches a fault group of the shared
+    /// segment it has not mapped (page tables are per process): the blocks of cached buffers it reads, the
+    /// index's inner pages, their descriptors, the buffer-mapping hash table and the WAL buffers, with the
+    /// probability that it has not mapped the group yet; `fault_4k_ns` (a fault-around group) or
+    /// `fault_2m_map_ns` each, kernel time at the statement's start (docs/model.md, "First touches per
+    /// backend"). false: faults only on allocations (the model before 2026-11-26).
+    pub txn_first_touches: bool,
+    /// `txn_first_touches`: transactions each backend ran before the simulated run, which decide how much
+    /// of the segment it has mapped. 0: a fresh postmaster, the run's start (as the free list the cell pops).
+    pub txn_backend_txns: u64,
 }
 
 impl Default for Params {
@@ -256,6 +266,8 @@ impl Default for Params {
             txn_client_threads: None,
             client_stmt_ns: 15_000,
             buffer_strategy: BufferStrategy::Freelist,
+            txn_first_touches: true,
+            txn_backend_txns: 0,
         }
     }
 }

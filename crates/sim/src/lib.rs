@@ -39,6 +39,7 @@ mod rng;
 mod sched;
 mod sim;
 mod task;
+mod touch;
 pub mod trace;
 mod workload;
 

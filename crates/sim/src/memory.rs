@@ -9,10 +9,11 @@ use crate::event::Ev;
 use crate::metrics::Count;
 use crate::sim::Sim;
 use crate::task::Phase;
+use crate::touch::Touches;
 use crate::{Pages, Params, Workload};
 
 /// A 2 MB page, bytes.
-const HUGE: u64 = 2 << 20;
+pub(crate) const HUGE: u64 = 2 << 20;
 
 /// What the processes have mapped and what has been zeroed.
 pub(crate) struct Memory {
@@ -26,6 +27,8 @@ pub(crate) struct Memory {
     pub(crate) blocks_zeroed: u64,
     /// `txn` on 4 KB pages: the CPU that last faulted each descriptor group in (u32::MAX: nobody yet).
     pub(crate) desc_fault_cpu: Vec<u32>,
+    /// `txn`: the structures every backend touches besides its allocations (`touch`).
+    pub(crate) touches: Touches,
 }
 
 impl Memory {
@@ -42,6 +45,7 @@ impl Memory {
             } else {
                 Vec::new()
             },
+            touches: Touches::new(p),
         }
     }
 
@@ -63,7 +67,7 @@ fn fault_groups(p: &Params) -> u64 {
 }
 
 /// A fault that maps memory this process had not mapped (its zeroing not included), ns.
-fn map_fault_ns(p: &Params) -> u64 {
+pub(crate) fn map_fault_ns(p: &Params) -> u64 {
     match p.pages {
         Pages::P4k => p.fault_4k_ns,
         Pages::P2m => p.fault_2m_map_ns,

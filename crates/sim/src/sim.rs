@@ -52,13 +52,11 @@ impl Sim {
             } else {
                 0
             };
-            tasks.push(Task::new(
-                &p,
-                cpu,
-                first_work_ns,
-                age,
-                mem.touched_after(age),
-            ));
+            let mut task = Task::new(&p, cpu, first_work_ns, age, mem.touched_after(age));
+            if p.txn_first_touches {
+                task.mapped = mem.touches.mapped_after(p.txn_backend_txns);
+            }
+            tasks.push(task);
             cpus[cpu as usize].rq.push(i);
         }
         // pgbench's threads start asleep, waiting for results.
@@ -108,6 +106,7 @@ impl Sim {
             Phase::Client => self.p.client_stmt_ns,
             Phase::FutexWake => self.futex_wake_ns(),
             Phase::Respawn => self.p.respawn_ns,
+            Phase::Touch => self.tasks[t as usize].touch_ns,
             _ => unreachable!("start_phase {ph:?}"),
         };
         let task = &mut self.tasks[t as usize];
@@ -149,6 +148,7 @@ impl Sim {
             Phase::Client => self.client_end(c, t),
             Phase::Sweep => self.sweep_end(c, t),
             Phase::SweepFault => self.sweep_done(c, t, true),
+            Phase::Touch => self.touch_end(c, t),
         }
     }
 
@@ -164,6 +164,7 @@ impl Sim {
             | Phase::Read
             | Phase::Send
             | Phase::Client
+            | Phase::Touch
                 if rem == 0 =>
             {
                 self.start_phase(c, t, phase)

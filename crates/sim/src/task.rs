@@ -4,6 +4,7 @@
 use crate::lock::pg;
 use crate::metrics::Acct;
 use crate::sched::base_slice_ns;
+use crate::touch::STRUCTURES;
 use crate::Params;
 
 /// What a task is doing; a phase runs as segments on a CPU.
@@ -43,6 +44,9 @@ pub(crate) enum Phase {
     Sweep,
     /// `txn`, `clocksweep`: the first-touch fault on the victim's descriptor, no lock held (kernel).
     SweepFault,
+    /// `txn`: a statement's first touches of the shared segment besides its allocations (kernel; in the
+    /// real system mostly under an LWLock the model does not have).
+    Touch,
 }
 
 /// Where a task is.
@@ -72,6 +76,7 @@ impl Phase {
                 | Phase::Read
                 | Phase::Send
                 | Phase::SweepFault
+                | Phase::Touch
         )
     }
     /// Where its CPU time is accounted.
@@ -79,7 +84,7 @@ impl Phase {
         match self {
             Phase::Work | Phase::Cs | Phase::Client | Phase::Sweep => Acct::Useful,
             Phase::Spin => Acct::Spin,
-            Phase::Fault | Phase::SweepFault => Acct::Fault,
+            Phase::Fault | Phase::SweepFault | Phase::Touch => Acct::Fault,
             Phase::Switch => Acct::Sched,
             _ => Acct::Kernel,
         }
@@ -160,6 +165,10 @@ pub(crate) struct Task {
     pub(crate) is_client: bool,
     /// `txn`, `clocksweep`: the victim's descriptor faults after the tick.
     pub(crate) sweep_faults: bool,
+    /// `txn`: groups of each structure of the segment this process has mapped (`touch`), and the current
+    /// statement's first-touch faults, ns.
+    pub(crate) mapped: [u64; STRUCTURES],
+    pub(crate) touch_ns: u64,
 }
 
 impl Task {
@@ -211,6 +220,8 @@ impl Task {
             buf: 0,
             is_client: false,
             sweep_faults: false,
+            mapped: [0; STRUCTURES],
+            touch_ns: 0,
         }
     }
 }

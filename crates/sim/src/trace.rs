@@ -41,6 +41,12 @@ pub struct SchedTrace {
     pub sleeper_return_ns: Pcts,
     /// Backends woken by their client: from the wakeup to running, ns.
     pub backend_return_ns: Pcts,
+    /// `txn_first_touches`: backends switched out inside a first-touch fault (in the real system mostly
+    /// while holding a content, mapping or WAL insertion LWLock, which the model does not have), and how
+    /// long each stayed off its CPU, ns. Only a model that preempts in the kernel has any.
+    pub touch_preemptions: u64,
+    pub touch_off_cpu_ns: Pcts,
+    pub touch_off_cpu_mean_ns: f64,
 }
 
 /// The trace's state during a run.
@@ -63,6 +69,10 @@ pub(crate) struct Trace {
     spinner_preemptions: u64,
     sleeper_return: Histogram<u64>,
     backend_return: Histogram<u64>,
+    touch_off_at: Vec<Option<u64>>,
+    touch_preemptions: u64,
+    touch_off: Histogram<u64>,
+    touch_off_sum: u64,
 }
 
 fn hist() -> Histogram<u64> {
@@ -100,6 +110,10 @@ impl Trace {
             spinner_preemptions: 0,
             sleeper_return: hist(),
             backend_return: hist(),
+            touch_off_at: vec![None; tasks],
+            touch_preemptions: 0,
+            touch_off: hist(),
+            touch_off_sum: 0,
         }
     }
 }
@@ -116,6 +130,11 @@ impl Sim {
         }
         if phase == Phase::Spin {
             tr.spinner_preemptions += 1;
+        }
+        // Inside the faults (what is left of them): not on the way to user mode before they start.
+        if phase == Phase::Touch && self.tasks[t as usize].remaining > 0 {
+            tr.touch_preemptions += 1;
+            tr.touch_off_at[t as usize] = Some(now);
         }
         if !holding {
             return;
@@ -154,6 +173,11 @@ impl Sim {
             let d = now - at;
             let _ = tr.off_cpu.record(d.max(1));
             tr.off_cpu_sum += d;
+        }
+        if let Some(at) = tr.touch_off_at[t as usize].take() {
+            let d = now - at;
+            let _ = tr.touch_off.record(d.max(1));
+            tr.touch_off_sum += d;
         }
         if let Some((at, timer)) = tr.woken_at[t as usize].take() {
             if at >= tr.warmup_ns {
@@ -252,6 +276,9 @@ impl Sim {
             spinner_preemptions: tr.spinner_preemptions,
             sleeper_return_ns: pcts(&tr.sleeper_return),
             backend_return_ns: pcts(&tr.backend_return),
+            touch_preemptions: tr.touch_preemptions,
+            touch_off_cpu_ns: pcts(&tr.touch_off),
+            touch_off_cpu_mean_ns: tr.touch_off_sum as f64 / tr.touch_off.len().max(1) as f64,
         })
     }
 }

@@ -26,9 +26,11 @@ impl Sim {
         }
     }
 
-    /// A recv (a statement starts: its allocations, one draw, and its work between them) or a block read
-    /// on `c` is done: back to user work.
+    /// A recv (a statement starts: its allocations, one draw, and its work between them, after its first
+    /// touches of the shared segment) or a block read on `c` is done: back to user work, or to the first
+    /// touches' faults.
     pub(crate) fn txn_recv_or_read_end(&mut self, c: u32, t: u32, phase: Phase) {
+        let mut touch_ns = 0;
         if phase == Phase::Recv {
             let m = self.p.txn_allocs.max(0.0) / self.p.txn_stmts.max(1) as f64;
             let extra = u32::from(self.rng.unit() < m.fract());
@@ -41,8 +43,27 @@ impl Sim {
             let task = &mut self.tasks[t as usize];
             task.allocs_left = a;
             task.chunk_ns = stmt_ns / (a as u64 + 1);
+            touch_ns = self.first_touch_ns(t);
         }
+        let next = if touch_ns > 0 {
+            Phase::Touch
+        } else {
+            Phase::Work
+        };
         let task = &mut self.tasks[t as usize];
+        task.touch_ns = touch_ns;
+        task.phase = next;
+        task.remaining = 0;
+        if !self.return_to_user(c, true) {
+            self.start_phase(c, t, next);
+        }
+    }
+
+    /// The statement's first-touch faults on `c` are done: its user work, once the way back to user mode
+    /// has checked for a reschedule.
+    pub(crate) fn touch_end(&mut self, c: u32, t: u32) {
+        let task = &mut self.tasks[t as usize];
+        task.touch_ns = 0;
         task.phase = Phase::Work;
         task.remaining = 0;
         if !self.return_to_user(c, true) {
@@ -123,8 +144,10 @@ mod tests {
 
     #[test]
     fn txn_workload_counts_transactions_and_client_round_trips() {
+        // The allocations' faults alone (the first touches are `touch`'s tests).
         let run = |pages, model| {
             simulate(&Params {
+                txn_first_touches: false,
                 workload: Workload::Txn,
                 model,
                 pages,
