@@ -202,11 +202,18 @@ pub struct Params {
     /// index's inner pages, their descriptors, the buffer-mapping hash table and the WAL buffers, with the
     /// probability that it has not mapped the group yet; `fault_4k_ns` (a fault-around group) or
     /// `fault_2m_map_ns` each, kernel time at the statement's start (docs/model.md, "First touches per
-    /// backend"). false: faults only on allocations (the model before 2026-11-26).
+    /// backend"). false: faults only on allocations (the model before 2026-11-26, and what a result file
+    /// written before then, which lacks the field, ran).
+    #[serde(default = "before_first_touches")]
     pub txn_first_touches: bool,
     /// `txn_first_touches`: transactions each backend ran before the simulated run, which decide how much
     /// of the segment it has mapped. 0: a fresh postmaster, the run's start (as the free list the cell pops).
     pub txn_backend_txns: u64,
+}
+
+/// `txn_first_touches` of a result file written before it existed.
+fn before_first_touches() -> bool {
+    false
 }
 
 impl Default for Params {

@@ -125,6 +125,15 @@ mod tests {
     }
 
     #[test]
+    fn on_by_default_and_off_in_a_result_file_written_before_it() {
+        assert!(Params::default().txn_first_touches);
+        let mut old = serde_json::to_value(Params::default()).unwrap();
+        old.as_object_mut().unwrap().remove("txn_first_touches");
+        let p: Params = serde_json::from_value(old).unwrap();
+        assert!(!p.txn_first_touches);
+    }
+
+    #[test]
     fn the_reported_pools_structures_have_the_documented_groups() {
         let p = Params {
             descriptors: 15_728_640,
