@@ -14,6 +14,7 @@ use results::diagnose::{
 use results::Envelope;
 
 use crate::cgroup::Plan;
+use crate::control::{Command, Control};
 use crate::duty::Duty;
 use crate::perf::{self, Event, Ring};
 use crate::procs::{self, Reaped};
@@ -24,24 +25,6 @@ use crate::{DiagnoseError, Options};
 
 /// Top functions kept in the result.
 const TOP_FUNCTIONS: usize = 20;
-
-/// The CPUs online (`/sys/devices/system/cpu/online`, e.g. `0-3,6`).
-fn online_cpus() -> Vec<usize> {
-    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-    let mut out = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        let (a, b) = part.split_once('-').unwrap_or((part, part));
-        if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
-            out.extend(a..=b);
-        }
-    }
-    if out.is_empty() {
-        // SAFETY: sysconf has no preconditions.
-        let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-        out.extend(0..n.max(1) as usize);
-    }
-    out
-}
 
 /// Picks the instances to observe; errors for a `--pid` that is no postmaster and a `--pg` that is no
 /// local instance.
@@ -242,7 +225,7 @@ fn open_each(
     sw: Option<crate::tracefs::SchedSwitch>,
     dirs: &[Option<&std::fs::File>],
 ) -> (Vec<Ring>, Option<&'static str>, [Option<String>; 3]) {
-    let cpus = online_cpus();
+    let cpus = perf::online_cpus();
     // 8 MiB over all rings at most, 64 KiB..512 KiB each.
     let kinds = opts.events.names().len().max(1);
     let per = (8usize << 20) / (kinds * cpus.len().max(1) * dirs.len().max(1));
@@ -259,8 +242,9 @@ fn open_each(
     for &dir in dirs {
         for &cpu in &cpus {
             // The cpu-clock ring brings the fork and exit records when it is on all the time; without
-            // it, or with it on for part of each second, an always-on dummy event does.
-            let whole = opts.cpu_duty_pct >= 100;
+            // it, with it on for part of each second, or when --control can turn it off, an always-on
+            // dummy event does.
+            let whole = opts.cpu_duty_pct >= 100 && opts.control.is_none();
             let mut opened = Vec::new();
             if opts.events.cpu {
                 opened.push(perf::open_cpu(cpu, dir, &cfg, whole));
@@ -300,26 +284,6 @@ fn open_each(
     (rings, filter, first_err)
 }
 
-fn poll(rings: &[Ring], timeout: Duration) {
-    let mut fds: Vec<libc::pollfd> = rings
-        .iter()
-        .map(|r| libc::pollfd {
-            fd: r.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    // SAFETY: fds is a valid array of pollfd of the given length for the duration of the call.
-    unsafe {
-        libc::poll(
-            fds.as_mut_ptr(),
-            fds.len() as libc::nfds_t,
-            // Rounded up: a timeout rounded down to 0 would spin until the slot or second boundary.
-            timeout.as_micros().div_ceil(1000).min(1000) as i32,
-        )
-    };
-}
-
 /// Observes the instances for the window and judges them. `stop` ends the window early (the result is
 /// then marked interrupted); `progress` gets the seconds observed so far (0 when the window opens). `envelope` is the result's,
 /// filled by the caller (`kind` is set here).
@@ -346,12 +310,20 @@ pub struct Prepared {
     unmeasured: Vec<Unmeasured>,
     servers: Vec<hostfacts::pgquery::ServerInfo>,
     clients: Vec<postgres::Client>,
+    control: Option<Control>,
 }
 
 /// Prepares a diagnosis (see [`Prepared`]); errors as [`run`].
 pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, DiagnoseError> {
     opts.check()?;
     envelope.kind = results::Kind::Diagnose;
+    let control = match &opts.control {
+        Some(spec) => Some(Control::open(spec).map_err(|e| DiagnoseError::Control {
+            spec: spec.to_string(),
+            why: e.to_string(),
+        })?),
+        None => None,
+    };
     // Connect first and keep the sessions: their backends are how servers are matched to instances.
     let mut clients = Vec::new();
     let mut servers = Vec::new();
@@ -408,6 +380,7 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
         unmeasured,
         servers,
         clients,
+        control,
     })
 }
 
@@ -430,6 +403,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         mut unmeasured,
         servers,
         clients,
+        mut control,
     } = p;
     let opts = &opts;
 
@@ -476,6 +450,8 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
             ok.cpu,
             Duty::new(opts.cpu_duty_pct, state.t0_ns),
         ),
+        // On all the time but for --control's `disable`: its on-time scales the fault rates.
+        (perf::Kind::Fault, ok.faults, Duty::new(100, state.t0_ns)),
     ];
     let now = perf::monotonic_ns();
     let on_at_start: Vec<bool> = duties
@@ -496,6 +472,9 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         }
     }
     let any_toggled = duties.iter().any(|(_, open, d)| *open && !d.always());
+    // --control: events off since (ns), and off in all.
+    let (mut off_since, mut off_ns): (Option<u64>, u64) = (None, 0);
+    let mut stopped = false;
     progress(0.0);
     let mut events = Vec::new();
     let mut next_second = 1usize;
@@ -509,10 +488,25 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
                 let slot = Duty::to_next_slot_ns(elapsed.as_nanos() as u64);
                 wait = wait.min(Duration::from_nanos(slot));
             }
-            poll(&rings, wait);
+            perf::poll(&rings, control.as_ref().and_then(Control::fd), wait);
+        }
+        let commands = control.as_mut().map(Control::read).unwrap_or_default();
+        for c in &commands {
+            match c {
+                Ok(Command::Disable) => {
+                    off_since.get_or_insert(perf::monotonic_ns());
+                }
+                Ok(Command::Enable) => {
+                    if let Some(since) = off_since.take() {
+                        off_ns += perf::monotonic_ns().saturating_sub(since);
+                    }
+                }
+                Ok(Command::Stop) => stopped = true,
+                Err(_) => {}
+            }
         }
         for (kind, _, duty) in duties.iter_mut().filter(|(_, open, _)| *open) {
-            let want = duty.want(t0.elapsed().as_nanos() as u64);
+            let want = off_since.is_none() && duty.want(t0.elapsed().as_nanos() as u64);
             if want != duty.is_on() {
                 for r in rings.iter_mut().filter(|r| r.kind == *kind) {
                     let _ = if want { r.enable() } else { r.disable() };
@@ -520,7 +514,16 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
                 duty.turned(want, perf::monotonic_ns());
             }
         }
+        if let Some(ctl) = control.as_mut() {
+            // Answered once the rings are as asked.
+            for c in &commands {
+                ctl.answer(c.as_ref().map(|_| ()).map_err(String::as_str));
+            }
+        }
         drain(&mut rings, &mut events, &mut state);
+        if stopped {
+            break;
+        }
         if t0.elapsed() >= boundary {
             let t_s = t0.elapsed().as_secs_f64();
             state.scan(next_second - 1, t_s);
@@ -543,16 +546,22 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
     for (_, _, d) in duties.iter_mut() {
         d.turned(false, now);
     }
-    let [(_, _, duty), (_, _, cpu_duty)] = duties;
+    if let Some(since) = off_since {
+        off_ns += now.saturating_sub(since);
+    }
+    let [(_, _, duty), (_, _, cpu_duty), (_, _, fault_duty)] = duties;
     drain(&mut rings, &mut events, &mut state);
     let observed_s = t0.elapsed().as_secs_f64();
     // The share of the window the switch counts are of.
-    let switch_frac = if ok.switches && observed_s > 0.0 {
-        (duty.on_s() / observed_s).clamp(1e-6, 1.0)
-    } else {
-        1.0
+    let frac = |on: bool, d: &Duty| {
+        if on && observed_s > 0.0 {
+            (d.on_s() / observed_s).clamp(1e-6, 1.0)
+        } else {
+            1.0
+        }
     };
-    if interrupted {
+    let (switch_frac, fault_frac) = (frac(ok.switches, &duty), frac(ok.faults, &fault_duty));
+    if interrupted || stopped {
         state.scan(next_second - 1, observed_s);
     }
     drop(rings);
@@ -609,7 +618,14 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
                     observed_s,
                 )
             });
-            finish(inst, waits, observed_s, state.lost, ok, switch_frac)
+            finish(
+                inst,
+                waits,
+                observed_s,
+                state.lost,
+                ok,
+                (switch_frac, fault_frac),
+            )
         })
         .collect();
     DiagnoseResult {
@@ -632,6 +648,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
             switch_on_s: ok.switches.then(|| duty.on_s()),
             cpu_duty_pct: ok.cpu.then_some(opts.cpu_duty_pct),
             cpu_on_s: ok.cpu.then(|| cpu_duty.on_s()),
+            events_off_s: opts.control.is_some().then(|| off_ns as f64 / 1e9),
             events: (opts.events != crate::EventSet::ALL)
                 .then(|| opts.events.names().iter().map(|n| n.to_string()).collect()),
         },
@@ -679,7 +696,7 @@ fn finish(
     observed_s: f64,
     lost: u64,
     ok: Measured,
-    switch_frac: f64,
+    (switch_frac, fault_frac): (f64, f64),
 ) -> InstanceDiagnosis {
     let Measured {
         cpu: cpu_ok,
@@ -690,8 +707,8 @@ fn finish(
     inst.totals.lost_records = lost;
     let t = &inst.totals;
     let rates = Rates {
-        segment_faults_per_s: t.segment_faults as f64 / window,
-        other_faults_per_s: t.other_faults as f64 / window,
+        segment_faults_per_s: t.segment_faults as f64 / (window * fault_frac),
+        other_faults_per_s: t.other_faults as f64 / (window * fault_frac),
         minflt_per_s: t.minflt as f64 / window,
         nivcsw_per_s: t.nivcsw as f64 / window,
         runqueue_wait_ms_per_s: t.runqueue_wait_ms / window,

@@ -22,6 +22,7 @@
 
 pub mod cgroup;
 pub mod classify;
+pub mod control;
 pub mod duty;
 mod engine;
 pub mod events;
@@ -79,6 +80,8 @@ pub struct Options {
     pub switch_duty_pct: u32,
     /// Share of each second the on-CPU samples are on, percent: 10..=100 in steps of 10.
     pub cpu_duty_pct: u32,
+    /// Where `enable` / `disable` / `stop` commands come from (`--control`, [`control`]).
+    pub control: Option<control::Spec>,
 }
 
 impl Options {
@@ -95,6 +98,7 @@ impl Options {
             events: EventSet::ALL,
             switch_duty_pct: DEFAULT_SWITCH_DUTY_PCT,
             cpu_duty_pct: DEFAULT_CPU_DUTY_PCT,
+            control: None,
         }
     }
 }
@@ -137,6 +141,14 @@ pub enum DiagnoseError {
     /// `--scope cgroup` cannot be had.
     #[error("--scope cgroup: {why}; pass --scope system (auto is system-wide)")]
     Scope {
+        /// Why not.
+        why: String,
+    },
+    /// The `--control` channel cannot be opened.
+    #[error("--control {spec}: {why}; give a FIFO that exists (mkfifo) or a descriptor this process inherited")]
+    Control {
+        /// As given.
+        spec: String,
         /// Why not.
         why: String,
     },

@@ -20,6 +20,7 @@
 use std::fs::File;
 use std::io;
 use std::os::unix::io::AsRawFd;
+use std::time::Duration;
 
 use perf_event::events::{Software, Tracepoint};
 use perf_event::{Builder, Clock, SampleFlag, Sampler};
@@ -361,6 +362,47 @@ impl Ring {
         }
         n
     }
+}
+
+/// The CPUs online (`/sys/devices/system/cpu/online`, e.g. `0-3,6`).
+pub fn online_cpus() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut out = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+            out.extend(a..=b);
+        }
+    }
+    if out.is_empty() {
+        // SAFETY: sysconf has no preconditions.
+        let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        out.extend(0..n.max(1) as usize);
+    }
+    out
+}
+
+/// Waits up to `timeout` (at most 1 s) for a ring to fill past its watermark or a `--control` command.
+pub fn poll(rings: &[Ring], control: Option<i32>, timeout: Duration) {
+    let mut fds: Vec<libc::pollfd> = rings
+        .iter()
+        .map(Ring::fd)
+        .chain(control)
+        .map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: fds is a valid array of pollfd of the given length for the duration of the call.
+    unsafe {
+        libc::poll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            // Rounded up: a timeout rounded down to 0 would spin until the slot or second boundary.
+            timeout.as_micros().div_ceil(1000).min(1000) as i32,
+        )
+    };
 }
 
 /// CLOCK_MONOTONIC now, ns (the clock the rings stamp records with).

@@ -346,6 +346,12 @@ pub struct DiagnoseArgs {
     /// default, samples all the time.
     #[arg(long, value_name = "PCT", default_value_t = diagnose::DEFAULT_CPU_DUTY_PCT)]
     pub cpu_duty: u32,
+    /// Take `enable`, `disable` and `stop` commands, one a line, from a FIFO or an inherited descriptor,
+    /// and answer each with `ack` on ACK once it took effect (as `perf record --control`): `disable` turns
+    /// every perf event off (processes are still followed), `enable` on again, `stop` ends the window. The
+    /// time off is recorded; rates are of the time on.
+    #[arg(long, value_name = "fifo:CTL[,ACK]|fd:CTL[,ACK]", value_parser = control_spec)]
+    pub control: Option<diagnose::control::Spec>,
     /// Output format.
     #[arg(long, default_value = "table", value_parser = formats(&[Format::Table, Format::Json, Format::Prometheus]))]
     pub format: Format,
@@ -405,6 +411,11 @@ fn formats(offered: &'static [Format]) -> impl TypedValueParser<Value = Format> 
 
 /// `diagnose --events`'s parser.
 fn event_set(s: &str) -> Result<diagnose::EventSet, String> {
+    s.parse()
+}
+
+/// `diagnose --control`'s parser.
+fn control_spec(s: &str) -> Result<diagnose::control::Spec, String> {
     s.parse()
 }
 

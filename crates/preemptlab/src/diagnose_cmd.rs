@@ -44,6 +44,7 @@ pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
     opts.events = args.events;
     opts.switch_duty_pct = args.switch_duty;
     opts.cpu_duty_pct = args.cpu_duty;
+    opts.control = args.control.clone();
     opts.check().map_err(|e| match e {
         diagnose::DiagnoseError::Duration { .. } => {
             anyhow!("--duration {}: the window must be 1s..24h", args.duration)

@@ -355,6 +355,11 @@ pub fn render(r: &DiagnoseResult, st: Style, width: usize) -> String {
     if let Some(e) = &r.spec.events {
         window.push_str(&format!("; only {} (--events)", e.join(", ")));
     }
+    if let Some(off) = r.spec.events_off_s.filter(|s| *s > 0.0) {
+        window.push_str(&format!(
+            "; events off for {off:.1} s at --control's request (rates are of the time on)"
+        ));
+    }
     if r.envelope.interrupted {
         window.push_str("; INTERRUPTED: a partial result");
     }
@@ -447,6 +452,7 @@ mod tests {
             switch_on_s: Some(2.5),
             cpu_duty_pct: Some(20),
             cpu_on_s: Some(2.04),
+            events_off_s: None,
         };
         assert_eq!(super::cpu_time(&spec), " for 2.0 s (20% of each second)");
         assert_eq!(

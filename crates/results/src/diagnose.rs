@@ -66,6 +66,10 @@ pub struct Spec {
     /// no scaling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_on_s: Option<f64>,
+    /// Seconds every perf event was off at `--control`'s `disable` (absent without `--control`); the
+    /// fault and switch rates are of the time they were on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events_off_s: Option<f64>,
 }
 
 impl Spec {
