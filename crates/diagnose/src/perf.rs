@@ -181,7 +181,11 @@ const USER_IP_REG: Option<u32> = Some(8);
 const USER_IP_REG: Option<u32> = Some(32);
 #[cfg(target_arch = "riscv64")]
 const USER_IP_REG: Option<u32> = Some(0);
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")))]
+#[cfg(not(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "riscv64"
+)))]
 const USER_IP_REG: Option<u32> = None;
 
 /// Opens the cpu-clock ring of one CPU (of one cgroup's tasks on it with `cgroup`); with `task`, it also
