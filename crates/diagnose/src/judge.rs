@@ -18,7 +18,8 @@ use results::diagnose::{Categories, Share, Switches, Symptom, Verdict};
 /// present, %.
 pub const THRESHOLD_PCT: f64 = 10.0;
 
-/// Fewest client-backend on-CPU samples a verdict needs (at 199 Hz on one busy CPU, about a second).
+/// Fewest client-backend on-CPU samples a verdict needs (at the default 97 Hz, about two seconds of one busy
+/// CPU).
 pub const MIN_SAMPLES: u64 = 200;
 
 /// A share with its 95% Wilson interval.

@@ -41,13 +41,16 @@ pub use engine::{prepare, run, Prepared};
 pub use events::EventSet;
 
 /// Default cpu-clock frequency per CPU while the on-CPU samples are on, Hz: a prime, off the timer tick's
-/// multiples, so samples do not lock step with periodic kernel work.
-pub const DEFAULT_CPU_CLOCK_HZ: u64 = 199;
+/// multiples, so samples do not lock step with periodic kernel work. What the samples cost grows with
+/// their rate: with diagnose's events turned on and off second by second under `pgbench -S` on this
+/// project's 2-CPU VM (scripts/diagnose-overhead --toggle), `--events cpu` cost 5.5% of the TPS at 997 Hz
+/// with user call chains, 4.2% with only the user instruction pointer, and about 1% at 199 Hz
+/// (docs/notes/2026-11-26-diagnose-overhead.md, fifth session). 97 Hz still gives a verdict's
+/// [`judge::MIN_SAMPLES`] from two seconds of one busy CPU.
+pub const DEFAULT_CPU_CLOCK_HZ: u64 = 97;
 
-/// Default share of each second the on-CPU samples are on, percent ([`duty`]): all of it. Fewer samples
-/// did not make a diagnosis measurably cheaper on this project's 2-CPU VM: `pgbench -S` lost 4-5% of its
-/// TPS with the cpu-clock event at 29, 199 or 997 Hz and with 20% of 499 Hz, and about nothing without it
-/// (docs/notes/2026-11-26-diagnose-overhead.md). `--cpu-duty` stays for hosts where the samples cost.
+/// Default share of each second the on-CPU samples are on, percent ([`duty`]): all of it (a lower
+/// frequency cuts the samples as well, without gaps in the series).
 pub const DEFAULT_CPU_DUTY_PCT: u32 = 100;
 
 /// Default page-fault sampling period: one sample per this many minor faults (counts are scaled back).

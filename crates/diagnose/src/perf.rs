@@ -170,18 +170,37 @@ fn base<'a>(
         .wakeup_watermark(ring_bytes / 2);
 }
 
+/// The bit of the user instruction pointer in `sample_regs_user` (PERF_REG_X86_IP, PERF_REG_ARM64_PC,
+/// PERF_REG_RISCV_PC in the kernel's uapi perf_regs.h): a sample then carries the one register where the
+/// user call chain's first entry would be, without the kernel walking the user stack for the rest, which
+/// this crate never reads. That walk was most of a sample's cost: `--events cpu` at 997 Hz cost `pgbench
+/// -S` 5.5% here (scripts/diagnose-overhead --toggle; docs/notes/2026-11-26-diagnose-overhead.md).
+#[cfg(target_arch = "x86_64")]
+const USER_IP_REG: Option<u32> = Some(8);
+#[cfg(target_arch = "aarch64")]
+const USER_IP_REG: Option<u32> = Some(32);
+#[cfg(target_arch = "riscv64")]
+const USER_IP_REG: Option<u32> = Some(0);
+#[cfg(not(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "riscv64"
+)))]
+const USER_IP_REG: Option<u32> = None;
+
 /// Opens the cpu-clock ring of one CPU (of one cgroup's tasks on it with `cgroup`); with `task`, it also
 /// carries the fork and exit records (only when it is on all the window: a ring turned off for part of each
 /// second would miss the forks and exits of that part).
 pub fn open_cpu(cpu: usize, cgroup: Option<&File>, c: &Config, task: bool) -> io::Result<Ring> {
     let mut b = Builder::new(Software::CPU_CLOCK);
-    base(
-        &mut b,
-        cpu,
-        cgroup,
-        SampleFlag::TID | SampleFlag::TIME | SampleFlag::IP | SampleFlag::CALLCHAIN,
-        c.ring_bytes,
-    );
+    let mut flags = SampleFlag::TID | SampleFlag::TIME | SampleFlag::IP | SampleFlag::CALLCHAIN;
+    if USER_IP_REG.is_some() {
+        flags |= SampleFlag::REGS_USER;
+    }
+    base(&mut b, cpu, cgroup, flags, c.ring_bytes);
+    if let Some(bit) = USER_IP_REG {
+        b.sample_regs_user(1 << bit).exclude_callchain_user(true);
+    }
     b.sample_frequency(c.cpu_clock_hz)
         .sample_max_stack(c.max_stack)
         .task(task);
@@ -312,6 +331,12 @@ impl Ring {
                     match kind {
                         Kind::Cpu => {
                             let (kernel, mut user_leaf) = split_chain(s.callchain().unwrap_or(&[]));
+                            if let Some(r) = s.regs_user() {
+                                // ABI NONE: a kernel thread, no user registers.
+                                if r.abi != perf_event::data::SampleRegsAbi::NONE {
+                                    user_leaf = r.regs.first().copied();
+                                }
+                            }
                             if kernel.is_empty() && user_leaf.is_none() {
                                 user_leaf = s.ip();
                             }

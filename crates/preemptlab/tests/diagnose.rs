@@ -575,3 +575,95 @@ fn events_left_out_and_the_switch_and_cpu_duty() {
     );
     c.remove().unwrap();
 }
+
+#[test]
+fn control_turns_the_events_off_and_on_and_stops_the_window() {
+    use std::io::{BufRead, BufReader, Write};
+    let parent = tempfile::tempdir().unwrap();
+    let mut c = cluster(parent.path());
+    c.start(&settings("off")).unwrap();
+    load_tables(&c, true);
+    let pm = c.postmaster_pid().unwrap();
+    let _load = reconnecting_load(&c, 30);
+    let (ctl, ack) = (parent.path().join("ctl"), parent.path().join("ack"));
+    for p in [&ctl, &ack] {
+        let path = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    }
+    let spec = format!("fifo:{},{}", ctl.display(), ack.display());
+    /// Kills diagnose if the test fails before it ends.
+    struct Guard(Option<std::process::Child>);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            if let Some(c) = self.0.as_mut() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+    let child = Command::new(cargo_bin("preemptlab"))
+        .args(["diagnose", "--pid", &pm.to_string(), "--duration", "60s"])
+        .args(["--format", "json", "--frequency", "199", "--control", &spec])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut guard = Guard(Some(child));
+    let mut to = std::fs::OpenOptions::new().write(true).open(&ctl).unwrap();
+    let mut from = BufReader::new(std::fs::File::open(&ack).unwrap());
+    let mut say = |line: &str| {
+        writeln!(to, "{line}").unwrap();
+        let mut got = String::new();
+        from.read_line(&mut got).unwrap();
+        got.trim().to_string()
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(say("disable"), "ack");
+    let off_at = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(say("hello"), "err hello");
+    assert_eq!(say("enable"), "ack");
+    let off_s = off_at.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_secs(2));
+    let started = Instant::now();
+    assert_eq!(say("stop"), "ack");
+    let out = guard.0.take().unwrap().wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "stop ended the window"
+    );
+    let doc = json(&out);
+    assert_eq!(doc["interrupted"], false, "stopped, not interrupted");
+    let spec = &doc["spec"];
+    let (observed_s, events_off_s) = (f(&spec["observed_s"]), f(&spec["events_off_s"]));
+    assert!(observed_s < 30.0, "{spec}");
+    assert!(
+        (events_off_s - off_s).abs() < 0.5,
+        "off {events_off_s} s by the result, {off_s} s by the clock: {spec}"
+    );
+    let cpu_on_s = f(&spec["cpu_on_s"]);
+    assert!(
+        (cpu_on_s + events_off_s - observed_s).abs() < 0.5,
+        "samples on whenever not off: {spec}"
+    );
+    let inst = instance(&doc, pm);
+    let t = &inst["totals"];
+    let cpus = std::thread::available_parallelism().unwrap().get() as f64;
+    let samples = f(&t["cpu"]["samples"]);
+    assert!(
+        samples > 0.0 && samples <= 1.2 * 199.0 * cpus * cpu_on_s,
+        "{samples} samples in {cpu_on_s} s on: {t}"
+    );
+    // Processes are followed while the events are off: the reconnecting load's backends keep coming.
+    assert!(f(&t["processes_started"]) >= 20.0, "{t}");
+    // The fault rates are of the time the fault event was on.
+    let faults = f(&t["segment_faults"]) + f(&t["other_faults"]);
+    let r = &inst["rates"];
+    let rate = f(&r["segment_faults_per_s"]) + f(&r["other_faults_per_s"]);
+    let want = faults / (observed_s - events_off_s);
+    assert!(
+        faults > 0.0 && (rate - want).abs() <= 0.05 * want,
+        "{rate} faults/s vs {want}: {t}"
+    );
+}
