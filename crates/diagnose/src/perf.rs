@@ -173,8 +173,9 @@ fn base<'a>(
 /// The bit of the user instruction pointer in `sample_regs_user` (PERF_REG_X86_IP, PERF_REG_ARM64_PC,
 /// PERF_REG_RISCV_PC in the kernel's uapi perf_regs.h): a sample then carries the one register where the
 /// user call chain's first entry would be, without the kernel walking the user stack for the rest, which
-/// this crate never reads. That walk was most of a sample's cost: `--events cpu` at 997 Hz cost `pgbench
-/// -S` 5.5% here (scripts/diagnose-overhead --toggle; docs/notes/2026-11-26-diagnose-overhead.md).
+/// this crate never reads. That walk was about a quarter of a sample's cost: `--events cpu` at 997 Hz cost
+/// `pgbench -S` 5.5% here with it and 4.2% without (scripts/diagnose-overhead --toggle;
+/// docs/notes/2026-11-26-diagnose-overhead.md).
 #[cfg(target_arch = "x86_64")]
 const USER_IP_REG: Option<u32> = Some(8);
 #[cfg(target_arch = "aarch64")]

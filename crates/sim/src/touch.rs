@@ -146,7 +146,7 @@ mod tests {
             ..p
         });
         assert_eq!(h.groups, [61_440, 8_200, 480, 64, 300, 8]);
-        // After 117,000 transactions a backend has mapped all of the small structures and 11% of the pool
+        // After 117,000 transactions a backend has mapped all of the small structures and 6% of the pool
         // (at two allocations a transaction its block touches are the history's only).
         let m = t.mapped_after(117_000);
         assert_eq!(&m[1..], &t.groups[1..]);
