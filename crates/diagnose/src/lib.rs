@@ -54,7 +54,14 @@ pub const DEFAULT_CPU_CLOCK_HZ: u64 = 97;
 pub const DEFAULT_CPU_DUTY_PCT: u32 = 100;
 
 /// Default page-fault sampling period: one sample per this many minor faults (counts are scaled back).
-pub const DEFAULT_FAULT_PERIOD: u64 = 16;
+/// What the samples cost grows with the server's fault rate: under a connection-per-transaction
+/// `pgbench -S` (~350,000 faults a second) diagnose's events cost 4.1% of the TPS at one in 16 (~22,000
+/// samples a second) and about 1% at one in 64 (on/off 0.959 and 0.991, scripts/diagnose-overhead --toggle
+/// --reconnect; docs/notes/2026-11-26-diagnose-overhead.md). One in 64 still gives a 10 s window tens of
+/// thousands of samples of such a load and about 150 at 1,000 faults a second. Perf's frequency mode,
+/// which bounds the samples whatever the rate, was tried and left out: one instance's faults, its samples'
+/// periods summed, came out 0.54-0.74 of its minflt in some runs beside other loads (1.00 in others).
+pub const DEFAULT_FAULT_PERIOD: u64 = 64;
 
 /// Default share of each second the `sched_switch` tracepoint is on, percent ([`duty`]): its handler runs
 /// at every context switch on the machine, the dearest part of a diagnosis on a switch-heavy server.

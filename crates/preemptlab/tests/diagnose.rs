@@ -186,7 +186,7 @@ fn faults_match_minflt(inst: &Value) -> (f64, f64) {
     let minflt = f(&t["minflt"]);
     assert!(
         (sampled - minflt).abs() <= 0.3 * minflt,
-        "sampled faults {sampled} vs minflt {minflt}"
+        "sampled faults {sampled} vs minflt {minflt}: {t}"
     );
     (sampled, minflt)
 }
