@@ -336,7 +336,7 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
     let audit = hostfacts::audit_light(&Host::live(), &servers);
     let chosen = select(&audit, opts)?;
     let mut unmeasured = Vec::new();
-    let kallsyms = match std::fs::read_to_string("/proc/kallsyms") {
+    let kallsyms = match std::fs::read("/proc/kallsyms") {
         Ok(t) => symbols::kallsyms(&t),
         Err(_) => None,
     };
