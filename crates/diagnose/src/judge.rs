@@ -18,7 +18,7 @@ use results::diagnose::{Categories, Share, Switches, Symptom, Verdict};
 /// present, %.
 pub const THRESHOLD_PCT: f64 = 10.0;
 
-/// Fewest client-backend on-CPU samples a verdict needs (at the default 97 Hz, about two seconds of one busy
+/// Fewest client-backend on-CPU samples a verdict needs (at the default 49 Hz, about four seconds of one busy
 /// CPU).
 pub const MIN_SAMPLES: u64 = 200;
 

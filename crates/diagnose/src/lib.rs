@@ -45,9 +45,11 @@ pub use events::EventSet;
 /// their rate: with diagnose's events turned on and off second by second under `pgbench -S` on this
 /// project's 2-CPU VM (scripts/diagnose-overhead --toggle), `--events cpu` cost 5.5% of the TPS at 997 Hz
 /// with user call chains, 4.2% with only the user instruction pointer, and about 1% at 199 Hz
-/// (docs/notes/2026-11-26-diagnose-overhead.md, fifth session). 97 Hz still gives a verdict's
-/// [`judge::MIN_SAMPLES`] from two seconds of one busy CPU.
-pub const DEFAULT_CPU_CLOCK_HZ: u64 = 97;
+/// (docs/notes/2026-11-26-diagnose-overhead.md, fifth session). A running diagnose, its process included,
+/// cost 2.4% at 97 Hz and 0.8% at 49 Hz (`--toggle --toggle-process`: 0.976, 0.970..0.984, and 0.992,
+/// 0.987..0.996; sixth session). 49 Hz still gives a verdict's [`judge::MIN_SAMPLES`] from four seconds of
+/// one busy CPU; a lightly loaded server needs a longer window for one.
+pub const DEFAULT_CPU_CLOCK_HZ: u64 = 49;
 
 /// Default share of each second the on-CPU samples are on, percent ([`duty`]): all of it (a lower
 /// frequency cuts the samples as well, without gaps in the series).
