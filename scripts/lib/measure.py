@@ -120,3 +120,11 @@ def pair_ratios(plan, values):
         else:
             ab.append((x1 / x2) if on_first else (x2 / x1))
     return ab, aa
+
+
+def means_ratio(plan, values):
+    """The mean of `values` over the plan's on units against the mean over the off units of its "ab"
+    pairs (the "aa" pairs left out)."""
+    on = [v for v, (_, _, o) in zip(values, plan) if o]
+    off = [v for v, (_, kind, o) in zip(values, plan) if kind == "ab" and not o]
+    return (sum(on) / len(on)) / (sum(off) / len(off))
