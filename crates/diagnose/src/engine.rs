@@ -20,7 +20,7 @@ use crate::perf::{self, Event, Ring};
 use crate::procs::{self, Reaped};
 use crate::symbols::{self, UserResolver};
 use crate::track::{Inst, State};
-use crate::waits;
+use crate::{faultrate, waits};
 use crate::{DiagnoseError, Options};
 
 /// Top functions kept in the result.
@@ -359,7 +359,6 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
         foreign: HashSet::new(),
         kallsyms,
         resolver: UserResolver::default(),
-        fault_period: opts.fault_period,
         t0_ns: 0,
         lost: 0,
     };
@@ -477,6 +476,9 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
     let mut stopped = false;
     progress(0.0);
     let mut events = Vec::new();
+    // The faults the samples stood for since the period was last set, the events' time on then (ns),
+    // and the highest period set.
+    let (mut faults_seen, mut on_at_check, mut period_max) = (0u64, 0u64, opts.fault_period);
     let mut next_second = 1usize;
     let mut interrupted = false;
     loop {
@@ -520,13 +522,34 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
                 ctl.answer(c.as_ref().map(|_| ()).map_err(String::as_str));
             }
         }
-        drain(&mut rings, &mut events, &mut state);
+        faults_seen += drain(&mut rings, &mut events, &mut state);
         if stopped {
             break;
         }
         if t0.elapsed() >= boundary {
             let t_s = t0.elapsed().as_secs_f64();
             state.scan(next_second - 1, t_s);
+            // The fault rate of the time the events were on (--control's `disable` turns them off);
+            // the rings were drained just now, so what they hold from here on is at the new period.
+            let now = perf::monotonic_ns();
+            let off = off_ns + off_since.map_or(0, |since| now.saturating_sub(since));
+            let on = now.saturating_sub(state.t0_ns).saturating_sub(off);
+            let cur = rings
+                .iter()
+                .find(|r| r.kind == perf::Kind::Fault)
+                .map(Ring::period);
+            if let (Some(cur), true) = (cur, on >= on_at_check + 100_000_000) {
+                let rate = faults_seen as f64 * 1e9 / (on - on_at_check) as f64;
+                let next =
+                    faultrate::next_period(cur, opts.fault_period, rate, opts.fault_samples_max);
+                if next != cur {
+                    for r in rings.iter_mut().filter(|r| r.kind == perf::Kind::Fault) {
+                        let _ = r.set_period(next);
+                    }
+                    period_max = period_max.max(next);
+                }
+                (faults_seen, on_at_check) = (0, on);
+            }
             progress(t_s);
             next_second += 1;
             if state.insts.iter().all(|i| i.exited_at_s.is_some()) || t0.elapsed() >= opts.duration
@@ -635,6 +658,9 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
             observed_s,
             cpu_clock_hz: opts.cpu_clock_hz,
             fault_period: opts.fault_period,
+            fault_samples_max: (ok.faults && opts.fault_samples_max > 0)
+                .then_some(opts.fault_samples_max),
+            fault_period_max: (period_max > opts.fault_period).then_some(period_max),
             pids: opts.pids.clone(),
             dsns: opts
                 .dsns
@@ -657,15 +683,21 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
     }
 }
 
-fn drain(rings: &mut [Ring], events: &mut Vec<Event>, state: &mut State) {
+/// Reads every ring into `state`; returns the faults the fault samples stood for, every process's.
+fn drain(rings: &mut [Ring], events: &mut Vec<Event>, state: &mut State) -> u64 {
     for r in rings.iter_mut() {
         r.drain(events);
     }
     // Forks first, so a new backend's samples drained in the same pass find it.
     events.sort_by_key(|e| !matches!(e, Event::Fork { .. }));
+    let mut faults = 0;
     for e in events.drain(..) {
+        if let Event::Fault { weight, .. } = e {
+            faults += weight;
+        }
         state.event(e);
     }
+    faults
 }
 
 fn finish_waits(

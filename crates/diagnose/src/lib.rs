@@ -26,6 +26,7 @@ pub mod control;
 pub mod duty;
 mod engine;
 pub mod events;
+pub mod faultrate;
 pub mod judge;
 pub mod perf;
 pub mod procs;
@@ -65,6 +66,11 @@ pub const DEFAULT_CPU_DUTY_PCT: u32 = 100;
 /// periods summed, came out 0.54-0.74 of its minflt in some runs beside other loads (1.00 in others).
 pub const DEFAULT_FAULT_PERIOD: u64 = 64;
 
+/// Default bound on the fault samples a second, all CPUs together ([`faultrate`]): above 64,000 minor
+/// faults a second the period rises from [`DEFAULT_FAULT_PERIOD`] in powers of two. A 10 s window still
+/// holds several thousand samples of such a server.
+pub const DEFAULT_FAULT_SAMPLES_MAX: u64 = 1_000;
+
 /// Default share of each second the `sched_switch` tracepoint is on, percent ([`duty`]): its handler runs
 /// at every context switch on the machine, the dearest part of a diagnosis on a switch-heavy server.
 pub const DEFAULT_SWITCH_DUTY_PCT: u32 = 20;
@@ -80,8 +86,11 @@ pub struct Options {
     pub dsns: Vec<String>,
     /// cpu-clock frequency, Hz.
     pub cpu_clock_hz: u64,
-    /// One fault sample per this many faults.
+    /// One fault sample per this many faults, at least.
     pub fault_period: u64,
+    /// At most about this many fault samples a second: the period rises above `fault_period` while
+    /// faults come faster (0: no bound).
+    pub fault_samples_max: u64,
     /// Seconds between wait-event reads.
     pub wait_interval: Duration,
     /// Which tasks the perf events watch (`--scope`).
@@ -105,6 +114,7 @@ impl Options {
             dsns: Vec::new(),
             cpu_clock_hz: DEFAULT_CPU_CLOCK_HZ,
             fault_period: DEFAULT_FAULT_PERIOD,
+            fault_samples_max: DEFAULT_FAULT_SAMPLES_MAX,
             wait_interval: Duration::from_millis(200),
             scope: Scope::Auto,
             events: EventSet::ALL,
@@ -208,6 +218,13 @@ impl Options {
                 what: "fault period",
                 value: self.fault_period,
                 range: "1..1000000",
+            });
+        }
+        if self.fault_samples_max > 1_000_000 {
+            return Err(DiagnoseError::Range {
+                what: "fault samples",
+                value: self.fault_samples_max,
+                range: "0..1000000 (0: no bound)",
             });
         }
         Ok(())

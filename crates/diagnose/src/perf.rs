@@ -10,7 +10,8 @@
 //! - `cpu-clock` at a frequency: IP, TID, time, the kernel call chain and the user chain (whose leaf is the
 //!   user instruction even when the sample hit in the kernel); with `task` on, fork and exit records too.
 //! - `page-faults-min` (minor faults, the ones /proc/PID/stat's minflt counts) every `fault_period`th
-//!   fault: TID, time and the faulting data address (PERF_SAMPLE_ADDR).
+//!   fault: TID, time and the faulting data address (PERF_SAMPLE_ADDR). The period can be changed while
+//!   the event runs ([`Ring::set_period`]); each sample carries the period it was taken at.
 //! - the `sched:sched_switch` tracepoint: TID, time, the raw record and the kernel call chain, filtered in
 //!   the kernel to PostgreSQL's processes (prev_comm) switched out while runnable.
 //!
@@ -38,6 +39,9 @@ const CONTEXT_MAX: u64 = -4095i64 as u64;
 /// encoding (x86_64, arm64, riscv64, s390x).
 const IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
 
+/// `PERF_EVENT_IOC_PERIOD` = _IOW('$', 4, __u64), the same encoding.
+const IOC_PERIOD: libc::c_ulong = 0x4008_2404;
+
 /// A record of interest, decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
@@ -60,6 +64,8 @@ pub enum Event {
         time_ns: u64,
         /// The faulting data address.
         addr: u64,
+        /// The faults it stands for: the ring's period when it was read.
+        weight: u64,
     },
     /// A `sched_switch` of a runnable task (the kernel filter let it through).
     Switch {
@@ -130,6 +136,8 @@ pub struct Ring {
     pub kind: Kind,
     sampler: Sampler,
     switch: Option<SchedSwitch>,
+    /// The sampling period of a fault ring (0 for the others).
+    period: u64,
 }
 
 /// How to sample.
@@ -209,6 +217,7 @@ pub fn open_cpu(cpu: usize, cgroup: Option<&File>, c: &Config, task: bool) -> io
         kind: Kind::Cpu,
         sampler: b.build()?.sampled(c.ring_bytes)?,
         switch: None,
+        period: 0,
     })
 }
 
@@ -229,6 +238,7 @@ pub fn open_task(cpu: usize, cgroup: Option<&File>, c: &Config) -> io::Result<Ri
         kind: Kind::Task,
         sampler: b.build()?.sampled(c.ring_bytes)?,
         switch: None,
+        period: 0,
     })
 }
 
@@ -247,6 +257,7 @@ pub fn open_faults(cpu: usize, cgroup: Option<&File>, c: &Config) -> io::Result<
         kind: Kind::Fault,
         sampler: b.build()?.sampled(c.ring_bytes)?,
         switch: None,
+        period: c.fault_period.max(1),
     })
 }
 
@@ -293,6 +304,7 @@ pub fn open_switch(
             kind: Kind::Switch,
             sampler,
             switch: Some(sw),
+            period: 0,
         },
         used,
     ))
@@ -309,6 +321,32 @@ impl Ring {
         self.sampler.disable()
     }
 
+    /// A fault ring's sampling period (0 for the other kinds).
+    pub fn period(&self) -> u64 {
+        self.period
+    }
+
+    /// Sets a fault ring's sampling period while it runs (`PERF_EVENT_IOC_PERIOD`). Records already in
+    /// the ring are read at the new period's weight: drain it first. The kernel restarts the count
+    /// towards the next sample, so each change loses less than one period of this CPU's faults.
+    pub fn set_period(&mut self, period: u64) -> io::Result<()> {
+        let mut p = period.max(1);
+        // SAFETY: the fd is a perf event this process owns; the argument points at a u64 that outlives
+        // the call (the kernel copies it).
+        let rc = unsafe {
+            libc::ioctl(
+                self.sampler.as_raw_fd(),
+                IOC_PERIOD as _,
+                &mut p as *mut u64,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.period = p;
+        Ok(())
+    }
+
     /// The fd, for poll.
     pub fn fd(&self) -> i32 {
         self.sampler.as_raw_fd()
@@ -318,7 +356,7 @@ impl Ring {
     pub fn drain(&mut self, out: &mut Vec<Event>) -> usize {
         use perf_event::data::Record as R;
         let mut n = 0;
-        let (kind, switch) = (self.kind, self.switch);
+        let (kind, switch, weight) = (self.kind, self.switch, self.period);
         while let Some(rec) = self.sampler.next_record() {
             n += 1;
             let Ok(parsed) = rec.parse_record() else {
@@ -350,7 +388,12 @@ impl Ring {
                         }
                         Kind::Fault => {
                             if let Some(addr) = s.addr() {
-                                out.push(Event::Fault { pid, time_ns, addr });
+                                out.push(Event::Fault {
+                                    pid,
+                                    time_ns,
+                                    addr,
+                                    weight,
+                                });
                             }
                         }
                         Kind::Switch => {

@@ -75,7 +75,6 @@ pub(crate) struct State {
     pub(crate) foreign: HashSet<u32>,
     pub(crate) kallsyms: Option<SymbolTable>,
     pub(crate) resolver: UserResolver,
-    pub(crate) fault_period: u64,
     pub(crate) t0_ns: u64,
     pub(crate) lost: u64,
 }
@@ -198,11 +197,15 @@ impl State {
                 bump(&mut inst.second(s).cpu, cat);
                 inst.funcs.entry(func).or_insert((cat, 0)).1 += 1;
             }
-            Event::Fault { pid, time_ns, addr } => {
+            Event::Fault {
+                pid,
+                time_ns,
+                addr,
+                weight: n,
+            } => {
                 if !self.member(pid, time_ns) {
                     return;
                 }
-                let n = self.fault_period;
                 let s = self.sec(time_ns);
                 let p = self.procs.get_mut(&pid).expect("member");
                 let inst = &mut self.insts[p.inst];

@@ -323,9 +323,14 @@ pub struct DiagnoseArgs {
     /// On-CPU samples per second per CPU while they are on (--cpu-duty).
     #[arg(long, value_name = "HZ", default_value_t = diagnose::DEFAULT_CPU_CLOCK_HZ)]
     pub frequency: u64,
-    /// Sample one minor fault in this many (counts are scaled back).
+    /// Sample one minor fault in this many at least (counts are scaled back).
     #[arg(long, value_name = "N", default_value_t = diagnose::DEFAULT_FAULT_PERIOD)]
     pub fault_period: u64,
+    /// At most about this many fault samples a second: while faults come faster, the period rises above
+    /// --fault-period in powers of two, set each second from the second before (what a sample costs
+    /// grows with the server's fault rate). 0: no bound.
+    #[arg(long, value_name = "N", default_value_t = diagnose::DEFAULT_FAULT_SAMPLES_MAX)]
+    pub fault_samples: u64,
     /// Which tasks the perf events watch: every task (system), or the instances' cgroup2 directories
     /// (cgroup: other cgroups' switches and faults pay nothing, switches into or out of the cgroup pay
     /// more); auto is system, which measured cheaper for a server talking to other cgroups.

@@ -40,6 +40,7 @@ pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
     opts.dsns = args.pg.clone();
     opts.cpu_clock_hz = args.frequency;
     opts.fault_period = args.fault_period;
+    opts.fault_samples_max = args.fault_samples;
     opts.scope = args.scope;
     opts.events = args.events;
     opts.switch_duty_pct = args.switch_duty;
@@ -56,6 +57,7 @@ pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
             "--{}",
             e.to_string()
                 .replace("fault period", "fault-period")
+                .replace("fault samples", "fault-samples")
                 .replace("switch duty", "switch-duty")
                 .replace("cpu duty", "cpu-duty")
         ),

@@ -149,10 +149,15 @@ fn diagnose_under_load(c: &Cluster, pm: u32) -> Value {
 
 /// Diagnoses the cluster under the load for 6 s with `--scope scope`; returns the whole result.
 fn diagnose_scoped(c: &Cluster, scope: &str) -> Value {
+    diagnose_with(c, scope, &[])
+}
+
+/// [`diagnose_scoped`] with more arguments.
+fn diagnose_with(c: &Cluster, scope: &str, more: &[&str]) -> Value {
     let _load = reconnecting_load(c, 12);
     std::thread::sleep(Duration::from_secs(2));
     let dsn = c.dsn("postgres");
-    let out = diagnose(&[
+    let mut args = vec![
         "--pg",
         &dsn,
         "--duration",
@@ -161,7 +166,9 @@ fn diagnose_scoped(c: &Cluster, scope: &str) -> Value {
         scope,
         "--format",
         "json",
-    ]);
+    ];
+    args.extend_from_slice(more);
+    let out = diagnose(&args);
     let doc = json(&out);
     assert_eq!(doc["kind"], "diagnose");
     doc
@@ -253,6 +260,40 @@ fn an_instance_in_its_own_cgroup_is_watched_through_cgroup_events() {
     assert!(
         un.contains(&moved.to_string()) && un.contains("outside"),
         "{un}"
+    );
+    c.remove().unwrap();
+}
+
+/// Issue 24's cost: a bound on the fault samples a second (`--fault-samples`) raises the period above
+/// `--fault-period` under the reconnecting load, the instance gets far fewer samples than a fixed period
+/// would give, and its counts, each sample counted as the period it was taken at, still agree with the
+/// kernel's minflt.
+#[test]
+fn a_bound_on_fault_samples_raises_the_period_and_the_counts_still_agree() {
+    let parent = tempfile::tempdir().unwrap();
+    let mut c = cluster(parent.path());
+    c.start(&settings("off")).unwrap();
+    load_tables(&c, true);
+    let pm = c.postmaster_pid().unwrap();
+    let doc = diagnose_with(&c, "system", &["--fault-samples", "100"]);
+    let spec = &doc["spec"];
+    assert_eq!(spec["fault_samples_max"], 100, "{spec}");
+    let floor = spec["fault_period"].as_u64().unwrap();
+    let hi = spec["fault_period_max"].as_u64().unwrap_or(floor);
+    assert!(
+        hi >= 4 * floor,
+        "the period rose from {floor} to {hi}: {spec}"
+    );
+    let inst = instance(&doc, pm);
+    let (sampled, minflt) = faults_match_minflt(&inst);
+    let samples = f(&inst["totals"]["fault_samples"]);
+    // The first second is at the floor; from then on at a quarter of its rate or less.
+    assert!(
+        samples < 0.6 * minflt / floor as f64,
+        "{samples} samples for {minflt} faults at periods {floor}..{hi}"
+    );
+    eprintln!(
+        "--fault-samples 100: periods {floor}..{hi}, {samples} samples, sampled faults {sampled:.0} vs minflt {minflt:.0}"
     );
     c.remove().unwrap();
 }

@@ -345,12 +345,12 @@ pub fn render(r: &DiagnoseResult, st: Style, width: usize) -> String {
     o.push('\n');
     o.push('\n');
     let mut window = format!(
-        "{:.1} s observed of {:.0} s; cpu-clock at {} Hz per CPU{}; 1 in {} minor faults sampled",
+        "{:.1} s observed of {:.0} s; cpu-clock at {} Hz per CPU{}; {} minor faults sampled",
         r.spec.observed_s,
         r.spec.duration_s,
         r.spec.cpu_clock_hz,
         cpu_time(&r.spec),
-        r.spec.fault_period
+        fault_sampling(&r.spec)
     );
     if let Some(e) = &r.spec.events {
         window.push_str(&format!("; only {} (--events)", e.join(", ")));
@@ -431,6 +431,17 @@ pub fn summary(r: &DiagnoseResult, width: usize) -> String {
     o
 }
 
+/// "1 in 64", and how far the bound on samples raised it.
+pub(crate) fn fault_sampling(s: &Spec) -> String {
+    match (s.fault_period_max, s.fault_samples_max) {
+        (Some(hi), Some(n)) if hi > s.fault_period => format!(
+            "1 in {} to 1 in {hi} (at most ~{n} samples a second)",
+            s.fault_period
+        ),
+        _ => format!("1 in {}", s.fault_period),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use results::diagnose::{EventScope, ScopeKind, Spec};
@@ -442,6 +453,8 @@ mod tests {
             observed_s: 10.0,
             cpu_clock_hz: 199,
             fault_period: 16,
+            fault_samples_max: None,
+            fault_period_max: None,
             pids: Vec::new(),
             dsns: Vec::new(),
             wait_sample_interval_s: 0.2,

@@ -33,8 +33,16 @@ pub struct Spec {
     pub observed_s: f64,
     /// cpu-clock sampling frequency per CPU, Hz.
     pub cpu_clock_hz: u64,
-    /// One page-fault sample per this many faults (counts are scaled back up by it).
+    /// One page-fault sample per this many faults at least (each sample counts as the period it was
+    /// taken at).
     pub fault_period: u64,
+    /// The bound on fault samples a second the period was raised for (`--fault-samples`; absent: files
+    /// written before it existed, a fixed period, or 0, no bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_samples_max: Option<u64>,
+    /// The highest period the faults were sampled at, when the bound raised it above `fault_period`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_period_max: Option<u64>,
     /// Postmaster PIDs asked for (`--pid`); empty: every instance found.
     pub pids: Vec<u32>,
     /// `--pg` servers (passwords removed).
@@ -216,9 +224,9 @@ pub struct Second {
     pub started: u32,
     /// On-CPU samples by category.
     pub cpu: Categories,
-    /// Page faults in the main segment (sampled x fault_period).
+    /// Page faults in the main segment (each sample counted as its period).
     pub segment_faults: u64,
-    /// Page faults elsewhere (sampled x fault_period).
+    /// Page faults elsewhere (each sample counted as its period).
     pub other_faults: u64,
     /// Minor faults by the kernel's own per-process counters (/proc/PID/stat, exited children through the
     /// postmaster's cminflt).
@@ -294,9 +302,9 @@ pub struct Totals {
     pub cpu: Categories,
     /// The same, client backends only.
     pub client_cpu: Categories,
-    /// Page faults in the segment (sampled x fault_period).
+    /// Page faults in the segment (each sample counted as its period).
     pub segment_faults: u64,
-    /// Page faults elsewhere (sampled x fault_period).
+    /// Page faults elsewhere (each sample counted as its period).
     pub other_faults: u64,
     /// Page-fault samples behind the two counts.
     pub fault_samples: u64,
