@@ -103,6 +103,11 @@ impl Duty {
     pub fn on_s(&self) -> f64 {
         self.on_total_ns as f64 / 1e9
     }
+
+    /// ns the event has been on up to `now_ns`, the span still running included.
+    pub fn on_ns(&self, now_ns: u64) -> u64 {
+        self.on_total_ns + self.on_since_ns.map_or(0, |s| now_ns.saturating_sub(s))
+    }
 }
 
 #[cfg(test)]
@@ -142,6 +147,8 @@ mod tests {
         d.turned(false, 350_000);
         assert!(!d.is_on());
         assert_eq!(d.on_s(), 150_000.0 / 1e9);
+        d.turned(true, 400_000);
+        assert_eq!(d.on_ns(450_000), 200_000);
         assert_eq!(Duty::to_next_slot_ns(SLOT_NS + 5), SLOT_NS - 5);
     }
 }

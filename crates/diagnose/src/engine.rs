@@ -529,16 +529,16 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         if t0.elapsed() >= boundary {
             let t_s = t0.elapsed().as_secs_f64();
             state.scan(next_second - 1, t_s);
-            // The fault rate of the time the events were on (--control's `disable` turns them off);
-            // the rings were drained just now, so what they hold from here on is at the new period.
-            let now = perf::monotonic_ns();
-            let off = off_ns + off_since.map_or(0, |since| now.saturating_sub(since));
-            let on = now.saturating_sub(state.t0_ns).saturating_sub(off);
+            // The fault rate of the time the fault event was on (its duty: --control's `disable`
+            // turns it off); the rings were drained just now, so what they hold from here on is at
+            // the new period.
+            let on = duties[2].2.on_ns(perf::monotonic_ns());
             let cur = rings
                 .iter()
                 .find(|r| r.kind == perf::Kind::Fault)
-                .map(Ring::period);
-            if let (Some(cur), true) = (cur, on >= on_at_check + 100_000_000) {
+                .map(Ring::period)
+                .filter(|_| on >= on_at_check + 100_000_000);
+            if let Some(cur) = cur {
                 let rate = faults_seen as f64 * 1e9 / (on - on_at_check) as f64;
                 let next =
                     faultrate::next_period(cur, opts.fault_period, rate, opts.fault_samples_max);
