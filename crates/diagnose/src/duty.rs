@@ -1,5 +1,5 @@
-//! Sampled events on for part of each second: the `sched_switch` tracepoint (`--switch-duty`) and the
-//! on-CPU samples (`--cpu-duty`).
+//! Sampled events on for part of each second: the `sched_switch` tracepoint (`--switch-duty`), the
+//! on-CPU samples (`--cpu-duty`) and, on a server faulting fast, the fault event ([`crate::faultrate`]).
 //!
 //! The tracepoint's perf handler runs at every context switch on the machine, PostgreSQL's or not, before
 //! its filter can reject the switch: on a switch-heavy server it is the dearest part of a diagnosis (a
@@ -38,6 +38,17 @@ impl Duty {
             on_since_ns: None,
             on_total_ns: 0,
         }
+    }
+
+    /// The slots of a second it is on in.
+    pub fn slots(&self) -> u32 {
+        self.on_slots
+    }
+
+    /// From now on, on in `slots` of each second (1..=[`SLOTS`]); the current second is drawn again.
+    pub fn set_slots(&mut self, slots: u32) {
+        self.on_slots = slots.clamp(1, SLOTS);
+        self.second = None;
     }
 
     /// True when the tracepoint is on all the time.
@@ -131,6 +142,21 @@ mod tests {
         }
         // 45 possible pairs of slots: 50 seconds must show many of them, not one fixed phase.
         assert!(patterns.len() > 15, "{}", patterns.len());
+    }
+
+    #[test]
+    fn fewer_slots_take_effect_in_the_current_second() {
+        let mut d = Duty::new(100, 7);
+        assert!(d.want(3 * SLOT_NS));
+        d.set_slots(1);
+        assert!(!d.always());
+        assert_eq!(d.slots(), 1);
+        let on = (0..SLOTS as u64)
+            .filter(|s| d.want(s * SLOT_NS + 1))
+            .count();
+        assert_eq!(on, 1);
+        d.set_slots(0);
+        assert_eq!(d.slots(), 1, "at least one slot");
     }
 
     #[test]

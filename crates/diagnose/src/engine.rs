@@ -361,6 +361,7 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
         resolver: UserResolver::default(),
         t0_ns: 0,
         lost: 0,
+        fault_scale: 1,
     };
     let o = open_rings(opts, plan, &mut unmeasured);
     if o.scope.kind == ScopeKind::Cgroup {
@@ -470,15 +471,20 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
             let _ = r.enable();
         }
     }
-    let any_toggled = duties.iter().any(|(_, open, d)| *open && !d.always());
     // --control: events off since (ns), and off in all.
     let (mut off_since, mut off_ns): (Option<u64>, u64) = (None, 0);
     let mut stopped = false;
     progress(0.0);
     let mut events = Vec::new();
-    // The faults the samples stood for since the period was last set, the events' time on then (ns),
-    // and the highest period set.
-    let (mut faults_seen, mut on_at_check, mut period_max) = (0u64, 0u64, opts.fault_period);
+    let mut adapt = faultrate::Adapt {
+        faults_seen: 0,
+        on_at_check: 0,
+        period_max: opts.fault_period,
+        slots_min: crate::duty::SLOTS,
+    };
+    // Faults counted a second on all the CPUs (a fault ring each) before the event goes part-time.
+    let cpus = rings.iter().filter(|r| r.kind == perf::Kind::Fault).count();
+    let max_counts = opts.fault_counts_max as f64 * cpus as f64;
     let mut next_second = 1usize;
     let mut interrupted = false;
     loop {
@@ -486,7 +492,8 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         let boundary = Duration::from_secs(next_second as u64);
         if elapsed < boundary {
             let mut wait = (boundary - elapsed).min(Duration::from_millis(100));
-            if any_toggled {
+            // Woken at each slot's edge while an event is on for part of each second.
+            if duties.iter().any(|(_, open, d)| *open && !d.always()) {
                 let slot = Duty::to_next_slot_ns(elapsed.as_nanos() as u64);
                 wait = wait.min(Duration::from_nanos(slot));
             }
@@ -507,6 +514,31 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
                 Err(_) => {}
             }
         }
+        adapt.faults_seen += drain(&mut rings, &mut events, &mut state);
+        let at_boundary = !stopped && t0.elapsed() >= boundary;
+        if at_boundary {
+            // The fault rate of the time the fault event was on; the rings were drained just now, so
+            // what they hold from here on is at the new period and slots.
+            let on = duties[2].2.on_ns(perf::monotonic_ns());
+            let now = rings
+                .iter()
+                .find(|r| r.kind == perf::Kind::Fault)
+                .map(|r| (r.period(), duties[2].2.slots()));
+            let limits = (opts.fault_period, opts.fault_samples_max, max_counts);
+            if let Some(now) = now {
+                if let Some((p, slots)) = faultrate::choose(&mut adapt, on, now, limits) {
+                    if p != now.0 {
+                        for r in rings.iter_mut().filter(|r| r.kind == perf::Kind::Fault) {
+                            let _ = r.set_period(p);
+                        }
+                    }
+                    if slots != now.1 {
+                        duties[2].2.set_slots(slots);
+                        state.fault_scale = u64::from(crate::duty::SLOTS / slots);
+                    }
+                }
+            }
+        }
         for (kind, _, duty) in duties.iter_mut().filter(|(_, open, _)| *open) {
             let want = off_since.is_none() && duty.want(t0.elapsed().as_nanos() as u64);
             if want != duty.is_on() {
@@ -522,34 +554,12 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
                 ctl.answer(c.as_ref().map(|_| ()).map_err(String::as_str));
             }
         }
-        faults_seen += drain(&mut rings, &mut events, &mut state);
         if stopped {
             break;
         }
-        if t0.elapsed() >= boundary {
+        if at_boundary {
             let t_s = t0.elapsed().as_secs_f64();
             state.scan(next_second - 1, t_s);
-            // The fault rate of the time the fault event was on (its duty: --control's `disable`
-            // turns it off); the rings were drained just now, so what they hold from here on is at
-            // the new period.
-            let on = duties[2].2.on_ns(perf::monotonic_ns());
-            let cur = rings
-                .iter()
-                .find(|r| r.kind == perf::Kind::Fault)
-                .map(Ring::period)
-                .filter(|_| on >= on_at_check + 100_000_000);
-            if let Some(cur) = cur {
-                let rate = faults_seen as f64 * 1e9 / (on - on_at_check) as f64;
-                let next =
-                    faultrate::next_period(cur, opts.fault_period, rate, opts.fault_samples_max);
-                if next != cur {
-                    for r in rings.iter_mut().filter(|r| r.kind == perf::Kind::Fault) {
-                        let _ = r.set_period(next);
-                    }
-                    period_max = period_max.max(next);
-                }
-                (faults_seen, on_at_check) = (0, on);
-            }
             progress(t_s);
             next_second += 1;
             if state.insts.iter().all(|i| i.exited_at_s.is_some()) || t0.elapsed() >= opts.duration
@@ -583,7 +593,13 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
             1.0
         }
     };
-    let (switch_frac, fault_frac) = (frac(ok.switches, &duty), frac(ok.faults, &fault_duty));
+    // The fault counts stand for every fault of the time not turned off by --control (each sample
+    // weighs 10 / slots): only that time divides their rates.
+    let fault_frac = match (ok.faults && observed_s > 0.0, opts.control.is_some()) {
+        (true, true) => (1.0 - off_ns as f64 / 1e9 / observed_s).clamp(1e-6, 1.0),
+        _ => 1.0,
+    };
+    let switch_frac = frac(ok.switches, &duty);
     if interrupted || stopped {
         state.scan(next_second - 1, observed_s);
     }
@@ -634,7 +650,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         .enumerate()
         .map(|(k, inst)| {
             let waits = ended.remove(&k).map(|(dsn, e)| {
-                finish_waits(
+                waits::finish(
                     dsn,
                     e,
                     wait_totals.remove(&k).unwrap_or_default(),
@@ -660,7 +676,12 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
             fault_period: opts.fault_period,
             fault_samples_max: (ok.faults && opts.fault_samples_max > 0)
                 .then_some(opts.fault_samples_max),
-            fault_period_max: (period_max > opts.fault_period).then_some(period_max),
+            fault_period_max: (adapt.period_max > opts.fault_period).then_some(adapt.period_max),
+            fault_counts_max: (ok.faults && opts.fault_counts_max > 0)
+                .then_some(opts.fault_counts_max),
+            fault_duty_pct_min: (adapt.slots_min < crate::duty::SLOTS)
+                .then_some(adapt.slots_min * 100 / crate::duty::SLOTS),
+            fault_on_s: ok.faults.then(|| fault_duty.on_s()),
             pids: opts.pids.clone(),
             dsns: opts
                 .dsns
@@ -698,28 +719,6 @@ fn drain(rings: &mut [Ring], events: &mut Vec<Event>, state: &mut State) -> u64 
         state.event(e);
     }
     faults
-}
-
-fn finish_waits(
-    dsn: String,
-    e: waits::Ended,
-    totals: BTreeMap<String, u64>,
-    observed_s: f64,
-) -> Waits {
-    let mut events: Vec<(String, u64)> = totals.into_iter().collect();
-    events.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    Waits {
-        dsn,
-        reads: e.reads,
-        backends_seen: events.iter().map(|(_, n)| n).sum(),
-        events,
-        evictions_per_s: e
-            .evictions
-            .as_ref()
-            .map(|(n, _)| *n as f64 / observed_s.max(1e-9)),
-        evictions_source: e.evictions.map(|(_, s)| s),
-        note: e.note,
-    }
 }
 
 fn finish(

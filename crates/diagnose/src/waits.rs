@@ -12,6 +12,8 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use results::diagnose::Waits;
+
 /// One read of pg_stat_activity.
 #[derive(Debug, Clone, Default)]
 pub struct Read {
@@ -115,6 +117,29 @@ pub fn sample(
         }
     };
     ended
+}
+
+/// A sampler's result: its reads, the events seen in all, the eviction rate over the window.
+pub(crate) fn finish(
+    dsn: String,
+    e: Ended,
+    totals: BTreeMap<String, u64>,
+    observed_s: f64,
+) -> Waits {
+    let mut events: Vec<(String, u64)> = totals.into_iter().collect();
+    events.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    Waits {
+        dsn,
+        reads: e.reads,
+        backends_seen: events.iter().map(|(_, n)| n).sum(),
+        events,
+        evictions_per_s: e
+            .evictions
+            .as_ref()
+            .map(|(n, _)| *n as f64 / observed_s.max(1e-9)),
+        evictions_source: e.evictions.map(|(_, s)| s),
+        note: e.note,
+    }
 }
 
 #[cfg(test)]

@@ -331,6 +331,12 @@ pub struct DiagnoseArgs {
     /// grows with the server's fault rate). 0: no bound.
     #[arg(long, value_name = "N", default_value_t = diagnose::DEFAULT_FAULT_SAMPLES_MAX)]
     pub fault_samples: u64,
+    /// At most about this many faults counted a second per CPU: on a server faulting faster, the fault
+    /// event is on for half, a fifth or a tenth of each second, chosen each second from the second
+    /// before, and its samples count as much more (every fault pays the event's counter while it is
+    /// on). 0: on all the time.
+    #[arg(long, value_name = "N", default_value_t = diagnose::DEFAULT_FAULT_COUNTS_MAX)]
+    pub fault_counts: u64,
     /// Which tasks the perf events watch: every task (system), or the instances' cgroup2 directories
     /// (cgroup: other cgroups' switches and faults pay nothing, switches into or out of the cgroup pay
     /// more); auto is system, which measured cheaper for a server talking to other cgroups.

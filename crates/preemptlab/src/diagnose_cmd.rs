@@ -41,6 +41,7 @@ pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
     opts.cpu_clock_hz = args.frequency;
     opts.fault_period = args.fault_period;
     opts.fault_samples_max = args.fault_samples;
+    opts.fault_counts_max = args.fault_counts;
     opts.scope = args.scope;
     opts.events = args.events;
     opts.switch_duty_pct = args.switch_duty;
@@ -58,6 +59,7 @@ pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
             e.to_string()
                 .replace("fault period", "fault-period")
                 .replace("fault samples", "fault-samples")
+                .replace("fault counts", "fault-counts")
                 .replace("switch duty", "switch-duty")
                 .replace("cpu duty", "cpu-duty")
         ),

@@ -264,6 +264,33 @@ fn an_instance_in_its_own_cgroup_is_watched_through_cgroup_events() {
     c.remove().unwrap();
 }
 
+/// Issue 24's cost: a bound on the faults counted a second (`--fault-counts`) turns the fault event on for
+/// only part of each second under the reconnecting load (its counter is paid by every fault while it is
+/// on), each sample counts as much more, and the counts still agree with the kernel's minflt.
+#[test]
+fn a_bound_on_fault_counts_turns_the_event_on_part_time_and_the_counts_still_agree() {
+    let parent = tempfile::tempdir().unwrap();
+    let mut c = cluster(parent.path());
+    c.start(&settings("off")).unwrap();
+    load_tables(&c, true);
+    let pm = c.postmaster_pid().unwrap();
+    let doc = diagnose_with(&c, "system", &["--fault-counts", "1000"]);
+    let spec = &doc["spec"];
+    assert_eq!(spec["fault_counts_max"], 1000, "{spec}");
+    let pct = spec["fault_duty_pct_min"].as_u64().unwrap_or(100);
+    let (on, observed) = (f(&spec["fault_on_s"]), f(&spec["observed_s"]));
+    assert!(
+        pct <= 50 && on < 0.7 * observed && on > 0.0,
+        "the fault event on down to {pct}% of a second, {on:.2} s of {observed:.2}: {spec}"
+    );
+    let inst = instance(&doc, pm);
+    let (sampled, minflt) = faults_match_minflt(&inst);
+    eprintln!(
+        "--fault-counts 1000: down to {pct}%, on {on:.2} s of {observed:.2}, sampled faults {sampled:.0} vs minflt {minflt:.0}"
+    );
+    c.remove().unwrap();
+}
+
 /// Issue 24's cost: a bound on the fault samples a second (`--fault-samples`) raises the period above
 /// `--fault-period` under the reconnecting load, the instance gets far fewer samples than a fixed period
 /// would give, and its counts, each sample counted as the period it was taken at, still agree with the

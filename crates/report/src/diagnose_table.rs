@@ -431,14 +431,23 @@ pub fn summary(r: &DiagnoseResult, width: usize) -> String {
     o
 }
 
-/// "1 in 64", and how far the bound on samples raised it.
+/// "1 in 64", how far the bound on samples raised it, and how much of each second the bound on counts
+/// left the event on.
 pub(crate) fn fault_sampling(s: &Spec) -> String {
-    match (s.fault_period_max, s.fault_samples_max) {
+    let period = match (s.fault_period_max, s.fault_samples_max) {
         (Some(hi), Some(n)) if hi > s.fault_period => format!(
             "1 in {} to 1 in {hi} (at most ~{n} samples a second)",
             s.fault_period
         ),
         _ => format!("1 in {}", s.fault_period),
+    };
+    match (s.fault_duty_pct_min, s.fault_counts_max, s.fault_on_s) {
+        (Some(pct), Some(n), Some(on)) => format!(
+            "{period}, on for {on:.1} s of {:.1} (down to {pct}% of a second above ~{n} faults a \
+             second per CPU; counts scaled)",
+            s.observed_s
+        ),
+        _ => period,
     }
 }
 
@@ -455,6 +464,9 @@ mod tests {
             fault_period: 16,
             fault_samples_max: None,
             fault_period_max: None,
+            fault_counts_max: None,
+            fault_duty_pct_min: None,
+            fault_on_s: None,
             pids: Vec::new(),
             dsns: Vec::new(),
             wait_sample_interval_s: 0.2,

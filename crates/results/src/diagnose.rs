@@ -43,6 +43,17 @@ pub struct Spec {
     /// The highest period the faults were sampled at, when the bound raised it above `fault_period`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault_period_max: Option<u64>,
+    /// The faults counted a second per CPU above which the fault event was on for only part of each
+    /// second (`--fault-counts`; absent: files written before it existed, or 0, on all the time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_counts_max: Option<u64>,
+    /// The lowest share of a second the fault event was on in, percent, when that bound lowered it
+    /// (each sample then counted 100 / this many times its period).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_duty_pct_min: Option<u32>,
+    /// Seconds the fault event was really on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_on_s: Option<f64>,
     /// Postmaster PIDs asked for (`--pid`); empty: every instance found.
     pub pids: Vec<u32>,
     /// `--pg` servers (passwords removed).
