@@ -74,7 +74,9 @@ pub const DEFAULT_FAULT_SAMPLES_MAX: u64 = 1_000;
 /// Default bound on the faults counted a second per CPU ([`faultrate`]): above it the fault event is on
 /// for half, a fifth or a tenth of each second. At the counter's 151-176 ns a fault on this project's VM,
 /// 20,000 a second cost about 0.3% of a CPU; a connection-per-transaction `pgbench -S` there faults about
-/// 175,000 times a second per CPU.
+/// 175,000 times a second per CPU, and with the event down to a tenth of each second a running diagnose's
+/// events cost it 1.003 (0.986..1.017) of its TPS, against 0.977 (0.965..0.995) on all the time
+/// (scripts/diagnose-overhead --toggle --reconnect; docs/notes/2026-11-26-diagnose-overhead.md).
 pub const DEFAULT_FAULT_COUNTS_MAX: u64 = 20_000;
 
 /// Default share of each second the `sched_switch` tracepoint is on, percent ([`duty`]): its handler runs

@@ -124,11 +124,12 @@ pub(crate) fn section(label: &str, r: &DiagnoseResult, host: &str) -> String {
     let mut o = String::new();
     let _ = write!(
         o,
-        "<h2>diagnose: {}</h2>{host}<p>{:.1} s observed; cpu-clock at {} Hz per CPU; {} minor faults sampled{}.</p>",
+        "<h2>diagnose: {}</h2>{host}<p>{:.1} s observed; cpu-clock at {} Hz per CPU; {} minor faults sampled{}{}.</p>",
         esc(label),
         r.spec.observed_s,
         r.spec.cpu_clock_hz,
         esc(&crate::diagnose_table::fault_sampling(&r.spec)),
+        esc(&crate::diagnose_table::fault_duty(&r.spec)),
         if r.envelope.interrupted { "; interrupted" } else { "" }
     );
     if let Some(sc) = &r.spec.scope {

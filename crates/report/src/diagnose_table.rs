@@ -345,12 +345,13 @@ pub fn render(r: &DiagnoseResult, st: Style, width: usize) -> String {
     o.push('\n');
     o.push('\n');
     let mut window = format!(
-        "{:.1} s observed of {:.0} s; cpu-clock at {} Hz per CPU{}; {} minor faults sampled",
+        "{:.1} s observed of {:.0} s; cpu-clock at {} Hz per CPU{}; {} minor faults sampled{}",
         r.spec.observed_s,
         r.spec.duration_s,
         r.spec.cpu_clock_hz,
         cpu_time(&r.spec),
-        fault_sampling(&r.spec)
+        fault_sampling(&r.spec),
+        fault_duty(&r.spec)
     );
     if let Some(e) = &r.spec.events {
         window.push_str(&format!("; only {} (--events)", e.join(", ")));
@@ -431,23 +432,27 @@ pub fn summary(r: &DiagnoseResult, width: usize) -> String {
     o
 }
 
-/// "1 in 64", how far the bound on samples raised it, and how much of each second the bound on counts
-/// left the event on.
+/// "1 in 64", and how far the bound on samples raised it.
 pub(crate) fn fault_sampling(s: &Spec) -> String {
-    let period = match (s.fault_period_max, s.fault_samples_max) {
+    match (s.fault_period_max, s.fault_samples_max) {
         (Some(hi), Some(n)) if hi > s.fault_period => format!(
             "1 in {} to 1 in {hi} (at most ~{n} samples a second)",
             s.fault_period
         ),
         _ => format!("1 in {}", s.fault_period),
-    };
+    }
+}
+
+/// "; the fault event on 1.5 s of 6.0 ..." when the bound on faults counted turned it on for part of
+/// each second; else nothing.
+pub(crate) fn fault_duty(s: &Spec) -> String {
     match (s.fault_duty_pct_min, s.fault_counts_max, s.fault_on_s) {
         (Some(pct), Some(n), Some(on)) => format!(
-            "{period}, on for {on:.1} s of {:.1} (down to {pct}% of a second above ~{n} faults a \
-             second per CPU; counts scaled)",
+            "; the fault event on {on:.1} s of {:.1} (down to {pct}% of each second above ~{n} faults a \
+             second per CPU; its counts scaled)",
             s.observed_s
         ),
-        _ => period,
+        _ => String::new(),
     }
 }
 
@@ -496,6 +501,17 @@ mod tests {
         assert!(spec.opened("faults"));
         spec.events = Some(vec!["cpu".into()]);
         assert!(!spec.opened("faults") && spec.opened("cpu"));
+        // The fault event on all the time: nothing to say; part-time: how long, down to what share.
+        spec.fault_counts_max = Some(20_000);
+        spec.fault_on_s = Some(10.0);
+        assert_eq!(super::fault_duty(&spec), "");
+        spec.fault_duty_pct_min = Some(10);
+        spec.fault_on_s = Some(1.9);
+        assert_eq!(
+            super::fault_duty(&spec),
+            "; the fault event on 1.9 s of 10.0 (down to 10% of each second above ~20000 faults a second \
+             per CPU; its counts scaled)"
+        );
     }
 
     #[test]
