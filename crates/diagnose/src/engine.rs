@@ -361,7 +361,6 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
         resolver: UserResolver::default(),
         t0_ns: 0,
         lost: 0,
-        fault_scale: 1,
     };
     let o = open_rings(opts, plan, &mut unmeasured);
     if o.scope.kind == ScopeKind::Cgroup {
@@ -514,7 +513,8 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
                 Err(_) => {}
             }
         }
-        adapt.faults_seen += drain(&mut rings, &mut events, &mut state);
+        let scale = crate::duty::SLOTS / duties[2].2.slots();
+        adapt.faults_seen += drain(&mut rings, &mut events, &mut state, scale);
         let at_boundary = !stopped && t0.elapsed() >= boundary;
         if at_boundary {
             // The fault rate of the time the fault event was on; the rings were drained just now, so
@@ -534,7 +534,6 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
                     }
                     if slots != now.1 {
                         duties[2].2.set_slots(slots);
-                        state.fault_scale = u64::from(crate::duty::SLOTS / slots);
                     }
                 }
             }
@@ -583,7 +582,12 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         off_ns += now.saturating_sub(since);
     }
     let [(_, _, duty), (_, _, cpu_duty), (_, _, fault_duty)] = duties;
-    drain(&mut rings, &mut events, &mut state);
+    drain(
+        &mut rings,
+        &mut events,
+        &mut state,
+        crate::duty::SLOTS / fault_duty.slots(),
+    );
     let observed_s = t0.elapsed().as_secs_f64();
     // The share of the window the switch counts are of.
     let frac = |on: bool, d: &Duty| {
@@ -704,17 +708,19 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
     }
 }
 
-/// Reads every ring into `state`; returns the faults the fault samples stood for, every process's.
-fn drain(rings: &mut [Ring], events: &mut Vec<Event>, state: &mut State) -> u64 {
+/// Reads every ring into `state`, each fault sample weighing `scale` times its period (10 / the slots the
+/// fault event is on in); returns the faults the samples stood for at their periods alone, every process's.
+fn drain(rings: &mut [Ring], events: &mut Vec<Event>, state: &mut State, scale: u32) -> u64 {
     for r in rings.iter_mut() {
         r.drain(events);
     }
     // Forks first, so a new backend's samples drained in the same pass find it.
     events.sort_by_key(|e| !matches!(e, Event::Fork { .. }));
     let mut faults = 0;
-    for e in events.drain(..) {
-        if let Event::Fault { weight, .. } = e {
-            faults += weight;
+    for mut e in events.drain(..) {
+        if let Event::Fault { weight, .. } = &mut e {
+            faults += *weight;
+            *weight *= u64::from(scale);
         }
         state.event(e);
     }

@@ -77,8 +77,6 @@ pub(crate) struct State {
     pub(crate) resolver: UserResolver,
     pub(crate) t0_ns: u64,
     pub(crate) lost: u64,
-    /// What a fault sample counts beyond its period: 10 / the slots the fault event is on in.
-    pub(crate) fault_scale: u64,
 }
 
 impl State {
@@ -203,9 +201,8 @@ impl State {
                 pid,
                 time_ns,
                 addr,
-                weight,
+                weight: n,
             } => {
-                let n = weight * self.fault_scale;
                 if !self.member(pid, time_ns) {
                     return;
                 }
