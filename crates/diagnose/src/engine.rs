@@ -311,6 +311,7 @@ pub struct Prepared {
     servers: Vec<hostfacts::pgquery::ServerInfo>,
     clients: Vec<postgres::Client>,
     control: Option<Control>,
+    kernel_symbols: String,
 }
 
 /// Prepares a diagnosis (see [`Prepared`]); errors as [`run`].
@@ -336,11 +337,8 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
     let audit = hostfacts::audit_light(&Host::live(), &servers);
     let chosen = select(&audit, opts)?;
     let mut unmeasured = Vec::new();
-    let kallsyms = match std::fs::read("/proc/kallsyms") {
-        Ok(t) => symbols::kallsyms(&t),
-        Err(_) => None,
-    };
-    if kallsyms.is_none() {
+    let kernel = crate::kernsyms::load(&crate::kernsyms::Sources::live());
+    if kernel.table.is_none() {
         unmeasured.push(Unmeasured {
             what:
                 "kernel frames by name (page-fault and scheduler shares, how switches came about)"
@@ -357,7 +355,7 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
         procs: HashMap::new(),
         exclude: servers.iter().map(|s| s.backend_pid).collect(),
         foreign: HashSet::new(),
-        kallsyms,
+        kallsyms: kernel.table,
         resolver: UserResolver::default(),
         t0_ns: 0,
         lost: 0,
@@ -380,6 +378,7 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
         servers,
         clients,
         control,
+        kernel_symbols: kernel.source,
     })
 }
 
@@ -403,6 +402,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         servers,
         clients,
         mut control,
+        kernel_symbols,
     } = p;
     let opts = &opts;
 
@@ -694,6 +694,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
                 .collect(),
             wait_sample_interval_s: opts.wait_interval.as_secs_f64(),
             sched_switch_filter: filter.map(str::to_string),
+            kernel_symbols: Some(kernel_symbols),
             scope: Some(scope),
             switch_duty_pct: ok.switches.then_some(opts.switch_duty_pct),
             switch_on_s: ok.switches.then(|| duty.on_s()),

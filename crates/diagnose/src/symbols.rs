@@ -22,7 +22,7 @@ pub struct SymbolTable {
 }
 
 impl SymbolTable {
-    fn push(&mut self, start: u64, size: u64, name: &str) {
+    pub(crate) fn push(&mut self, start: u64, size: u64, name: &str) {
         self.starts.push((
             start,
             if size > 0 { start + size } else { 0 },
@@ -32,11 +32,22 @@ impl SymbolTable {
         self.names.push_str(name);
     }
 
-    fn finish(mut self) -> Self {
+    pub(crate) fn finish(mut self) -> Self {
         self.starts
             .sort_unstable_by_key(|s| (s.0, std::cmp::Reverse(s.1)));
         self.starts.dedup_by_key(|s| s.0);
         self
+    }
+
+    /// Moves every symbol by `by` (wrapping): a System.map's link-time addresses to where this boot's
+    /// KASLR put the kernel. The order is unchanged.
+    pub(crate) fn shift(&mut self, by: u64) {
+        for s in self.starts.iter_mut() {
+            s.0 = s.0.wrapping_add(by);
+            if s.1 > 0 {
+                s.1 = s.1.wrapping_add(by);
+            }
+        }
     }
 
     /// Symbols held.
@@ -66,51 +77,131 @@ impl SymbolTable {
     }
 }
 
+/// One line of `nm -n` output as `/proc/kallsyms` and System.map hold it (`ADDRESS TYPE NAME`, then a tab
+/// and `[MODULE]` in kallsyms): the address, the type letter and the name; None for a line of another shape.
+pub(crate) fn nm_line(line: &[u8]) -> Option<(u64, u8, &[u8])> {
+    let sp = line.iter().position(|&b| b == b' ')?;
+    let (&ty, b' ') = (line.get(sp + 1)?, line.get(sp + 2)?) else {
+        return None;
+    };
+    if sp == 0 || sp > 16 {
+        return None;
+    }
+    let mut addr = 0u64;
+    for &b in &line[..sp] {
+        let d = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => return None,
+        };
+        addr = addr << 4 | d as u64;
+    }
+    let rest = &line[sp + 3..];
+    let end = rest
+        .iter()
+        .position(|&b| b == b'\t' || b == b' ')
+        .unwrap_or(rest.len());
+    (end > 0).then(|| (addr, ty, &rest[..end]))
+}
+
+/// A function's type letter in `nm` output: text, local or global, weak included.
+pub(crate) fn is_text(ty: u8) -> bool {
+    matches!(ty, b't' | b'T' | b'w' | b'W')
+}
+
+/// Collects the text symbols of `nm`-style lines into a table, noting whether any address was not zero
+/// (the kernel shows zeros to whoever may not see them).
+#[derive(Default)]
+pub(crate) struct NmTable {
+    pub(crate) table: SymbolTable,
+    pub(crate) nonzero: bool,
+}
+
+impl NmTable {
+    /// Room for a kernel's worth of symbols up front: growing by doubling copied megabytes at the start of
+    /// every diagnosis, and capacity never touched costs no memory.
+    pub(crate) fn for_kernel() -> Self {
+        NmTable {
+            table: SymbolTable {
+                starts: Vec::with_capacity(1 << 18),
+                names: String::with_capacity(8 << 20),
+            },
+            nonzero: false,
+        }
+    }
+
+    pub(crate) fn line(&mut self, line: &[u8]) {
+        if let Some((addr, ty, name)) = nm_line(line) {
+            self.symbol(addr, ty, name);
+        }
+    }
+
+    /// One symbol of a parsed line: kept when it is a function.
+    pub(crate) fn symbol(&mut self, addr: u64, ty: u8, name: &[u8]) {
+        if !is_text(ty) {
+            return;
+        }
+        let Ok(name) = std::str::from_utf8(name) else {
+            return;
+        };
+        self.nonzero |= addr != 0;
+        self.table.push(addr, 0, name);
+    }
+
+    /// The table, or None when every address was zero.
+    pub(crate) fn finish(self) -> Option<SymbolTable> {
+        self.nonzero.then(|| self.table.finish())
+    }
+}
+
 /// Parses `/proc/kallsyms` (`ADDRESS TYPE NAME [MODULE]`) into its text symbols. Returns None when every
 /// address is zero: the kernel hides them (`kptr_restrict`, or not root).
 pub fn kallsyms(text: &[u8]) -> Option<SymbolTable> {
-    let mut t = SymbolTable::default();
-    let mut nonzero = false;
+    let mut t = NmTable::default();
     for line in text.split(|&b| b == b'\n') {
-        // ADDRESS (hex), one space, TYPE (one letter), one space, NAME, then a tab and [MODULE] or nothing.
-        let Some(sp) = line.iter().position(|&b| b == b' ') else {
-            continue;
-        };
-        let (Some(&ty), Some(b' ')) = (line.get(sp + 1), line.get(sp + 2)) else {
-            continue;
-        };
-        if !matches!(ty, b't' | b'T' | b'w' | b'W') || sp == 0 || sp > 16 {
-            continue;
-        }
-        let mut addr = 0u64;
-        let mut hex = true;
-        for &b in &line[..sp] {
-            let d = match b {
-                b'0'..=b'9' => b - b'0',
-                b'a'..=b'f' => b - b'a' + 10,
-                b'A'..=b'F' => b - b'A' + 10,
-                _ => {
-                    hex = false;
-                    break;
-                }
-            };
-            addr = addr << 4 | d as u64;
-        }
-        let rest = &line[sp + 3..];
-        let end = rest
-            .iter()
-            .position(|&b| b == b'\t' || b == b' ')
-            .unwrap_or(rest.len());
-        let Ok(name) = std::str::from_utf8(&rest[..end]) else {
-            continue;
-        };
-        if !hex || name.is_empty() {
-            continue;
-        }
-        nonzero |= addr != 0;
-        t.push(addr, 0, name);
+        t.line(line);
     }
-    nonzero.then(|| t.finish())
+    t.finish()
+}
+
+/// Calls `f` on each line of `r` (without its newline), reading in chunks of a quarter of a megabyte: a
+/// file of megabytes is never held whole, and /proc/kallsyms is formatted a chunk at a time.
+pub(crate) fn each_line(
+    mut r: impl std::io::Read,
+    mut f: impl FnMut(&[u8]),
+) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 1 << 18];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            // One line longer than the buffer.
+            buf.resize(buf.len() * 2, 0);
+        }
+        let n = match r.read(&mut buf[len..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        len += n;
+        let whole = if n == 0 {
+            len
+        } else {
+            memchr::memrchr(b'\n', &buf[..len]).map_or(0, |p| p + 1)
+        };
+        let mut at = 0;
+        for nl in memchr::memchr_iter(b'\n', &buf[..whole]).chain([whole]) {
+            if nl > at {
+                f(&buf[at..nl]);
+            }
+            at = nl + 1;
+        }
+        buf.copy_within(whole..len, 0);
+        len -= whole;
+        if n == 0 {
+            return Ok(());
+        }
+    }
 }
 
 /// A loaded ELF file's functions, keyed by file offset through its loadable segments.
@@ -158,6 +249,18 @@ impl ElfSymbols {
     }
 }
 
+/// A file mapped read-only: a loaded library's symbol tables are a small part of it, and reading the
+/// whole of a 10 MB `postgres` into memory (its copy and the fresh pages for it) was a tenth of a short
+/// diagnosis's CPU.
+fn map_file(path: &Path) -> Option<memmap2::Mmap> {
+    let f = std::fs::File::open(path).ok()?;
+    // SAFETY: the mapping is read-only and private to this function's caller, which only parses it. What
+    // mmap cannot promise is that the file keeps its length: one truncated while mapped raises SIGBUS on a
+    // read past its new end. The files are executables and libraries that running processes map; package
+    // managers replace them by renaming a new file over the old name, which leaves this inode whole.
+    unsafe { memmap2::Mmap::map(&f) }.ok()
+}
+
 /// The executable mappings of a process (`/proc/PID/maps` text).
 pub fn exec_maps(maps_text: &str) -> Vec<SmapsMapping> {
     hostfacts::parse::smaps(maps_text)
@@ -184,9 +287,8 @@ impl UserResolver {
             .files
             .entry(path.clone())
             .or_insert_with(|| {
-                std::fs::read(&path)
-                    .ok()
-                    .and_then(|d| ElfSymbols::parse(&d).ok())
+                let map = map_file(Path::new(&path))?;
+                ElfSymbols::parse(&map).ok()
             })
             .as_ref();
         Some(match syms.and_then(|s| s.at_offset(offset)) {

@@ -154,19 +154,19 @@ fn diagnose_scoped(c: &Cluster, scope: &str) -> Value {
 
 /// [`diagnose_scoped`] with more arguments.
 fn diagnose_with(c: &Cluster, scope: &str, more: &[&str]) -> Value {
-    let _load = reconnecting_load(c, 12);
+    // The load outlasts the window (6 s unless `more` sets one) by its 2 s lead and some.
+    let window_s: u32 = more
+        .iter()
+        .position(|a| *a == "--duration")
+        .and_then(|i| more.get(i + 1)?.trim_end_matches('s').parse().ok())
+        .unwrap_or(6);
+    let _load = reconnecting_load(c, window_s + 6);
     std::thread::sleep(Duration::from_secs(2));
     let dsn = c.dsn("postgres");
-    let mut args = vec![
-        "--pg",
-        &dsn,
-        "--duration",
-        "6s",
-        "--scope",
-        scope,
-        "--format",
-        "json",
-    ];
+    let mut args = vec!["--pg", &dsn, "--scope", scope, "--format", "json"];
+    if !more.contains(&"--duration") {
+        args.extend_from_slice(&["--duration", "6s"]);
+    }
     args.extend_from_slice(more);
     let out = diagnose(&args);
     let doc = json(&out);
@@ -186,13 +186,14 @@ fn instance(doc: &Value, pm: u32) -> Value {
     inst
 }
 
-/// Sampled faults (scaled) against the kernel's minflt counters of the same processes: within 30%.
-fn faults_match_minflt(inst: &Value) -> (f64, f64) {
+/// Sampled faults (scaled) against the kernel's minflt counters of the same processes: within `within`
+/// (a share of minflt).
+fn faults_match_minflt(inst: &Value, within: f64) -> (f64, f64) {
     let t = &inst["totals"];
     let sampled = f(&t["segment_faults"]) + f(&t["other_faults"]);
     let minflt = f(&t["minflt"]);
     assert!(
-        (sampled - minflt).abs() <= 0.3 * minflt,
+        (sampled - minflt).abs() <= within * minflt,
         "sampled faults {sampled} vs minflt {minflt}: {t}"
     );
     (sampled, minflt)
@@ -218,7 +219,7 @@ fn an_instance_in_its_own_cgroup_is_watched_through_cgroup_events() {
     assert_eq!(scope["kind"], "cgroup", "{scope}");
     assert_eq!(scope["cgroups"][0], cg.path.as_str(), "{scope}");
     let inst = instance(&doc, pm);
-    let (sampled, minflt) = faults_match_minflt(&inst);
+    let (sampled, minflt) = faults_match_minflt(&inst, 0.3);
     assert!(
         f(&inst["rates"]["segment_faults_per_s"]) > 100.0,
         "a -C load faults on the segment: {}",
@@ -274,7 +275,16 @@ fn a_bound_on_fault_counts_turns_the_event_on_part_time_and_the_counts_still_agr
     c.start(&settings("off")).unwrap();
     load_tables(&c, true);
     let pm = c.postmaster_pid().unwrap();
-    let doc = diagnose_with(&c, "system", &["--fault-counts", "1000"]);
+    // Part-time, the count is of the connections that came while the event was on, each a lump of about
+    // 1,000 faults (a new backend's first touches): a tenth of each second sees ~3 of the 30 a second
+    // here, so the count's standard error is about sqrt((1 - f) / (f n)) for n connections and the share f
+    // of the window on: 12% over 12 s (measured: -11% and +31% in two runs; +30% once in 6 s). Within
+    // 40%, over three of those; a weight off by a factor of 2 still fails.
+    let doc = diagnose_with(
+        &c,
+        "system",
+        &["--fault-counts", "1000", "--duration", "12s"],
+    );
     let spec = &doc["spec"];
     assert_eq!(spec["fault_counts_max"], 1000, "{spec}");
     let pct = spec["fault_duty_pct_min"].as_u64().unwrap_or(100);
@@ -284,7 +294,7 @@ fn a_bound_on_fault_counts_turns_the_event_on_part_time_and_the_counts_still_agr
         "the fault event on down to {pct}% of a second, {on:.2} s of {observed:.2}: {spec}"
     );
     let inst = instance(&doc, pm);
-    let (sampled, minflt) = faults_match_minflt(&inst);
+    let (sampled, minflt) = faults_match_minflt(&inst, 0.4);
     eprintln!(
         "--fault-counts 1000: down to {pct}%, on {on:.2} s of {observed:.2}, sampled faults {sampled:.0} vs minflt {minflt:.0}"
     );
@@ -312,7 +322,7 @@ fn a_bound_on_fault_samples_raises_the_period_and_the_counts_still_agree() {
         "the period rose from {floor} to {hi}: {spec}"
     );
     let inst = instance(&doc, pm);
-    let (sampled, minflt) = faults_match_minflt(&inst);
+    let (sampled, minflt) = faults_match_minflt(&inst, 0.3);
     let samples = f(&inst["totals"]["fault_samples"]);
     // The first second is at the floor; from then on at a quarter of its rate or less.
     assert!(
@@ -360,7 +370,7 @@ fn four_kb_against_huge_pages_under_a_reconnecting_load() {
         "a -C load faults on the segment: {rate_4k}/s"
     );
     // Sampled faults (scaled) against the kernel's counters: the same order, within 30%.
-    let (sampled, minflt) = faults_match_minflt(&small);
+    let (sampled, minflt) = faults_match_minflt(&small, 0.3);
     let spin = &small["verdict"]["spinlock_share"];
     assert!(f(&spin["of"]) > 0.0 && spin["samples"].is_u64(), "{spin}");
     let waits = &small["waits"];

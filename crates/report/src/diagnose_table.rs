@@ -476,6 +476,7 @@ mod tests {
             dsns: Vec::new(),
             wait_sample_interval_s: 0.2,
             sched_switch_filter: None,
+            kernel_symbols: None,
             scope: None,
             events: None,
             switch_duty_pct: Some(20),
