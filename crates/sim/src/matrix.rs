@@ -72,7 +72,7 @@ pub fn set_param(p: &Params, kv: &str) -> Result<Params, ParamError> {
 
 /// Sets `k` to `v` (any field, dimensions included: a sweep over one overrides the matrix's value).
 fn assign(p: &Params, k: &str, v: &str) -> Result<Params, ParamError> {
-    let mut j = serde_json::to_value(p).expect("params serialize");
+    let mut j = p.to_json_all();
     let obj = j.as_object_mut().expect("an object");
     if !obj.contains_key(k) {
         return Err(ParamError::Unknown {

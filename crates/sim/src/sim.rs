@@ -157,6 +157,9 @@ impl Sim {
         match phase {
             Phase::Spin => self.resume_spin(c, t, rem),
             Phase::FutexWaitEnter if self.tasks[t as usize].retry => self.futex_retry(c, t),
+            Phase::Cs if self.tasks[t as usize].head_write_pending => {
+                self.cs_after_fault(c, t, rem.max(1))
+            }
             Phase::Work
             | Phase::FutexWake
             | Phase::SliceYield

@@ -46,13 +46,13 @@ impl Sim {
     }
 
     /// Whether spins count iterations against the clock (`pg`, `rseq`, unless `spin_line_ns` is 0).
-    fn counts_iterations(&self) -> bool {
+    pub(crate) fn counts_iterations(&self) -> bool {
         self.spin_line_ns() > 0 && matches!(self.p.lock, LockKind::Pg | LockKind::Rseq)
     }
 
     /// Brings the iteration clock to now: `spin_ns` an iteration outside the line's re-read waits.
     /// Called before every change of the running spinners and every write of the line.
-    fn tick_spin_clock(&mut self) {
+    pub(crate) fn tick_spin_clock(&mut self) {
         let now = self.clock.now;
         if self.counts_iterations() {
             let at = self.lock.spin_clock_at_ns;
@@ -146,7 +146,15 @@ impl Sim {
     /// iterations it had left, at the present rate).
     pub(crate) fn resume_spin(&mut self, c: u32, t: u32, rem: u64) {
         if self.lock.holder.is_none() {
-            self.take_lock(c, t, 0);
+            let delay = if self.line_fifo() {
+                // `line_fifo`: its read finds the word free, then its swap.
+                let now = self.clock.now;
+                let read = self.line_access(c, now, false);
+                self.line_access(c, read, true) - now
+            } else {
+                0
+            };
+            self.take_lock(c, t, delay);
             return;
         }
         let left = self.tasks[t as usize].spin_left;
