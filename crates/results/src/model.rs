@@ -176,6 +176,12 @@ pub struct Params {
     /// keeps its own virtual runtime or takes the running task's, whichever is later (EEVDF's placement of
     /// a task with no lag).
     pub sleeper_credit_ns: Option<u64>,
+    /// Every CPU's tick at the same instant, as the kernel has them unless booted with `skew_tick=1`
+    /// (kernel/time/tick-sched.c, `tick_setup_sched_timer`: each CPU's tick timer expires on the same
+    /// jiffy boundary; the skew offsets them over half a tick). false: the ticks staggered evenly across a
+    /// whole tick (the model before 2026-11-27). Left out of a result when false.
+    #[serde(skip_serializing_if = "is_false")]
+    pub ticks_aligned: bool,
     // The workload.
     /// What the workers run.
     pub workload: Workload,
@@ -234,11 +240,15 @@ fn before_first_touches() -> bool {
 
 impl Params {
     /// Every parameter by name, as `--set` addresses them: the serialized form with the switches a result
-    /// leaves out when off (`line_fifo`) put back.
+    /// leaves out when off (`line_fifo`, `ticks_aligned`) put back.
     pub fn to_json_all(&self) -> serde_json::Value {
         let mut j = serde_json::to_value(self).expect("params serialize");
         if let Some(obj) = j.as_object_mut() {
             obj.insert("line_fifo".into(), serde_json::Value::Bool(self.line_fifo));
+            obj.insert(
+                "ticks_aligned".into(),
+                serde_json::Value::Bool(self.ticks_aligned),
+            );
         }
         j
     }
@@ -292,6 +302,7 @@ impl Default for Params {
             delayed_dequeue: true,
             delayed_dequeue_window_ns: None,
             sleeper_credit_ns: None,
+            ticks_aligned: false,
             workload: Workload::Lock,
             txn_stmts: 5,
             txn_allocs: 2.0,

@@ -334,6 +334,21 @@ mod tests {
     }
 
     #[test]
+    fn switches_left_out_of_a_result_when_off_can_still_be_set() {
+        let off = serde_json::to_value(Params::default()).unwrap();
+        assert!(off.get("line_fifo").is_none() && off.get("ticks_aligned").is_none());
+        let p = set_param(&Params::default(), "line_fifo=true").unwrap();
+        let p = set_param(&p, "ticks_aligned=true").unwrap();
+        assert!(p.line_fifo && p.ticks_aligned);
+        let on = serde_json::to_value(&p).unwrap();
+        assert_eq!(on["line_fifo"], true);
+        assert_eq!(on["ticks_aligned"], true);
+        // A result file written before them reads as off.
+        let back: Params = serde_json::from_value(off).unwrap();
+        assert!(!back.line_fifo && !back.ticks_aligned);
+    }
+
+    #[test]
     fn cells_come_in_run_order_with_the_sweep_inside_the_lock() {
         let base = Params::default();
         let m = Matrix {

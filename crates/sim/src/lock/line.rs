@@ -120,7 +120,7 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use crate::sim::Sim;
-    use crate::Params;
+    use crate::{simulate, LockKind, Pages, Params, Workload};
 
     fn machine(spinners: u32) -> Sim {
         let mut s = Sim::new(Params {
@@ -170,5 +170,43 @@ mod tests {
         s.lock.spinners.clear();
         assert_eq!(s.line_handover(1), 1300);
         assert_eq!(s.line_access(1, 1300, true), 1300);
+    }
+
+    #[test]
+    fn the_queue_lengthens_holds_where_spinners_run_and_runs_deterministically() {
+        let run = |line_fifo, lock| {
+            simulate(&Params {
+                cpus: 16,
+                workers: 256,
+                pages: Pages::P4k,
+                lock,
+                workload: Workload::Txn,
+                stmt_ns: 20_000,
+                spin_ns: 15,
+                lock_transfer_ns: 45,
+                line_fifo,
+                duration_ns: 100_000_000,
+                warmup_ns: 50_000_000,
+                ..Params::default()
+            })
+            .unwrap()
+        };
+        let (before, queued) = (run(false, LockKind::Pg), run(true, LockKind::Pg));
+        assert!(before.cpu.spinning > 0.0, "the lock is contended");
+        assert!(
+            queued.hold_ns.p90 > before.hold_ns.p90,
+            "hold p90 {} -> {}",
+            before.hold_ns.p90,
+            queued.hold_ns.p90
+        );
+        assert_eq!(
+            serde_json::to_string(&run(true, LockKind::Pg)).unwrap(),
+            serde_json::to_string(&queued).unwrap()
+        );
+        // Only `pg` and `rseq` poll the line: `futex` runs as without it, byte for byte.
+        assert_eq!(
+            serde_json::to_string(&run(true, LockKind::Futex)).unwrap(),
+            serde_json::to_string(&run(false, LockKind::Futex)).unwrap()
+        );
     }
 }

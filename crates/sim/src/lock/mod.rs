@@ -2,7 +2,8 @@
 //! every algorithm (the holder's fault or critical section, the handoff to a running spinner, the hold's
 //! measurements); and the dispatch to each algorithm's own rules: [`pg`] (s_lock's spin-then-sleep),
 //! [`futex`] (three-state mutex), [`rseq`] (`pg` whose holder asks for a slice extension), [`adaptive`]
-//! (shmlock's bounded spinning and parking).
+//! (shmlock's bounded spinning and parking). How the lock's cache line is paid: [`spin`] (at writes, the
+//! default) and [`line`] (`line_fifo`: one queue for every request of the line).
 
 pub(crate) mod adaptive;
 pub(crate) mod futex;

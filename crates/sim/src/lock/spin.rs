@@ -11,10 +11,11 @@
 //! one at a time: `spin_line_ns` each (one line transfer unless set), the mean spinner waiting for
 //! (n + 1) / 2 of them. The model stops the spinners' common iteration clock for that long at each write
 //! (`line_written`; writes that come faster than the line serves the re-reads queue behind each other).
-//! With `spin_line_ns` 0 an iteration is `spin_ns` whatever the writes. Until 2026-11-26 the model charged
-//! the crowd on every iteration instead (each iteration `spin_ns` plus `spin_line_ns` per other running
-//! spinner, whether the line was written or not), which is what an always-writing test-and-set loop costs,
-//! not PostgreSQL's.
+//! With `spin_line_ns` 0 an iteration is `spin_ns` whatever the writes. With `line_fifo` the writes, the
+//! re-reads and the holder's own accesses share one queue (`line`), and a handover's cost comes from it
+//! instead of `line_ns`. Until 2026-11-26 the model charged the crowd on every iteration instead (each
+//! iteration `spin_ns` plus `spin_line_ns` per other running spinner, whether the line was written or
+//! not), which is what an always-writing test-and-set loop costs, not PostgreSQL's.
 
 use crate::sim::Sim;
 use crate::task::Phase;
