@@ -98,6 +98,17 @@ pub struct Params {
     /// writes. Before 2026-11-26 it was charged on every iteration per other running spinner. See the sim's
     /// `lock::spin`.
     pub spin_line_ns: Option<u64>,
+    /// `pg`, `rseq`: the lock's line as one server, one transfer (`spin_line_ns`, one line transfer when
+    /// unset) at a time, first come first served, since the lock word, the free-list head and
+    /// `numBufferAllocs` share it (src/backend/storage/buffer/freelist.c). Every write queues the running
+    /// spinners' re-reads; the arriving backend's add and test-and-set (`txn`), the release, the herd of
+    /// test-and-sets it sets off (every spinner that reads it free tries the swap; `TAS_SPIN`,
+    /// src/include/storage/s_lock.h), the new holder's read of the head and its write of it all wait their
+    /// turn, so a hold lengthens with the crowd (docs/model.md, "The line as a queue"). Replaces `line_ns`.
+    /// false: a handover alone pays `line_ns` per other spinner (the model before 2026-11-27); left out of
+    /// a result when false, so files and hashes from before it are unchanged.
+    #[serde(skip_serializing_if = "is_false")]
+    pub line_fifo: bool,
     /// No longer modelled (refused when true): the switch that dropped the per-iteration crowd cost while the
     /// holder was off its CPU, which since 2026-11-26 the crowd pays only when the line is written.
     pub quiet_line_off_cpu: bool,
@@ -165,6 +176,12 @@ pub struct Params {
     /// keeps its own virtual runtime or takes the running task's, whichever is later (EEVDF's placement of
     /// a task with no lag).
     pub sleeper_credit_ns: Option<u64>,
+    /// Every CPU's tick at the same instant, as the kernel has them unless booted with `skew_tick=1`
+    /// (kernel/time/tick-sched.c, `tick_setup_sched_timer`: each CPU's tick timer expires on the same
+    /// jiffy boundary; the skew offsets them over half a tick). false: the ticks staggered evenly across a
+    /// whole tick (the model before 2026-11-27). Left out of a result when false.
+    #[serde(skip_serializing_if = "is_false")]
+    pub ticks_aligned: bool,
     // The workload.
     /// What the workers run.
     pub workload: Workload,
@@ -211,9 +228,30 @@ pub struct Params {
     pub txn_backend_txns: u64,
 }
 
+/// Leaves a switch that is off out of a result.
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 /// `txn_first_touches` of a result file written before it existed.
 fn before_first_touches() -> bool {
     false
+}
+
+impl Params {
+    /// Every parameter by name, as `--set` addresses them: the serialized form with the switches a result
+    /// leaves out when off (`line_fifo`, `ticks_aligned`) put back.
+    pub fn to_json_all(&self) -> serde_json::Value {
+        let mut j = serde_json::to_value(self).expect("params serialize");
+        if let Some(obj) = j.as_object_mut() {
+            obj.insert("line_fifo".into(), serde_json::Value::Bool(self.line_fifo));
+            obj.insert(
+                "ticks_aligned".into(),
+                serde_json::Value::Bool(self.ticks_aligned),
+            );
+        }
+        j
+    }
 }
 
 impl Default for Params {
@@ -243,6 +281,7 @@ impl Default for Params {
             lock_transfer_ns: 100,
             line_ns: None,
             spin_line_ns: None,
+            line_fifo: false,
             quiet_line_off_cpu: false,
             ctx_switch_ns: 1500,
             syscall_ns: 300,
@@ -263,6 +302,7 @@ impl Default for Params {
             delayed_dequeue: true,
             delayed_dequeue_window_ns: None,
             sleeper_credit_ns: None,
+            ticks_aligned: false,
             workload: Workload::Lock,
             txn_stmts: 5,
             txn_allocs: 2.0,

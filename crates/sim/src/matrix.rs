@@ -72,7 +72,7 @@ pub fn set_param(p: &Params, kv: &str) -> Result<Params, ParamError> {
 
 /// Sets `k` to `v` (any field, dimensions included: a sweep over one overrides the matrix's value).
 fn assign(p: &Params, k: &str, v: &str) -> Result<Params, ParamError> {
-    let mut j = serde_json::to_value(p).expect("params serialize");
+    let mut j = p.to_json_all();
     let obj = j.as_object_mut().expect("an object");
     if !obj.contains_key(k) {
         return Err(ParamError::Unknown {
@@ -331,6 +331,21 @@ mod tests {
             set_param(&p, "nope=1"),
             Err(ParamError::Unknown { .. })
         ));
+    }
+
+    #[test]
+    fn switches_left_out_of_a_result_when_off_can_still_be_set() {
+        let off = serde_json::to_value(Params::default()).unwrap();
+        assert!(off.get("line_fifo").is_none() && off.get("ticks_aligned").is_none());
+        let p = set_param(&Params::default(), "line_fifo=true").unwrap();
+        let p = set_param(&p, "ticks_aligned=true").unwrap();
+        assert!(p.line_fifo && p.ticks_aligned);
+        let on = serde_json::to_value(&p).unwrap();
+        assert_eq!(on["line_fifo"], true);
+        assert_eq!(on["ticks_aligned"], true);
+        // A result file written before them reads as off.
+        let back: Params = serde_json::from_value(off).unwrap();
+        assert!(!back.line_fifo && !back.ticks_aligned);
     }
 
     #[test]

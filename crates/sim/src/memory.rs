@@ -165,7 +165,7 @@ impl Sim {
         task.phase = Phase::Cs;
         if !self.return_to_user(c, true) {
             let d = self.cs_ns();
-            self.run_segment(c, d);
+            self.cs_after_fault(c, t, d);
         } else {
             let d = self.p.cs_ns;
             self.tasks[t as usize].remaining = d;

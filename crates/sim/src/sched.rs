@@ -403,6 +403,33 @@ mod tests {
     use crate::{simulate, Outcome, Pages, Params};
 
     #[test]
+    fn aligned_ticks_change_the_run_and_keep_it_deterministic() {
+        let run = |ticks_aligned| {
+            // A run whose ticks expire slices (at 8 CPUs and 64 workers the tick's phase happens to
+            // change nothing in 100 ms).
+            simulate(&Params {
+                cpus: 4,
+                workers: 32,
+                model: Model::Lazy,
+                ticks_aligned,
+                duration_ns: 100_000_000,
+                warmup_ns: 20_000_000,
+                ..Params::default()
+            })
+            .unwrap()
+        };
+        let (staggered, aligned) = (run(false), run(true));
+        assert_ne!(
+            serde_json::to_string(&staggered).unwrap(),
+            serde_json::to_string(&aligned).unwrap()
+        );
+        assert_eq!(
+            serde_json::to_string(&run(true)).unwrap(),
+            serde_json::to_string(&aligned).unwrap()
+        );
+    }
+
+    #[test]
     fn base_slice_follows_the_formula() {
         assert_eq!(base_slice_ns(1), 700_000);
         assert_eq!(base_slice_ns(2), 1_400_000);

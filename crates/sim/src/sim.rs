@@ -37,7 +37,8 @@ pub(crate) struct Sim {
 
 impl Sim {
     /// The machine at time 0: every worker queued on CPU (its index mod the CPUs) with a random part of
-    /// its first work left and (with replacement) a random age, the ticks staggered across the CPUs.
+    /// its first work left and (with replacement) a random age, the ticks staggered across the CPUs
+    /// (or aligned, `ticks_aligned`).
     pub(crate) fn new(p: Params) -> Sim {
         let mut rng = Rng::new(p.seed);
         let mem = Memory::new(&p);
@@ -84,8 +85,12 @@ impl Sim {
         };
         let tick = 1_000_000_000 / s.p.hz.max(1) as u64;
         for c in 0..s.p.cpus {
-            // Ticks are staggered across CPUs.
-            let first = tick * c as u64 / s.p.cpus as u64 + 1;
+            // Ticks are staggered across CPUs, or all at once (`ticks_aligned`, the kernel's default).
+            let first = if s.p.ticks_aligned {
+                tick
+            } else {
+                tick * c as u64 / s.p.cpus as u64 + 1
+            };
             s.clock.push(first, Ev::Tick(c));
             s.schedule(c);
         }
@@ -157,6 +162,9 @@ impl Sim {
         match phase {
             Phase::Spin => self.resume_spin(c, t, rem),
             Phase::FutexWaitEnter if self.tasks[t as usize].retry => self.futex_retry(c, t),
+            Phase::Cs if self.tasks[t as usize].head_write_pending => {
+                self.cs_after_fault(c, t, rem.max(1))
+            }
             Phase::Work
             | Phase::FutexWake
             | Phase::SliceYield

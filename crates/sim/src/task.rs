@@ -137,6 +137,8 @@ pub(crate) struct Task {
     pub(crate) holding: bool,
     /// The pending fault blocks halfway (hypothesis knob).
     pub(crate) fault_blocks: bool,
+    /// `line_fifo`: the holder has still to write the free-list head after its descriptor fault.
+    pub(crate) head_write_pending: bool,
     /// rseq: extension granted and not yet yielded.
     pub(crate) granted: bool,
     /// Operations done in the measured window, for fairness (Jain).
@@ -204,6 +206,7 @@ impl Task {
             hold_start: 0,
             holding: false,
             fault_blocks: false,
+            head_write_pending: false,
             granted: false,
             ops: 0,
             retry: false,

@@ -2,10 +2,12 @@
 //! every algorithm (the holder's fault or critical section, the handoff to a running spinner, the hold's
 //! measurements); and the dispatch to each algorithm's own rules: [`pg`] (s_lock's spin-then-sleep),
 //! [`futex`] (three-state mutex), [`rseq`] (`pg` whose holder asks for a slice extension), [`adaptive`]
-//! (shmlock's bounded spinning and parking).
+//! (shmlock's bounded spinning and parking). How the lock's cache line is paid: [`spin`] (at writes, the
+//! default) and [`line`] (`line_fifo`: one queue for every request of the line).
 
 pub(crate) mod adaptive;
 pub(crate) mod futex;
+pub(crate) mod line;
 pub(crate) mod pg;
 pub(crate) mod rseq;
 pub(crate) mod spin;
@@ -41,6 +43,10 @@ pub(crate) struct LockState {
     pub(crate) line_busy_until_ns: u64,
     /// `txn`, `clocksweep`: when the strategy line is next free for a tick of the clock hand, ns.
     pub(crate) tick_free_at: u64,
+    /// `line_fifo`: when the lock's line has served every request queued so far, ns, and the CPU that holds
+    /// it alone (wrote it last, nobody has read it since; `u32::MAX`: shared or nobody's).
+    pub(crate) line_free_at_ns: u64,
+    pub(crate) line_excl_cpu: u32,
 }
 
 impl LockState {
@@ -58,6 +64,8 @@ impl LockState {
             spin_clock_at_ns: 0,
             line_busy_until_ns: 0,
             tick_free_at: 0,
+            line_free_at_ns: 0,
+            line_excl_cpu: u32::MAX,
         }
     }
 }
@@ -65,6 +73,16 @@ impl LockState {
 impl Sim {
     /// A running task on `c` tries the lock now.
     pub(crate) fn try_lock(&mut self, c: u32, t: u32) {
+        if self.line_fifo() {
+            let done = self.line_arrive(c);
+            if self.lock.holder.is_none() {
+                let delay = done - self.clock.now;
+                self.take_lock(c, t, delay);
+            } else {
+                self.start_spin(c, t);
+            }
+            return;
+        }
         if self.lock.holder.is_none() {
             self.take_lock(c, t, 0);
             return;
@@ -98,9 +116,15 @@ impl Sim {
         let faults = self.descriptor_faults(t);
         let blocks = self.fault_blocks(faults);
         // Every spinner still polling the line slows this handover, and re-reads the line the handover
-        // wrote.
-        let delay = delay + self.line_cost_ns(self.lock.spinners.len());
-        self.line_written();
+        // wrote (`line_fifo`: the caller queued the handover's requests on the line).
+        let fifo = self.line_fifo();
+        let delay = if fifo {
+            delay
+        } else {
+            let d = delay + self.line_cost_ns(self.lock.spinners.len());
+            self.line_written();
+            d
+        };
         let waited = now - self.tasks[t as usize].acquire_start;
         self.metrics.acquired(now, waited);
         let task = &mut self.tasks[t as usize];
@@ -113,13 +137,34 @@ impl Sim {
         task.fault_blocks = blocks;
         task.granted = false;
         if faults {
+            self.tasks[t as usize].head_write_pending = fifo;
             let d = self.start_descriptor_fault(t);
             self.run_segment(c, delay + d);
         } else {
             self.tasks[t as usize].phase = Phase::Cs;
+            // `line_fifo`: the write of the head waits its turn on the line after the read.
+            let at = now + delay;
+            let delay = if fifo {
+                self.line_access(c, at, true) - now
+            } else {
+                delay
+            };
             let d = self.cs_ns();
             self.run_segment(c, delay + d);
         }
+    }
+
+    /// `line_fifo`: the holder on `c`, back from its descriptor fault, writes the head (waiting its turn on
+    /// the line) and runs the rest of its critical section, `cs` ns.
+    pub(crate) fn cs_after_fault(&mut self, c: u32, t: u32, cs: u64) {
+        let task = &mut self.tasks[t as usize];
+        let wait = if std::mem::replace(&mut task.head_write_pending, false) {
+            let now = self.clock.now;
+            self.line_access(c, now, true) - now
+        } else {
+            0
+        };
+        self.run_segment(c, wait + cs);
     }
 
     /// The holder on `c` releases the lock: a running spinner takes it over; the releaser wakes a sleeper,
@@ -145,8 +190,15 @@ impl Sim {
             let wc = self.tasks[w as usize].cpu;
             // Stop its spin segment and hand over.
             self.stop_segment(wc, w);
-            let d = self.p.lock_transfer_ns;
+            let d = if self.line_fifo() {
+                self.line_handover(wc) - now
+            } else {
+                self.p.lock_transfer_ns
+            };
             self.take_lock(wc, w, d);
+        } else if self.line_fifo() {
+            // The release's store; the releaser goes on.
+            self.line_access(c, now, true);
         }
         let next = if self.p.lock == LockKind::Futex && !self.lock.futex_waiters.is_empty() {
             Phase::FutexWake

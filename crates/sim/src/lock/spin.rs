@@ -11,10 +11,11 @@
 //! one at a time: `spin_line_ns` each (one line transfer unless set), the mean spinner waiting for
 //! (n + 1) / 2 of them. The model stops the spinners' common iteration clock for that long at each write
 //! (`line_written`; writes that come faster than the line serves the re-reads queue behind each other).
-//! With `spin_line_ns` 0 an iteration is `spin_ns` whatever the writes. Until 2026-11-26 the model charged
-//! the crowd on every iteration instead (each iteration `spin_ns` plus `spin_line_ns` per other running
-//! spinner, whether the line was written or not), which is what an always-writing test-and-set loop costs,
-//! not PostgreSQL's.
+//! With `spin_line_ns` 0 an iteration is `spin_ns` whatever the writes. With `line_fifo` the writes, the
+//! re-reads and the holder's own accesses share one queue (`line`), and a handover's cost comes from it
+//! instead of `line_ns`. Until 2026-11-26 the model charged the crowd on every iteration instead (each
+//! iteration `spin_ns` plus `spin_line_ns` per other running spinner, whether the line was written or
+//! not), which is what an always-writing test-and-set loop costs, not PostgreSQL's.
 
 use crate::sim::Sim;
 use crate::task::Phase;
@@ -46,13 +47,13 @@ impl Sim {
     }
 
     /// Whether spins count iterations against the clock (`pg`, `rseq`, unless `spin_line_ns` is 0).
-    fn counts_iterations(&self) -> bool {
+    pub(crate) fn counts_iterations(&self) -> bool {
         self.spin_line_ns() > 0 && matches!(self.p.lock, LockKind::Pg | LockKind::Rseq)
     }
 
     /// Brings the iteration clock to now: `spin_ns` an iteration outside the line's re-read waits.
     /// Called before every change of the running spinners and every write of the line.
-    fn tick_spin_clock(&mut self) {
+    pub(crate) fn tick_spin_clock(&mut self) {
         let now = self.clock.now;
         if self.counts_iterations() {
             let at = self.lock.spin_clock_at_ns;
@@ -146,7 +147,15 @@ impl Sim {
     /// iterations it had left, at the present rate).
     pub(crate) fn resume_spin(&mut self, c: u32, t: u32, rem: u64) {
         if self.lock.holder.is_none() {
-            self.take_lock(c, t, 0);
+            let delay = if self.line_fifo() {
+                // `line_fifo`: its read finds the word free, then its swap.
+                let now = self.clock.now;
+                let read = self.line_access(c, now, false);
+                self.line_access(c, read, true) - now
+            } else {
+                0
+            };
+            self.take_lock(c, t, delay);
             return;
         }
         let left = self.tasks[t as usize].spin_left;
