@@ -122,6 +122,18 @@ def pair_ratios(plan, values):
     return ab, aa
 
 
+def ab_by_order(plan, values):
+    """The "ab" pairs' on/off ratios split by which unit of the pair was on: (on first, on second). They
+    differ when a unit's cost leaks into the unit after it (which is the pair's off unit only when on came
+    first)."""
+    first, second = [], []
+    for j in range(0, len(plan), 2):
+        (_, kind, on_first), x1, x2 = plan[j], values[j], values[j + 1]
+        if kind == "ab":
+            (first if on_first else second).append(x1 / x2 if on_first else x2 / x1)
+    return first, second
+
+
 def means_ratio(plan, values):
     """The mean of `values` over the plan's on units against the mean over the off units of its "ab"
     pairs (the "aa" pairs left out)."""
