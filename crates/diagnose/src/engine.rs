@@ -338,15 +338,7 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
     let chosen = select(&audit, opts)?;
     let mut unmeasured = Vec::new();
     let kernel = crate::kernsyms::load(&crate::kernsyms::Sources::live());
-    if kernel.table.is_none() {
-        unmeasured.push(Unmeasured {
-            what:
-                "kernel frames by name (page-fault and scheduler shares, how switches came about)"
-                    .into(),
-            why: "/proc/kallsyms shows no addresses (needs root, or kernel.kptr_restrict < 2)"
-                .into(),
-        });
-    }
+    unmeasured.extend(kernel.unmeasured());
     let pms: Vec<u32> = chosen.iter().map(|i| i.postmaster_pid).collect();
     let plan = crate::cgroup::plan(opts.scope, &pms).map_err(|why| DiagnoseError::Scope { why })?;
     let insts: Vec<Inst> = chosen.iter().map(|i| new_inst(&audit, i)).collect();

@@ -70,6 +70,19 @@ pub struct KernelSymbols {
     pub source: String,
 }
 
+impl KernelSymbols {
+    /// What is not measured without the names, and why; None when they were read.
+    pub fn unmeasured(&self) -> Option<results::diagnose::Unmeasured> {
+        self.table.is_none().then(|| results::diagnose::Unmeasured {
+            what:
+                "kernel frames by name (page-fault and scheduler shares, how switches came about)"
+                    .into(),
+            why: "/proc/kallsyms shows no addresses (needs root, or kernel.kptr_restrict < 2)"
+                .into(),
+        })
+    }
+}
+
 /// How much of /proc/kallsyms is read to check a map against.
 const HEAD_BYTES: usize = 64 << 10;
 /// At least this many text symbols in that part for the check to mean something.
@@ -78,15 +91,18 @@ const HEAD_MIN_SYMBOLS: usize = 100;
 /// Loads the kernel's names (see the module's comment).
 pub fn load(src: &Sources) -> KernelSymbols {
     let mut refused = Vec::new();
-    match head(&src.kallsyms) {
+    let maps: Vec<&PathBuf> = src.maps.iter().filter(|p| p.exists()).collect();
+    // The head is only for checking a map against: without one, /proc/kallsyms is read once.
+    match if maps.is_empty() {
+        Ok(None)
+    } else {
+        head(&src.kallsyms)
+    } {
         Ok(Some(h)) => {
             let code_len = std::fs::read_to_string(&src.iomem)
                 .ok()
                 .and_then(|t| kernel_code_len(&t));
-            for path in &src.maps {
-                if !path.exists() {
-                    continue;
-                }
+            for path in maps {
                 match from_map(path, &h, code_len) {
                     Ok((mut table, offset)) => {
                         if let Ok(t) = std::fs::read_to_string(&src.modules) {
@@ -232,6 +248,7 @@ fn from_map(path: &Path, head: &Head, code_len: Option<u64>) -> Result<(SymbolTa
     // kernel's code.
     let mut seen: Vec<(Vec<u8>, u64)> = Vec::new();
     let mut marks: HashMap<&'static str, u64> = HashMap::new();
+    let mut text_at = None;
     each_line(f, |line| {
         let Some((addr, ty, name)) = nm_line(line) else {
             return;
@@ -241,11 +258,12 @@ fn from_map(path: &Path, head: &Head, code_len: Option<u64>) -> Result<(SymbolTa
                 marks.insert(m, addr);
             }
         }
+        if name == b"_text" {
+            text_at = Some(addr);
+        }
         // The head's symbols are the kernel's first: past them (once _text gives the offset) no line
         // needs the look-up.
-        let past = marks
-            .get("_text")
-            .is_some_and(|&t| addr.wrapping_sub(t) > head.span);
+        let past = text_at.is_some_and(|t: u64| addr.wrapping_sub(t) > head.span);
         if is_text(ty) && !past && head.by_name.contains_key(name) {
             seen.push((name.to_vec(), addr));
         }
