@@ -311,7 +311,6 @@ pub struct Prepared {
     servers: Vec<hostfacts::pgquery::ServerInfo>,
     clients: Vec<postgres::Client>,
     control: Option<Control>,
-    kernel_symbols: String,
 }
 
 /// Prepares a diagnosis (see [`Prepared`]); errors as [`run`].
@@ -337,7 +336,7 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
     let audit = hostfacts::audit_light(&Host::live(), &servers);
     let chosen = select(&audit, opts)?;
     let mut unmeasured = Vec::new();
-    let kernel = crate::kernsyms::load(&crate::kernsyms::Sources::live());
+    let kernel = crate::kernsyms::Names::open(&crate::kernsyms::Sources::live());
     unmeasured.extend(kernel.unmeasured());
     let pms: Vec<u32> = chosen.iter().map(|i| i.postmaster_pid).collect();
     let plan = crate::cgroup::plan(opts.scope, &pms).map_err(|why| DiagnoseError::Scope { why })?;
@@ -347,7 +346,7 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
         procs: HashMap::new(),
         exclude: servers.iter().map(|s| s.backend_pid).collect(),
         foreign: HashSet::new(),
-        kallsyms: kernel.table,
+        kernel,
         resolver: UserResolver::default(),
         t0_ns: 0,
         lost: 0,
@@ -370,7 +369,6 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
         servers,
         clients,
         control,
-        kernel_symbols: kernel.source,
     })
 }
 
@@ -394,7 +392,6 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         servers,
         clients,
         mut control,
-        kernel_symbols,
     } = p;
     let opts = &opts;
 
@@ -686,7 +683,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
                 .collect(),
             wait_sample_interval_s: opts.wait_interval.as_secs_f64(),
             sched_switch_filter: filter.map(str::to_string),
-            kernel_symbols: Some(kernel_symbols),
+            kernel_symbols: Some(state.kernel.source().to_string()),
             scope: Some(scope),
             switch_duty_pct: ok.switches.then_some(opts.switch_duty_pct),
             switch_on_s: ok.switches.then(|| duty.on_s()),
@@ -709,6 +706,7 @@ fn drain(rings: &mut [Ring], events: &mut Vec<Event>, state: &mut State, scale: 
     }
     // Forks first, so a new backend's samples drained in the same pass find it.
     events.sort_by_key(|e| !matches!(e, Event::Fork { .. }));
+    state.learn_kernel(events);
     let mut faults = 0;
     for mut e in events.drain(..) {
         if let Event::Fault { weight, .. } = &mut e {

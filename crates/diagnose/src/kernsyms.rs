@@ -1,5 +1,6 @@
-//! The kernel's function names, for the samples' kernel frames: from the running kernel's System.map when
-//! the host has it and it is provably this kernel's, else from `/proc/kallsyms`.
+//! The kernel's function names, for the samples' kernel frames: asked of the running kernel for only the
+//! addresses the samples hold (`crate::kbpf`, BPF) where it can be; else from the running kernel's System.map
+//! when the host has it and it is provably this kernel's, else from `/proc/kallsyms`.
 //!
 //! `/proc/kallsyms` is always right, but the kernel formats every one of its 100,000-200,000 lines again on
 //! each read (`s_show`, `vsnprintf`): 40 ms of kernel CPU on the development machine, the larger part of a
@@ -73,13 +74,84 @@ pub struct KernelSymbols {
 impl KernelSymbols {
     /// What is not measured without the names, and why; None when they were read.
     pub fn unmeasured(&self) -> Option<results::diagnose::Unmeasured> {
-        self.table.is_none().then(|| results::diagnose::Unmeasured {
-            what:
-                "kernel frames by name (page-fault and scheduler shares, how switches came about)"
-                    .into(),
-            why: "/proc/kallsyms shows no addresses (needs root, or kernel.kptr_restrict < 2)"
-                .into(),
-        })
+        self.table.is_none().then(hidden)
+    }
+}
+
+fn hidden() -> results::diagnose::Unmeasured {
+    results::diagnose::Unmeasured {
+        what: "kernel frames by name (page-fault and scheduler shares, how switches came about)"
+            .into(),
+        why: "/proc/kallsyms shows no addresses (needs root, or kernel.kptr_restrict < 2)".into(),
+    }
+}
+
+/// How kernel frames are named through a diagnosis, and where the names come from.
+pub struct Names {
+    how: How,
+    source: String,
+}
+
+enum How {
+    Asked(crate::kbpf::Names),
+    Table(Option<SymbolTable>),
+}
+
+impl Names {
+    /// The kernel asked through BPF; where that cannot be set up, [`load`]'s tables (the source then says
+    /// why BPF was not used).
+    pub fn open(src: &Sources) -> Names {
+        match crate::kbpf::Asker::open() {
+            Ok(a) => Names {
+                how: How::Asked(crate::kbpf::Names::new(a)),
+                source: "the running kernel, per address (BPF bpf_snprintf %pS)".into(),
+            },
+            Err(why) => {
+                let k = load(src);
+                Names {
+                    how: How::Table(k.table),
+                    source: format!("{} (BPF not used: {why})", k.source),
+                }
+            }
+        }
+    }
+
+    /// Whether kernel frames get names at all.
+    pub fn available(&self) -> bool {
+        !matches!(self.how, How::Table(None))
+    }
+
+    /// Where the names came from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// What is not measured without the names, and why; None when there are names.
+    pub fn unmeasured(&self) -> Option<results::diagnose::Unmeasured> {
+        (!self.available()).then(hidden)
+    }
+
+    /// Asks for the addresses not named yet (the tables hold them all already). Should asking fail
+    /// mid-window, the rest of the window is named from [`load`]'s tables, and the source says so.
+    pub fn learn(&mut self, addrs: impl IntoIterator<Item = u64>) {
+        if let How::Asked(n) = &mut self.how {
+            if let Err(why) = n.learn(addrs) {
+                let k = load(&Sources::live());
+                self.source = format!(
+                    "{}; then, after asking failed ({why}), {}",
+                    self.source, k.source
+                );
+                self.how = How::Table(k.table);
+            }
+        }
+    }
+
+    /// An address's function, as far as known.
+    pub fn name(&self, addr: u64) -> Option<&str> {
+        match &self.how {
+            How::Asked(n) => n.name(addr),
+            How::Table(t) => t.as_ref()?.lookup(addr, u64::MAX),
+        }
     }
 }
 

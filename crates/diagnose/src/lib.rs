@@ -28,6 +28,7 @@ mod engine;
 pub mod events;
 pub mod faultrate;
 pub mod judge;
+pub mod kbpf;
 pub mod kernsyms;
 pub mod perf;
 pub mod procs;

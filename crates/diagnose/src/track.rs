@@ -8,7 +8,7 @@ use results::diagnose::{ByType, Categories, Context, Second, Segment, Totals};
 use crate::classify::{self, Category, SwitchKind};
 use crate::perf::Event;
 use crate::procs::{self, Counters, Proc, Reaped, UNCLASSIFIED};
-use crate::symbols::{self, SymbolTable, UserResolver};
+use crate::symbols::{self, UserResolver};
 
 /// One observed instance while the window runs.
 pub(crate) struct Inst {
@@ -73,7 +73,7 @@ pub(crate) struct State {
     pub(crate) exclude: HashSet<u32>,
     /// PIDs seen this second that belong to no instance (cleared each second).
     pub(crate) foreign: HashSet<u32>,
-    pub(crate) kallsyms: Option<SymbolTable>,
+    pub(crate) kernel: crate::kernsyms::Names,
     pub(crate) resolver: UserResolver,
     pub(crate) t0_ns: u64,
     pub(crate) lost: u64,
@@ -139,14 +139,28 @@ impl State {
         self.resolver.name(own, ip).unwrap_or_else(|| "?".into())
     }
 
-    fn kernel_names<'a>(k: &'a Option<SymbolTable>, frames: &[u64]) -> Vec<&'a str> {
-        match k {
-            Some(t) => frames
-                .iter()
-                .map(|&a| t.lookup(a, u64::MAX).unwrap_or("?"))
-                .collect(),
-            None => Vec::new(),
+    fn kernel_names<'a>(k: &'a crate::kernsyms::Names, frames: &[u64]) -> Vec<&'a str> {
+        if !k.available() {
+            return Vec::new();
         }
+        frames.iter().map(|&a| k.name(a).unwrap_or("?")).collect()
+    }
+
+    /// Names the kernel frames of a batch of events before they are counted (one question to the kernel
+    /// for the batch's new addresses, when it is asked).
+    pub(crate) fn learn_kernel(&mut self, events: &[Event]) {
+        self.kernel.learn(
+            events
+                .iter()
+                .flat_map(|e| match e {
+                    Event::Cpu { kernel, .. } => kernel.as_slice(),
+                    Event::Switch {
+                        kernel, prev_state, ..
+                    } if classify::runnable(*prev_state) => kernel.as_slice(),
+                    _ => &[],
+                })
+                .copied(),
+        );
     }
 
     pub(crate) fn event(&mut self, e: Event) {
@@ -169,12 +183,12 @@ impl State {
                 if !self.member(pid, time_ns) {
                     return;
                 }
-                let names = Self::kernel_names(&self.kallsyms, &kernel);
+                let names = Self::kernel_names(&self.kernel, &kernel);
                 let idx = self.procs[&pid].inst;
                 let user_time = user_leaf.is_some() && classify::interrupted_user(&names);
                 let in_kernel = !kernel.is_empty() && !user_time;
                 let (cat, func) = if in_kernel {
-                    let cat = if self.kallsyms.is_some() {
+                    let cat = if self.kernel.available() {
                         classify::kernel_category(&names)
                     } else {
                         Category::KernelOther
@@ -229,7 +243,7 @@ impl State {
                 if !classify::runnable(prev_state) || !self.member(prev_pid, time_ns) {
                     return;
                 }
-                let names = Self::kernel_names(&self.kallsyms, &kernel);
+                let names = Self::kernel_names(&self.kernel, &kernel);
                 let s = self.sec(time_ns);
                 let p = self.procs.get_mut(&prev_pid).expect("member");
                 let mut one = results::diagnose::Switches {
