@@ -337,7 +337,6 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
     let chosen = select(&audit, opts)?;
     let mut unmeasured = Vec::new();
     let kernel = crate::kernsyms::Names::open(&crate::kernsyms::Sources::live());
-    unmeasured.extend(kernel.unmeasured());
     let pms: Vec<u32> = chosen.iter().map(|i| i.postmaster_pid).collect();
     let plan = crate::cgroup::plan(opts.scope, &pms).map_err(|why| DiagnoseError::Scope { why })?;
     let insts: Vec<Inst> = chosen.iter().map(|i| new_inst(&audit, i)).collect();
@@ -636,6 +635,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
             ),
         });
     }
+    unmeasured.extend(state.kernel.unmeasured());
     envelope.interrupted = interrupted;
     let instances = state
         .insts

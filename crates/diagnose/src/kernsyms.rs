@@ -71,13 +71,6 @@ pub struct KernelSymbols {
     pub source: String,
 }
 
-impl KernelSymbols {
-    /// What is not measured without the names, and why; None when they were read.
-    pub fn unmeasured(&self) -> Option<results::diagnose::Unmeasured> {
-        self.table.is_none().then(hidden)
-    }
-}
-
 fn hidden() -> results::diagnose::Unmeasured {
     results::diagnose::Unmeasured {
         what: "kernel frames by name (page-fault and scheduler shares, how switches came about)"
@@ -93,7 +86,7 @@ pub struct Names {
 }
 
 enum How {
-    Asked(crate::kbpf::Names),
+    Asked(crate::kbpf::Functions),
     Table(Option<SymbolTable>),
 }
 
@@ -103,7 +96,7 @@ impl Names {
     pub fn open(src: &Sources) -> Names {
         match crate::kbpf::Asker::open() {
             Ok(a) => Names {
-                how: How::Asked(crate::kbpf::Names::new(a)),
+                how: How::Asked(crate::kbpf::Functions::new(a)),
                 source: "the running kernel, per address (BPF bpf_snprintf %pS)".into(),
             },
             Err(why) => {

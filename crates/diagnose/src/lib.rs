@@ -3,8 +3,8 @@
 //! It observes running instances for a window, read-only (it changes nothing on the host or in the
 //! database and generates no load), and measures per second, for each instance's processes:
 //! - where their CPU goes, from `cpu-clock` samples taken system-wide on every CPU (`perf`), symbolized with
-//!   the postgres binary's own symbol tables and `/proc/kallsyms`: the spinlock slow path, LWLocks, page-fault
-//!   handling, the scheduler, the top functions ([`classify`], [`symbols`]);
+//!   the postgres binary's own symbol tables and the kernel's names ([`kbpf`], [`kernsyms`]): the spinlock slow
+//!   path, LWLocks, page-fault handling, the scheduler, the top functions ([`classify`], [`symbols`]);
 //! - their minor page faults with the faulting address, split into the main shared segment and elsewhere,
 //!   against the kernel's own minflt counters;
 //! - their switches out while runnable from the `sched:sched_switch` tracepoint with kernel call chains,

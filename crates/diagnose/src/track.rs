@@ -147,20 +147,21 @@ impl State {
     }
 
     /// Names the kernel frames of a batch of events before they are counted (one question to the kernel
-    /// for the batch's new addresses, when it is asked).
+    /// for the batch's new addresses, when it is asked), leaving out the processes known not to count.
     pub(crate) fn learn_kernel(&mut self, events: &[Event]) {
-        self.kernel.learn(
-            events
-                .iter()
-                .flat_map(|e| match e {
-                    Event::Cpu { kernel, .. } => kernel.as_slice(),
-                    Event::Switch {
-                        kernel, prev_state, ..
-                    } if classify::runnable(*prev_state) => kernel.as_slice(),
-                    _ => &[],
-                })
-                .copied(),
-        );
+        let skip = |pid: &u32| self.foreign.contains(pid) || self.exclude.contains(pid);
+        let frames = events.iter().flat_map(|e| match e {
+            Event::Cpu { pid, kernel, .. } if !skip(pid) => kernel.as_slice(),
+            Event::Switch {
+                prev_pid,
+                prev_state,
+                kernel,
+                ..
+            } if classify::runnable(*prev_state) && !skip(prev_pid) => kernel.as_slice(),
+            _ => &[],
+        });
+        let frames: Vec<u64> = frames.copied().collect();
+        self.kernel.learn(frames);
     }
 
     pub(crate) fn event(&mut self, e: Event) {

@@ -62,9 +62,10 @@ pub struct Spec {
     pub wait_sample_interval_s: f64,
     /// The kernel filter set on the sched_switch tracepoint, if one was accepted.
     pub sched_switch_filter: Option<String>,
-    /// Where kernel frames got their names: `/proc/kallsyms`, or the running kernel's System.map with the
-    /// boot's KASLR offset (checked against /proc/kallsyms and /proc/iomem); with why a map present was not
-    /// used (absent: files written before it existed, which read /proc/kallsyms).
+    /// Where kernel frames got their names: the running kernel asked per address (BPF), `/proc/kallsyms`, or
+    /// the running kernel's System.map with the boot's KASLR offset (checked against /proc/kallsyms and
+    /// /proc/iomem); with why BPF or a map present was not used (absent: files written before it existed,
+    /// which read /proc/kallsyms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_symbols: Option<String>,
     /// Which tasks the perf events watched, and why (absent in files written before it existed: those
