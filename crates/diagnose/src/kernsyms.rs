@@ -83,6 +83,8 @@ fn hidden() -> results::diagnose::Unmeasured {
 pub struct Names {
     how: How,
     source: String,
+    /// Where the tables are read from should asking fail mid-window.
+    src: Sources,
 }
 
 enum How {
@@ -98,12 +100,14 @@ impl Names {
             Ok(a) => Names {
                 how: How::Asked(crate::kbpf::Functions::new(a)),
                 source: "the running kernel, per address (BPF bpf_snprintf %pS)".into(),
+                src: src.clone(),
             },
             Err(why) => {
                 let k = load(src);
                 Names {
                     how: How::Table(k.table),
                     source: format!("{} (BPF not used: {why})", k.source),
+                    src: src.clone(),
                 }
             }
         }
@@ -129,7 +133,7 @@ impl Names {
     pub fn learn(&mut self, addrs: impl IntoIterator<Item = u64>) {
         if let How::Asked(n) = &mut self.how {
             if let Err(why) = n.learn(addrs) {
-                let k = load(&Sources::live());
+                let k = load(&self.src);
                 self.source = format!(
                     "{}; then, after asking failed ({why}), {}",
                     self.source, k.source

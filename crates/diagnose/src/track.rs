@@ -149,7 +149,8 @@ impl State {
     /// Names the kernel frames of a batch of events before they are counted (one question to the kernel
     /// for the batch's new addresses, when it is asked), leaving out the processes known not to count.
     pub(crate) fn learn_kernel(&mut self, events: &[Event]) {
-        let skip = |pid: &u32| self.foreign.contains(pid) || self.exclude.contains(pid);
+        let (foreign, exclude) = (&self.foreign, &self.exclude);
+        let skip = |pid: &u32| foreign.contains(pid) || exclude.contains(pid);
         let frames = events.iter().flat_map(|e| match e {
             Event::Cpu { pid, kernel, .. } if !skip(pid) => kernel.as_slice(),
             Event::Switch {
@@ -160,8 +161,7 @@ impl State {
             } if classify::runnable(*prev_state) && !skip(prev_pid) => kernel.as_slice(),
             _ => &[],
         });
-        let frames: Vec<u64> = frames.copied().collect();
-        self.kernel.learn(frames);
+        self.kernel.learn(frames.copied());
     }
 
     pub(crate) fn event(&mut self, e: Event) {
