@@ -40,7 +40,7 @@ pub fn run(args: VmArgs) -> Result<i32> {
     // One line about the VM, unless the guest command failed: then its own one-line error stands alone.
     if out.status != 2 {
         osutil::msg!("preemptlab vm: {}", out.block.summary());
-        if let Some(warning) = out.block.busy_warning() {
+        for warning in out.block.warnings() {
             osutil::msg!("preemptlab vm: {warning}");
         }
     }

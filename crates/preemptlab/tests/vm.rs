@@ -85,6 +85,20 @@ fn assert_vm_block(v: &serde_json::Value) {
         b["kernel_cmdline"].as_str().unwrap().contains("console="),
         "{b}"
     );
+    // Under TCG the guest stays on its TSC from before the command to after it: a switch to the HPET (its
+    // watchdog finding the emulated TSC unstable) slows every clock read and everything timed with it.
+    if b["accelerator"] == "tcg" {
+        assert!(
+            b["kernel_cmdline"]
+                .as_str()
+                .unwrap()
+                .split_whitespace()
+                .any(|w| w == "tsc=reliable"),
+            "{b}"
+        );
+        assert_eq!(b["guest_clocksource_before"], "tsc", "{b}");
+        assert_eq!(b["guest_clocksource_after"], "tsc", "{b}");
+    }
 }
 
 #[test]
@@ -502,6 +516,7 @@ fn diagnosed_pg_run(model: &str) -> serde_json::Value {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(v["host"]["kernel"]["preemption"]["model"], model);
+    assert_vm_block(&v);
     let rep = &v["cells"][0]["reps"][0];
     let unmeasured = rep["diagnosis_unmeasured"]
         .as_array()

@@ -103,7 +103,7 @@ impl HostOf<'_> {
                 esc(&v.summary()),
                 esc(&v.host_kernel)
             );
-            if let Some(w) = v.busy_warning() {
+            for w in v.warnings() {
                 let _ = write!(o, " <span class=\"warn\">{}</span>", esc(&w));
             }
         }

@@ -29,6 +29,15 @@ pub struct VmBlock {
     pub guest_preempt_before: Option<String>,
     /// The same after the command (a `--switch-preempt` run must have switched back).
     pub guest_preempt_after: Option<String>,
+    /// The guest's clocksource when the command began (`current_clocksource`): `tsc` for a guest that reads
+    /// its clock in the vDSO; under TCG `vm` boots with `tsc=reliable` so that it stays so (docs/vm.md). Null
+    /// in results written before it was recorded.
+    #[serde(default)]
+    pub guest_clocksource_before: Option<String>,
+    /// The same when the command ended: another one than before means the guest switched clocks during the
+    /// command (its TSC found unstable), and its timings before and after the switch are not comparable.
+    #[serde(default)]
+    pub guest_clocksource_after: Option<String>,
     /// Seconds from starting virtme-ng until the command began in the guest (QEMU start, kernel boot, init).
     pub boot_s: f64,
     /// The guest's uptime when the command began, seconds (kernel boot and init as the guest clock saw it).
@@ -88,6 +97,28 @@ impl VmBlock {
         let p = self.host_other_busy_pct.filter(|p| *p >= 5.0)?;
         Some(format!("other processes used {p:.0}% of the host's CPU meanwhile: the guest's figures are disturbed; measure on an idle host"))
     }
+
+    /// A warning when the guest's clocksource changed during the command, or was not the TSC from its
+    /// start under TCG (booted with a `tsc=` or `clocksource=` of the caller's, or a TSC the kernel refused).
+    pub fn clock_warning(&self) -> Option<String> {
+        let before = self.guest_clocksource_before.as_deref()?;
+        let after = self.guest_clocksource_after.as_deref()?;
+        if before != after {
+            Some(format!("the guest switched its clocksource from {before} to {after} during the command (its watchdog found the TSC unstable): timings before and after the switch are not comparable"))
+        } else if before != "tsc" && self.accelerator == "tcg" {
+            Some(format!("the guest's clocksource was {before}, not tsc: every clock read is slow under TCG and timed figures are far below a TSC guest's"))
+        } else {
+            None
+        }
+    }
+
+    /// Every warning about how the guest ran ([`Self::busy_warning`], [`Self::clock_warning`]).
+    pub fn warnings(&self) -> Vec<String> {
+        self.busy_warning()
+            .into_iter()
+            .chain(self.clock_warning())
+            .collect()
+    }
 }
 
 /// Adds `vm` to a JSON object's text (a result file or a command's JSON output); `None` when the text is
@@ -121,6 +152,8 @@ mod tests {
             kernel_cmdline: Some("console=ttyS0 preempt=full".into()),
             guest_preempt_before: Some("full (lazy)".into()),
             guest_preempt_after: Some("full (lazy)".into()),
+            guest_clocksource_before: Some("tsc".into()),
+            guest_clocksource_after: Some("tsc".into()),
             boot_s: 12.5,
             guest_uptime_at_start_s: Some(4.2),
             host_other_busy_pct: Some(0.4),
@@ -165,6 +198,33 @@ mod tests {
             .busy_warning()
             .unwrap()
             .starts_with("other processes used 12% "));
+        assert_eq!(b.warnings().len(), 1);
+    }
+
+    #[test]
+    fn warns_of_a_clock_that_switched_or_was_slow() {
+        let mut b = block();
+        assert_eq!(b.clock_warning(), None);
+        b.guest_clocksource_after = Some("hpet".into());
+        assert!(b
+            .clock_warning()
+            .unwrap()
+            .starts_with("the guest switched its clocksource from tsc to hpet"));
+        b.guest_clocksource_before = Some("hpet".into());
+        assert!(b
+            .clock_warning()
+            .unwrap()
+            .starts_with("the guest's clocksource was hpet, not tsc"));
+        b.accelerator = "kvm".into();
+        assert_eq!(b.clock_warning(), None);
+        // Results written before the clocksource was recorded say nothing.
+        let mut v = serde_json::to_value(block()).unwrap();
+        v.as_object_mut()
+            .unwrap()
+            .remove("guest_clocksource_before");
+        let old: VmBlock = serde_json::from_value(v).unwrap();
+        assert_eq!(old.guest_clocksource_before, None);
+        assert_eq!(old.clock_warning(), None);
     }
 
     #[test]

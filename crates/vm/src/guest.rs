@@ -52,6 +52,9 @@ pub fn module_tree(k: &Kernel) -> Option<PathBuf> {
     })
 }
 
+/// The guest's clocksource in use, read before and after the command.
+const CLOCKSOURCE: &str = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
+
 /// The guest script (pure): `dir` is the shared directory, `argv` the full command line to run, `config`
 /// and `modules` the booted kernel's config file and module tree when the host has them: the guest sees
 /// the host's root filesystem, whose /boot and module trees belong to the host's kernel, so they are put
@@ -90,26 +93,66 @@ pub fn guest_script(
          cat /proc/cmdline > \"$d/cmdline\"\n\
          uname -r > \"$d/release\"\n\
          cat /sys/kernel/debug/sched/preempt > \"$d/preempt-before\" 2>/dev/null\n\
+         cat {cs} > \"$d/clocksource-before\" 2>/dev/null\n\
          : > \"$d/started\"\n\
          {cmd} > \"$d/stdout\" 2> \"$d/stderr\" < /dev/null\n\
          echo $? > \"$d/status.tmp\"\n\
          cat /sys/kernel/debug/sched/preempt > \"$d/preempt-after\" 2>/dev/null\n\
+         cat {cs} > \"$d/clocksource-after\" 2>/dev/null\n\
          mv \"$d/status.tmp\" \"$d/status\"\n",
-        cmd = cmd.join(" ")
+        cmd = cmd.join(" "),
+        cs = CLOCKSOURCE
     )
 }
 
-/// The kernel parameters the guest boots with (pure): the model (`preempt=`), the caller's `append`, and
-/// last the guest's identity (`identity`, `preemptlab.host_id=...`: `hostfacts::hostid`), so that one in
-/// `append` does not override it (the guest goes by the last).
+/// The kernel parameter that keeps a TCG guest on its TSC: under QEMU's software emulation the guest's TSC is
+/// the host's own (QEMU reads the host's counter), but the guest's clocksource watchdog compares it with an
+/// emulated HPET read from a busy vCPU and, seconds to minutes into a boot, finds a "frequency skew" of a few
+/// hundredths of a percent, marks the TSC unstable and switches the guest to the HPET. From then on every
+/// clock read is a system call and an emulated device access instead of a vDSO read, and everything that
+/// times itself slows down: the cells of a `bench lock` run in a 7.2 guest to 0.31-0.59x of their
+/// throughput on the TSC (docs/vm.md, "The guest's clock").
+pub const TCG_CLOCK_PARAM: &str = "tsc=reliable";
+
+/// The clock parameter a guest gets (pure): [`TCG_CLOCK_PARAM`] under TCG on a host whose own TSC runs at a
+/// constant rate and through idle states (`host_tsc_stable`: QEMU hands the guest the host's counter), unless
+/// the caller's `append` already says how to treat the TSC or which clocksource to use.
+pub fn clock_param(
+    accel: Accel,
+    append: Option<&str>,
+    host_tsc_stable: bool,
+) -> Option<&'static str> {
+    let named = append.is_some_and(|a| {
+        a.split_whitespace()
+            .any(|w| w.starts_with("tsc=") || w.starts_with("clocksource="))
+    });
+    (accel == Accel::Tcg && host_tsc_stable && !named).then_some(TCG_CLOCK_PARAM)
+}
+
+/// Whether the host's TSC runs at a constant rate and through idle states (the `constant_tsc` and
+/// `nonstop_tsc` flags of /proc/cpuinfo's first CPU).
+pub fn host_tsc_stable(cpuinfo: &str) -> bool {
+    let Some(flags) = cpuinfo.lines().find(|l| l.starts_with("flags")) else {
+        return false;
+    };
+    let has = |f: &str| flags.split_whitespace().any(|w| w == f);
+    has("constant_tsc") && has("nonstop_tsc")
+}
+
+/// The kernel parameters the guest boots with (pure): the model (`preempt=`), the clock parameter
+/// ([`clock_param`]), the caller's `append`, and last the guest's identity (`identity`,
+/// `preemptlab.host_id=...`: `hostfacts::hostid`), so that one in `append` does not override it (the guest
+/// goes by the last).
 pub fn kernel_append(
     preempt: Option<PreemptModel>,
+    clock: Option<&str>,
     append: Option<&str>,
     identity: &str,
 ) -> String {
     preempt
         .map(|m| format!("preempt={m}"))
         .into_iter()
+        .chain(clock.map(String::from))
         .chain(
             append
                 .map(str::trim)
@@ -277,6 +320,12 @@ mod tests {
         assert!(sc.contains("cp '/c/config-7.2 x' \"/boot/config-$r\""));
         assert!(sc.contains("mount --bind '/c/usr/lib/modules/7.2' \"/usr/lib/modules/$r\""));
         assert!(sc.find("/boot").unwrap() < sc.find("\"$d/started\"").unwrap());
+        // The clocksource before the command starts and after it ends.
+        let before = sc.find("\"$d/clocksource-before\"").unwrap();
+        assert!(before < sc.find("\"$d/started\"").unwrap());
+        let after = sc.find("\"$d/clocksource-after\"").unwrap();
+        assert!(sc.find("\"$d/status.tmp\"").unwrap() < after);
+        assert!(after < sc.find("\"$d/status\"\n").unwrap());
     }
 
     #[test]
@@ -306,19 +355,55 @@ mod tests {
     #[test]
     fn the_guests_identity_goes_last_on_its_command_line() {
         let id = "preemptlab.host_id=vm-d8d429a008ab4feaa0e218414c777cdd";
-        assert_eq!(kernel_append(None, None, id), id);
+        assert_eq!(kernel_append(None, None, None, id), id);
         assert_eq!(
             kernel_append(
                 Some(PreemptModel::None),
+                Some(TCG_CLOCK_PARAM),
                 Some(" nokaslr preemptlab.host_id=mine "),
                 id
             ),
-            format!("preempt=none nokaslr preemptlab.host_id=mine {id}")
+            format!("preempt=none tsc=reliable nokaslr preemptlab.host_id=mine {id}")
         );
         assert_eq!(
-            hostfacts::hostid::guest_param(&kernel_append(None, Some("preemptlab.host_id=x"), id)),
+            hostfacts::hostid::guest_param(&kernel_append(
+                None,
+                None,
+                Some("preemptlab.host_id=x"),
+                id
+            )),
             id.strip_prefix("preemptlab.host_id=")
         );
+    }
+
+    #[test]
+    fn a_tcg_guest_keeps_its_tsc_unless_told_otherwise() {
+        assert_eq!(clock_param(Accel::Tcg, None, true), Some("tsc=reliable"));
+        assert_eq!(
+            clock_param(Accel::Tcg, Some("nokaslr"), true),
+            Some("tsc=reliable")
+        );
+        assert_eq!(clock_param(Accel::Kvm, None, true), None);
+        // A host whose own TSC is not stable hands the guest an unstable one: the watchdog stays.
+        assert_eq!(clock_param(Accel::Tcg, None, false), None);
+        assert_eq!(
+            clock_param(Accel::Tcg, Some("nokaslr tsc=unstable"), true),
+            None
+        );
+        assert_eq!(
+            clock_param(Accel::Tcg, Some("clocksource=hpet"), true),
+            None
+        );
+        // A word that only ends in it is not the parameter.
+        assert_eq!(
+            clock_param(Accel::Tcg, Some("x.notsc=1"), true),
+            Some("tsc=reliable")
+        );
+        let cpuinfo = |flags: &str| format!("processor\t: 0\nflags\t\t: fpu {flags} rdtscp\n");
+        assert!(host_tsc_stable(&cpuinfo("tsc constant_tsc nonstop_tsc")));
+        assert!(!host_tsc_stable(&cpuinfo("tsc constant_tsc")));
+        assert!(!host_tsc_stable(&cpuinfo("tsc nonstop_tsc_s3")));
+        assert!(!host_tsc_stable("processor\t: 0\n"));
     }
 
     #[test]

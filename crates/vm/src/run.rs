@@ -24,7 +24,8 @@ use hostfacts::{Host, PreemptModel};
 
 use crate::accel::{self, AccelRequest};
 use crate::guest::{
-    boot_panic, find_out_arg, guest_script, kernel_append, module_tree, vng_args, with_rodirs,
+    boot_panic, clock_param, find_out_arg, guest_script, host_tsc_stable, kernel_append,
+    module_tree, vng_args, with_rodirs,
 };
 use crate::kernels::{self, Kernel, SearchPaths};
 use crate::record::{with_vm_block, VmBlock, MAX_BOOTS};
@@ -499,7 +500,16 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
     .map_err(|e| VmError::io(format!("writing {}", script.display()), e))?;
 
     let identity = guest_identity(&kernel, caps.as_ref(), opts.preempt, cpus, memory_mib);
-    let append = kernel_append(opts.preempt, opts.append.as_deref(), &identity);
+    let append = kernel_append(
+        opts.preempt,
+        clock_param(
+            accel,
+            opts.append.as_deref(),
+            std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| host_tsc_stable(&c)),
+        ),
+        opts.append.as_deref(),
+        &identity,
+    );
     let args = vng_args(
         &kernel.image,
         accel,
@@ -580,6 +590,8 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
         boot_s: boot.unwrap_or(wall).as_secs_f64(),
         guest_preempt_before: read_trim(&shared.join("preempt-before")),
         guest_preempt_after: read_trim(&shared.join("preempt-after")),
+        guest_clocksource_before: read_trim(&shared.join("clocksource-before")),
+        guest_clocksource_after: read_trim(&shared.join("clocksource-after")),
         guest_uptime_at_start_s: read_trim(&shared.join("uptime"))
             .and_then(|u| u.split_whitespace().next()?.parse().ok()),
         wall_s: wall.as_secs_f64(),
