@@ -452,6 +452,8 @@ pub struct PidStat {
     pub state: char,
     /// Field 4.
     pub ppid: u32,
+    /// Field 5: process group.
+    pub pgrp: u32,
     /// Field 10: minor faults.
     pub minflt: u64,
     /// Field 11: minor faults of waited-for (reaped) children.
@@ -477,6 +479,7 @@ impl PidStat {
         Some(PidStat {
             state: f.first()?.chars().next()?,
             ppid: n(4)? as u32,
+            pgrp: n(5)? as u32,
             minflt: n(10)?,
             cminflt: n(11)?,
             utime: n(14)?,
@@ -520,8 +523,8 @@ mod tests {
         let t = "4242 (postgres: x (y)) S 4200 4200 4200 0 -1 4194560 1234 5678 0 0 11 22 33 44 20 0 1 0 99 0 0\n";
         let s = PidStat::parse(t).unwrap();
         assert_eq!(
-            (s.state, s.ppid, s.minflt, s.cminflt),
-            ('S', 4200, 1234, 5678)
+            (s.state, s.ppid, s.pgrp, s.minflt, s.cminflt),
+            ('S', 4200, 4200, 1234, 5678)
         );
         assert_eq!((s.utime, s.stime, s.cutime, s.cstime), (11, 22, 33, 44));
         assert!(PidStat::parse("1 (x) S 0 0").is_none());

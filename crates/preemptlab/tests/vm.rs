@@ -99,6 +99,14 @@ fn assert_vm_block(v: &serde_json::Value) {
         assert_eq!(b["guest_clocksource_before"], "tsc", "{b}");
         assert_eq!(b["guest_clocksource_after"], "tsc", "{b}");
     }
+    // Every vCPU thread's time on the host over the command, read from QEMU's named threads.
+    assert!(b["command_s"].as_f64().unwrap() > 0.0, "{b}");
+    let times = b["host_vcpu_times"].as_array().unwrap();
+    assert_eq!(times.len() as u64, b["vcpus"].as_u64().unwrap(), "{b}");
+    assert!(
+        times.iter().any(|t| t["run_s"].as_f64().unwrap() > 0.0),
+        "{b}"
+    );
 }
 
 #[test]

@@ -50,6 +50,16 @@ pub struct VmBlock {
     /// unreadable or in results written before it was recorded.
     #[serde(default)]
     pub host_other_busy_pct: Option<f64>,
+    /// Seconds from the command's start in the guest to its end, as the host saw them (the window of
+    /// `host_vcpu_times`). Null where not seen, or in results written before it was recorded.
+    #[serde(default)]
+    pub command_s: Option<f64>,
+    /// Each vCPU thread's time on a host CPU and waiting for one over that window (QEMU's named vCPU
+    /// threads, `/proc/PID/task/TID/schedstat` on the host). A busy vCPU that waits has its guest slowed
+    /// by the host, unseen inside the guest. Empty where not read (no named vCPU threads, or results written
+    /// before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_vcpu_times: Vec<VcpuTime>,
     /// The command run in the guest (after `preemptlab`).
     pub command: Vec<String>,
     /// Boots it took: 1, or more when a boot panicked before the command started and was retried (`vm`
@@ -59,6 +69,17 @@ pub struct VmBlock {
     /// Why each boot before the last was retried: the console line that shows the panic.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub boot_retries: Vec<String>,
+}
+
+/// One vCPU thread's time on the host over the command: on a host CPU, and runnable but waiting for one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VcpuTime {
+    /// QEMU's name for the thread (`CPU 0/TCG`).
+    pub name: String,
+    /// Seconds on a host CPU.
+    pub run_s: f64,
+    /// Seconds runnable but waiting for a host CPU.
+    pub wait_s: f64,
 }
 
 /// How many times `vm` boots a guest whose kernel panics before the command starts (TCG boots of Debian's
@@ -80,8 +101,12 @@ impl VmBlock {
                 n - 1
             ),
         };
+        let waited = self
+            .vcpu_wait_pct()
+            .map(|p| format!("; its vCPUs waited {p:.1}% of their time for a host CPU"))
+            .unwrap_or_default();
         format!(
-            "{} ({}: {}), {} vCPUs, {} MiB: booted in {:.1} s{retried}, {:.1} s in all",
+            "{} ({}: {}), {} vCPUs, {} MiB: booted in {:.1} s{retried}, {:.1} s in all{waited}",
             self.kernel_release.as_deref().unwrap_or(&self.kernel_image),
             self.accelerator,
             self.accelerator_why,
@@ -110,6 +135,16 @@ impl VmBlock {
         } else {
             None
         }
+    }
+
+    /// The vCPU threads' wait for a host CPU as a share of their time wanting one (run + wait), %; None
+    /// without their times.
+    pub fn vcpu_wait_pct(&self) -> Option<f64> {
+        let (run, wait) = self
+            .host_vcpu_times
+            .iter()
+            .fold((0.0, 0.0), |(r, w), t| (r + t.run_s, w + t.wait_s));
+        (run + wait > 0.0).then(|| wait / (run + wait) * 100.0)
     }
 
     /// Every warning about how the guest ran ([`Self::busy_warning`], [`Self::clock_warning`]).
@@ -158,6 +193,19 @@ mod tests {
             guest_uptime_at_start_s: Some(4.2),
             host_other_busy_pct: Some(0.4),
             wall_s: 20.0,
+            command_s: Some(7.0),
+            host_vcpu_times: vec![
+                VcpuTime {
+                    name: "CPU 0/TCG".into(),
+                    run_s: 6.0,
+                    wait_s: 1.0,
+                },
+                VcpuTime {
+                    name: "CPU 1/TCG".into(),
+                    run_s: 3.0,
+                    wait_s: 0.0,
+                },
+            ],
             command: vec!["audit".into()],
             boot_attempts: 1,
             boot_retries: Vec::new(),
@@ -179,9 +227,10 @@ mod tests {
         let mut b = block();
         assert_eq!(
             b.summary(),
-            "7.2.13+deb14-amd64 (tcg: asked for tcg), 2 vCPUs, 2048 MiB: booted in 12.5 s, 20.0 s in all"
+            "7.2.13+deb14-amd64 (tcg: asked for tcg), 2 vCPUs, 2048 MiB: booted in 12.5 s, 20.0 s in all; its vCPUs waited 10.0% of their time for a host CPU"
         );
         assert_eq!(b.busy_warning(), None);
+        assert_eq!(b.vcpu_wait_pct(), Some(10.0));
         b.boot_attempts = 2;
         assert!(b
             .summary()

@@ -201,6 +201,8 @@ pub fn vng_args(
         shared.display().to_string(),
         // The guest console goes to virtme-ng's log (never to the user): shown when the guest fails.
         "--verbose".into(),
+        // QEMU names its threads, so that the vCPUs' times can be read on the host (`vcpus`).
+        format!("--qemu-opts={}", crate::vcpus::QEMU_THREAD_NAMES),
     ];
     if accel == Accel::Tcg {
         v.push("--disable-kvm".into());
@@ -419,7 +421,7 @@ mod tests {
         );
         let line = a.join(" ");
         assert!(line.starts_with(
-            "--run /k/vmlinuz --cpus 2 --memory 2048M --user root --rwdir /tmp/s --verbose --disable-kvm"
+            "--run /k/vmlinuz --cpus 2 --memory 2048M --user root --rwdir /tmp/s --verbose --qemu-opts=-name debug-threads=on --disable-kvm"
         ));
         assert!(line.ends_with("--append preempt=none --exec /bin/sh '/tmp/g.sh'"));
         let a = vng_args(

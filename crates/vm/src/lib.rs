@@ -15,6 +15,7 @@
 //! - [`run`]: booting and waiting, timing, a boot that panicked before the command tried again, and
 //!   cleanup (virtme-ng and QEMU run in their own process group, killed on a stop signal or error; the temp
 //!   dir is removed);
+//! - [`vcpus`]: the guest's vCPU threads' run and wait times on the host while the command ran;
 //! - [`record`]: the `vm` block of the result (pure data; all that is left without the default `runner`
 //!   feature, for the `results` schema crate);
 //! - `cli` (feature `cli`): the options as a command line gives them (clap), turned into [`VmOptions`].
@@ -33,6 +34,8 @@ pub mod pgdirs;
 pub use results::vm as record;
 #[cfg(feature = "runner")]
 pub mod run;
+#[cfg(feature = "runner")]
+pub mod vcpus;
 
 #[cfg(feature = "runner")]
 pub use accel::{Accel, AccelRequest};

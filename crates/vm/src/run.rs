@@ -28,7 +28,8 @@ use crate::guest::{
     module_tree, vng_args, with_rodirs,
 };
 use crate::kernels::{self, Kernel, SearchPaths};
-use crate::record::{with_vm_block, VmBlock, MAX_BOOTS};
+use crate::record::{with_vm_block, VcpuTime, VmBlock, MAX_BOOTS};
+use crate::vcpus;
 use crate::VmError;
 
 /// Default guest memory, MiB.
@@ -342,6 +343,10 @@ struct Attempt {
     wall: Duration,
     /// [`HostLoad::others_pct`] over the boot.
     host_other_busy_pct: Option<f64>,
+    /// From the command's start to its end (`started` to `status` in the shared directory).
+    command: Option<Duration>,
+    /// The vCPU threads' run and wait over that window ([`vcpus`]).
+    vcpu_times: Vec<VcpuTime>,
 }
 
 /// Starts virtme-ng (its output to `log_path`, truncated) and waits for it to exit: stops its whole
@@ -381,6 +386,9 @@ fn boot_once(
         .map_err(|e| VmError::io(format!("starting {}", vng.display()), e))?;
     let mut group = Group { child, done: false };
     let mut boot: Option<Duration> = None;
+    let mut vcpus_at_start = None;
+    let mut ended: Option<(Duration, Option<vcpus::Reading>)> = None;
+    let proc = Path::new("/proc");
     loop {
         if osutil::stop::interrupted() {
             group.stop();
@@ -388,6 +396,10 @@ fn boot_once(
         }
         if boot.is_none() && shared.join("started").exists() {
             boot = Some(started.elapsed());
+            vcpus_at_start = vcpus::read(proc, group.pgid() as u32);
+        }
+        if boot.is_some() && ended.is_none() && shared.join("status").exists() {
+            ended = Some((started.elapsed(), vcpus::read(proc, group.pgid() as u32)));
         }
         if boot.is_none() && started.elapsed() > opts.boot_timeout {
             group.stop();
@@ -406,10 +418,18 @@ fn boot_once(
     group.done = true;
     let wall = started.elapsed();
     drop(group); // kills a QEMU that outlived vng
+    let vcpu_times = match (&vcpus_at_start, &ended) {
+        (Some(a), Some((_, Some(b)))) => vcpus::between(a, b),
+        _ => Vec::new(),
+    };
     Ok(Attempt {
         boot,
         wall,
         host_other_busy_pct: load0.and_then(|l| l.others_pct(wall)),
+        command: boot
+            .zip(ended.map(|e| e.0))
+            .and_then(|(b, e)| e.checked_sub(b)),
+        vcpu_times,
     })
 }
 
@@ -575,6 +595,8 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
         boot,
         wall,
         host_other_busy_pct,
+        command,
+        vcpu_times,
     } = attempt;
     let block = VmBlock {
         accelerator: accel.as_str().into(),
@@ -596,6 +618,8 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
             .and_then(|u| u.split_whitespace().next()?.parse().ok()),
         wall_s: wall.as_secs_f64(),
         host_other_busy_pct,
+        command_s: command.map(|c| c.as_secs_f64()),
+        host_vcpu_times: vcpu_times,
         command: opts.command.clone(),
         boot_attempts: boot_retries.len() as u32 + 1,
         boot_retries,
