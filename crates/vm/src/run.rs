@@ -386,9 +386,14 @@ fn boot_once(
         .map_err(|e| VmError::io(format!("starting {}", vng.display()), e))?;
     let mut group = Group { child, done: false };
     let mut boot: Option<Duration> = None;
-    let mut vcpus_at_start = None;
-    let mut ended: Option<(Duration, Option<vcpus::Reading>)> = None;
+    // The vCPU threads' times: read when the command starts, then at every poll until it ends (the guest
+    // may power off within a poll of writing its status, taking QEMU's threads with it), the last reading
+    // ending the window.
     let proc = Path::new("/proc");
+    let mut qemu = None;
+    let mut vcpus_at_start = None;
+    let mut vcpus_last = None;
+    let mut ended: Option<Duration> = None;
     loop {
         if osutil::stop::interrupted() {
             group.stop();
@@ -396,10 +401,16 @@ fn boot_once(
         }
         if boot.is_none() && shared.join("started").exists() {
             boot = Some(started.elapsed());
-            vcpus_at_start = vcpus::read(proc, group.pgid() as u32);
-        }
-        if boot.is_some() && ended.is_none() && shared.join("status").exists() {
-            ended = Some((started.elapsed(), vcpus::read(proc, group.pgid() as u32)));
+            qemu = vcpus::find_qemu(proc, group.pgid() as u32);
+            vcpus_at_start = qemu.and_then(|p| vcpus::read(proc, p));
+        } else if boot.is_some() && ended.is_none() {
+            let done = shared.join("status").exists();
+            if let Some(r) = qemu.and_then(|p| vcpus::read(proc, p)) {
+                vcpus_last = Some(r);
+            }
+            if done {
+                ended = Some(started.elapsed());
+            }
         }
         if boot.is_none() && started.elapsed() > opts.boot_timeout {
             group.stop();
@@ -418,17 +429,15 @@ fn boot_once(
     group.done = true;
     let wall = started.elapsed();
     drop(group); // kills a QEMU that outlived vng
-    let vcpu_times = match (&vcpus_at_start, &ended) {
-        (Some(a), Some((_, Some(b)))) => vcpus::between(a, b),
+    let vcpu_times = match (&vcpus_at_start, &vcpus_last) {
+        (Some(a), Some(b)) if ended.is_some() => vcpus::between(a, b),
         _ => Vec::new(),
     };
     Ok(Attempt {
         boot,
         wall,
         host_other_busy_pct: load0.and_then(|l| l.others_pct(wall)),
-        command: boot
-            .zip(ended.map(|e| e.0))
-            .and_then(|(b, e)| e.checked_sub(b)),
+        command: boot.zip(ended).and_then(|(b, e)| e.checked_sub(b)),
         vcpu_times,
     })
 }

@@ -26,16 +26,20 @@ pub fn is_vcpu(comm: &str) -> bool {
 /// One reading of the vCPU threads: name -> (run, wait) ns.
 pub type Reading = BTreeMap<String, SchedStat>;
 
-/// The vCPU threads of the QEMU process in process group `pgid` under `proc` (`/proc`), read now; None
-/// when there is no such process or no named vCPU thread.
-pub fn read(proc: &Path, pgid: u32) -> Option<Reading> {
-    let qemu = std::fs::read_dir(proc).ok()?.flatten().find_map(|e| {
+/// The QEMU process in process group `pgid` under `proc` (`/proc`), if there is one.
+pub fn find_qemu(proc: &Path, pgid: u32) -> Option<u32> {
+    std::fs::read_dir(proc).ok()?.flatten().find_map(|e| {
         let pid: u32 = e.file_name().to_str()?.parse().ok()?;
         let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
         let stat = PidStat::parse(&std::fs::read_to_string(e.path().join("stat")).ok()?)?;
         (stat.pgrp == pgid && comm.trim_end().starts_with("qemu-system")).then_some(pid)
-    })?;
-    let tasks = proc.join(qemu.to_string()).join("task");
+    })
+}
+
+/// The named vCPU threads of QEMU process `pid` under `proc`, read now; None when it is gone or has no
+/// named vCPU thread.
+pub fn read(proc: &Path, pid: u32) -> Option<Reading> {
+    let tasks = proc.join(pid.to_string()).join("task");
     let r: Reading = std::fs::read_dir(tasks)
         .ok()?
         .flatten()
@@ -121,7 +125,8 @@ mod tests {
             ],
         );
         std::fs::write(d.path().join("self"), "").unwrap();
-        let a = read(d.path(), 7).unwrap();
+        assert_eq!(find_qemu(d.path(), 7), Some(30));
+        let a = read(d.path(), 30).unwrap();
         assert_eq!(a.len(), 2);
         assert_eq!(a["CPU 0/TCG"].run_ns, 1000);
         let mut b = a.clone();
@@ -134,6 +139,7 @@ mod tests {
             (t[0].name.as_str(), t[0].run_s, t[0].wait_s),
             ("CPU 0/TCG", 3.0, 0.5)
         );
-        assert!(read(d.path(), 8).is_none());
+        assert!(find_qemu(d.path(), 8).is_none());
+        assert!(read(d.path(), 40).is_none());
     }
 }
