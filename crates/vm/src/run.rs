@@ -390,7 +390,7 @@ fn boot_once(
     // may power off within a poll of writing its status, taking QEMU's threads with it), the last reading
     // ending the window.
     let proc = Path::new("/proc");
-    let mut qemu = None;
+    let mut threads = None;
     let mut vcpus_at_start = None;
     let mut vcpus_last = None;
     let mut ended: Option<Duration> = None;
@@ -401,11 +401,12 @@ fn boot_once(
         }
         if boot.is_none() && shared.join("started").exists() {
             boot = Some(started.elapsed());
-            qemu = vcpus::find_qemu(proc, group.pgid() as u32);
-            vcpus_at_start = qemu.and_then(|p| vcpus::read(proc, p));
+            threads =
+                vcpus::find_qemu(proc, group.pgid() as u32).and_then(|p| vcpus::threads(proc, p));
+            vcpus_at_start = threads.as_deref().and_then(vcpus::read_threads);
         } else if boot.is_some() && ended.is_none() {
             let done = shared.join("status").exists();
-            if let Some(r) = qemu.and_then(|p| vcpus::read(proc, p)) {
+            if let Some(r) = threads.as_deref().and_then(vcpus::read_threads) {
                 vcpus_last = Some(r);
             }
             if done {

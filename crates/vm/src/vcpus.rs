@@ -8,7 +8,7 @@
 //! passes ([`QEMU_THREAD_NAMES`]).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use hostfacts::parse::{PidStat, SchedStat};
 use results::vm::VcpuTime;
@@ -36,24 +36,37 @@ pub fn find_qemu(proc: &Path, pgid: u32) -> Option<u32> {
     })
 }
 
-/// The named vCPU threads of QEMU process `pid` under `proc`, read now; None when it is gone or has no
-/// named vCPU thread.
-pub fn read(proc: &Path, pid: u32) -> Option<Reading> {
+/// The named vCPU threads of QEMU process `pid` under `proc`: each name with its schedstat file; None when
+/// the process is gone or has no named vCPU thread. Found once: the vCPU threads live as long as the guest.
+pub fn threads(proc: &Path, pid: u32) -> Option<Vec<(String, PathBuf)>> {
     let tasks = proc.join(pid.to_string()).join("task");
-    let r: Reading = std::fs::read_dir(tasks)
+    let t: Vec<(String, PathBuf)> = std::fs::read_dir(tasks)
         .ok()?
         .flatten()
         .filter_map(|t| {
             let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
             let comm = comm.trim_end();
-            if !is_vcpu(comm) {
-                return None;
-            }
-            let s = SchedStat::parse(&std::fs::read_to_string(t.path().join("schedstat")).ok()?)?;
-            Some((comm.to_string(), s))
+            is_vcpu(comm).then(|| (comm.to_string(), t.path().join("schedstat")))
         })
         .collect();
-    (!r.is_empty()).then_some(r)
+    (!t.is_empty()).then_some(t)
+}
+
+/// The schedstat of each of `threads`, read now; None when any is gone (QEMU has exited).
+pub fn read_threads(threads: &[(String, PathBuf)]) -> Option<Reading> {
+    threads
+        .iter()
+        .map(|(name, path)| {
+            let s = SchedStat::parse(&std::fs::read_to_string(path).ok()?)?;
+            Some((name.clone(), s))
+        })
+        .collect()
+}
+
+/// The named vCPU threads of QEMU process `pid` under `proc`, read now; None when it is gone or has no
+/// named vCPU thread.
+pub fn read(proc: &Path, pid: u32) -> Option<Reading> {
+    read_threads(&threads(proc, pid)?)
 }
 
 /// Each vCPU's run and wait between two readings, in name order; threads missing from either are left out.
