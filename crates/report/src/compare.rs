@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use results::metrics::{pools, HOST_FACTS};
+use results::metrics::{pools, HOST_FACTS, VM_FACTS};
 pub use results::metrics::{Better, Metric, Unit, METRICS};
 use results::Document;
 use serde::Serialize;
@@ -148,7 +148,7 @@ pub enum CompareError {
     },
     /// Pooled files from different hosts.
     #[error(
-        "{a} and {b} differ in the host's {fact} ({a_value} vs {b_value}): only runs of one host pool; \
+        "{a} and {b} differ in {fact} ({a_value} vs {b_value}): only runs of one host pool; \
          set such files against each other file by file"
     )]
     PoolHosts {
@@ -156,7 +156,7 @@ pub enum CompareError {
         a: String,
         /// The other input.
         b: String,
-        /// The host fact.
+        /// The fact (`the host's HZ`, `VM host kernel`).
         fact: String,
         /// Its value in `a`.
         a_value: String,
@@ -303,6 +303,17 @@ pub fn compare(
             fact: "hugetlb pools".into(),
             values: pools,
         });
+    }
+    // The machine and emulator under a guest's result, and its clock: as much a part of its figures as the
+    // guest's own facts.
+    for f in VM_FACTS {
+        let vals: Vec<String> = inputs.iter().map(|i| i.vm_fact(f.get)).collect();
+        if vals.iter().collect::<BTreeSet<_>>().len() > 1 {
+            host_diffs.push(FactDiff {
+                fact: f.label.to_string(),
+                values: vals,
+            });
+        }
     }
     let mut spec_diffs = Vec::new();
     let kinds: Vec<String> = inputs.iter().map(|i| i.kind.to_string()).collect();
@@ -469,6 +480,7 @@ mod tests {
             label: label.into(),
             kind: Kind::BenchPg,
             host: None,
+            vm: None,
             spec: Vec::new(),
             cells: vec![cell(&[("clients", "4".into())], "tps", tps)],
         }
@@ -490,6 +502,7 @@ mod tests {
             label: label.into(),
             kind: Kind::BenchLock,
             host: None,
+            vm: None,
             spec: spec(&[
                 ("duration_s", "3.0", false),
                 ("locks", r#"["pg","adaptive"]"#, true),

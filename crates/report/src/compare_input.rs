@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use results::document::SpecField;
 use results::host::HostFacts;
 use results::metrics::METRICS;
+use results::vm::VmBlock;
 use results::{Document, Kind};
 
 use crate::compare::CompareError;
@@ -29,6 +30,8 @@ pub struct Input {
     pub kind: Kind,
     /// The host it ran on.
     pub host: Option<HostFacts>,
+    /// How it ran in a guest (`preemptlab vm`): the machine and emulator beneath; `None` outside a VM.
+    pub vm: Option<VmBlock>,
     /// The spec's fields.
     pub spec: Vec<SpecField>,
     /// The cells.
@@ -59,6 +62,7 @@ impl Input {
             label,
             kind: doc.kind(),
             host: doc.host().cloned(),
+            vm: doc.vm().cloned(),
             spec,
             cells,
         })
@@ -66,6 +70,11 @@ impl Input {
 
     pub(crate) fn host_fact(&self, get: fn(&HostFacts) -> String) -> Option<String> {
         self.host.as_ref().map(get)
+    }
+
+    /// A fact of the `vm` block as text; `-` outside a VM.
+    pub(crate) fn vm_fact(&self, get: fn(&VmBlock) -> String) -> String {
+        self.vm.as_ref().map(get).unwrap_or_else(|| "-".into())
     }
 
     pub(crate) fn spec_json(&self, name: &str) -> Option<&str> {

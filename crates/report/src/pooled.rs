@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use results::metrics::{HOST_FACTS, METRICS};
+use results::metrics::{HOST_FACTS, METRICS, VM_FACTS};
 
 use crate::compare::CompareError;
 use crate::compare_input::{CellSamples, Input};
@@ -97,9 +97,23 @@ fn check_poolable(inputs: &[Input], exempt: &[&str]) -> Result<(), CompareError>
                 return Err(CompareError::PoolHosts {
                     a: first.label.clone(),
                     b: i.label.clone(),
-                    fact: f.label.to_string(),
+                    fact: format!("the host's {}", f.label),
                     a_value: va.unwrap_or_else(|| "-".into()),
                     b_value: vb.unwrap_or_else(|| "-".into()),
+                });
+            }
+        }
+        // Nor are runs in guests on different hosts, emulators or guest clocks, or a guest's run with one
+        // outside a VM.
+        for f in VM_FACTS {
+            let (va, vb) = (first.vm_fact(f.get), i.vm_fact(f.get));
+            if va != vb {
+                return Err(CompareError::PoolHosts {
+                    a: first.label.clone(),
+                    b: i.label.clone(),
+                    fact: f.label.to_string(),
+                    a_value: va,
+                    b_value: vb,
                 });
             }
         }
@@ -233,14 +247,15 @@ pub fn split(inputs: &[Input], by: &By, base: Option<&str>) -> Result<Vec<Input>
         .into_iter()
         .map(|v| {
             let g = groups.remove(&v).unwrap_or_default();
-            let (n, host) = match by {
-                By::Field(_) => (inputs.len(), first.host.clone()),
-                By::Preempt => (g.files.len(), g.first.unwrap_or(first).host.clone()),
+            let (n, from) = match by {
+                By::Field(_) => (inputs.len(), first),
+                By::Preempt => (g.files.len(), g.first.unwrap_or(first)),
             };
             Input {
                 label: format!("{name}={v}{}", pooled(n)),
                 kind: first.kind,
-                host,
+                host: from.host.clone(),
+                vm: from.vm.clone(),
                 spec: first.spec.clone(),
                 cells: g.cells.into_values().collect(),
             }
@@ -376,6 +391,55 @@ mod tests {
         assert!(
             e.contains("no file has preempt=full (values: none, lazy)"),
             "{e}"
+        );
+    }
+    #[test]
+    fn guests_on_another_host_emulator_or_clock_do_not_pool_and_are_shown() {
+        // Real guests of one campaign (7.2, full and lazy, the TSC throughout) pool.
+        let full = load("vm/2026-11-27-tsc/costs-7.2/full-r1.json");
+        let lazy = load("vm/2026-11-27-tsc/costs-7.2/lazy-r1.json");
+        let same = [input("full", &full), input("lazy", &lazy)];
+        assert_eq!(split(&same, &By::Preempt, None).unwrap().len(), 2);
+        // The same lazy run on another build of the host's kernel, or with its clock switched to the HPET
+        // during the command, or outside any VM: each is refused with the fact that differs.
+        let with_vm = |f: fn(&mut results::vm::VmBlock)| {
+            let mut d = lazy.clone();
+            let Document::Lock(r) = &mut d else {
+                unreachable!()
+            };
+            f(r.envelope.vm.as_mut().unwrap());
+            d
+        };
+        let other_host = with_vm(|v| v.host_kernel = "6.18.44-fc-v769".into());
+        let hpet = with_vm(|v| v.guest_clocksource_after = Some("hpet".into()));
+        let mut bare = lazy.clone();
+        let Document::Lock(r) = &mut bare else {
+            unreachable!()
+        };
+        r.envelope.vm = None;
+        for (doc, fact, values) in [
+            (
+                &other_host,
+                "VM host kernel",
+                "6.18.44-fc-v669 vs 6.18.44-fc-v769",
+            ),
+            (&hpet, "VM guest clocksource", "tsc vs tsc->hpet"),
+            (&bare, "VM accelerator", "tcg vs -"),
+        ] {
+            let inputs = [input("full", &full), input("lazy", doc)];
+            let e = split(&inputs, &By::Preempt, None).unwrap_err().to_string();
+            assert!(e.contains(&format!("differ in {fact} ({values})")), "{e}");
+            // File against file, compare shows the fact beside the host's own.
+            let c = compare(&inputs, 0.02, None).unwrap();
+            let d = c.host_diffs.iter().find(|d| d.fact == fact);
+            assert!(d.is_some(), "{fact}: {:?}", c.host_diffs);
+        }
+        // Two files of one campaign show none of them.
+        let c = compare(&same, 0.02, None).unwrap();
+        assert!(
+            c.host_diffs.iter().all(|d| !d.fact.starts_with("VM ")),
+            "{:?}",
+            c.host_diffs
         );
     }
 }

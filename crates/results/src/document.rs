@@ -275,6 +275,11 @@ impl Document {
         self.envelope().map(|e| &e.host)
     }
 
+    /// The `vm` block of a result measured in a guest (`preemptlab vm`); `None` outside a VM.
+    pub fn vm(&self) -> Option<&crate::vm::VmBlock> {
+        self.envelope().and_then(|e| e.vm.as_ref())
+    }
+
     /// The spec's fields, in name order (results only).
     pub fn spec_fields(&self) -> Option<Vec<SpecField>> {
         let spec = match self {

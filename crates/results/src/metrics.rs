@@ -6,6 +6,7 @@ use serde::Serialize;
 use stats::compare::Centre;
 
 use crate::host::HostFacts;
+use crate::vm::VmBlock;
 use crate::{diagnose, latency, lock, net, pg};
 
 /// Which way is better.
@@ -268,6 +269,42 @@ pub const HOST_FACTS: [HostFact; 13] = [
     fact("THP enabled", |h| show(&h.memory.thp_enabled.value)),
     fact("THP shmem", |h| show(&h.memory.thp_shmem_enabled.value)),
     fact("THP defrag", |h| show(&h.memory.thp_defrag.value)),
+];
+
+/// A fact of the `vm` block (how a guest's result was measured: the machine and emulator beneath it) worth
+/// showing when two results differ in it. A result measured outside a VM has none of them (`-`).
+#[derive(Debug, Clone, Copy)]
+pub struct VmFact {
+    /// Label.
+    pub label: &'static str,
+    /// Its value as text (`null` when not recorded).
+    pub get: fn(&VmBlock) -> String,
+}
+
+const fn vm_fact(label: &'static str, get: fn(&VmBlock) -> String) -> VmFact {
+    VmFact { label, get }
+}
+
+/// The `vm` block's facts `compare` sets side by side, and `compare --by` requires equal: a guest's figures
+/// depend on the host and emulator under it as much as on the guest (TCG guests measured four days apart, on
+/// two builds of the host's kernel, differed by 4-97% in their costs), and on the guest's clock (the HPET runs
+/// every cell at about half the TSC's speed under TCG). The clocksource reads `tsc` when it stayed the TSC,
+/// `tsc->hpet` when it changed during the command, `null` in results written before it was recorded.
+pub const VM_FACTS: [VmFact; 6] = [
+    vm_fact("VM accelerator", |v| v.accelerator.clone()),
+    vm_fact("VM host kernel", |v| v.host_kernel.clone()),
+    vm_fact("VM QEMU", |v| show(&v.qemu_version)),
+    vm_fact("VM vCPUs", |v| v.vcpus.to_string()),
+    vm_fact("VM memory MiB", |v| v.memory_mib.to_string()),
+    vm_fact("VM guest clocksource", |v| {
+        match (&v.guest_clocksource_before, &v.guest_clocksource_after) {
+            (Some(b), Some(a)) if a == b => b.clone(),
+            (Some(b), Some(a)) => format!("{b}->{a}"),
+            (Some(b), None) => format!("{b}->null"),
+            (None, Some(a)) => format!("null->{a}"),
+            (None, None) => "null".into(),
+        }
+    }),
 ];
 
 /// The hugetlb pools as `2048kB:0 1048576kB:0` (`-` when unreadable).
