@@ -5,7 +5,8 @@
 //!
 //! Pooling takes a cell's repetitions from every file together, which is sound only for runs of one
 //! configuration on one host: same kind, the same scalar spec fields but `repeat` (the matrix lists may
-//! differ), the same host facts. Split by preemption model, the model and the source that decided it are
+//! differ), the same host facts, and for runs in guests the same `vm` block facts (the machine, emulator and
+//! guest clock beneath: [`VM_FACTS`]). Split by preemption model, the model and the source that decided it are
 //! exempt from that check: they are the axis. A guest's RAM varies by a few KiB from boot to boot, and
 //! bench lock's descriptors are sized from it: those agree when within [`NEAR`].
 
@@ -169,8 +170,8 @@ fn join_key<'a>(fields: impl Iterator<Item = (&'a String, &'a String)>) -> Strin
 /// Splits result files along `by`: one input per value, holding that value's cells, the values in the
 /// order they first appear, `base` (when given) first. Several files are pooled (see the module doc).
 /// Split by a field, a label reads `lock=pg (3 files pooled)` (every file pooled); by preemption model,
-/// `preempt=lazy (5 files pooled)` (the files under that model), and each input keeps the host facts of
-/// its first file, so `compare` shows the models as the host fact that differs.
+/// `preempt=lazy (5 files pooled)` (the files under that model), and each input keeps the host facts (and
+/// `vm` block) of its first file, so `compare` shows the models as the host fact that differs.
 pub fn split(inputs: &[Input], by: &By, base: Option<&str>) -> Result<Vec<Input>, CompareError> {
     let exempt: &[&str] = match by {
         By::Field(_) => &[],
@@ -393,6 +394,7 @@ mod tests {
             "{e}"
         );
     }
+
     #[test]
     fn guests_on_another_host_emulator_or_clock_do_not_pool_and_are_shown() {
         // Real guests of one campaign (7.2, full and lazy, the TSC throughout) pool.
