@@ -271,6 +271,15 @@ pub fn run(docs: &[(String, Document)], o: &Options) -> Result<Comparison, Compa
     compare(&inputs, o.noise, o.metrics.as_deref())
 }
 
+/// `fact` with each input's value, when they are not all the same.
+fn differing(fact: impl Into<String>, values: impl Iterator<Item = String>) -> Option<FactDiff> {
+    let values: Vec<String> = values.collect();
+    (values.iter().collect::<BTreeSet<_>>().len() > 1).then(|| FactDiff {
+        fact: fact.into(),
+        values,
+    })
+}
+
 /// Builds the comparison. Errors name the input that is not a result file.
 pub fn compare(
     inputs: &[Input],
@@ -281,64 +290,46 @@ pub fn compare(
         return Err(CompareError::TooFew);
     }
     // Host facts and spec fields that differ.
-    let mut host_diffs = Vec::new();
-    for f in HOST_FACTS {
-        let vals: Vec<String> = inputs
-            .iter()
-            .map(|i| i.host_fact(f.get).unwrap_or_else(|| "-".into()))
-            .collect();
-        if vals.iter().collect::<BTreeSet<_>>().len() > 1 {
-            host_diffs.push(FactDiff {
-                fact: f.label.to_string(),
-                values: vals,
-            });
-        }
-    }
-    let pools: Vec<String> = inputs
+    let mut host_diffs: Vec<FactDiff> = HOST_FACTS
         .iter()
-        .map(|i| i.host_fact(pools).unwrap_or_else(|| "-".into()))
+        .filter_map(|f| {
+            differing(
+                f.label,
+                inputs
+                    .iter()
+                    .map(|i| i.host_fact(f.get).unwrap_or_else(|| "-".into())),
+            )
+        })
         .collect();
-    if pools.iter().collect::<BTreeSet<_>>().len() > 1 {
-        host_diffs.push(FactDiff {
-            fact: "hugetlb pools".into(),
-            values: pools,
-        });
-    }
+    host_diffs.extend(differing(
+        "hugetlb pools",
+        inputs
+            .iter()
+            .map(|i| i.host_fact(pools).unwrap_or_else(|| "-".into())),
+    ));
     // The machine and emulator under a guest's result, and its clock: as much a part of its figures as the
     // guest's own facts.
-    for f in VM_FACTS {
-        let vals: Vec<String> = inputs.iter().map(|i| i.vm_fact(f.get)).collect();
-        if vals.iter().collect::<BTreeSet<_>>().len() > 1 {
-            host_diffs.push(FactDiff {
-                fact: f.label.to_string(),
-                values: vals,
-            });
-        }
-    }
-    let mut spec_diffs = Vec::new();
-    let kinds: Vec<String> = inputs.iter().map(|i| i.kind.to_string()).collect();
-    if kinds.iter().collect::<BTreeSet<_>>().len() > 1 {
-        spec_diffs.push(FactDiff {
-            fact: "kind".into(),
-            values: kinds,
-        });
-    }
+    host_diffs.extend(
+        VM_FACTS
+            .iter()
+            .filter_map(|f| differing(f.label, inputs.iter().map(|i| i.vm_fact(f.get)))),
+    );
+    let mut spec_diffs: Vec<FactDiff> =
+        differing("kind", inputs.iter().map(|i| i.kind.to_string()))
+            .into_iter()
+            .collect();
     let spec_keys: BTreeSet<&str> = inputs
         .iter()
         .flat_map(|i| i.spec.iter().map(|f| f.name.as_str()))
         .collect();
-    for k in spec_keys {
-        let vals: Vec<String> = inputs
-            .iter()
-            .map(|i| i.spec_json(k).unwrap_or("-").to_string())
-            .collect();
-        if vals.iter().collect::<BTreeSet<_>>().len() > 1 {
-            spec_diffs.push(FactDiff {
-                fact: format!("spec.{k}"),
-                values: vals,
-            });
-        }
-    }
+    spec_diffs.extend(spec_keys.into_iter().filter_map(|k| {
+        differing(
+            format!("spec.{k}"),
+            inputs
+                .iter()
+                .map(|i| i.spec_json(k).unwrap_or("-").to_string()),
+        )
+    }));
     // Key fields that are the compared factor: one value per file, different across files.
     let all_fields: BTreeSet<&String> = inputs
         .iter()

@@ -63,12 +63,6 @@ pub fn read_threads(threads: &[(String, PathBuf)]) -> Option<Reading> {
         .collect()
 }
 
-/// The named vCPU threads of QEMU process `pid` under `proc`, read now; None when it is gone or has no
-/// named vCPU thread.
-pub fn read(proc: &Path, pid: u32) -> Option<Reading> {
-    read_threads(&threads(proc, pid)?)
-}
-
 /// Each vCPU's run and wait between two readings, in name order; threads missing from either are left out.
 pub fn between(start: &Reading, end: &Reading) -> Vec<VcpuTime> {
     end.iter()
@@ -86,6 +80,12 @@ pub fn between(start: &Reading, end: &Reading) -> Vec<VcpuTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The named vCPU threads of QEMU process `pid` under `proc`, found and read now (`run` finds them once
+    /// and reads them at every poll).
+    fn read(proc: &Path, pid: u32) -> Option<Reading> {
+        read_threads(&threads(proc, pid)?)
+    }
 
     #[test]
     fn vcpu_thread_names() {
