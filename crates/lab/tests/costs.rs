@@ -41,6 +41,30 @@ fn the_costs_are_measured_and_plausible() {
         other => assert!(!two, "two CPUs, no handover measured: {other:?}"),
     }
     assert!(!line(&c, None).contains("2 MB"));
+    // The line under a crowd: every size the CPUs allow (one spinner on two CPUs), plausible figures with
+    // ordered percentiles, and a write of the line that costs a spinner something.
+    let cpus = shmlock::wake_cost::allowed_cpus().len();
+    let sizes: Vec<usize> = c.line_crowd.iter().map(|x| x.spinners as usize).collect();
+    assert_eq!(sizes, lab::lockbench::crowd::sizes(cpus));
+    for x in &c.line_crowd {
+        assert!(
+            x.handover_p10_ns <= x.handover_ns && x.handover_ns <= x.handover_p90_ns,
+            "{x:?}"
+        );
+        assert!(x.handover_ns > 1.0 && x.handover_ns < 1e6, "{x:?}");
+        assert!(
+            x.write_stall_p10_ns <= x.write_stall_ns && x.write_stall_ns <= x.write_stall_p90_ns,
+            "{x:?}"
+        );
+        assert!(x.write_stall_ns > 0.0 && x.write_stall_ns < 1e6, "{x:?}");
+    }
+    if cpus >= 2 {
+        assert!(
+            line(&c, None).contains("spinning: a handover"),
+            "{}",
+            line(&c, None)
+        );
+    }
 
     // The 2 MB mapping, where a pool has free pages (none is grown for a test): measured and plausible;
     // null without a pool.

@@ -86,6 +86,25 @@ fn sim_takes_a_real_bench_lock_results_costs_and_matrix() {
         p["fault_2m_map_ns"].as_u64(),
         Some(sim::Params::default().fault_2m_map_ns)
     );
+    // The line under a crowd: on two CPUs one size, which sets the re-read after a write (the stall of
+    // one spinner) and leaves the handover's per-spinner cost following the transfer.
+    let crowd: Vec<sim::costs::LineCrowd> =
+        serde_json::from_value(costs["line_crowd"].clone()).unwrap();
+    let expect = |name: &str| {
+        sim::costs::crowd_taken(&crowd)
+            .iter()
+            .find(|t| t.param == name)
+            .map(|t| t.value)
+    };
+    assert_eq!(p["spin_line_ns"].as_u64(), expect("spin_line_ns"));
+    assert_eq!(p["line_ns"].as_u64(), expect("line_ns"));
+    if crowd.len() == 1 {
+        assert_eq!(
+            p["spin_line_ns"].as_u64(),
+            Some((crowd[0].write_stall_ns.round() as u64).max(1))
+        );
+        assert!(p["line_ns"].is_null(), "{p}");
+    }
     // --set wins over the file, and the record says the file did not set it.
     assert_eq!(p["syscall_ns"].as_u64(), Some(123));
     let from = s["spec"]["from_files"].as_array().unwrap();

@@ -282,6 +282,15 @@ mod tests {
             line_transfer_ns: Some(48.0),
             line_transfer_p10_ns: Some(41.0),
             line_transfer_p90_ns: Some(66.0),
+            line_crowd: vec![crate::model::LineCrowd {
+                spinners: 1,
+                handover_ns: 75.0,
+                handover_p10_ns: 70.0,
+                handover_p90_ns: 90.0,
+                write_stall_ns: 40.0,
+                write_stall_p10_ns: 31.0,
+                write_stall_p90_ns: 52.0,
+            }],
         });
         let text = serde_json::to_string(&r).unwrap();
         let Ok(Document::Lock(back)) = Document::from_text(&text) else {

@@ -371,9 +371,35 @@ pub struct Outcome {
     pub events: u64,
 }
 
+/// The lock's cache line under a crowd of spinners, at one crowd size (`bench lock`'s costs,
+/// `lab::lockbench::crowd`): processes pinned one to a CPU, `spinners` of them besides the one that writes.
+/// Each figure is the median over timed windows, with the windows' 10th and 90th percentiles, ns.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LineCrowd {
+    /// The CPUs that read the line besides the writer: in the handover, the processes waiting while one
+    /// holds the lock (`spinners` + 1 contend in all); in the write stall, the spinners on a held lock.
+    pub spinners: u32,
+    /// One handover of a test-and-test-and-set lock whose every waiter spins on its line (PostgreSQL's
+    /// `TAS_SPIN`: read until free, then swap): a window's length over the acquisitions in it, where no
+    /// process takes the lock twice in a row, so each acquisition moves the line from one CPU to another.
+    pub handover_ns: f64,
+    /// The 10th percentile of the handover over the windows.
+    pub handover_p10_ns: f64,
+    /// The 90th percentile of the handover over the windows.
+    pub handover_p90_ns: f64,
+    /// What one write of the line (an atomic add to another word of it, as an arriving backend's add to
+    /// `numBufferAllocs`) costs the mean spinner on a held lock: the share of its spin iterations lost while
+    /// another CPU writes, over the writes, against the next window without writes.
+    pub write_stall_ns: f64,
+    /// The 10th percentile of the write stall over the pairs of windows.
+    pub write_stall_p10_ns: f64,
+    /// The 90th percentile of the write stall over the pairs of windows.
+    pub write_stall_p90_ns: f64,
+}
+
 /// What `bench lock` measures before its cells, each the median of many repetitions, ns. The minor fault
 /// is not here: the result's `fault_cost` has it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Costs {
     /// One iteration of the `pg` lock's spin loop on a held lock: the test (a load of the lock word) and
     /// `pause`.
@@ -409,6 +435,11 @@ pub struct Costs {
     /// The 90th percentile of the handover over the timed batches.
     #[serde(default)]
     pub line_transfer_p90_ns: Option<f64>,
+    /// The lock's line under crowds of spinners, one entry per crowd size (1, 2, 4, ... up to 64 spinners,
+    /// and one fewer than the CPUs): what a handover and a write cost as the crowd grows. Empty on one CPU,
+    /// and in results written before it was measured (2026-11-27).
+    #[serde(default)]
+    pub line_crowd: Vec<LineCrowd>,
 }
 
 /// One parameter set from a measurement.

@@ -3,7 +3,7 @@
 //! parameters [`taken`] maps them to, so the model runs with the costs of the machine (or guest) the bench
 //! ran on. docs/model.md ("Costs from a measurement") says what is taken and what stays a default.
 
-pub use results::model::{Costs, Taken, Uncontended};
+pub use results::model::{Costs, LineCrowd, Taken, Uncontended};
 
 use crate::matrix;
 use crate::Params;
@@ -28,7 +28,7 @@ fn ns(v: f64) -> u64 {
 ///   idle CPU costs the waker on top.
 /// - `fault_2m_map_ns` as measured.
 /// - `lock_transfer_ns` = the cache-line handover's median; the lock's line costs per spinner
-///   (`line_ns`, `spin_line_ns`) follow it unless set.
+///   (`line_ns`, `spin_line_ns`) follow it unless set, or measured under a crowd ([`crowd_taken`]).
 /// - `ctx_switch_ns` = the half round trip less what the model charges separately for it (`futex_wake_ns`
 ///   and the `futex_wait` syscall, `syscall_ns`), at least half the half round trip: the subtraction must
 ///   not let noise in the syscall figures erase the switch.
@@ -89,6 +89,56 @@ pub fn taken(c: &Costs, fault_ns: Option<f64>) -> Vec<Taken> {
             param: "fault_2m_map_ns",
             value: ns(m).max(1),
             from: "costs.fault_2m_map_ns",
+        });
+    }
+    out.extend(crowd_taken(&c.line_crowd));
+    out
+}
+
+/// The line's per-spinner costs from the crowd measurements (`costs.line_crowd`), as the model charges
+/// them:
+///
+/// - `spin_line_ns`: the model stops a spinner's iterations for the mean spinner's wait after a write,
+///   (n + 1) / 2 re-reads of `spin_line_ns` each with n spinning; the measured write stall at each crowd
+///   size, fitted to that through the origin (least squares): at one size, the stall over (n + 1) / 2.
+/// - `line_ns`: a handover costs `line_ns` for every other running spinner; the slope of the measured
+///   handover over the spinners (least squares), when at least two crowd sizes were measured (more than
+///   two CPUs), 0 if it falls; else not set (it follows the two-CPU transfer).
+pub fn crowd_taken(crowd: &[LineCrowd]) -> Vec<Taken> {
+    let mut out = Vec::new();
+    let pts: Vec<(f64, &LineCrowd)> = crowd
+        .iter()
+        .filter(|c| c.write_stall_ns.is_finite() && c.handover_ns.is_finite())
+        .map(|c| (c.spinners as f64, c))
+        .collect();
+    if pts.is_empty() {
+        return out;
+    }
+    let (sxy, sxx) = pts.iter().fold((0.0, 0.0), |(sxy, sxx), (n, c)| {
+        let k = (n + 1.0) / 2.0;
+        (sxy + k * c.write_stall_ns, sxx + k * k)
+    });
+    out.push(Taken {
+        param: "spin_line_ns",
+        // At least 1: 0 would mean a line that costs nothing to re-read, and the model would stop counting
+        // iterations against the clock.
+        value: ns(sxy / sxx).max(1),
+        from: "costs.line_crowd[].write_stall_ns",
+    });
+    if pts.len() >= 2 {
+        let m = pts.len() as f64;
+        let mx = pts.iter().map(|(n, _)| n).sum::<f64>() / m;
+        let my = pts.iter().map(|(_, c)| c.handover_ns).sum::<f64>() / m;
+        let (sxy, sxx) = pts.iter().fold((0.0, 0.0), |(sxy, sxx), (n, c)| {
+            (
+                sxy + (n - mx) * (c.handover_ns - my),
+                sxx + (n - mx) * (n - mx),
+            )
+        });
+        out.push(Taken {
+            param: "line_ns",
+            value: ns(sxy / sxx),
+            from: "costs.line_crowd[].handover_ns",
         });
     }
     out
@@ -152,7 +202,66 @@ mod tests {
             line_transfer_ns: Some(61.6),
             line_transfer_p10_ns: Some(55.0),
             line_transfer_p90_ns: Some(80.2),
+            line_crowd: vec![],
         }
+    }
+
+    fn crowd(n: u32, handover_ns: f64, write_stall_ns: f64) -> LineCrowd {
+        LineCrowd {
+            spinners: n,
+            handover_ns,
+            handover_p10_ns: handover_ns * 0.9,
+            handover_p90_ns: handover_ns * 1.1,
+            write_stall_ns,
+            write_stall_p10_ns: write_stall_ns * 0.9,
+            write_stall_p90_ns: write_stall_ns * 1.1,
+        }
+    }
+
+    #[test]
+    fn the_crowd_sets_the_lines_per_spinner_costs() {
+        // Two CPUs: one size. The stall of one spinner is one re-read; the handover has no slope.
+        let c = Costs {
+            line_crowd: vec![crowd(1, 80.0, 41.6)],
+            ..costs()
+        };
+        let t = taken(&c, None);
+        assert_eq!(value(&t, "spin_line_ns"), Some(42));
+        assert_eq!(value(&t, "line_ns"), None);
+        assert_eq!(value(&t, "lock_transfer_ns"), Some(62));
+        let p = apply(&Params::default(), &t);
+        assert_eq!((p.line_ns, p.spin_line_ns), (None, Some(42)));
+        // Many CPUs: the mean spinner waits (n + 1) / 2 re-reads of 50 ns; a handover grows 30 ns a
+        // spinner.
+        let sizes = [1u32, 2, 4, 8, 16, 32, 64];
+        let c = Costs {
+            line_crowd: sizes
+                .iter()
+                .map(|&n| crowd(n, 100.0 + 30.0 * n as f64, 50.0 * (n as f64 + 1.0) / 2.0))
+                .collect(),
+            ..costs()
+        };
+        let t = taken(&c, None);
+        assert_eq!(value(&t, "spin_line_ns"), Some(50));
+        assert_eq!(value(&t, "line_ns"), Some(30));
+        let from = |name| t.iter().find(|x| x.param == name).unwrap().from;
+        assert_eq!(from("line_ns"), "costs.line_crowd[].handover_ns");
+        assert_eq!(from("spin_line_ns"), "costs.line_crowd[].write_stall_ns");
+        // Noise that makes the handover fall with the crowd, or the stall negative, cannot make a cost
+        // negative, nor a re-read free.
+        let c = Costs {
+            line_crowd: vec![crowd(1, 300.0, -5.0), crowd(2, 200.0, -5.0)],
+            ..costs()
+        };
+        let t = taken(&c, None);
+        assert_eq!(value(&t, "line_ns"), Some(0));
+        assert_eq!(value(&t, "spin_line_ns"), Some(1));
+        // Results without the crowd set neither.
+        let t = taken(&costs(), None);
+        assert_eq!(
+            (value(&t, "line_ns"), value(&t, "spin_line_ns")),
+            (None, None)
+        );
     }
 
     fn value(t: &[Taken], name: &str) -> Option<u64> {

@@ -3,7 +3,9 @@
 //! trip, a context switch between two processes on one CPU, `futex_wake` with nobody queued and waking a
 //! sleeper on another CPU, the handover of one cache line between two CPUs, a fresh process's read fault on
 //! populated 4 KB shared memory (it maps a fault-around group), and mapping a 2 MB hugetlb page in a new
-//! process when the run has a 2 MB pool to run its cells on. Each is the median of many timed repetitions; all of them take well under a second.
+//! process when the run has a 2 MB pool to run its cells on, and the lock's line under crowds of spinners
+//! ([`super::crowd`]). Each is the median of many timed repetitions; all of them take well under a second
+//! on two CPUs, about 0.3 s more per crowd size on more ([`super::crowd::sizes`]).
 //! The minor fault on 4 KB pages is the run's `fault_cost` ([`crate::lockrun::measure_fault_cost`]).
 
 use std::hint::black_box;
@@ -309,7 +311,9 @@ pub fn measure(hugetlb_2m_pages: Option<u64>) -> Result<Costs, CostError> {
         (v.len() >= WAKE_ROUNDS / 2).then(|| v[v.len() / 2] as f64)
     });
     let line = line_transfer_ns()?;
+    let line_crowd = super::crowd::measure()?;
     Ok(Costs {
+        line_crowd,
         line_transfer_ns: line.map(|l| l[0]),
         line_transfer_p10_ns: line.map(|l| l[1]),
         line_transfer_p90_ns: line.map(|l| l[2]),
@@ -363,8 +367,26 @@ pub fn line(c: &Costs, fault_ns: Option<f64>) -> String {
         }
         _ => String::new(),
     };
+    let crowd = match (c.line_crowd.first(), c.line_crowd.last()) {
+        (Some(a), Some(b)) if a.spinners == b.spinners => format!(
+            "; with {} spinning: a handover {}, a write of the line costs each spinner {}",
+            a.spinners,
+            us(a.handover_ns),
+            us(a.write_stall_ns)
+        ),
+        (Some(a), Some(b)) => format!(
+            "; from {} to {} spinning: a handover {} to {}, a write of the line costs each spinner {} to {}",
+            a.spinners,
+            b.spinners,
+            us(a.handover_ns),
+            us(b.handover_ns),
+            us(a.write_stall_ns),
+            us(b.write_stall_ns)
+        ),
+        _ => String::new(),
+    };
     format!(
-        "measured costs: {fault}spin iteration {}, syscall {}, context switch (half round trip) {}, futex_wake with nobody queued {}, waking a sleeper on another CPU {remote}{read_4k}{map_2m}{handover}",
+        "measured costs: {fault}spin iteration {}, syscall {}, context switch (half round trip) {}, futex_wake with nobody queued {}, waking a sleeper on another CPU {remote}{read_4k}{map_2m}{handover}{crowd}",
         us(c.spin_ns),
         us(c.syscall_ns),
         us(c.switch_half_round_trip_ns),

@@ -17,12 +17,14 @@
 //! operations the workers counted, and the free list must still be a consistent permutation.
 
 //!
-//! The modules: [`costs`] (the kernel and lock costs the model takes, measured before the cells), [`layout`] (the region: lock area, control block, slots, descriptors and the free list
+//! The modules: [`costs`] (the kernel and lock costs the model takes, measured before the cells, with
+//! [`crowd`], the lock's line under crowds of spinners), [`layout`] (the region: lock area, control block, slots, descriptors and the free list
 //! through them), [`workload`] (what one operation does), `worker` (the loop a process or thread runs and
 //! its report) and `rep` (one repetition: start, phase, reap, check, sum). The matrix of cells and
 //! repetitions is [`crate::lockrun`]; forking and reaping go through `hostguard::workers`.
 
 pub mod costs;
+pub mod crowd;
 pub mod layout;
 mod rep;
 mod worker;
