@@ -2,7 +2,8 @@
 //!
 //! Where a switch can happen under each model is described in docs/references.md#preempt-semantics (reading it: #detecting-the-model). The active mode of a
 //! PREEMPT_DYNAMIC kernel is printed by `/sys/kernel/debug/sched/preempt` (`kernel/sched/debug.c`), logged
-//! once at boot as `Dynamic Preempt: <mode>` (`kernel/sched/core.c`), chosen by `preempt=` on the command
+//! at boot and at every change through debugfs as `Dynamic Preempt: <mode>` (`kernel/sched/core.c`,
+//! `__sched_dynamic_update`: "if (mode != preempt_dynamic_mode) pr_info(...)"), chosen by `preempt=` on the command
 //! line, and defaults to the CONFIG_PREEMPT_* choice. Linux 7.0 (commit 7dadeaa6e851) leaves only `full` and
 //! `lazy` on x86, arm64, powerpc, riscv, s390 and loongarch.
 

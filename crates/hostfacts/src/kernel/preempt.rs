@@ -205,7 +205,7 @@ pub fn decide_preemption(i: &Inputs<'_>) -> Preemption {
                     let m = PreemptModel::parse(&mode)
                         .map(|m| if is_rt { PreemptModel::Rt } else { m });
                     let note = if m.is_some() {
-                        "the mode at boot; a later switch through debugfs would not show here"
+                        "the last mode the kernel logged: at boot, and again at each switch through debugfs"
                             .to_string()
                     } else {
                         format!("not a mode this audit knows ({mode})")
