@@ -32,6 +32,7 @@ pub mod child;
 pub mod cpus;
 pub mod input;
 pub mod output;
+pub mod procinterrupts;
 pub mod procstat;
 pub mod stop;
 

@@ -80,6 +80,14 @@ fn check_rep(rep: &Value, workers: usize) {
         .as_f64()
         .expect("idle measured from /proc/stat");
     assert!((0.0..=60.0).contains(&idle), "idle {idle}%");
+    // The machine's IPIs in the window, per operation: read from /proc/interrupts on x86_64 and arm64;
+    // far below one an operation (a wake per operation at most, and most find their CPU idle or are lazy).
+    if cfg!(target_arch = "x86_64") || cfg!(target_arch = "aarch64") {
+        for k in ["resched_ipis_per_op", "call_ipis_per_op"] {
+            let x = rep[k].as_f64().unwrap_or_else(|| panic!("{k}: {rep}"));
+            assert!((0.0..1.0).contains(&x), "{k} {x}");
+        }
+    }
 }
 
 #[test]

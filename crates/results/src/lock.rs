@@ -123,6 +123,16 @@ pub struct Rep {
     /// their CPU per operation apart.
     #[serde(default)]
     pub idle_pct: Option<f64>,
+    /// Rescheduling interrupts the machine's CPUs took in the measured window, per operation (all CPUs and
+    /// every task's, from /proc/interrupts: the bench expects an otherwise idle host). A wakeup that should
+    /// preempt a task running on another CPU sends one under `none`, `voluntary` and `full` and only sets
+    /// the lazy flag under `lazy`. Null where the kernel prints no such row, and in results written before
+    /// 2026-11-27.
+    #[serde(default)]
+    pub resched_ipis_per_op: Option<f64>,
+    /// Function call interrupts the machine's CPUs took in the measured window, per operation (as above).
+    #[serde(default)]
+    pub call_ipis_per_op: Option<f64>,
     /// What the rseq time-slice extension did in the measured window, summed over the workers (null for
     /// locks that do not request it, and in results written before it was recorded).
     #[serde(default)]

@@ -91,7 +91,7 @@ use Centre::{Arithmetic, Harmonic};
 use RepRef as R;
 
 /// Every metric, in display order (a cell shows the ones its repetitions have).
-pub const METRICS: [Metric; 22] = [
+pub const METRICS: [Metric; 23] = [
     metric("ops/s", Unit::Rate, Higher, Harmonic, |r| match r {
         R::Lock(r) => Some(r.ops_per_s),
         R::Sim(o) => Some(o.ops_per_s),
@@ -122,6 +122,16 @@ pub const METRICS: [Metric; 22] = [
         R::Sim(o) => Some(o.minflt_per_op),
         _ => None,
     }),
+    metric(
+        "resched IPIs/op",
+        Unit::Plain,
+        Lower,
+        Arithmetic,
+        |r| match r {
+            R::Lock(r) => r.resched_ipis_per_op,
+            _ => None,
+        },
+    ),
     metric("CPU/op", Unit::Ns, Lower, Arithmetic, |r| match r {
         R::Lock(r) => Some(r.cpu_ns_per_op),
         R::Sim(o) => Some(o.cpu_ns_per_op),

@@ -19,6 +19,7 @@ use super::workload::start_age;
 use super::{failed, BenchError, Percentiles, Rep, RseqSlice, Spec};
 use crate::rusage::Who;
 use hostguard::workers::Children;
+use osutil::procinterrupts::{self, IpiDelta};
 use osutil::procstat as cpustat;
 
 /// Inputs of one repetition.
@@ -201,6 +202,9 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
     let mut rep = summarize_rep(&sh, &perm, &outs, measured.length, input.workers, respawns)?;
     rep.steal_pct = cpustat::steal_pct_since(stat0);
     rep.idle_pct = measured.idle_pct;
+    let per_op = |n: Option<u64>| n.filter(|_| rep.ops > 0).map(|n| n as f64 / rep.ops as f64);
+    rep.resched_ipis_per_op = per_op(measured.ipis.resched);
+    rep.call_ipis_per_op = per_op(measured.ipis.call);
     if !rep.check.ok {
         return Err(failed(format!(
             "CORRECTNESS VIOLATION with lock {} on {}: counter {} vs {} operations counted; free list {} + popped {} vs {} descriptors ({} marked not in list)",
@@ -210,10 +214,12 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
     Ok(rep)
 }
 
-/// The measured window: how long it lasted, and the share of the machine's CPU time left idle in it.
+/// The measured window: how long it lasted, the share of the machine's CPU time left idle in it, and the
+/// machine's inter-processor interrupts in it.
 struct Window {
     length: Duration,
     idle_pct: Option<f64>,
+    ipis: IpiDelta,
 }
 
 /// Sets the phases: wait for readiness, warm up, measure. Returns the measured window.
@@ -278,11 +284,20 @@ fn drive<L>(
     c.phase.store(PHASE_MEASURE, Ordering::Release);
     let m0 = Instant::now();
     let idle0 = cpustat::now();
+    let ipis0 = procinterrupts::now();
     wait(PHASE_MEASURE, "measure", duration, progress)?;
     let idle_pct = cpustat::idle_pct_since(idle0);
+    let ipis = match (ipis0, procinterrupts::now()) {
+        (Some(a), Some(b)) => a.since(b),
+        _ => IpiDelta::default(),
+    };
     let length = m0.elapsed();
     c.phase.store(PHASE_STOP, Ordering::Release);
-    Ok(Window { length, idle_pct })
+    Ok(Window {
+        length,
+        idle_pct,
+        ipis,
+    })
 }
 
 /// The percentiles of a histogram of ns.
@@ -378,6 +393,8 @@ fn summarize_rep<L>(
         respawns,
         steal_pct: None,
         idle_pct: None,
+        resched_ipis_per_op: None,
+        call_ipis_per_op: None,
         rseq_slice: slice,
         check,
     })
