@@ -86,8 +86,9 @@ fn sim_takes_a_real_bench_lock_results_costs_and_matrix() {
         p["fault_2m_map_ns"].as_u64(),
         Some(sim::Params::default().fault_2m_map_ns)
     );
-    // The line under a crowd: on two CPUs one size, which sets the re-read after a write (the stall of
-    // one spinner) and leaves the handover's per-spinner cost following the transfer.
+    // The line under a crowd: on two CPUs one size, which sets what a write costs a spinner (the stall of
+    // one spinner) and leaves the handover's per-spinner cost and the line's service time following the
+    // transfer.
     let crowd: Vec<sim::costs::LineCrowd> =
         serde_json::from_value(costs["line_crowd"].clone()).unwrap();
     let expect = |name: &str| {
@@ -96,11 +97,12 @@ fn sim_takes_a_real_bench_lock_results_costs_and_matrix() {
             .find(|t| t.param == name)
             .map(|t| t.value)
     };
-    assert_eq!(p["spin_line_ns"].as_u64(), expect("spin_line_ns"));
+    assert_eq!(p["reread_ns"].as_u64(), expect("reread_ns"));
     assert_eq!(p["line_ns"].as_u64(), expect("line_ns"));
+    assert!(p["spin_line_ns"].is_null(), "{p}");
     if crowd.len() == 1 {
         assert_eq!(
-            p["spin_line_ns"].as_u64(),
+            p["reread_ns"].as_u64(),
             Some((crowd[0].write_stall_ns.round() as u64).max(1))
         );
         assert!(p["line_ns"].is_null(), "{p}");

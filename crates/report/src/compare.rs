@@ -382,7 +382,10 @@ pub fn compare(
             let chosen: Vec<(usize, &Metric)> = METRICS
                 .iter()
                 .enumerate()
-                .filter(|(_, m)| metrics_filter.is_none_or(|f| f.iter().any(|x| x == m.name)))
+                .filter(|(_, m)| match metrics_filter {
+                    Some(f) => f.iter().any(|x| x == m.name),
+                    None => !m.on_request,
+                })
                 .filter(|(mi, _)| !ca.samples[*mi].is_empty() && !cb.samples[*mi].is_empty())
                 .collect();
             // The metrics of one cell are one family (stats::judge: interval, noise, Welch with Holm).
@@ -551,6 +554,33 @@ mod tests {
         assert!(split[0].label.contains("2 files pooled"));
         let r = row_at(&split, "workers=8");
         assert_eq!((r.a_range.0, r.b_range.1), (97.0, 152.0));
+    }
+
+    #[test]
+    fn a_metric_of_the_whole_machine_is_shown_only_when_asked_for() {
+        let with_ipis = |label: &str, ipis: &[f64]| {
+            let mut i = input(label, &[100.0, 101.0, 99.0]);
+            let at = METRICS
+                .iter()
+                .position(|m| m.name == "resched IPIs/op")
+                .unwrap();
+            i.cells[0].samples[at] = ipis.to_vec();
+            i
+        };
+        let (a, b) = (
+            with_ipis("a", &[0.01, 0.011, 0.009]),
+            with_ipis("b", &[0.0001, 0.00011, 0.00009]),
+        );
+        let c = compare(&[a.clone(), b.clone()], 0.02, None).unwrap();
+        assert_eq!(
+            c.rows.iter().map(|r| r.metric.as_str()).collect::<Vec<_>>(),
+            ["tps"]
+        );
+        assert!(!c.has_regression());
+        let asked = ["resched IPIs/op".to_string()];
+        let c = compare(&[a, b], 0.02, Some(&asked[..])).unwrap();
+        assert_eq!(c.rows.len(), 1);
+        assert!((c.rows[0].ratio - 0.01).abs() < 0.001, "{:?}", c.rows[0]);
     }
 
     #[test]

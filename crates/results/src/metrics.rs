@@ -61,6 +61,9 @@ pub struct Metric {
     pub centre: Centre,
     /// Its value in one repetition, where that kind records it.
     pub get: fn(RepRef<'_>) -> Option<f64>,
+    /// Shown and judged only when asked for by name (`compare --metrics`): a figure of the whole machine,
+    /// which other load moves and whose direction is not better or worse in itself.
+    pub on_request: bool,
 }
 
 impl Metric {
@@ -83,6 +86,15 @@ const fn metric(
         better,
         centre,
         get,
+        on_request: false,
+    }
+}
+
+/// [`metric`], shown only when asked for by name.
+const fn on_request(m: Metric) -> Metric {
+    Metric {
+        on_request: true,
+        ..m
     }
 }
 
@@ -122,7 +134,7 @@ pub const METRICS: [Metric; 23] = [
         R::Sim(o) => Some(o.minflt_per_op),
         _ => None,
     }),
-    metric(
+    on_request(metric(
         "resched IPIs/op",
         Unit::Plain,
         Lower,
@@ -131,7 +143,7 @@ pub const METRICS: [Metric; 23] = [
             R::Lock(r) => r.resched_ipis_per_op,
             _ => None,
         },
-    ),
+    )),
     metric("CPU/op", Unit::Ns, Lower, Arithmetic, |r| match r {
         R::Lock(r) => Some(r.cpu_ns_per_op),
         R::Sim(o) => Some(o.cpu_ns_per_op),

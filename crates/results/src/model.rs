@@ -98,6 +98,14 @@ pub struct Params {
     /// writes. Before 2026-11-26 it was charged on every iteration per other running spinner. See the sim's
     /// `lock::spin`.
     pub spin_line_ns: Option<u64>,
+    /// What one write of the lock's line costs a running `pg` or `rseq` spinner's iteration clock per place in
+    /// the queue of re-reads (the mean spinner waits (n + 1) / 2 places with n spinning), ns: what `bench
+    /// lock` measures as the write stall (`costs.line_crowd`), which is less than a transfer, since the
+    /// spinner's `pause` hides part of its miss. None: `spin_line_ns`. Used only without `line_fifo`, where
+    /// the line's requests are served `spin_line_ns` each. Left out of a result when None, so files and hashes
+    /// from before it are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reread_ns: Option<u64>,
     /// `pg`, `rseq`: the lock's line as one server, one transfer (`spin_line_ns`, one line transfer when
     /// unset) at a time, first come first served, since the lock word, the free-list head and
     /// `numBufferAllocs` share it (src/backend/storage/buffer/freelist.c). Every write queues the running
@@ -246,6 +254,10 @@ impl Params {
         if let Some(obj) = j.as_object_mut() {
             obj.insert("line_fifo".into(), serde_json::Value::Bool(self.line_fifo));
             obj.insert(
+                "reread_ns".into(),
+                self.reread_ns.map_or(serde_json::Value::Null, Into::into),
+            );
+            obj.insert(
                 "ticks_aligned".into(),
                 serde_json::Value::Bool(self.ticks_aligned),
             );
@@ -281,6 +293,7 @@ impl Default for Params {
             lock_transfer_ns: 100,
             line_ns: None,
             spin_line_ns: None,
+            reread_ns: None,
             line_fifo: false,
             quiet_line_off_cpu: false,
             ctx_switch_ns: 1500,

@@ -28,7 +28,8 @@ fn ns(v: f64) -> u64 {
 ///   idle CPU costs the waker on top.
 /// - `fault_2m_map_ns` as measured.
 /// - `lock_transfer_ns` = the cache-line handover's median; the lock's line costs per spinner
-///   (`line_ns`, `spin_line_ns`) follow it unless set, or measured under a crowd ([`crowd_taken`]).
+///   (`line_ns`, `spin_line_ns`) follow it unless set; a crowd measurement sets `line_ns` and the write
+///   stall `reread_ns` ([`crowd_taken`]).
 /// - `ctx_switch_ns` = the half round trip less what the model charges separately for it (`futex_wake_ns`
 ///   and the `futex_wait` syscall, `syscall_ns`), at least half the half round trip: the subtraction must
 ///   not let noise in the syscall figures erase the switch.
@@ -98,9 +99,11 @@ pub fn taken(c: &Costs, fault_ns: Option<f64>) -> Vec<Taken> {
 /// The line's per-spinner costs from the crowd measurements (`costs.line_crowd`), as the model charges
 /// them:
 ///
-/// - `spin_line_ns`: the model stops a spinner's iterations for the mean spinner's wait after a write,
-///   (n + 1) / 2 re-reads of `spin_line_ns` each with n spinning; the measured write stall at each crowd
-///   size, fitted to that through the origin (least squares): at one size, the stall over (n + 1) / 2.
+/// - `reread_ns`: the model stops a spinner's iterations for the mean spinner's wait after a write,
+///   (n + 1) / 2 places in the queue of re-reads of `reread_ns` each with n spinning; the median over the
+///   crowd sizes of the measured write stall over (n + 1) / 2 (at one size, the stall itself). Not
+///   `spin_line_ns`: that is also what `line_fifo` serves each request of the line in, a transfer, and a
+///   spinner's stall is less (its `pause` hides part of the miss).
 /// - `line_ns`: a handover costs `line_ns` for every other running spinner; the slope of the measured
 ///   handover over the spinners (least squares), when at least two crowd sizes were measured (more than
 ///   two CPUs), 0 if it falls; else not set (it follows the two-CPU transfer).
@@ -114,15 +117,21 @@ pub fn crowd_taken(crowd: &[LineCrowd]) -> Vec<Taken> {
     if pts.is_empty() {
         return out;
     }
-    let (sxy, sxx) = pts.iter().fold((0.0, 0.0), |(sxy, sxx), (n, c)| {
-        let k = (n + 1.0) / 2.0;
-        (sxy + k * c.write_stall_ns, sxx + k * k)
-    });
+    let mut per_place: Vec<f64> = pts
+        .iter()
+        .map(|(n, c)| c.write_stall_ns / ((n + 1.0) / 2.0))
+        .collect();
+    per_place.sort_by(f64::total_cmp);
+    let m = per_place.len();
+    let median = if m % 2 == 1 {
+        per_place[m / 2]
+    } else {
+        (per_place[m / 2 - 1] + per_place[m / 2]) / 2.0
+    };
     out.push(Taken {
-        param: "spin_line_ns",
-        // At least 1: 0 would mean a line that costs nothing to re-read, and the model would stop counting
-        // iterations against the clock.
-        value: ns(sxy / sxx).max(1),
+        param: "reread_ns",
+        // At least 1: 0 would mean a write that costs the spinners nothing.
+        value: ns(median).max(1),
         from: "costs.line_crowd[].write_stall_ns",
     });
     if pts.len() >= 2 {
@@ -135,11 +144,14 @@ pub fn crowd_taken(crowd: &[LineCrowd]) -> Vec<Taken> {
                 sxx + (n - mx) * (n - mx),
             )
         });
-        out.push(Taken {
-            param: "line_ns",
-            value: ns(sxy / sxx),
-            from: "costs.line_crowd[].handover_ns",
-        });
+        // Sizes all alike (a hand-made file) give no slope.
+        if sxx > 0.0 {
+            out.push(Taken {
+                param: "line_ns",
+                value: ns(sxy / sxx),
+                from: "costs.line_crowd[].handover_ns",
+            });
+        }
     }
     out
 }
@@ -220,19 +232,23 @@ mod tests {
 
     #[test]
     fn the_crowd_sets_the_lines_per_spinner_costs() {
-        // Two CPUs: one size. The stall of one spinner is one re-read; the handover has no slope.
+        // Two CPUs: one size. The stall of one spinner is one place in the queue; the handover has no
+        // slope; `spin_line_ns`, which `line_fifo` serves requests in, keeps following the transfer.
         let c = Costs {
             line_crowd: vec![crowd(1, 80.0, 41.6)],
             ..costs()
         };
         let t = taken(&c, None);
-        assert_eq!(value(&t, "spin_line_ns"), Some(42));
+        assert_eq!(value(&t, "reread_ns"), Some(42));
         assert_eq!(value(&t, "line_ns"), None);
+        assert_eq!(value(&t, "spin_line_ns"), None);
         assert_eq!(value(&t, "lock_transfer_ns"), Some(62));
         let p = apply(&Params::default(), &t);
-        assert_eq!((p.line_ns, p.spin_line_ns), (None, Some(42)));
-        // Many CPUs: the mean spinner waits (n + 1) / 2 re-reads of 50 ns; a handover grows 30 ns a
-        // spinner.
+        assert_eq!(
+            (p.line_ns, p.spin_line_ns, p.reread_ns),
+            (None, None, Some(42))
+        );
+        // Many CPUs: the mean spinner waits (n + 1) / 2 places of 50 ns; a handover grows 30 ns a spinner.
         let sizes = [1u32, 2, 4, 8, 16, 32, 64];
         let c = Costs {
             line_crowd: sizes
@@ -242,26 +258,33 @@ mod tests {
             ..costs()
         };
         let t = taken(&c, None);
-        assert_eq!(value(&t, "spin_line_ns"), Some(50));
+        assert_eq!(value(&t, "reread_ns"), Some(50));
         assert_eq!(value(&t, "line_ns"), Some(30));
         let from = |name| t.iter().find(|x| x.param == name).unwrap().from;
         assert_eq!(from("line_ns"), "costs.line_crowd[].handover_ns");
-        assert_eq!(from("spin_line_ns"), "costs.line_crowd[].write_stall_ns");
+        assert_eq!(from("reread_ns"), "costs.line_crowd[].write_stall_ns");
+        // One size far off (the largest, a saturated line) moves the median of the sizes little.
+        let mut off = c.clone();
+        off.line_crowd[6].write_stall_ns *= 5.0;
+        assert_eq!(value(&taken(&off, None), "reread_ns"), Some(50));
         // Noise that makes the handover fall with the crowd, or the stall negative, cannot make a cost
-        // negative, nor a re-read free.
+        // negative, nor a write free.
         let c = Costs {
             line_crowd: vec![crowd(1, 300.0, -5.0), crowd(2, 200.0, -5.0)],
             ..costs()
         };
         let t = taken(&c, None);
         assert_eq!(value(&t, "line_ns"), Some(0));
-        assert_eq!(value(&t, "spin_line_ns"), Some(1));
+        assert_eq!(value(&t, "reread_ns"), Some(1));
+        // One size twice (a hand-made file): no slope, no line_ns.
+        let c = Costs {
+            line_crowd: vec![crowd(4, 300.0, 60.0), crowd(4, 320.0, 70.0)],
+            ..costs()
+        };
+        assert_eq!(value(&taken(&c, None), "line_ns"), None);
         // Results without the crowd set neither.
         let t = taken(&costs(), None);
-        assert_eq!(
-            (value(&t, "line_ns"), value(&t, "spin_line_ns")),
-            (None, None)
-        );
+        assert_eq!((value(&t, "line_ns"), value(&t, "reread_ns")), (None, None));
     }
 
     fn value(t: &[Taken], name: &str) -> Option<u64> {

@@ -43,6 +43,9 @@ pub enum CostError {
         /// The child or children.
         what: &'static str,
     },
+    /// SIGINT or SIGTERM came during the measurement.
+    #[error("interrupted")]
+    Interrupted,
     /// A fresh process took no faults on hugetlb pages it had not touched (kernels before 6.0 copy hugetlb
     /// page tables at fork).
     #[error("a fresh process took {faults} faults touching {pages} pages it had not mapped (page tables copied at fork?)")]
@@ -224,7 +227,7 @@ fn line_transfer_ns() -> Result<Option<[f64; 3]>, CostError> {
     let mut ok = true;
     kids.reap_all(Duration::from_secs(30), |_, exit| ok &= exit.success());
     // SAFETY: the children wrote the slots before exiting (or they are still 0.0).
-    let mut v: Vec<f64> = (0..BATCHES)
+    let v: Vec<f64> = (0..BATCHES)
         .map(|i| unsafe { std::ptr::read_volatile(out.add(i)) })
         .collect();
     if !ok || v.iter().any(|&x| x <= 0.0) {
@@ -232,9 +235,14 @@ fn line_transfer_ns() -> Result<Option<[f64; 3]>, CostError> {
             what: "the cache-line calibration children",
         });
     }
+    Ok(Some(p50_p10_p90(v)))
+}
+
+/// The median, 10th and 90th percentiles of a non-empty sample (nearest rank).
+pub(super) fn p50_p10_p90(mut v: Vec<f64>) -> [f64; 3] {
     v.sort_by(f64::total_cmp);
     let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
-    Ok(Some([at(0.5), at(0.1), at(0.9)]))
+    [at(0.5), at(0.1), at(0.9)]
 }
 
 /// A fresh process's first read of memory another process populated, as a `bench lock` worker's first touch
@@ -311,7 +319,16 @@ pub fn measure(hugetlb_2m_pages: Option<u64>) -> Result<Costs, CostError> {
         (v.len() >= WAKE_ROUNDS / 2).then(|| v[v.len() / 2] as f64)
     });
     let line = line_transfer_ns()?;
-    let line_crowd = super::crowd::measure()?;
+    // The crowd is the most demanding part (a process pinned to every CPU): its failure leaves it out and
+    // keeps the other figures.
+    let line_crowd = match super::crowd::measure(line.map(|l| l[0])) {
+        Ok(c) => c,
+        Err(CostError::Interrupted) => return Err(CostError::Interrupted),
+        Err(e) => {
+            osutil::msg!("preemptlab: the lock's line under a crowd not measured: {e}");
+            Vec::new()
+        }
+    };
     Ok(Costs {
         line_crowd,
         line_transfer_ns: line.map(|l| l[0]),

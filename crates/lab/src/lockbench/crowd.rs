@@ -1,6 +1,8 @@
 //! The lock's cache line under a crowd of spinners: what `sim`'s per-spinner line costs (`line_ns`,
-//! `spin_line_ns`) stand for, measured as the crowd grows, one process pinned to each CPU (so nobody is
-//! preempted and only the line is timed). Two figures per crowd size n:
+//! `reread_ns`) stand for, measured as the crowd grows, one process pinned to each CPU so that only the line
+//! is timed (at the largest size every CPU has one, and the parent, asleep through each 5 ms window, takes
+//! a CPU from one of them for a few microseconds when it wakes to start the next). Two figures per crowd
+//! size n:
 //!
 //! - **handover**: n + 1 processes contend for a test-and-test-and-set lock in one 64-byte line, as
 //!   PostgreSQL's `s_lock` does (`TAS_SPIN`: read the word until it is free, pausing between reads, then
@@ -12,7 +14,10 @@
 //!   while another CPU adds to another word of the line at a steady pace, as each arriving backend's add to
 //!   `numBufferAllocs` writes `BufferStrategyControl`'s line (PostgreSQL 17-18, `StrategyGetBuffer`).
 //!   Windows with the writes alternate with windows without; the spinners' lost share of iterations over
-//!   the writes is what one write costs the mean spinner.
+//!   the writes is what one write costs the mean spinner. The pace leaves the re-reads of one write time
+//!   to end before the next: a write every max(150 ns, two transfers) per process reading the line, and a
+//!   pair of windows in which the spinners lost more than half their iterations (the line saturated) is
+//!   left out.
 //!
 //! The crowd sizes are 1, 2, 4, ... up to [`MAX_SPINNERS`] and the largest the CPUs allow (one fewer than
 //! the CPUs this process may use): only 1 on two CPUs. All of it takes about 0.3 s per size.
@@ -24,7 +29,7 @@ use shmlock::shm::{Backing, ShmRegion};
 use shmlock::spin::cpu_relax;
 use shmlock::wake_cost;
 
-use super::costs::CostError;
+use super::costs::{p50_p10_p90, CostError};
 use hostguard::workers::Children;
 
 pub use results::model::LineCrowd;
@@ -37,9 +42,12 @@ const WINDOW: Duration = Duration::from_millis(5);
 const HANDOVER_WINDOWS: usize = 20;
 /// Pairs of windows (with writes, then without) of the write stall (after one untimed window).
 const STALL_PAIRS: usize = 20;
-/// The writer's pace: one write every this many ns per process reading the line, so the spinners' re-reads
-/// of one write (served one at a time) end long before the next write.
+/// The writer's pace, at least: one write every this many ns per process reading the line (two transfers
+/// when that is more), so the spinners' re-reads of one write (served one at a time) end before the next.
 const WRITE_EVERY_NS_PER_READER: u64 = 150;
+/// A pair of windows whose spinners lost more than this share of their iterations to the writes is left
+/// out: the line was saturated, and the stall is capped by the pace instead of measured.
+const MAX_LOST_SHARE: f64 = 0.5;
 /// Spin iterations between looks at the phase word.
 const LOOK_EVERY: u32 = 32;
 /// The phase that tells the children to stop.
@@ -55,6 +63,7 @@ const MAX_WINDOWS: usize = 1 + if HANDOVER_WINDOWS > 2 * STALL_PAIRS {
 const SLOT_BYTES: usize = (MAX_WINDOWS * 8).div_ceil(64) * 64;
 /// Where the slots start: the lock's line at 0, the phase's line at 64.
 const SLOTS_AT: usize = 128;
+const _: () = assert!(MAX_WINDOWS * 8 <= SLOT_BYTES && SLOT_BYTES % 64 == 0);
 
 /// The crowd sizes measured with `cpus` CPUs: 1, 2, 4, ... while n + 1 CPUs are there, up to
 /// [`MAX_SPINNERS`], and `cpus - 1` itself. Empty on one CPU.
@@ -138,7 +147,9 @@ struct Tally<'a> {
 impl<'a> Tally<'a> {
     /// Waits (spinning) for the start.
     fn start(board: &'a Board, me: usize) -> Self {
+        // Release: the parent's Acquire load of the count sees this child pinned.
         board.ready().fetch_add(1, Ordering::AcqRel);
+        // Acquire: pairs with the parent's Release store of each phase.
         while board.phase().load(Ordering::Acquire) == 0 {
             cpu_relax();
         }
@@ -157,6 +168,7 @@ impl<'a> Tally<'a> {
         if now != self.phase {
             let w = (self.phase - 1) as usize;
             if w < MAX_WINDOWS {
+                // Relaxed: the parent reads the slots only after reaping this process.
                 self.board
                     .slot(self.me, w)
                     .store(self.count, Ordering::Relaxed);
@@ -195,6 +207,7 @@ fn run(
     let t = Instant::now();
     while (board.ready().load(Ordering::Acquire) as usize) < cpus.len()
         && t.elapsed() < Duration::from_secs(10)
+        && !osutil::stop::interrupted()
     {
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -212,18 +225,14 @@ fn run(
     }
     board.phase().store(STOP, Ordering::Release);
     let mut ok = true;
-    kids.reap_all(Duration::from_secs(10), |_, exit| ok &= exit.success());
-    if !ok || lengths.len() != windows + 1 {
+    let killed = kids.reap_all(Duration::from_secs(10), |_, exit| ok &= exit.success());
+    if osutil::stop::interrupted() {
+        return Err(CostError::Interrupted);
+    }
+    if killed > 0 || !ok || lengths.len() != windows + 1 {
         return Err(CostError::ChildFailed { what });
     }
     Ok(lengths)
-}
-
-/// The median, 10th and 90th percentiles.
-fn quantiles(mut v: Vec<f64>) -> [f64; 3] {
-    v.sort_by(f64::total_cmp);
-    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
-    [at(0.5), at(0.1), at(0.9)]
 }
 
 /// One handover with `n` waiters: the median, 10th and 90th percentiles over the windows, ns.
@@ -276,15 +285,21 @@ fn handover(cpus: &[usize], n: usize) -> Result<[f64; 3], CostError> {
             lengths[w] / acquisitions.max(1) as f64
         })
         .collect();
-    Ok(quantiles(per))
+    Ok(p50_p10_p90(per))
 }
 
 /// What one write of the line costs the mean of `n` spinners on the held lock: the median, 10th and 90th
-/// percentiles over the pairs of windows, ns. Odd windows have the writes, even ones not.
-fn write_stall(cpus: &[usize], n: usize) -> Result<[f64; 3], CostError> {
+/// percentiles over the pairs of windows, ns. Odd windows have the writes, even ones not. `transfer_ns`:
+/// the two-CPU handover measured before, which sets the writer's pace when it is slow.
+fn write_stall(cpus: &[usize], n: usize, transfer_ns: Option<f64>) -> Result<[f64; 3], CostError> {
     let board = Board::new(n + 1)?;
     board.lock().store(1, Ordering::Release);
-    let every = WRITE_EVERY_NS_PER_READER * (n as u64 + 1);
+    let per_reader = transfer_ns
+        .filter(|t| t.is_finite())
+        .map_or(WRITE_EVERY_NS_PER_READER, |t| {
+            WRITE_EVERY_NS_PER_READER.max((2.0 * t).round() as u64)
+        });
+    let every = per_reader * (n as u64 + 1);
     // Process 0 writes; 1..=n spin.
     let lengths = run(
         &cpus[..=n],
@@ -332,6 +347,9 @@ fn write_stall(cpus: &[usize], n: usize) -> Result<[f64; 3], CostError> {
                 .map(|p| 1.0 - rate(p, on) / rate(p, off))
                 .sum::<f64>()
                 / n as f64;
+            if lost > MAX_LOST_SHARE {
+                return f64::NAN;
+            }
             lost / writes
         })
         .filter(|x| x.is_finite())
@@ -341,17 +359,18 @@ fn write_stall(cpus: &[usize], n: usize) -> Result<[f64; 3], CostError> {
             what: "the write-stall calibration children",
         });
     }
-    Ok(quantiles(per))
+    Ok(p50_p10_p90(per))
 }
 
 /// The crowd figures at every size this process's CPUs allow ([`sizes`]); empty on one CPU.
-pub fn measure() -> Result<Vec<LineCrowd>, CostError> {
+/// `transfer_ns`: the two-CPU handover (`costs.line_transfer_ns`), which paces the writes when it is slow.
+pub fn measure(transfer_ns: Option<f64>) -> Result<Vec<LineCrowd>, CostError> {
     let cpus = wake_cost::allowed_cpus();
     sizes(cpus.len())
         .into_iter()
         .map(|n| {
             let [h, h10, h90] = handover(&cpus, n)?;
-            let [s, s10, s90] = write_stall(&cpus, n)?;
+            let [s, s10, s90] = write_stall(&cpus, n, transfer_ns)?;
             Ok(LineCrowd {
                 spinners: n as u32,
                 handover_ns: h,

@@ -27,6 +27,12 @@ impl Sim {
         self.p.spin_line_ns.unwrap_or(self.p.lock_transfer_ns)
     }
 
+    /// What a write costs the spinners' iteration clock per place in the queue of re-reads, ns (the
+    /// measured write stall when set, else a re-read).
+    fn reread_ns(&self) -> u64 {
+        self.p.reread_ns.unwrap_or_else(|| self.spin_line_ns())
+    }
+
     /// One iteration of a running spinner, ns (the line's writes aside).
     fn spin_iter_ns(&self) -> f64 {
         self.p.spin_ns.max(1) as f64
@@ -42,7 +48,7 @@ impl Sim {
         }
         self.tick_spin_clock();
         let now = self.clock.now;
-        let wait = self.spin_line_ns() * (n + 1) / 2;
+        let wait = self.reread_ns() * (n + 1) / 2;
         self.lock.line_busy_until_ns = self.lock.line_busy_until_ns.max(now) + wait;
     }
 
