@@ -561,6 +561,7 @@ fn measure(b: &mut PgBench, server: &Server, cell: &Cell, at: At) -> Result<Opti
     let argv = argv(&cmd);
     let rseq0 = crate::pgbuild::read_counters(cluster);
     let stat0 = osutil::procstat::now();
+    let ipis0 = osutil::procinterrupts::now();
     let pss = match spec.pss {
         PssWhen::Every => Pss::Every,
         PssWhen::Never => Pss::Never,
@@ -588,6 +589,9 @@ fn measure(b: &mut PgBench, server: &Server, cell: &Cell, at: At) -> Result<Opti
     });
     let sampled = sampler.stop();
     let steal_pct = osutil::procstat::steal_pct_since(stat0);
+    let ipis = ipis0
+        .zip(osutil::procinterrupts::now())
+        .map(|(a, b)| a.since(b));
     let text = match ran {
         Ok(Driven::Interrupted) => return Ok(None),
         Ok(Driven::Done(text)) => text,
@@ -611,6 +615,9 @@ fn measure(b: &mut PgBench, server: &Server, cell: &Cell, at: At) -> Result<Opti
     rep.minflt_per_tx = sampled.minflt as f64 / tx;
     rep.nvcsw_per_tx = sampled.nvcsw as f64 / tx;
     rep.nivcsw_per_tx = sampled.nivcsw as f64 / tx;
+    let per_tx = |n: Option<u64>| n.filter(|_| rep.transactions > 0).map(|n| n as f64 / tx);
+    rep.resched_ipis_per_tx = per_tx(ipis.and_then(|d| d.resched));
+    rep.call_ipis_per_tx = per_tx(ipis.and_then(|d| d.call));
     rep.sampled = sampled;
     rep.rseq_slice = rseq0.and_then(|before| {
         let left = crate::pgbuild::wait_for_client_backends(cluster, server.bouncer.is_some());

@@ -253,6 +253,8 @@ impl Drive for Driver {
             sampled: Sampled::default(),
             segment: SegmentCheck::default(),
             steal_pct: None,
+            resched_ipis_per_tx: None,
+            call_ipis_per_tx: None,
             command: Vec::new(),
             diagnosis: None,
             diagnosis_unmeasured: Vec::new(),

@@ -233,6 +233,15 @@ fn tiny_cluster_off_and_on() {
             assert!(rep["page_tables_kib"].as_u64().unwrap() > 0);
             assert!(rep["pss_kib"].as_u64().unwrap() > 0);
             assert!(rep["minflt_per_tx"].as_f64().unwrap() >= 0.0);
+            // The machine's IPIs in the run, per transaction: read from /proc/interrupts on x86_64 and
+            // arm64, and a client-server round trip wakes somebody on every transaction, so far fewer than
+            // ten a transaction.
+            if cfg!(target_arch = "x86_64") || cfg!(target_arch = "aarch64") {
+                for k in ["resched_ipis_per_tx", "call_ipis_per_tx"] {
+                    let x = rep[k].as_f64().unwrap_or_else(|| panic!("{k}: {rep}"));
+                    assert!((0.0..10.0).contains(&x), "{k} {x}");
+                }
+            }
             let seg = &rep["segment"];
             assert_eq!(seg["on_huge_pages"], on, "{seg}");
             assert_eq!(seg["kernel_page_size_kib"], if on { 2048 } else { 4 });

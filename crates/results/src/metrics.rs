@@ -141,6 +141,7 @@ pub const METRICS: [Metric; 23] = [
         Arithmetic,
         |r| match r {
             R::Lock(r) => r.resched_ipis_per_op,
+            R::Pg(r) => r.resched_ipis_per_tx,
             _ => None,
         },
     )),

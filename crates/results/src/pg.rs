@@ -201,6 +201,16 @@ pub struct Rep {
     pub segment: SegmentCheck,
     /// Hypervisor CPU steal during the run, % of CPU time.
     pub steal_pct: Option<f64>,
+    /// Rescheduling interrupts the machine's CPUs took during the measured run, per transaction (every CPU
+    /// and task, the driver's included, from /proc/interrupts): a wakeup that should preempt a task running
+    /// on another CPU sends one under `none`, `voluntary` and `full` and only sets the lazy flag under
+    /// `lazy`. Null where the kernel prints no such row or the file cannot be read, and in results written
+    /// before 2026-11-27.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resched_ipis_per_tx: Option<f64>,
+    /// Function call interrupts during the measured run, per transaction (as above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_ipis_per_tx: Option<f64>,
     /// The driver's command line.
     pub command: Vec<String>,
     /// `--diagnose`: the cluster observed during the measured run (its per-second series included).
