@@ -59,6 +59,9 @@ fn the_costs_are_measured_and_plausible() {
         );
         assert!(x.write_stall_ns.abs() < 1e6, "{x:?}");
         assert!(x.write_stall_p90_ns > 0.0, "{x:?}");
+        // One CPU per core first: as many cores as CPUs used unless the cores ran out.
+        let cores = x.cores.expect("the CPU topology is readable here");
+        assert!(cores >= 1 && cores <= x.spinners + 1, "{x:?}");
     }
     if cpus >= 2 {
         assert!(

@@ -301,6 +301,7 @@ mod tests {
                 write_stall_ns: 40.0,
                 write_stall_p10_ns: 31.0,
                 write_stall_p90_ns: 52.0,
+                cores: Some(2),
             }],
         });
         let text = serde_json::to_string(&r).unwrap();

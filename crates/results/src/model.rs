@@ -408,6 +408,11 @@ pub struct LineCrowd {
     pub write_stall_p10_ns: f64,
     /// The 90th percentile of the write stall over the pairs of windows.
     pub write_stall_p90_ns: f64,
+    /// The distinct cores among the `spinners` + 1 CPUs used (one CPU per core is taken first, so fewer
+    /// than `spinners` + 1 means SMT siblings, which share a core's caches, are among them). Null where the
+    /// CPU topology could not be read, and in results written before it was recorded.
+    #[serde(default)]
+    pub cores: Option<u32>,
 }
 
 /// What `bench lock` measures before its cells, each the median of many repetitions, ns. The minor fault

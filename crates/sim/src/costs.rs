@@ -227,6 +227,7 @@ mod tests {
             write_stall_ns,
             write_stall_p10_ns: write_stall_ns * 0.9,
             write_stall_p90_ns: write_stall_ns * 1.1,
+            cores: Some(n + 1),
         }
     }
 

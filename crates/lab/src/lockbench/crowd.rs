@@ -20,7 +20,9 @@
 //!   left out.
 //!
 //! The crowd sizes are 1, 2, 4, ... up to [`MAX_SPINNERS`] and the largest the CPUs allow (one fewer than
-//! the CPUs this process may use): only 1 on two CPUs. All of it takes about 0.3 s per size.
+//! the CPUs this process may use): only 1 on two CPUs. The CPUs are taken one per core first ([`by_core`]),
+//! so SMT siblings, which share a core's caches, join a crowd only when the cores run out; each size
+//! records its cores. All of it takes about 0.3 s per size.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -76,6 +78,44 @@ pub fn sizes(cpus: usize) -> Vec<usize> {
         v.push(top);
     }
     v
+}
+
+/// `cpus` reordered one per core first: the first CPU of each core (in the order given), then the second,
+/// and so on. `core_of` names a CPU's core (its SMT siblings share the name); a CPU without one is a core
+/// of its own.
+pub fn by_core(cpus: &[usize], core_of: impl Fn(usize) -> Option<String>) -> Vec<usize> {
+    let mut seen: std::collections::HashMap<String, usize> = Default::default();
+    let mut ranked: Vec<(usize, usize, usize)> = cpus
+        .iter()
+        .enumerate()
+        .map(|(i, &cpu)| {
+            let rank = core_of(cpu).map_or(0, |k| {
+                let r = seen.entry(k).or_insert(0);
+                *r += 1;
+                *r - 1
+            });
+            (rank, i, cpu)
+        })
+        .collect();
+    ranked.sort_unstable();
+    ranked.into_iter().map(|(_, _, cpu)| cpu).collect()
+}
+
+/// A CPU's core, as the kernel names its SMT siblings (`topology/thread_siblings_list`).
+fn core_of(cpu: usize) -> Option<String> {
+    std::fs::read_to_string(format!(
+        "/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"
+    ))
+    .ok()
+    .map(|s| s.trim().to_string())
+    .filter(|s| !s.is_empty())
+}
+
+/// The distinct cores among `cpus`; None when a CPU's core is unknown.
+fn cores(cpus: &[usize]) -> Option<u32> {
+    let names: Option<std::collections::HashSet<String>> =
+        cpus.iter().map(|&c| core_of(c)).collect();
+    names.map(|n| n.len() as u32)
 }
 
 /// The shared memory of one measurement: the lock's line (lock word, counter, the writer's word), the
@@ -365,7 +405,7 @@ fn write_stall(cpus: &[usize], n: usize, transfer_ns: Option<f64>) -> Result<[f6
 /// The crowd figures at every size this process's CPUs allow ([`sizes`]); empty on one CPU.
 /// `transfer_ns`: the two-CPU handover (`costs.line_transfer_ns`), which paces the writes when it is slow.
 pub fn measure(transfer_ns: Option<f64>) -> Result<Vec<LineCrowd>, CostError> {
-    let cpus = wake_cost::allowed_cpus();
+    let cpus = by_core(&wake_cost::allowed_cpus(), core_of);
     sizes(cpus.len())
         .into_iter()
         .map(|n| {
@@ -379,6 +419,7 @@ pub fn measure(transfer_ns: Option<f64>) -> Result<Vec<LineCrowd>, CostError> {
                 write_stall_ns: s,
                 write_stall_p10_ns: s10,
                 write_stall_p90_ns: s90,
+                cores: cores(&cpus[..=n]),
             })
         })
         .collect()
@@ -387,6 +428,30 @@ pub fn measure(transfer_ns: Option<f64>) -> Result<Vec<LineCrowd>, CostError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpus_are_taken_one_per_core_first() {
+        // Four cores of two threads, numbered as x86 hosts often are: siblings n and n + 4.
+        let core = |c: usize| Some(format!("{},{}", c % 4, c % 4 + 4));
+        let cpus: Vec<usize> = (0..8).collect();
+        assert_eq!(by_core(&cpus, core), [0, 1, 2, 3, 4, 5, 6, 7]);
+        // Siblings adjacent (0,1), (2,3), ...: the first threads first.
+        let core = |c: usize| Some(format!("{}-{}", c / 2 * 2, c / 2 * 2 + 1));
+        assert_eq!(by_core(&cpus, core), [0, 2, 4, 6, 1, 3, 5, 7]);
+        // An affinity mask with a subset keeps its order within a rank; unknown cores are their own.
+        assert_eq!(by_core(&[5, 1, 4, 0], core), [5, 1, 4, 0]);
+        assert_eq!(
+            by_core(&[3, 2, 9], |c| (c != 9).then(|| "x".into())),
+            [3, 9, 2]
+        );
+        // This machine: every allowed CPU once.
+        let mine = wake_cost::allowed_cpus();
+        let mut got = by_core(&mine, core_of);
+        got.sort_unstable();
+        let mut want = mine.clone();
+        want.sort_unstable();
+        assert_eq!(got, want);
+    }
 
     #[test]
     fn sizes_double_up_to_the_cpus_and_the_cap() {
