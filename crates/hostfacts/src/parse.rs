@@ -202,10 +202,9 @@ fn latest_boot(log: &str) -> &str {
     }
 }
 
-/// The mode printed by the kernel's `Dynamic Preempt: <mode>` line (at boot, and again at each switch through
-/// debugfs: the last one of the latest boot),
-/// from `dmesg` text, raw `/dev/kmsg` records, a syslog file or a journal export (`MESSAGE=` lines). A line
-/// saying that the command line's mode was refused (`Dynamic Preempt: unsupported mode: none`) names no mode.
+/// The mode of the latest boot's last `Dynamic Preempt: <mode>` line (logged at boot and at each debugfs switch),
+/// from `dmesg`, raw `/dev/kmsg` records, syslog or a journal export (`MESSAGE=` lines). A line saying that the
+/// command line's mode was refused (`Dynamic Preempt: unsupported mode: none`) names no mode.
 pub fn boot_log_preempt(log: &str) -> Option<String> {
     latest_boot(log)
         .lines()

@@ -8,7 +8,8 @@
 //! (kernel/sched/core.c, `resched_curr` and `resched_curr_lazy`), so their count per operation shows a
 //! preemption model at work in a run.
 
-/// One reading of the machine's IPI counters, summed over its CPUs; a row the kernel does not print is None.
+/// The machine's IPI counters summed over its CPUs: one reading, or the counts between two ([`Ipis::since`]);
+/// a row the kernel does not print is None.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Ipis {
     /// "Rescheduling interrupts".
@@ -16,17 +17,6 @@ pub struct Ipis {
     /// "Function call interrupts".
     pub call: Option<u64>,
     /// "TLB shootdowns" (x86; arm64 invalidates by broadcast instructions instead).
-    pub tlb: Option<u64>,
-}
-
-/// The counts between two readings, each None where either reading lacks it or it went back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct IpiDelta {
-    /// Rescheduling interrupts.
-    pub resched: Option<u64>,
-    /// Function call interrupts.
-    pub call: Option<u64>,
-    /// TLB shootdowns.
     pub tlb: Option<u64>,
 }
 
@@ -60,10 +50,10 @@ impl Ipis {
         out
     }
 
-    /// The counts from this reading to `later`.
-    pub fn since(self, later: Self) -> IpiDelta {
+    /// The counts from this reading to `later`, each None where either reading lacks it or it went back.
+    pub fn since(self, later: Self) -> Self {
         let d = |a: Option<u64>, b: Option<u64>| b?.checked_sub(a?);
-        IpiDelta {
+        Self {
             resched: d(self.resched, later.resched),
             call: d(self.call, later.call),
             tlb: d(self.tlb, later.tlb),
@@ -107,7 +97,7 @@ mod tests {
         let later = Ipis::parse(&text.replace("120", "150"));
         assert_eq!(
             i.since(later),
-            IpiDelta {
+            Ipis {
                 resched: Some(30),
                 call: Some(0),
                 tlb: None

@@ -117,17 +117,11 @@ pub fn crowd_taken(crowd: &[LineCrowd]) -> Vec<Taken> {
     if pts.is_empty() {
         return out;
     }
-    let mut per_place: Vec<f64> = pts
+    let per_place: Vec<f64> = pts
         .iter()
         .map(|(n, c)| c.write_stall_ns / ((n + 1.0) / 2.0))
         .collect();
-    per_place.sort_by(f64::total_cmp);
-    let m = per_place.len();
-    let median = if m % 2 == 1 {
-        per_place[m / 2]
-    } else {
-        (per_place[m / 2 - 1] + per_place[m / 2]) / 2.0
-    };
+    let median = stats::median(&per_place);
     out.push(Taken {
         param: "reread_ns",
         // At least 1: 0 would mean a write that costs the spinners nothing.

@@ -24,6 +24,7 @@
 //! so SMT siblings, which share a core's caches, join a crowd only when the cores run out; each size
 //! records its cores. All of it takes about 0.3 s per size.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -84,7 +85,7 @@ pub fn sizes(cpus: usize) -> Vec<usize> {
 /// and so on. `core_of` names a CPU's core (its SMT siblings share the name); a CPU without one is a core
 /// of its own.
 pub fn by_core(cpus: &[usize], core_of: impl Fn(usize) -> Option<String>) -> Vec<usize> {
-    let mut seen: std::collections::HashMap<String, usize> = Default::default();
+    let mut seen: HashMap<String, usize> = HashMap::new();
     let mut ranked: Vec<(usize, usize, usize)> = cpus
         .iter()
         .enumerate()
@@ -111,10 +112,9 @@ fn core_of(cpu: usize) -> Option<String> {
     .filter(|s| !s.is_empty())
 }
 
-/// The distinct cores among `cpus`; None when a CPU's core is unknown.
-fn cores(cpus: &[usize]) -> Option<u32> {
-    let names: Option<std::collections::HashSet<String>> =
-        cpus.iter().map(|&c| core_of(c)).collect();
+/// The distinct cores among `cpus` (`core` names each, as read once); None when a CPU's core is unknown.
+fn cores(cpus: &[usize], core: &HashMap<usize, Option<String>>) -> Option<u32> {
+    let names: Option<HashSet<&String>> = cpus.iter().map(|c| core.get(c)?.as_ref()).collect();
     names.map(|n| n.len() as u32)
 }
 
@@ -405,7 +405,9 @@ fn write_stall(cpus: &[usize], n: usize, transfer_ns: Option<f64>) -> Result<[f6
 /// The crowd figures at every size this process's CPUs allow ([`sizes`]); empty on one CPU.
 /// `transfer_ns`: the two-CPU handover (`costs.line_transfer_ns`), which paces the writes when it is slow.
 pub fn measure(transfer_ns: Option<f64>) -> Result<Vec<LineCrowd>, CostError> {
-    let cpus = by_core(&wake_cost::allowed_cpus(), core_of);
+    let allowed = wake_cost::allowed_cpus();
+    let core: HashMap<usize, Option<String>> = allowed.iter().map(|&c| (c, core_of(c))).collect();
+    let cpus = by_core(&allowed, |c| core[&c].clone());
     sizes(cpus.len())
         .into_iter()
         .map(|n| {
@@ -419,7 +421,7 @@ pub fn measure(transfer_ns: Option<f64>) -> Result<Vec<LineCrowd>, CostError> {
                 write_stall_ns: s,
                 write_stall_p10_ns: s10,
                 write_stall_p90_ns: s90,
-                cores: cores(&cpus[..=n]),
+                cores: cores(&cpus[..=n], &core),
             })
         })
         .collect()

@@ -19,7 +19,7 @@ use super::workload::start_age;
 use super::{failed, BenchError, Percentiles, Rep, RseqSlice, Spec};
 use crate::rusage::Who;
 use hostguard::workers::Children;
-use osutil::procinterrupts::{self, IpiDelta};
+use osutil::procinterrupts::{self, Ipis};
 use osutil::procstat as cpustat;
 
 /// Inputs of one repetition.
@@ -219,7 +219,7 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
 struct Window {
     length: Duration,
     idle_pct: Option<f64>,
-    ipis: IpiDelta,
+    ipis: Ipis,
 }
 
 /// Sets the phases: wait for readiness, warm up, measure. Returns the measured window.
@@ -289,7 +289,7 @@ fn drive<L>(
     let idle_pct = cpustat::idle_pct_since(idle0);
     let ipis = match (ipis0, procinterrupts::now()) {
         (Some(a), Some(b)) => a.since(b),
-        _ => IpiDelta::default(),
+        _ => Ipis::default(),
     };
     let length = m0.elapsed();
     c.phase.store(PHASE_STOP, Ordering::Release);
