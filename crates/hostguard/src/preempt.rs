@@ -183,12 +183,61 @@ impl PreemptGuard {
         mode: &str,
         dir: &std::path::Path,
     ) -> Result<PreemptGuard, PreemptError> {
-        check_preempt_mode(mode)?;
+        let mut guard = PreemptGuard::hold_recorded_in(ctl, &[mode], dir)?;
+        guard.to(mode)?;
+        Ok(guard)
+        // On an error the guard drops here and switches back.
+    }
+
+    /// A guard that has switched nothing yet, for a run that moves between `modes` ([`PreemptGuard::to`]);
+    /// the drop switches back to the mode the kernel has now. Checks every mode is known and offered
+    /// before anything, and restores a switch a dead run left behind first (so "before" is the host's own
+    /// mode).
+    pub fn hold(
+        ctl: Box<dyn PreemptControl>,
+        modes: &[&str],
+    ) -> Result<PreemptGuard, PreemptError> {
+        PreemptGuard::hold_recorded_in(ctl, modes, &record_dir())
+    }
+
+    /// [`PreemptGuard::hold`] with its record in `dir`.
+    pub fn hold_recorded_in(
+        ctl: Box<dyn PreemptControl>,
+        modes: &[&str],
+        dir: &std::path::Path,
+    ) -> Result<PreemptGuard, PreemptError> {
+        for mode in modes {
+            check_preempt_mode(mode)?;
+        }
         for line in settle_record(ctl.as_ref(), &dir.join("preempt.json"))? {
             osutil::msg!("preemptlab: {line}");
         }
         let (before, offered) = preempt_state(ctl.as_ref())?;
-        let path = ctl.path();
+        if let Some(mode) = modes.iter().find(|m| !offered.iter().any(|o| o == *m)) {
+            return Err(PreemptError::NotOffered {
+                mode: mode.to_string(),
+                offered,
+                path: ctl.path(),
+            });
+        }
+        Ok(PreemptGuard {
+            ctl,
+            before,
+            record: dir.join("preempt.json"),
+            active: false,
+        })
+    }
+
+    /// Switches to `mode` and checks the kernel took it; nothing when it is active already. The first
+    /// switch writes the record that lets the next run undo it if this one dies; the drop switches back to
+    /// [`PreemptGuard::before`] whatever the mode in between.
+    pub fn to(&mut self, mode: &str) -> Result<(), PreemptError> {
+        check_preempt_mode(mode)?;
+        let (now, offered) = preempt_state(self.ctl.as_ref())?;
+        let path = self.ctl.path();
+        if now == mode {
+            return Ok(());
+        }
         if !offered.iter().any(|m| m == mode) {
             return Err(PreemptError::NotOffered {
                 mode: mode.into(),
@@ -196,42 +245,34 @@ impl PreemptGuard {
                 path,
             });
         }
-        let mut guard = PreemptGuard {
-            ctl,
-            before: before.clone(),
-            record: dir.join("preempt.json"),
-            active: false,
-        };
-        if before == mode {
-            return Ok(guard);
-        }
-        std::fs::create_dir_all(dir).map_err(|err| PreemptError::Record {
-            path: dir.to_path_buf(),
-            err,
-        })?;
-        let record = serde_json::json!({
-            "preempt_file": path,
-            "restore_to": before,
-            "pid": std::process::id(),
-        });
-        std::fs::write(&guard.record, format!("{record}\n")).map_err(|err| {
-            PreemptError::Record {
-                path: guard.record.clone(),
+        if !self.active {
+            let dir = self.record.parent().unwrap_or(std::path::Path::new("."));
+            std::fs::create_dir_all(dir).map_err(|err| PreemptError::Record {
+                path: dir.to_path_buf(),
                 err,
-            }
-        })?;
-        guard.active = true;
-        if let Err(err) = guard.ctl.write(mode) {
-            guard.active = false;
-            let _ = std::fs::remove_file(&guard.record);
+            })?;
+            let record = serde_json::json!({
+                "preempt_file": path,
+                "restore_to": self.before,
+                "pid": std::process::id(),
+            });
+            std::fs::write(&self.record, format!("{record}\n")).map_err(|err| {
+                PreemptError::Record {
+                    path: self.record.clone(),
+                    err,
+                }
+            })?;
+            self.active = true;
+        }
+        if let Err(err) = self.ctl.write(mode) {
             return Err(PreemptError::Write {
                 mode: mode.into(),
                 path,
                 err,
             });
         }
-        match preempt_state(guard.ctl.as_ref()) {
-            Ok((now, _)) if now == mode => Ok(guard),
+        match preempt_state(self.ctl.as_ref()) {
+            Ok((now, _)) if now == mode => Ok(()),
             Ok((now, _)) => Err(PreemptError::NotTaken {
                 path,
                 mode: mode.into(),
@@ -239,7 +280,6 @@ impl PreemptGuard {
             }),
             Err(e) => Err(e),
         }
-        // On either error the guard drops here and switches back.
     }
 
     /// The mode before the switch.
@@ -428,6 +468,41 @@ mod tests {
         drop(g);
         assert_eq!(k.active(), "full");
         assert!(!dir.path().join("preempt.json").exists(), "record removed");
+    }
+
+    #[test]
+    fn a_held_guard_moves_between_modes_and_switches_back_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = Kernel::from_fixture("hugepages-1g-thp-always");
+        let rec = dir.path().join("preempt.json");
+        let mut g =
+            PreemptGuard::hold_recorded_in(Box::new(k.clone()), &["none", "lazy"], dir.path())
+                .unwrap();
+        assert!(!g.switched() && !rec.exists(), "nothing switched yet");
+        assert_eq!(k.writes.get(), 0);
+        g.to("none").unwrap();
+        assert_eq!(k.active(), "none");
+        assert!(rec.exists(), "record while switched");
+        g.to("lazy").unwrap();
+        assert_eq!(k.active(), "lazy");
+        g.to("lazy").unwrap();
+        assert_eq!(k.writes.get(), 2, "a mode already active is not written");
+        let e = g.to("rt").unwrap_err().to_string();
+        assert_eq!(e, "rt: one of none, voluntary, full, lazy");
+        drop(g);
+        assert_eq!(
+            k.active(),
+            "full",
+            "the host's own mode, not the first switched to"
+        );
+        assert!(!rec.exists(), "record removed");
+        // Every mode is checked before anything: one the kernel does not offer refuses the hold.
+        let k7 = Kernel::from_fixture("linux-7.0-lazy-debugfs");
+        let e = PreemptGuard::hold_recorded_in(Box::new(k7.clone()), &["full", "none"], dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("none: this kernel offers full, lazy"), "{e}");
+        assert_eq!(k7.writes.get(), 0);
     }
 
     #[test]

@@ -135,6 +135,7 @@ pub fn reproduce(
             progress: Box::new(|_, _, _, _, _, _| {}),
             on_cell,
             grow_hint: grow.into(),
+            models: None,
         },
     )
 }

@@ -402,6 +402,7 @@ pub fn run(
     spec: Spec,
     out: &std::path::Path,
     cpus: u32,
+    models: Option<matrix::ModelAxis>,
     on_cell: impl FnMut(&Cell),
 ) -> Result<LatencyResult, LatencyError> {
     osutil::stop::install_signal_flag()?;
@@ -432,6 +433,7 @@ pub fn run(
                 policy,
                 load: load.clone(),
                 threads: spec.threads,
+                preempt: None,
                 status: Status::Ok,
                 reason: None,
                 reps: Vec::new(),
@@ -439,13 +441,18 @@ pub fn run(
             });
         }
     }
+    // With the preemption model as an axis, the models are outermost.
+    let (groups, switching) = matrix::plan(&mut res.cells, spec.policies.len(), models, |c, m| {
+        c.preempt = Some(m)
+    });
     let matrix = Matrix {
-        groups: matrix::groups_of(res.cells.len(), spec.policies.len()),
+        groups,
         repeat: spec.repeat,
         order: Order::CellMajor,
         noun: "repetitions",
         out,
         written: false,
+        switching,
     };
     let mut bench = LatencyBench {
         spec: &spec,

@@ -116,6 +116,8 @@ pub struct RunOptions {
     /// reason of a hugetlb cell skipped for want of free pages: "needs N free 2048 kB huge pages, the pool
     /// has F: <grow_hint>".
     pub grow_hint: String,
+    /// The preemption model as an axis (`--switch-preempt` with two or more models).
+    pub models: Option<matrix::ModelAxis>,
 }
 
 /// The free pages of the `kib` pool; the error is a skipped cell's reason, as the result records it.
@@ -220,6 +222,7 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError>
                     lock: l,
                     pages: b,
                     workers: w,
+                    preempt: None,
                     status: if skip.is_some() {
                         Status::Skipped
                     } else {
@@ -236,14 +239,23 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError>
     // of a cell then see different physical placements and different moments of the machine, so their
     // spread includes what separates two runs (it did not when a cell's repetitions ran back to back on one
     // region: two runs of the same config differed "significantly" in p99).
+    // With the preemption model as an axis, the models are outermost: a round runs every cell under one
+    // model, then under the next.
+    let (groups, switching) = matrix::plan(
+        &mut res.cells,
+        locks.len() * spec.workers.len(),
+        opts.models.take(),
+        |c, m| c.preempt = Some(m),
+    );
     let out = opts.out.clone();
     let matrix = Matrix {
-        groups: matrix::groups_of(res.cells.len(), locks.len() * spec.workers.len()),
+        groups,
         repeat: spec.repeat,
         order: Order::Rounds,
         noun: "repetitions",
         out: &out,
         written: false,
+        switching,
     };
     let mut bench = LockBench {
         cpus: res.envelope.host.kernel.cpus.value.unwrap_or(1),

@@ -617,6 +617,7 @@ fn run_once(
 pub fn run(
     spec: Spec,
     out: &std::path::Path,
+    models: Option<matrix::ModelAxis>,
     on_cell: impl FnMut(&Cell),
 ) -> Result<NetResult, NetError> {
     osutil::stop::install_signal_flag()?;
@@ -645,6 +646,7 @@ pub fn run(
                 } else {
                     NetPath::Loopback
                 },
+                preempt: None,
                 status: Status::Ok,
                 reason: None,
                 reps: Vec::new(),
@@ -659,13 +661,17 @@ pub fn run(
             res.cells.push(cell);
         }
     }
+    // One group per preemption model (one in all when it is not an axis).
+    let one = res.cells.len();
+    let (groups, switching) = matrix::plan(&mut res.cells, one, models, |c, m| c.preempt = Some(m));
     let matrix = Matrix {
-        groups: matrix::groups_of(res.cells.len(), res.cells.len()),
+        groups,
         repeat: spec.repeat,
         order: Order::CellMajor,
         noun: "repetitions",
         out,
         written: false,
+        switching,
     };
     let mut bench = NetBench {
         spec: &spec,
@@ -760,7 +766,7 @@ mod tests {
             netns: false,
         };
         let dir = tempfile::tempdir().unwrap();
-        let e = run(s, &dir.path().join("r.json"), |_| {}).unwrap_err();
+        let e = run(s, &dir.path().join("r.json"), None, |_| {}).unwrap_err();
         assert_eq!(e.to_string(), "streams 0: 1..1024");
         assert!(!dir.path().join("r.json").exists());
     }

@@ -122,6 +122,8 @@ pub struct RunOptions {
     /// How the caller's user grows the hugetlb pool (a command line names its option), for the reason of a
     /// `huge_pages=on` configuration skipped for want of free pages: "... and the pool has F: <grow_hint>".
     pub grow_hint: String,
+    /// The preemption model as an axis (`--switch-preempt` with two or more models).
+    pub models: Option<matrix::ModelAxis>,
 }
 
 /// Runs the matrix. Errors are one line naming the fix; everything the run created is gone when it
@@ -172,6 +174,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
                         shared_buffers: sb.clone(),
                         huge_pages: hp,
                         clients: c,
+                        preempt: None,
                         status: Status::Ok,
                         reason: None,
                         server_settings: server_settings(&spec, sb, hp, max_clients),
@@ -184,6 +187,14 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
             }
         }
     }
+    // A group is a configuration (build x shared_buffers x huge_pages): its client counts share a server.
+    // With the preemption model as an axis, the models are outermost.
+    let (groups, switching) = matrix::plan(
+        &mut res.cells,
+        spec.clients.len(),
+        opts.models.take(),
+        |c, m| c.preempt = Some(m),
+    );
     for (cluster, build) in clusters.iter_mut().zip(&spec.builds) {
         (opts.progress)(0, 1, &format!("loading {}", build.name), "init", 0.0, 0.0);
         let setup = load(cluster, &spec, driver, &exe)?;
@@ -192,18 +203,17 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
         result::write(&opts.out, &res)?;
     }
 
-    // A group is a configuration (build x shared_buffers x huge_pages): its client counts share a server.
     let out = opts.out.clone();
     let matrix = Matrix {
-        groups: matrix::groups_of(res.cells.len(), spec.clients.len()),
+        groups,
         repeat: spec.repeat,
         order: Order::Rounds,
         noun: "runs",
         out: &out,
         written: true,
+        switching,
     };
     let mut bench = PgBench {
-        per_build: res.cells.len() / spec.builds.len(),
         spec: &spec,
         opts: &mut opts,
         clusters,
@@ -225,8 +235,6 @@ struct PgBench<'a> {
     opts: &'a mut RunOptions,
     /// A cluster per build, loaded.
     clusters: Vec<Cluster>,
-    /// The cells of a build.
-    per_build: usize,
     bouncer_bin: Option<PathBuf>,
     driver: Driver,
     exe: PathBuf,
@@ -253,7 +261,10 @@ impl Bench for PgBench<'_> {
         _round: u32,
     ) -> Result<Server, Unopened<PgRunError>> {
         let (first, spec) = (cells.start, self.spec);
-        let ci = first / self.per_build;
+        // The cluster of the group's build.
+        let ci = (spec.builds.iter())
+            .position(|b| Some(&b.name) == res.cells[first].build.as_ref().map(|c| &c.name))
+            .unwrap_or(0);
         let settings = res.cells[first].server_settings.clone();
         let hp = res.cells[first].huge_pages;
         // Size and, if allowed, grow the pool before the server starts; restore it after it stops.

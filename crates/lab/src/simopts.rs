@@ -255,6 +255,7 @@ impl SimPlan {
             noun: "steps",
             out,
             written: false,
+            switching: None,
         };
         let mut bench = SimBench {
             repeat: res.spec.repeat,

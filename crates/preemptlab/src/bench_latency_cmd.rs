@@ -12,9 +12,9 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
     let spec = a.opts.spec(&host).map_err(term::flags)?;
     let out = term::result_file(&a.result, results::Kind::BenchLatency, &[])?;
     let quiet = a.result.quiet;
-    // Switched back when this function returns, by any path.
-    let _preempt = crate::switch::preempt(&a.preempt)?;
-    let res = latency::run(spec, &out.path(), host.cpus, |c| {
+    // Switched back when this function returns (one mode) or when the run ends (an axis), by any path.
+    let mut preempt = crate::switch::preempt(&a.preempt)?;
+    let res = latency::run(spec, &out.path(), host.cpus, preempt.axis(), |c| {
         if !quiet {
             osutil::msg!("{}", report::latency_table::cell_line(c));
         }

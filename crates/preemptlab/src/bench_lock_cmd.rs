@@ -11,6 +11,8 @@ use crate::term;
 pub fn run(a: BenchLockArgs) -> Result<i32> {
     let spec = a.opts.spec(&HostShape::live()).map_err(term::flags)?;
     let out = term::result_file(&a.result, results::Kind::BenchLock, &[])?;
+    // Switched back when this function returns (one mode) or when the run ends (an axis), by any path.
+    let mut preempt = crate::switch::preempt(&a.preempt)?;
     let bar = term::bar(a.result.quiet, "{prefix:>9} [{bar:30}] {msg}");
     let pb = bar.clone();
     let print = term::cell_printer(bar, a.result.quiet);
@@ -27,9 +29,8 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
         }),
         on_cell: Box::new(move |cell| print(report::lock_table::cell_line(cell))),
         grow_hint: "pass --reserve-hugepages (root) to grow it for the run".into(),
+        models: preempt.axis(),
     };
-    // Switched back when this function returns, by any path.
-    let _preempt = crate::switch::preempt(&a.preempt)?;
     let res = lockrun::run(spec, run_opts)?;
     if let (Some(c), false) = (&res.costs, a.result.quiet) {
         let fault = res.fault_cost.as_ref().map(|f| f.ns_per_fault);

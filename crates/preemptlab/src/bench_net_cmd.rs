@@ -11,9 +11,9 @@ pub fn run(a: BenchNetArgs) -> Result<i32> {
     let spec = a.opts.spec(&HostShape::live()).map_err(term::flags)?;
     let out = term::result_file(&a.result, results::Kind::BenchNet, &[])?;
     let quiet = a.result.quiet;
-    // Switched back when this function returns, by any path.
-    let _preempt = crate::switch::preempt(&a.preempt)?;
-    let res = net::run(spec, &out.path(), |c| {
+    // Switched back when this function returns (one mode) or when the run ends (an axis), by any path.
+    let mut preempt = crate::switch::preempt(&a.preempt)?;
+    let res = net::run(spec, &out.path(), preempt.axis(), |c| {
         if !quiet {
             osutil::msg!("{}", report::net_table::row(c).join("  "));
         }

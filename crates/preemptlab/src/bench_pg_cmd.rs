@@ -14,6 +14,8 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
     // A script file it reads is never its output.
     let script: Vec<_> = a.opts.script.iter().map(std::path::PathBuf::from).collect();
     let out = term::result_file(&a.result, results::Kind::BenchPg, &script)?;
+    // Switched back when this function returns (one mode) or when the run ends (an axis), by any path.
+    let mut preempt = crate::switch::preempt(&a.preempt)?;
     let template = "{prefix:>7} [{bar:30}] {elapsed_precise} {msg}";
     let bar = term::bar(a.result.quiet, template);
     let pb = bar.clone();
@@ -38,9 +40,8 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
         }),
         on_rep: Box::new(move |cell, rep| print(report::pg_table::rep_line(cell, rep, several))),
         grow_hint: "add --reserve-hugepages (root), or grow it with `preemptlab hugepages --shared-memory ... --apply`".into(),
+        models: preempt.axis(),
     };
-    // Switched back when this function returns, by any path.
-    let _preempt = crate::switch::preempt(&a.preempt)?;
     let res = pgrun::run(spec, run_opts).map_err(flags)?;
     term::print_result(a.result.format, &res, &out, a.result.quiet)?;
     let said = format!(

@@ -171,9 +171,11 @@ pub struct ResultArgs {
 #[derive(Debug, Args)]
 pub struct SwitchPreemptArgs {
     /// Switch the kernel's preemption model to MODE (none, voluntary, full, lazy) for the run and back
-    /// afterwards, Ctrl-C included (root, debugfs mounted, a PREEMPT_DYNAMIC kernel that allows it).
-    #[arg(long, value_name = "MODE")]
-    pub switch_preempt: Option<String>,
+    /// afterwards, Ctrl-C included (root, debugfs mounted, a PREEMPT_DYNAMIC kernel that allows it). Two or
+    /// more (none,lazy) make it an axis: every cell runs under each, the model switched between groups of
+    /// cells (alternated by round where repetitions run in rounds), and each cell records its model.
+    #[arg(long, value_name = "MODE[,MODE...]", value_delimiter = ',')]
+    pub switch_preempt: Vec<String>,
 }
 
 #[derive(Debug, Args)]

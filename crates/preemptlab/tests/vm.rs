@@ -161,6 +161,21 @@ fn bad_input_is_refused_before_booting() {
         .output()
         .unwrap();
     common::assert_refused(&o, "no command", "after --");
+    // Every mode of a --switch-preempt axis is checked against the kernel before the boot.
+    let mut args = vec!["vm", "--kernel", "7.2", "--"];
+    args.extend(TINY_BENCH);
+    let o = preemptlab()
+        .args(&args)
+        .args(["--switch-preempt", "lazy,none"])
+        .output()
+        .unwrap();
+    common::assert_refused(&o, "--switch-preempt lazy,none on 7.2", "none");
+    let o = preemptlab()
+        .args(&args)
+        .args(["--switch-preempt", "full,full"])
+        .output()
+        .unwrap();
+    common::assert_refused(&o, "--switch-preempt full,full", "given twice");
 }
 
 #[test]
@@ -294,6 +309,66 @@ fn bench_on_72_switches_to_full_and_back_to_lazy() {
         "back on lazy after: {b}"
     );
     assert_eq!(b["command"][0], "bench");
+}
+
+#[test]
+fn bench_on_618_runs_none_and_lazy_as_an_axis_and_ends_on_the_boot_model() {
+    // Booted voluntary; every cell under none and under lazy, two rounds (none, lazy; lazy, none).
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let out_s = out.display().to_string();
+    let mut args = vec!["--kernel", "6.18", "--preempt", "voluntary", "--"];
+    args.extend(&TINY_BENCH[..6]);
+    args.extend([
+        "--repeat",
+        "2",
+        "--workers",
+        "1x",
+        "--locks",
+        "pg",
+        "--pages",
+        "4k",
+    ]);
+    args.extend(["--switch-preempt", "none,lazy", "--out", &out_s]);
+    let o = vm(&args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("every cell under none and lazy"), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    // The host facts are the guest's own model, taken before any switch; each cell has its model.
+    assert_eq!(v["host"]["kernel"]["preemption"]["model"], "voluntary");
+    let cells = v["cells"].as_array().unwrap();
+    let models: Vec<&str> = cells
+        .iter()
+        .map(|c| c["preempt"].as_str().unwrap())
+        .collect();
+    assert_eq!(models, ["none", "lazy"]);
+    for c in cells {
+        assert_eq!(c["status"], "ok", "{c}");
+        assert_eq!(c["reps"].as_array().unwrap().len(), 2, "{c}");
+        assert!(c["reps"][0]["ops_per_s"].as_f64().unwrap() > 0.0);
+    }
+    let b = &v["vm"];
+    assert!(
+        b["guest_preempt_after"]
+            .as_str()
+            .unwrap()
+            .contains("(voluntary)"),
+        "back on voluntary after: {b}"
+    );
+    // compare splits the run by the cells' models.
+    let o = preemptlab()
+        .args(["compare", &out_s, "--by", "preempt", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let c: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        c["inputs"],
+        serde_json::json!(["preempt=none", "preempt=lazy"])
+    );
+    assert!(!c["rows"].as_array().unwrap().is_empty());
 }
 
 #[test]

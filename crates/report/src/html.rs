@@ -11,6 +11,7 @@ use results::host::fleet::Fleet;
 use results::host::Fact;
 use results::latency::{self, LatencyResult};
 use results::lock::{self, LockResult};
+use results::model::Model;
 use results::net::{self, NetResult};
 use results::pg::{self, PgResult};
 use results::{Document, Status};
@@ -98,19 +99,21 @@ pub(crate) fn lock_section(label: &str, r: &LockResult, host: &str) -> String {
             ""
         }
     );
-    // Throughput vs workers, one series per (lock, pages).
-    let mut keys: Vec<(lock::LockKind, lock::Backing)> =
-        cells.iter().map(|c| (c.lock, c.pages)).collect();
+    // Throughput vs workers, one series per (lock, pages), and per model when the cells ran under models of
+    // their own.
+    let mp = crate::lock_table::model_prefix;
+    let mut keys: Vec<(Option<Model>, lock::LockKind, lock::Backing)> =
+        cells.iter().map(|c| (c.preempt, c.lock, c.pages)).collect();
     // In the names' order, as the series' legend reads.
-    keys.sort_by_key(|(l, p)| (l.name(), p.name()));
+    keys.sort_by_key(|(m, l, p)| (m.map(|m| m.name()), l.name(), p.name()));
     keys.dedup();
     let series: Vec<Series> = keys
         .iter()
-        .map(|(l, p)| Series {
-            name: format!("{l} {p}"),
+        .map(|(m, l, p)| Series {
+            name: format!("{}{l} {p}", mp(*m)),
             points: cells
                 .iter()
-                .filter(|c| c.lock == *l && c.pages == *p)
+                .filter(|c| c.preempt == *m && c.lock == *l && c.pages == *p)
                 .filter_map(|c| {
                     let t = &c.summary.as_ref()?.ops_per_s;
                     Some((f64::from(c.workers), t.median, t.min, t.max))
@@ -147,7 +150,7 @@ pub(crate) fn lock_section(label: &str, r: &LockResult, host: &str) -> String {
                 .map(|[v, q]| (v.max(1.0), q * 100.0, q * 100.0, q * 100.0))
                 .collect();
             Some(Series {
-                name: format!("{} {}", c.lock, c.pages),
+                name: format!("{}{} {}", mp(c.preempt), c.lock, c.pages),
                 points: pts,
             })
         })
@@ -169,7 +172,7 @@ pub(crate) fn lock_section(label: &str, r: &LockResult, host: &str) -> String {
         .filter(at_wmax)
         .filter_map(|c| {
             Some((
-                format!("{} {}", c.lock, c.pages),
+                format!("{}{} {}", mp(c.preempt), c.lock, c.pages),
                 c.summary.as_ref()?.stalled_per_mop.median,
             ))
         })
@@ -182,13 +185,13 @@ pub(crate) fn lock_section(label: &str, r: &LockResult, host: &str) -> String {
     for c in cells {
         if let Some(sm) = &c.summary {
             let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.2}</td><td>{}</td><td>{:.2}</td></tr>",
-                c.lock, c.pages, c.workers, rate(sm.ops_per_s.median), rate(sm.ops_per_s.min), rate(sm.ops_per_s.max),
+                format_args!("{}{}", mp(c.preempt), c.lock), c.pages, c.workers, rate(sm.ops_per_s.median), rate(sm.ops_per_s.min), rate(sm.ops_per_s.max),
                 ns(sm.acquire_p99_ns.median), ns(sm.hold_p99_ns.median), sm.stalled_per_mop.median, sm.minflt_per_op.median, ns(sm.cpu_ns_per_op.median), sm.jain.median);
         } else {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td colspan=\"8\">{}: {}</td></tr>",
-                c.lock,
+                format_args!("{}{}", mp(c.preempt), c.lock),
                 c.pages,
                 c.workers,
                 esc(&status(c.status)),
@@ -217,8 +220,11 @@ fn pg_cell_label(c: &pg::Cell, several_builds: bool) -> String {
         _ => String::new(),
     };
     format!(
-        "{build}sb {} hp {} c {}",
-        c.shared_buffers, c.huge_pages, c.clients
+        "{build}{}sb {} hp {} c {}",
+        crate::lock_table::model_prefix(c.preempt),
+        c.shared_buffers,
+        c.huge_pages,
+        c.clients
     )
 }
 
@@ -344,7 +350,7 @@ pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
                 .map(|v| format!("{:.3} ms", v.median))
                 .unwrap_or_else(|| "-".into());
             let _ = write!(o, "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}..{}</td><td>{}</td><td>{} MiB</td><td>{} MiB</td><td>{:.3}</td><td>{}</td></tr>",
-                esc(&c.shared_buffers), c.huge_pages, c.clients, rate(sm.tps.median),
+                esc(&format!("{}{}", crate::lock_table::model_prefix(c.preempt), c.shared_buffers)), c.huge_pages, c.clients, rate(sm.tps.median),
                 rate(sm.tps.min), rate(sm.tps.max),
                 p99, mib(sm.page_tables_kib.median / 1024.0), mib(sm.pss_kib.median / 1024.0), sm.minflt_per_tx.median,
                 if sm.on_huge_pages { "yes" } else { "no" });
@@ -352,7 +358,11 @@ pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
             let _ = write!(
                 o,
                 "<td>{}</td><td>{}</td><td>{}</td><td colspan=\"7\">{}: {}</td></tr>",
-                esc(&c.shared_buffers),
+                esc(&format!(
+                    "{}{}",
+                    crate::lock_table::model_prefix(c.preempt),
+                    c.shared_buffers
+                )),
                 c.huge_pages,
                 c.clients,
                 esc(&status(c.status)),
@@ -386,7 +396,10 @@ pub(crate) fn latency_section(label: &str, r: &LatencyResult, host: &str) -> Str
         .iter()
         .filter_map(|c| Some((c, c.summary.as_ref()?)))
         .collect();
-    let label_of = |c: &latency::Cell| format!("{} load {}", c.policy, c.load);
+    let label_of = |c: &latency::Cell| {
+        let m = crate::lock_table::model_prefix(c.preempt);
+        format!("{m}{} load {}", c.policy, c.load)
+    };
     type Pick = fn(&latency::CellSummary) -> &Summary;
     let picks: [(Pick, &str); 3] = [
         (|m| &m.p50_us, "p50"),
@@ -437,12 +450,16 @@ pub(crate) fn latency_section(label: &str, r: &LatencyResult, host: &str) -> Str
     o.push_str("<table><tr><th>policy</th><th>load</th><th>p50 us</th><th>p99 us</th><th>p99.9 us</th><th>max us</th></tr>");
     for c in &r.cells {
         if let Some(m) = &c.summary {
-            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>", esc(c.policy.name()), esc(c.load.name()), m.p50_us.median, m.p99_us.median, m.p999_us.median, m.max_us.max);
+            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>", esc(&format!("{}{}", crate::lock_table::model_prefix(c.preempt), c.policy)), esc(c.load.name()), m.p50_us.median, m.p99_us.median, m.p999_us.median, m.max_us.max);
         } else {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td colspan=\"4\">{}: {}</td></tr>",
-                esc(c.policy.name()),
+                esc(&format!(
+                    "{}{}",
+                    crate::lock_table::model_prefix(c.preempt),
+                    c.policy
+                )),
                 esc(c.load.name()),
                 esc(&status(c.status)),
                 esc(&reason(&c.reason))
@@ -509,7 +526,10 @@ pub(crate) fn net_section(label: &str, r: &NetResult, host: &str) -> String {
         .iter()
         .filter_map(|c| Some((c, c.summary.as_ref()?)))
         .collect();
-    let label_of = |c: &net::Cell| format!("{} {} B", c.test, c.msg_size);
+    let label_of = |c: &net::Cell| {
+        let m = crate::lock_table::model_prefix(c.preempt);
+        format!("{m}{} {} B", c.test, c.msg_size)
+    };
     let tput: Vec<(String, f64, f64, f64)> = cells
         .iter()
         .filter(|(c, _)| c.test.stream())
@@ -541,7 +561,7 @@ pub(crate) fn net_section(label: &str, r: &NetResult, host: &str) -> String {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td></tr>",
-                c.test,
+                format_args!("{}{}", crate::lock_table::model_prefix(c.preempt), c.test),
                 c.msg_size,
                 m.sender_bytes_per_s.median * 8.0 / 1e6,
                 m.msgs_per_s.median,
@@ -552,7 +572,7 @@ pub(crate) fn net_section(label: &str, r: &NetResult, host: &str) -> String {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td colspan=\"4\">{}: {}</td></tr>",
-                c.test,
+                format_args!("{}{}", crate::lock_table::model_prefix(c.preempt), c.test),
                 c.msg_size,
                 esc(&status(c.status)),
                 esc(&reason(&c.reason))

@@ -2,14 +2,50 @@
 //! comparisons that matter (4 KB vs huge pages per lock; each lock vs `pg`; the fault ceiling).
 
 use results::lock::{Backing, Cell, LockKind, LockResult};
+use results::model::Model;
 use results::Status;
 
 use stats::fmt::{ns, rate, sig3};
 
 use crate::markup::{columns, not_run_row, Align};
 
+/// The preemption model a result's header names: the host's, or, when its cells ran under models of their
+/// own (`--switch-preempt none,lazy`), those, with the host's own after them.
+pub(crate) fn preemption(
+    host: impl std::fmt::Display,
+    cells: impl Iterator<Item = Option<Model>>,
+) -> String {
+    let mut models: Vec<Model> = Vec::new();
+    for m in cells.flatten() {
+        if !models.contains(&m) {
+            models.push(m);
+        }
+    }
+    match models.is_empty() {
+        true => host.to_string(),
+        false => format!(
+            "{} per cell, the host's own {host}",
+            models
+                .iter()
+                .map(|m| m.name())
+                .collect::<Vec<_>>()
+                .join(" and ")
+        ),
+    }
+}
+
+/// A cell's model before its label, when it has one of its own.
+pub(crate) fn model_prefix(m: Option<Model>) -> String {
+    m.map(|m| format!("{m} ")).unwrap_or_default()
+}
+
 /// One line for a finished cell (progress output).
 pub fn cell_line(c: &Cell) -> String {
+    let line = cell_line_of(c);
+    format!("{}{line}", model_prefix(c.preempt))
+}
+
+fn cell_line_of(c: &Cell) -> String {
     match (&c.status, &c.summary) {
         (Status::Ok, Some(s)) => format!(
             "{:>8} {:>11} {:>4}w  {:>7} ops/s  p99 acquire {:>8}  faults/op {:.2}  jain {:.2}",
@@ -47,7 +83,7 @@ pub fn render(r: &LockResult) -> String {
         "bench lock on {} (kernel {}, preemption {}, {} CPUs); {} descriptors, work {} ns, cs +{} ns, {} x {} s, {}\n\n",
         h.hostname.value.as_deref().unwrap_or("?"),
         h.kernel.release.value.as_deref().unwrap_or("?"),
-        h.kernel.preemption.model,
+        preemption(h.kernel.preemption.model, r.cells.iter().map(|c| c.preempt)),
         h.kernel.cpus.value.unwrap_or(0),
         r.spec.descriptors,
         r.spec.work_ns,
@@ -60,7 +96,7 @@ pub fn render(r: &LockResult) -> String {
     for c in &r.cells {
         match &c.summary {
             Some(s) if c.status == Status::Ok => rows.push(vec![
-                c.lock.to_string(),
+                format!("{}{}", model_prefix(c.preempt), c.lock),
                 c.pages.to_string(),
                 c.workers.to_string(),
                 rate(s.ops_per_s.median),
@@ -76,7 +112,7 @@ pub fn render(r: &LockResult) -> String {
             ]),
             _ => rows.push(not_run_row(
                 vec![
-                    c.lock.to_string(),
+                    format!("{}{}", model_prefix(c.preempt), c.lock),
                     c.pages.to_string(),
                     c.workers.to_string(),
                 ],
@@ -124,21 +160,22 @@ pub fn render(r: &LockResult) -> String {
         ));
     }
     // 4 KB vs huge pages, per lock and worker count.
-    let find = |l: LockKind, p: Backing, w: u32| {
+    let find = |m: Option<Model>, l: LockKind, p: Backing, w: u32| {
         r.cells
             .iter()
-            .find(|c| c.lock == l && c.pages == p && c.workers == w)
+            .find(|c| c.preempt == m && c.lock == l && c.pages == p && c.workers == w)
             .and_then(|c| c.summary.as_ref())
     };
     let mut lines = Vec::new();
     for c in r.cells.iter().filter(|c| c.pages == Backing::Page4k) {
         for huge in [Backing::Hugetlb2m, Backing::Hugetlb1g, Backing::Thp] {
             if let (Some(a), Some(b)) = (
-                find(c.lock, Backing::Page4k, c.workers),
-                find(c.lock, huge, c.workers),
+                find(c.preempt, c.lock, Backing::Page4k, c.workers),
+                find(c.preempt, c.lock, huge, c.workers),
             ) {
                 lines.push(format!(
-                    "  {} with {} workers: 4k runs at {:.2}x its {huge} throughput ({} vs {})",
+                    "  {}{} with {} workers: 4k runs at {:.2}x its {huge} throughput ({} vs {})",
+                    model_prefix(c.preempt),
                     c.lock,
                     c.workers,
                     a.ops_per_s.median / b.ops_per_s.median,
@@ -181,7 +218,8 @@ pub fn render(r: &LockResult) -> String {
                 format!(", idle {:.1}%", stats::median(&idle))
             };
             o.push_str(&format!(
-                "  {} {} {}w: reached {}; hold time {} ({:.0}%); CPU {} ({:.0}%{idle}){fault}\n",
+                "  {}{} {} {}w: reached {}; hold time {} ({:.0}%); CPU {} ({:.0}%{idle}){fault}\n",
+                model_prefix(c.preempt),
                 c.lock,
                 c.pages,
                 c.workers,
@@ -204,7 +242,8 @@ pub fn markdown(r: &LockResult) -> String {
     for c in &r.cells {
         match &c.summary {
             Some(s) if c.status == Status::Ok => o.push_str(&format!(
-                "| {} | {} | {} | {} | {}..{} | {} | {} | {} | {:.2} | {} | {:.2} | {:.3} |\n",
+                "| {}{} | {} | {} | {} | {}..{} | {} | {} | {} | {:.2} | {} | {:.2} | {:.3} |\n",
+                model_prefix(c.preempt),
                 c.lock,
                 c.pages,
                 c.workers,
@@ -220,7 +259,8 @@ pub fn markdown(r: &LockResult) -> String {
                 s.sleeps_per_op.median
             )),
             _ => o.push_str(&format!(
-                "| {} | {} | {} | {} | | | | | | | | {} |\n",
+                "| {}{} | {} | {} | {} | | | | | | | | {} |\n",
+                model_prefix(c.preempt),
                 c.lock,
                 c.pages,
                 c.workers,

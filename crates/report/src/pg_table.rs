@@ -4,6 +4,7 @@
 //! was on huge pages; then the page-table ratios and, for builds with the rseq-spinlock patch, what the rseq
 //! time-slice extension did.
 
+use results::model::Model;
 use results::pg::{Build, Cell, HugePages, PgResult, RseqSlice};
 use results::Status;
 
@@ -28,10 +29,40 @@ fn ms(x: Option<f64>) -> String {
 }
 
 fn label(c: &Cell) -> String {
+    let model = c.preempt.map(|m| format!("{m} ")).unwrap_or_default();
     format!(
-        "sb {} hp {} c {}",
+        "{model}sb {} hp {} c {}",
         c.shared_buffers, c.huge_pages, c.clients
     )
+}
+
+/// Whether the cells ran under preemption models of their own (`--switch-preempt none,lazy`).
+fn models(r: &PgResult) -> bool {
+    r.cells.iter().any(|c| c.preempt.is_some())
+}
+
+/// The columns before a row's configuration: its build (several builds), its model (several models).
+fn lead(r: &PgResult, c: &Cell) -> Vec<String> {
+    let mut l = Vec::new();
+    if several_builds(r) {
+        l.push(build_name(c));
+    }
+    if models(r) {
+        l.push(c.preempt.map_or("-".into(), |m| m.to_string()));
+    }
+    l
+}
+
+/// Their headings.
+fn lead_head(r: &PgResult) -> Vec<&'static str> {
+    let mut h = Vec::new();
+    if several_builds(r) {
+        h.push("build");
+    }
+    if models(r) {
+        h.push("preempt");
+    }
+    h
 }
 
 /// The cell's build as a table shows it (`-` for files made before builds were an axis).
@@ -65,12 +96,17 @@ pub fn rep_line(c: &Cell, r: &results::pg::Rep, with_build: bool) -> String {
 }
 
 /// The baseline of a cell: the first configuration's cell with the same client count; with several
-/// builds, the first build's cell of the same configuration.
+/// builds, the first build's cell of the same configuration; with several preemption models, the first
+/// model's cell of the same build and configuration.
 fn baseline<'a>(r: &'a PgResult, c: &Cell) -> Option<&'a Cell> {
     let same_config =
         |b: &Cell| b.shared_buffers == c.shared_buffers && b.huge_pages == c.huge_pages;
+    let by_model = models(r);
     r.cells.iter().find(|b| {
-        b.clients == c.clients && b.summary.is_some() && (!several_builds(r) || same_config(b))
+        b.clients == c.clients
+            && b.summary.is_some()
+            && (!(several_builds(r) || by_model) || same_config(b))
+            && (!by_model || b.build == c.build)
     })
 }
 
@@ -101,7 +137,7 @@ pub fn render(r: &PgResult) -> String {
         "bench pg on {} (kernel {}, preemption {}, {} CPUs); PostgreSQL {}, {} {}{}{}, scale {}, {} x {} s (+{} s warm-up), protocol {}{}{}\n",
         h.hostname.value.as_deref().unwrap_or("?"),
         h.kernel.release.value.as_deref().unwrap_or("?"),
-        h.kernel.preemption.model,
+        crate::lock_table::preemption(h.kernel.preemption.model, r.cells.iter().map(|c| c.preempt)),
         h.kernel.cpus.value.unwrap_or(0),
         s.pg_version.as_deref().unwrap_or("?"),
         s.driver,
@@ -128,10 +164,7 @@ pub fn render(r: &PgResult) -> String {
     let with_build = several_builds(r);
     let mut rows = Vec::new();
     for c in &r.cells {
-        let lead: Vec<String> = match with_build {
-            true => vec![build_name(c)],
-            false => Vec::new(),
-        };
+        let lead = lead(r, c);
         match &c.summary {
             Some(m) if c.status == Status::Ok => rows.push(
                 [
@@ -168,13 +201,11 @@ pub fn render(r: &PgResult) -> String {
             )),
         }
     }
-    let (lead_head, lead_align): (&[&str], &[Align]) = match with_build {
-        true => (&["build"], &[Align::Left]),
-        false => (&[], &[]),
-    };
+    let lead_head = lead_head(r);
+    let lead_align = vec![Align::Left; lead_head.len()];
     o.push_str(&columns(
         &[
-            lead_head,
+            lead_head.as_slice(),
             &[
                 "shared_buffers",
                 "huge_pages",
@@ -191,7 +222,7 @@ pub fn render(r: &PgResult) -> String {
         ]
         .concat(),
         &[
-            lead_align,
+            lead_align.as_slice(),
             &[
                 Align::Left,
                 Align::Left,
@@ -219,12 +250,14 @@ pub fn render(r: &PgResult) -> String {
                 && x.clients == c.clients
                 && x.shared_buffers == c.shared_buffers
                 && x.build == c.build
+                && x.preempt == c.preempt
         }) {
             let Some(m) = &on.summary else { continue };
             let build = match with_build {
                 true => format!("{} ", build_name(c)),
                 false => String::new(),
             };
+            let build = build + &c.preempt.map(|m| format!("{m} ")).unwrap_or_default();
             lines.push(format!(
                 "  {build}sb {} c {}: huge_pages={} page tables {} vs {} with off ({:.3}x); tps {:+.1}%",
                 c.shared_buffers,
@@ -312,19 +345,24 @@ pub fn build_line(b: &Build) -> String {
 /// The rseq time-slice extension's counters summed over each build's runs (builds with the patch).
 pub(crate) fn rseq_lines(r: &PgResult) -> String {
     let mut o = String::new();
-    // The builds in cell order, each once (the axis' values, compared as values, not by name).
-    let mut builds: Vec<Option<&Build>> = Vec::new();
+    // The builds (and preemption models) in cell order, each once (the axis' values, compared as values,
+    // not by name).
+    let mut builds: Vec<(Option<&Build>, Option<Model>)> = Vec::new();
     for c in &r.cells {
-        if !builds.contains(&c.build.as_ref()) {
-            builds.push(c.build.as_ref());
+        if !builds.contains(&(c.build.as_ref(), c.preempt)) {
+            builds.push((c.build.as_ref(), c.preempt));
         }
     }
-    for b in builds {
+    for (b, model) in builds {
         let n = b.map_or("-", |b| b.name.as_str());
+        let n = match model {
+            Some(m) => format!("{n} under {m}"),
+            None => n.to_string(),
+        };
         let counts: Vec<&RseqSlice> = r
             .cells
             .iter()
-            .filter(|c| c.build.as_ref() == b)
+            .filter(|c| c.build.as_ref() == b && c.preempt == model)
             .flat_map(|c| c.reps.iter().filter_map(|x| x.rseq_slice.as_ref()))
             .collect();
         let Some(first) = counts.first() else {
@@ -406,17 +444,14 @@ fn diagnoses(r: &PgResult) -> String {
 
 /// The cells as a Markdown table (GUIDE.md and docs/notes are pasted from this, never typed).
 pub fn markdown(r: &PgResult) -> String {
-    let with_build = several_builds(r);
-    let (head, rule) = match with_build {
-        true => ("| build ", "|---"),
-        false => ("", ""),
-    };
+    let head: String = lead_head(r).iter().map(|h| format!("| {h} ")).collect();
+    let rule = "|---".repeat(lead_head(r).len());
     let mut o = format!(
         "{head}| shared_buffers | huge_pages | clients | TPS (median) | min..max | vs first | latency p99 | page tables | Pss | faults/tx | on huge pages |\n{rule}|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     for c in &r.cells {
-        if with_build {
-            o.push_str(&format!("| {} ", build_name(c)));
+        for l in lead(r, c) {
+            o.push_str(&format!("| {l} "));
         }
         match &c.summary {
             Some(m) if c.status == Status::Ok => o.push_str(&format!(

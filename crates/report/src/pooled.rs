@@ -22,7 +22,8 @@ use crate::compare_input::{CellSamples, Input};
 pub enum By {
     /// A key field of the cells (`lock`, `pages`, `workers`, `huge_pages`, ...).
     Field(String),
-    /// The host's effective preemption model (host fact `kernel.preemption.model`), file by file.
+    /// The preemption model: a cell's own (`preempt`, from `--switch-preempt` with several models), else
+    /// the host's effective model (host fact `kernel.preemption.model`), file by file.
     Preempt,
 }
 
@@ -183,24 +184,32 @@ pub fn split(inputs: &[Input], by: &By, base: Option<&str>) -> Result<Vec<Input>
     let mut groups: BTreeMap<String, Group> = BTreeMap::new();
     let mut seen_fields = BTreeSet::new();
     for (fi, i) in inputs.iter().enumerate() {
+        // The host's model: only for cells without one of their own.
+        let host_model = || {
+            i.host
+                .as_ref()
+                .map(|h| h.kernel.preemption.model.to_string())
+                .ok_or_else(|| CompareError::NoHost(i.label.clone()))
+        };
         let model = match by {
-            By::Field(_) => None,
-            By::Preempt => Some(
-                i.host
-                    .as_ref()
-                    .map(|h| h.kernel.preemption.model.to_string())
-                    .ok_or_else(|| CompareError::NoHost(i.label.clone()))?,
-            ),
+            By::Preempt if i.cells.iter().any(|c| !c.key.contains_key("preempt")) => {
+                Some(host_model()?)
+            }
+            _ => None,
         };
         for c in &i.cells {
             seen_fields.extend(c.key.keys().cloned());
             let (v, key) = match (&model, by) {
+                (_, By::Preempt) if c.key.contains_key("preempt") => (
+                    &c.key["preempt"],
+                    join_key(c.key.iter().filter(|(k, _)| *k != "preempt")),
+                ),
                 (Some(m), _) => (m, join_key(c.key.iter())),
                 (None, By::Field(field)) => {
                     let Some(v) = c.key.get(field) else { continue };
                     (v, join_key(c.key.iter().filter(|(k, _)| *k != field)))
                 }
-                (None, By::Preempt) => unreachable!("a preemption split has a model per file"),
+                (None, By::Preempt) => unreachable!("a cell without a model has the host's"),
             };
             if !order.contains(v) {
                 order.push(v.clone());
@@ -208,7 +217,16 @@ pub fn split(inputs: &[Input], by: &By, base: Option<&str>) -> Result<Vec<Input>
             let g = groups.entry(v.clone()).or_default();
             g.files.insert(fi);
             g.first.get_or_insert(i);
-            g.add(key, c);
+            match by {
+                // The model is the split: a cell's own is not a key (it would not pair with a file's
+                // cells that ran under the host's).
+                By::Preempt if c.key.contains_key("preempt") => {
+                    let mut own = c.clone();
+                    own.key.remove("preempt");
+                    g.add(key, &own);
+                }
+                _ => g.add(key, c),
+            }
         }
     }
     if order.is_empty() {
@@ -336,6 +354,53 @@ mod tests {
             .rows
             .iter()
             .all(|r| r.ci_lo.is_finite() && r.ci_lo <= r.ci_hi));
+        assert!(c.unmatched.is_empty(), "{:?}", c.unmatched);
+    }
+
+    #[test]
+    fn by_preempt_reads_the_cells_own_model_in_a_run_that_switched_between_models() {
+        // One run with the model as an axis (`--switch-preempt none,lazy`): every cell twice, each with
+        // its model; the host's (here none) is not the split. A file without the axis, under lazy, pools
+        // with the lazy cells.
+        use results::model::Model;
+        let run1 = load("bench-lock-bars-v5-run1.json");
+        let mut axis = run1.clone();
+        let Document::Lock(r) = &mut axis else {
+            unreachable!()
+        };
+        let one = r.cells.clone();
+        r.cells.clear();
+        for m in [Model::None, Model::Lazy] {
+            r.cells.extend(one.iter().cloned().map(|mut c| {
+                c.preempt = Some(m);
+                c
+            }));
+        }
+        let lazy_file = under(&run1, results::host::kernel::PreemptModel::Lazy);
+        let split = super::split(
+            &[input("axis", &axis), input("lazy", &lazy_file)],
+            &By::Preempt,
+            None,
+        )
+        .unwrap();
+        assert_eq!(split[0].label, "preempt=none");
+        assert_eq!(split[1].label, "preempt=lazy (2 files pooled)");
+        assert_eq!(split[0].cells.len(), one.len());
+        assert!(
+            split[0]
+                .cells
+                .iter()
+                .all(|c| !c.key.contains_key("preempt")),
+            "the model is the split, not a key"
+        );
+        let reps = |i: &Input| i.cells[0].samples.iter().map(Vec::len).max().unwrap();
+        assert_eq!(
+            reps(&split[1]),
+            2 * reps(&split[0]),
+            "the lazy cells of both files"
+        );
+        let c = compare(&split, 0.02, Some(&["ops/s".to_string()])).unwrap();
+        assert_eq!(c.rows.len(), one.len());
         assert!(c.unmatched.is_empty(), "{:?}", c.unmatched);
     }
 

@@ -306,7 +306,8 @@ impl Document {
         Some(fields)
     }
 
-    /// The cells of a result, keyed (results only).
+    /// The cells of a result, keyed (results only). A cell that ran under a preemption model of its own
+    /// (`--switch-preempt` with several) has it as the key field `preempt`.
     pub fn cells(&self) -> Option<Vec<CellView<'_>>> {
         Some(match self {
             Document::Lock(r) => r
@@ -318,7 +319,12 @@ impl Document {
                         ("pages", scalar(&c.pages)),
                         ("workers", scalar(&c.workers)),
                     ];
-                    view(key, c.status, &c.reps, RepRef::Lock)
+                    view(
+                        with_preempt(key, c.preempt),
+                        c.status,
+                        &c.reps,
+                        RepRef::Lock,
+                    )
                 })
                 .collect(),
             Document::Pg(r) => r
@@ -339,7 +345,7 @@ impl Document {
                         ("huge_pages", scalar(&c.huge_pages)),
                         ("clients", scalar(&c.clients)),
                     ];
-                    view(key, c.status, &c.reps, RepRef::Pg)
+                    view(with_preempt(key, c.preempt), c.status, &c.reps, RepRef::Pg)
                 })
                 .collect(),
             Document::Latency(r) => r
@@ -351,7 +357,12 @@ impl Document {
                         ("load", scalar(&c.load)),
                         ("threads", scalar(&c.threads)),
                     ];
-                    view(key, c.status, &c.reps, RepRef::Latency)
+                    view(
+                        with_preempt(key, c.preempt),
+                        c.status,
+                        &c.reps,
+                        RepRef::Latency,
+                    )
                 })
                 .collect(),
             Document::Net(r) => r
@@ -364,7 +375,7 @@ impl Document {
                         ("streams", scalar(&c.streams)),
                         ("path", scalar(&c.path)),
                     ];
-                    view(key, c.status, &c.reps, RepRef::Net)
+                    view(with_preempt(key, c.preempt), c.status, &c.reps, RepRef::Net)
                 })
                 .collect(),
             Document::Sim(r) => r
@@ -400,4 +411,15 @@ impl Document {
             _ => return None,
         })
     }
+}
+
+/// A bench cell's key with its own preemption model, when it has one.
+fn with_preempt(
+    mut key: Vec<(&'static str, String)>,
+    preempt: Option<axes::model::Model>,
+) -> Vec<(&'static str, String)> {
+    if let Some(m) = preempt {
+        key.push(("preempt", m.name().to_string()));
+    }
+    key
 }

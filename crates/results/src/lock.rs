@@ -211,6 +211,10 @@ pub struct Cell {
     pub pages: Backing,
     /// Workers.
     pub workers: u32,
+    /// The preemption model it ran under, when the run switched between models (`--switch-preempt
+    /// none,lazy`); otherwise absent, and the model is the host's (`host.kernel.preemption`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempt: Option<axes::model::Model>,
     /// Ran, skipped, failed, or interrupted.
     pub status: Status,
     /// Why it was skipped or failed.

@@ -102,6 +102,10 @@ pub struct Cell {
     pub streams: u32,
     /// loopback or netns.
     pub path: NetPath,
+    /// The preemption model it ran under, when the run switched between models (`--switch-preempt
+    /// none,lazy`); otherwise absent, and the model is the host's (`host.kernel.preemption`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempt: Option<axes::model::Model>,
     /// Ran, skipped, failed, interrupted.
     pub status: Status,
     /// Why not.

@@ -253,6 +253,10 @@ pub struct Cell {
     pub huge_pages: HugePages,
     /// Clients.
     pub clients: u32,
+    /// The preemption model it ran under, when the run switched between models (`--switch-preempt
+    /// none,lazy`); otherwise absent, and the model is the host's (`host.kernel.preemption`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempt: Option<axes::model::Model>,
     /// Ran, skipped, failed, interrupted.
     pub status: Status,
     /// Why it was skipped or failed.

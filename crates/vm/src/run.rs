@@ -295,7 +295,7 @@ pub fn check(opts: &VmOptions) -> Result<GuestSize, VmError> {
     Ok(GuestSize { cpus, memory_mib })
 }
 
-/// The guest command's `--switch-preempt MODE` (or `--switch-preempt=MODE`), if any.
+/// The guest command's `--switch-preempt MODE[,MODE...]` (or `--switch-preempt=...`), if any.
 fn switch_preempt_arg(command: &[String]) -> Option<String> {
     let mut words = command.iter().take_while(|w| *w != "--");
     while let Some(w) = words.next() {
@@ -452,15 +452,17 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
     let (kernel, caps) = pick_kernel(opts.kernel.as_deref(), opts.preempt)?;
     // A bench's --switch-preempt to a model this kernel does not offer fails in the guest, after the
     // boot: refused here instead.
-    if let (Some(mode), Some(c)) = (switch_preempt_arg(&opts.command), &caps) {
-        let m = PreemptModel::parse(&mode);
-        if !c.offered.is_empty() && m.is_some_and(|m| !c.offered.contains(&m)) {
-            return Err(VmError::ModelNotOffered {
-                option: "switch_preempt",
-                model: mode,
-                kernel: kernel.name.clone(),
-                offered: c.offered.iter().map(|m| m.to_string()).collect(),
-            });
+    if let (Some(modes), Some(c)) = (switch_preempt_arg(&opts.command), &caps) {
+        for mode in modes.split(',') {
+            let m = PreemptModel::parse(mode);
+            if !c.offered.is_empty() && m.is_some_and(|m| !c.offered.contains(&m)) {
+                return Err(VmError::ModelNotOffered {
+                    option: "switch_preempt",
+                    model: mode.to_string(),
+                    kernel: kernel.name.clone(),
+                    offered: c.offered.iter().map(|m| m.to_string()).collect(),
+                });
+            }
         }
     }
     let (accel, accel_why) =

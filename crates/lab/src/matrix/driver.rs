@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use results::Status;
 
-use super::{At, Bench, Cell, Doc, Matrix, Order, Step, Unopened};
+use super::{At, Bench, Cell, Doc, Matrix, Order, Step, Switching, Unopened};
 use crate::result::{self, OutputError};
 
 /// Whether a cell's repetitions go on after a step.
@@ -23,6 +23,7 @@ struct Run<'m, 'a, B: Bench> {
     shown: usize,
     written: bool,
     stopped: bool,
+    switching: Option<Switching>,
 }
 
 impl<B: Bench> Run<'_, '_, B> {
@@ -100,10 +101,43 @@ impl<B: Bench> Run<'_, '_, B> {
         }
     }
 
+    /// Switches the host to group `gi`'s preemption model, when that is an axis; the error is the
+    /// reason its cells fail.
+    fn switch_for(&mut self, gi: usize) -> Result<(), String> {
+        let Some(sw) = self.switching.as_mut() else {
+            return Ok(());
+        };
+        let m = sw.of_group[gi];
+        sw.switch
+            .to(m)
+            .map_err(|e| format!("switching the preemption model to {m}: {e}"))
+    }
+
+    /// The groups of `round` in run order: as given, but with the preemption model as an axis its blocks
+    /// reversed in odd rounds ([`Switching::blocks`]).
+    fn round_order(&self, round: u32) -> Vec<usize> {
+        let n = self.m.groups.len();
+        match &self.switching {
+            Some(sw) if round % 2 == 1 && sw.blocks > 1 && n % sw.blocks == 0 => {
+                let per = n / sw.blocks;
+                (0..sw.blocks)
+                    .rev()
+                    .flat_map(|b| b * per..(b + 1) * per)
+                    .collect()
+            }
+            _ => (0..n).collect(),
+        }
+    }
+
     fn rounds(&mut self) -> Result<(), B::Error> {
         let (n, repeat) = (self.doc.cells_mut().len(), self.m.repeat);
         for round in 0..repeat {
-            for g in &self.m.groups {
+            // Steps count in run order, for progress.
+            let mut offset = round as usize * n;
+            for gi in self.round_order(round) {
+                let g = &self.m.groups[gi];
+                let first_step = offset;
+                offset += g.len();
                 if self.stop_seen() {
                     return Ok(());
                 }
@@ -112,6 +146,13 @@ impl<B: Bench> Run<'_, '_, B> {
                     .filter(|&ci| self.doc.cells_mut()[ci].status() == Status::Ok)
                     .collect();
                 if todo.is_empty() {
+                    continue;
+                }
+                if let Err(why) = self.switch_for(gi) {
+                    for &ci in &todo {
+                        self.cell(ci).mark(Status::Failed, Some(why.clone()));
+                    }
+                    self.write()?;
                     continue;
                 }
                 let mut shared = match self.bench.open(&mut self.doc, g.clone(), round) {
@@ -125,7 +166,7 @@ impl<B: Bench> Run<'_, '_, B> {
                     }
                     Err(Unopened::Abort(e)) => return Err(e),
                 };
-                let ran = self.group_round(&mut shared, g, &todo, round, n);
+                let ran = self.group_round(&mut shared, g, &todo, round, first_step, n);
                 let closed = self.bench.close(shared);
                 ran?;
                 closed?;
@@ -144,6 +185,7 @@ impl<B: Bench> Run<'_, '_, B> {
         g: &Range<usize>,
         todo: &[usize],
         round: u32,
+        first_step: usize,
         n: usize,
     ) -> Result<(), B::Error> {
         let repeat = self.m.repeat;
@@ -155,7 +197,7 @@ impl<B: Bench> Run<'_, '_, B> {
             let at = At {
                 round,
                 cell: ci,
-                step: round as usize * n + ci,
+                step: first_step + (ci - g.start),
                 steps: n * repeat as usize,
             };
             if !self.stop_seen() {
@@ -178,7 +220,7 @@ impl<B: Bench> Run<'_, '_, B> {
 
     fn cell_major(&mut self) -> Result<(), B::Error> {
         let (n, repeat) = (self.doc.cells_mut().len(), self.m.repeat);
-        for g in &self.m.groups {
+        for (gi, g) in self.m.groups.iter().enumerate() {
             if self.stop_seen() {
                 return Ok(());
             }
@@ -186,7 +228,17 @@ impl<B: Bench> Run<'_, '_, B> {
                 .clone()
                 .any(|ci| self.doc.cells_mut()[ci].status() == Status::Ok);
             let mut shared = None;
-            if any {
+            let switched = match any {
+                true => self.switch_for(gi),
+                false => Ok(()),
+            };
+            if let Err(why) = switched {
+                for ci in g.clone() {
+                    if self.doc.cells_mut()[ci].status() == Status::Ok {
+                        self.cell(ci).mark(Status::Failed, Some(why.clone()));
+                    }
+                }
+            } else if any {
                 match self.bench.open(&mut self.doc, g.clone(), 0) {
                     Ok(s) => shared = Some(s),
                     Err(Unopened::Cells(status, why)) => {
@@ -258,18 +310,28 @@ impl Matrix<'_> {
     /// Runs `bench` over `doc`'s cells (their order is the run order; cells not `ok` are not run) and
     /// returns the document as the file has it last: in [`Order::CellMajor`] the cells a stop left unreached
     /// are not in it.
-    pub fn run<B: Bench<Doc = D>, D: Doc>(&self, bench: &mut B, mut doc: D) -> Result<D, B::Error> {
+    ///
+    /// With the preemption model as an axis ([`Matrix::switching`]), the host is switched to a group's
+    /// model before the group opens, and switched back to its own when the run ends by any path (the
+    /// switch is dropped).
+    pub fn run<B: Bench<Doc = D>, D: Doc>(
+        mut self,
+        bench: &mut B,
+        mut doc: D,
+    ) -> Result<D, B::Error> {
         let shown = match self.order {
             Order::Rounds => doc.cells_mut().len(),
             Order::CellMajor => 0,
         };
+        let switching = self.switching.take();
         let mut run = Run {
-            m: self,
+            m: &self,
             bench,
             doc,
             shown,
             written: self.written,
             stopped: false,
+            switching,
         };
         let ran = match self.order {
             Order::Rounds => run.rounds(),

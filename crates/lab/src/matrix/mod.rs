@@ -32,6 +32,7 @@
 use std::ops::Range;
 use std::path::Path;
 
+use axes::model::Model;
 use results::{Envelope, Kind, Status};
 use serde::Serialize;
 
@@ -199,6 +200,89 @@ pub trait Bench {
     fn on_done(&mut self, _cell: &<Self::Doc as Doc>::Cell) {}
 }
 
+/// What moves the host between preemption models during a run (a held
+/// [`hostguard::preempt::PreemptGuard`]; it switches back to the host's own model when dropped).
+pub trait SwitchModel {
+    /// Switches to `model`; the error is one line.
+    fn to(&mut self, model: Model) -> Result<(), String>;
+}
+
+impl SwitchModel for hostguard::preempt::PreemptGuard {
+    fn to(&mut self, model: Model) -> Result<(), String> {
+        hostguard::preempt::PreemptGuard::to(self, model.name()).map_err(|e| e.to_string())
+    }
+}
+
+/// The preemption model as an axis of a run (`--switch-preempt none,lazy`): every cell planned once per
+/// model, the models outermost, and the host switched to a group's model before the group opens.
+pub struct ModelAxis {
+    /// The models, in the order given (two or more).
+    pub models: Vec<Model>,
+    /// What switches.
+    pub switch: Box<dyn SwitchModel>,
+}
+
+impl ModelAxis {
+    /// Repeats the planned `cells` once per model (each copy marked with it by `mark`) and cuts them into
+    /// groups of `group` consecutive cells, none spanning two models; returns the groups and what the
+    /// matrix switches by.
+    pub fn plan<C: Clone>(
+        self,
+        cells: &mut Vec<C>,
+        group: usize,
+        mark: impl Fn(&mut C, Model),
+    ) -> (Vec<Range<usize>>, Switching) {
+        let one: Vec<C> = std::mem::take(cells);
+        let per_model = groups_of(one.len(), group);
+        let mut groups = Vec::new();
+        let mut of_group = Vec::new();
+        for &m in &self.models {
+            let base = cells.len();
+            cells.extend(one.iter().cloned().map(|mut c| {
+                mark(&mut c, m);
+                c
+            }));
+            groups.extend(per_model.iter().map(|g| g.start + base..g.end + base));
+            of_group.extend(per_model.iter().map(|_| m));
+        }
+        let switching = Switching {
+            of_group,
+            blocks: self.models.len(),
+            switch: self.switch,
+        };
+        (groups, switching)
+    }
+}
+
+/// A run's groups (consecutive runs of `group` cells) and, with `models`, the cells planned once per model
+/// ([`ModelAxis::plan`], each copy marked by `mark`).
+pub fn plan<C: Clone>(
+    cells: &mut Vec<C>,
+    group: usize,
+    models: Option<ModelAxis>,
+    mark: impl Fn(&mut C, Model),
+) -> (Vec<Range<usize>>, Option<Switching>) {
+    match models {
+        Some(m) => {
+            let (groups, switching) = m.plan(cells, group, mark);
+            (groups, Some(switching))
+        }
+        None => (groups_of(cells.len(), group), None),
+    }
+}
+
+/// The model of each group of a [`Matrix`] and what switches the host to it.
+pub struct Switching {
+    /// Per group, in group order.
+    pub of_group: Vec<Model>,
+    /// The models' blocks of consecutive groups ([`Order::Rounds`] runs them in reverse order in odd
+    /// rounds: none, lazy; lazy, none; ..., so that drift of the machine within a round falls on both
+    /// alike, and a round starts on the model the last one ended on).
+    pub blocks: usize,
+    /// What switches.
+    pub switch: Box<dyn SwitchModel>,
+}
+
 /// A matrix to run: its groups of cells, repetitions, order and result file.
 pub struct Matrix<'a> {
     /// Consecutive ranges of the document's cells, each sharing what [`Bench::open`] starts; together
@@ -214,6 +298,8 @@ pub struct Matrix<'a> {
     pub out: &'a Path,
     /// Whether the caller wrote the file already (then an error rewrites it).
     pub written: bool,
+    /// The preemption model of each group, when it is an axis ([`ModelAxis::plan`]).
+    pub switching: Option<Switching>,
 }
 
 /// Consecutive groups of `size` cells each.

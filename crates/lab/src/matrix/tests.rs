@@ -76,6 +76,7 @@ fn doc(cells: usize, skip: &[usize]) -> NetResult {
             msg_size: i,
             streams: 1,
             path: NetPath::Loopback,
+            preempt: None,
             status: if skip.contains(&i) {
                 Status::Skipped
             } else {
@@ -99,6 +100,16 @@ fn run(
     doc: NetResult,
     script: fn(usize, u32) -> Step<Rep, OutputError>,
 ) -> (Result<NetResult, OutputError>, Scripted, tempfile::TempDir) {
+    run_switching(order, groups, doc, script, None)
+}
+
+fn run_switching(
+    order: Order,
+    groups: Vec<Range<usize>>,
+    doc: NetResult,
+    script: fn(usize, u32) -> Step<Rep, OutputError>,
+    switching: Option<Switching>,
+) -> (Result<NetResult, OutputError>, Scripted, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     // The file exists before the first step (a caller that wrote it, as bench pg does).
@@ -110,6 +121,7 @@ fn run(
         noun: "runs",
         out: &out,
         written: true,
+        switching,
     };
     let mut b = Scripted {
         script,
@@ -295,4 +307,146 @@ fn an_error_that_ends_the_run_leaves_a_file_that_says_interrupted() {
     let f = b.file();
     assert_eq!(f["interrupted"], true);
     assert_eq!(f["cells"].as_array().unwrap().len(), 1, "the cells done");
+}
+
+/// Switches into a shared log; refuses `refuse` once `after` switches have been made.
+struct LogSwitch {
+    log: std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+    refuse: Option<(Model, usize)>,
+    made: usize,
+}
+
+impl SwitchModel for LogSwitch {
+    fn to(&mut self, model: Model) -> Result<(), String> {
+        self.log.borrow_mut().push(format!("to {model}"));
+        if let Some((m, after)) = self.refuse {
+            if m == model && self.made >= after {
+                return Err("EINVAL".into());
+            }
+        }
+        self.made += 1;
+        Ok(())
+    }
+}
+
+#[test]
+fn plan_repeats_the_cells_per_model_outermost_in_groups_that_keep_to_one_model() {
+    let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let axis = ModelAxis {
+        models: vec![Model::None, Model::Lazy],
+        switch: Box::new(LogSwitch {
+            log: log.clone(),
+            refuse: None,
+            made: 0,
+        }),
+    };
+    let mut cells: Vec<(u32, Option<Model>)> = (0..3).map(|i| (i, None)).collect();
+    let (groups, sw) = axis.plan(&mut cells, 2, |c, m| c.1 = Some(m));
+    let none = Some(Model::None);
+    let lazy = Some(Model::Lazy);
+    assert_eq!(
+        cells,
+        [
+            (0, none),
+            (1, none),
+            (2, none),
+            (0, lazy),
+            (1, lazy),
+            (2, lazy)
+        ]
+    );
+    assert_eq!(groups, [0..2, 2..3, 3..5, 5..6]);
+    assert_eq!(
+        sw.of_group,
+        [Model::None, Model::None, Model::Lazy, Model::Lazy]
+    );
+    assert_eq!(sw.blocks, 2);
+    assert!(log.borrow().is_empty(), "planning switches nothing");
+}
+
+/// Four cells, two per model: none (0, 1), lazy (2, 3), a group each.
+fn switching(
+    refuse: Option<(Model, usize)>,
+) -> (Switching, std::rc::Rc<std::cell::RefCell<Vec<String>>>) {
+    let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let sw = Switching {
+        of_group: vec![Model::None, Model::Lazy],
+        blocks: 2,
+        switch: Box::new(LogSwitch {
+            log: log.clone(),
+            refuse,
+            made: 0,
+        }),
+    };
+    (sw, log)
+}
+
+#[test]
+fn rounds_switch_before_each_group_and_alternate_the_models_by_round() {
+    let (sw, switches) = switching(None);
+    let (r, b, _dir) = run_switching(
+        Order::Rounds,
+        groups_of(4, 2),
+        doc(4, &[]),
+        |_, _| Step::Rep(Rep::default()),
+        Some(sw),
+    );
+    let r = r.unwrap();
+    assert!(r.cells.iter().all(|c| c.reps.len() == 2));
+    // Round 0: none, then lazy; round 1: lazy, then none (it starts on the model round 0 ended on).
+    assert_eq!(
+        *switches.borrow(),
+        ["to none", "to lazy", "to lazy", "to none"]
+    );
+    let opens: Vec<&String> = b.log.iter().filter(|l| l.starts_with("open")).collect();
+    assert_eq!(
+        opens,
+        [
+            "open 0..2 r0",
+            "open 2..4 r0",
+            "open 2..4 r1",
+            "open 0..2 r1"
+        ]
+    );
+}
+
+#[test]
+fn a_switch_that_fails_fails_that_groups_cells_and_the_run_goes_on() {
+    // lazy is refused after two switches: round 0 runs both models, round 1 only none.
+    let (sw, switches) = switching(Some((Model::Lazy, 2)));
+    let (r, _b, _dir) = run_switching(
+        Order::Rounds,
+        groups_of(4, 2),
+        doc(4, &[]),
+        |_, _| Step::Rep(Rep::default()),
+        Some(sw),
+    );
+    let r = r.unwrap();
+    assert_eq!(
+        *switches.borrow(),
+        ["to none", "to lazy", "to lazy", "to none"]
+    );
+    for c in &r.cells[..2] {
+        assert_eq!((c.status, c.reps.len()), (Status::Ok, 2));
+    }
+    for c in &r.cells[2..] {
+        assert_eq!(c.status, Status::Failed);
+        assert_eq!(c.reps.len(), 1, "round 0's data kept");
+        assert_eq!(
+            c.reason.as_deref(),
+            Some("switching the preemption model to lazy: EINVAL")
+        );
+    }
+    assert!(!r.envelope.interrupted);
+    // Cell by cell: the same switch before each group.
+    let (sw, switches) = switching(None);
+    let (r, _b, _dir) = run_switching(
+        Order::CellMajor,
+        groups_of(4, 2),
+        doc(4, &[]),
+        |_, _| Step::Rep(Rep::default()),
+        Some(sw),
+    );
+    assert!(r.unwrap().cells.iter().all(|c| c.reps.len() == 2));
+    assert_eq!(*switches.borrow(), ["to none", "to lazy"]);
 }
