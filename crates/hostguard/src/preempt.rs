@@ -78,6 +78,16 @@ pub enum PreemptError {
         /// That run's process.
         pid: u64,
     },
+    /// The kernel's mode is not the one this run switched to: something else switched it.
+    #[error("the preemption model is {now}, not {mode}: something else switched it ({path})")]
+    Changed {
+        /// The control file.
+        path: String,
+        /// The mode this run set.
+        mode: String,
+        /// The mode it reports.
+        now: String,
+    },
     /// The control file could not be read.
     #[error("switching the preemption model: reading {path}: {}; {}", explain_io_error(.err), read_fix(.err))]
     Read {
@@ -156,7 +166,12 @@ pub struct PreemptGuard {
     ctl: Box<dyn PreemptControl>,
     before: String,
     record: PathBuf,
+    /// Whether this guard wrote the record (it removes it when done, if the record is still its own).
+    claimed: bool,
+    /// Whether it switched the mode (the drop switches back).
     active: bool,
+    /// The mode it last switched to.
+    last: Option<String>,
 }
 
 impl std::fmt::Debug for PreemptGuard {
@@ -192,7 +207,8 @@ impl PreemptGuard {
     /// A guard that has switched nothing yet, for a run that moves between `modes` ([`PreemptGuard::to`]);
     /// the drop switches back to the mode the kernel has now. Checks every mode is known and offered
     /// before anything, and restores a switch a dead run left behind first (so "before" is the host's own
-    /// mode).
+    /// mode). It writes its record at once, so that another run refuses to switch from here on
+    /// ([`PreemptError::HeldByRun`]), not only from the first switch.
     pub fn hold(
         ctl: Box<dyn PreemptControl>,
         modes: &[&str],
@@ -213,29 +229,72 @@ impl PreemptGuard {
             osutil::msg!("preemptlab: {line}");
         }
         let (before, offered) = preempt_state(ctl.as_ref())?;
+        let path = ctl.path();
         if let Some(mode) = modes.iter().find(|m| !offered.iter().any(|o| o == *m)) {
             return Err(PreemptError::NotOffered {
                 mode: mode.to_string(),
                 offered,
-                path: ctl.path(),
+                path,
             });
         }
-        Ok(PreemptGuard {
+        let mut guard = PreemptGuard {
             ctl,
             before,
             record: dir.join("preempt.json"),
+            claimed: false,
             active: false,
-        })
+            last: None,
+        };
+        guard.claim(dir, &path)?;
+        Ok(guard)
     }
 
-    /// Switches to `mode` and checks the kernel took it; nothing when it is active already. The first
-    /// switch writes the record that lets the next run undo it if this one dies; the drop switches back to
-    /// [`PreemptGuard::before`] whatever the mode in between.
+    /// Writes the record (the file, the mode to restore, this process), created new: a record that
+    /// appeared since [`settle_record`] is another run's, which holds the switch.
+    fn claim(&mut self, dir: &std::path::Path, path: &str) -> Result<(), PreemptError> {
+        use std::io::Write;
+        std::fs::create_dir_all(dir).map_err(|err| PreemptError::Record {
+            path: dir.to_path_buf(),
+            err,
+        })?;
+        let record = serde_json::json!({
+            "preempt_file": path,
+            "restore_to": self.before,
+            "pid": std::process::id(),
+        });
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&self.record);
+        let mut f = match created {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let pid = record_pid(&self.record).unwrap_or(0);
+                return Err(PreemptError::HeldByRun { pid });
+            }
+            Err(err) => {
+                return Err(PreemptError::Record {
+                    path: self.record.clone(),
+                    err,
+                })
+            }
+        };
+        self.claimed = true;
+        f.write_all(format!("{record}\n").as_bytes())
+            .map_err(|err| PreemptError::Record {
+                path: self.record.clone(),
+                err,
+            })
+    }
+
+    /// Switches to `mode` and checks the kernel took it; nothing when it is active already. The drop
+    /// switches back to [`PreemptGuard::before`] whatever the mode in between.
     pub fn to(&mut self, mode: &str) -> Result<(), PreemptError> {
         check_preempt_mode(mode)?;
         let (now, offered) = preempt_state(self.ctl.as_ref())?;
         let path = self.ctl.path();
         if now == mode {
+            self.last = Some(now);
             return Ok(());
         }
         if !offered.iter().any(|m| m == mode) {
@@ -245,25 +304,7 @@ impl PreemptGuard {
                 path,
             });
         }
-        if !self.active {
-            let dir = self.record.parent().unwrap_or(std::path::Path::new("."));
-            std::fs::create_dir_all(dir).map_err(|err| PreemptError::Record {
-                path: dir.to_path_buf(),
-                err,
-            })?;
-            let record = serde_json::json!({
-                "preempt_file": path,
-                "restore_to": self.before,
-                "pid": std::process::id(),
-            });
-            std::fs::write(&self.record, format!("{record}\n")).map_err(|err| {
-                PreemptError::Record {
-                    path: self.record.clone(),
-                    err,
-                }
-            })?;
-            self.active = true;
-        }
+        // The record was written by the hold, before any write here.
         if let Err(err) = self.ctl.write(mode) {
             return Err(PreemptError::Write {
                 mode: mode.into(),
@@ -271,6 +312,8 @@ impl PreemptGuard {
                 err,
             });
         }
+        self.active = true;
+        self.last = Some(mode.to_string());
         match preempt_state(self.ctl.as_ref()) {
             Ok((now, _)) if now == mode => Ok(()),
             Ok((now, _)) => Err(PreemptError::NotTaken {
@@ -279,6 +322,21 @@ impl PreemptGuard {
                 now,
             }),
             Err(e) => Err(e),
+        }
+    }
+
+    /// Checks the kernel is still in `mode`, the mode the guard switched to (something else may have
+    /// switched it since).
+    pub fn still(&self, mode: &str) -> Result<(), PreemptError> {
+        let (now, _) = preempt_state(self.ctl.as_ref())?;
+        if now == mode {
+            Ok(())
+        } else {
+            Err(PreemptError::Changed {
+                path: self.ctl.path(),
+                mode: mode.into(),
+                now,
+            })
         }
     }
 
@@ -294,7 +352,17 @@ impl PreemptGuard {
 
     fn restore(&mut self) {
         if !self.active {
+            self.unclaim();
             return;
+        }
+        // Someone else switched the mode since this guard's last switch: say so before writing over it.
+        if let (Ok((now, _)), Some(last)) = (preempt_state(self.ctl.as_ref()), &self.last) {
+            if now != *last && now != self.before {
+                osutil::msg!(
+                    "preemptlab: the preemption model is {now}, not the {last} this run set: something else switched it; switching back to {} as before the run",
+                    self.before
+                );
+            }
         }
         let back = self
             .ctl
@@ -314,8 +382,8 @@ impl PreemptGuard {
             });
         match back {
             Ok(()) => {
-                let _ = std::fs::remove_file(&self.record);
                 self.active = false;
+                self.unclaim();
             }
             // Keep the record: the next run retries.
             Err(e) => osutil::msg!(
@@ -325,6 +393,22 @@ impl PreemptGuard {
             ),
         }
     }
+}
+
+impl PreemptGuard {
+    /// Removes the record if this guard wrote it and it is still its own.
+    fn unclaim(&mut self) {
+        if self.claimed && record_pid(&self.record) == Some(u64::from(std::process::id())) {
+            let _ = std::fs::remove_file(&self.record);
+        }
+        self.claimed = false;
+    }
+}
+
+/// The process a record names.
+fn record_pid(path: &std::path::Path) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str::<serde_json::Value>(&text).ok()?["pid"].as_u64()
 }
 
 impl Drop for PreemptGuard {
@@ -397,6 +481,7 @@ mod tests {
         writes: Rc<Cell<u32>>,
         refuse_reads: bool,
         ignore_writes: bool,
+        refuse_writes: bool,
     }
 
     impl Kernel {
@@ -410,6 +495,7 @@ mod tests {
                 writes: Rc::new(Cell::new(0)),
                 refuse_reads: false,
                 ignore_writes: false,
+                refuse_writes: false,
             }
         }
         fn active(&self) -> String {
@@ -431,6 +517,9 @@ mod tests {
         }
         fn write(&self, mode: &str) -> std::io::Result<()> {
             self.writes.set(self.writes.get() + 1);
+            if self.refuse_writes {
+                return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+            }
             let offered = hostfacts::parse::choices(&self.text.borrow());
             if !offered.iter().any(|m| m == mode) {
                 return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
@@ -478,7 +567,14 @@ mod tests {
         let mut g =
             PreemptGuard::hold_recorded_in(Box::new(k.clone()), &["none", "lazy"], dir.path())
                 .unwrap();
-        assert!(!g.switched() && !rec.exists(), "nothing switched yet");
+        assert!(!g.switched(), "nothing switched yet");
+        assert!(rec.exists(), "the record from the hold on");
+        assert_eq!(k.writes.get(), 0);
+        // Another run cannot switch while this one holds, switched or not.
+        let e = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("has the preemption model switched"), "{e}");
         assert_eq!(k.writes.get(), 0);
         g.to("none").unwrap();
         assert_eq!(k.active(), "none");
@@ -487,6 +583,11 @@ mod tests {
         assert_eq!(k.active(), "lazy");
         g.to("lazy").unwrap();
         assert_eq!(k.writes.get(), 2, "a mode already active is not written");
+        g.still("lazy").unwrap();
+        // Something else switches the mode: the guard sees it, and the drop still restores the host's.
+        k.write("voluntary").unwrap();
+        let e = g.still("lazy").unwrap_err().to_string();
+        assert!(e.contains("is voluntary, not lazy"), "{e}");
         let e = g.to("rt").unwrap_err().to_string();
         assert_eq!(e, "rt: one of none, voluntary, full, lazy");
         drop(g);
@@ -565,6 +666,19 @@ mod tests {
         assert!(e.contains("kernel reports full"), "{e}");
         // The switch and the way back were both written; no record stays.
         assert_eq!(k.writes.get(), 2);
+        assert!(!dir.path().join("preempt.json").exists());
+    }
+
+    #[test]
+    fn a_refused_write_leaves_neither_a_switch_nor_a_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut k = Kernel::from_fixture("hugepages-1g-thp-always");
+        k.refuse_writes = true;
+        let e = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("writing lazy"), "{e}");
+        assert_eq!(k.writes.get(), 1, "no write back: nothing was switched");
         assert!(!dir.path().join("preempt.json").exists());
     }
 

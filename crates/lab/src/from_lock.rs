@@ -40,7 +40,8 @@ pub fn costs_taken(r: &LockResult) -> Result<Vec<Taken>, FromLockError> {
 }
 
 /// The `pg` cells with one worker, when `r` has them (`bench lock --locks pg --workers 1`): the operation's
-/// own costs on this machine.
+/// own costs on this machine. With the model as an axis, the first model's (one worker has nobody to be
+/// preempted for).
 fn uncontended(r: &LockResult) -> Option<sim::costs::Uncontended> {
     let median = |mut v: Vec<f64>| -> Option<f64> {
         v.retain(|x| x.is_finite());
@@ -73,7 +74,8 @@ fn uncontended(r: &LockResult) -> Option<sim::costs::Uncontended> {
 /// field) for the parameters, and notes on what the model cannot run.
 #[derive(Debug, Default, PartialEq)]
 pub struct Like {
-    /// `cpus`, `workers`, `locks`, `pages`, `hz`.
+    /// `cpus`, `workers`, `locks`, `pages`, `hz`, and `models` when the cells ran under models of their
+    /// own.
     pub axes: Vec<(&'static str, String, &'static str)>,
     /// Parameters set through `--set`'s path.
     pub params: Vec<(&'static str, String, &'static str)>,
@@ -129,6 +131,17 @@ pub fn like(r: &LockResult) -> Result<Like, FromLockError> {
         .push(("pages", axes::join(&pages, ","), "spec.pages"));
     if let Some(hz) = host.hz.value {
         l.axes.push(("hz", hz.to_string(), "host.kernel.hz"));
+    }
+    // A run with the preemption model as an axis (`--switch-preempt none,lazy`): its models, in order.
+    let mut models: Vec<axes::model::Model> = Vec::new();
+    for m in r.cells.iter().filter_map(|c| c.preempt) {
+        if !models.contains(&m) {
+            models.push(m);
+        }
+    }
+    if !models.is_empty() {
+        l.axes
+            .push(("models", axes::join(&models, ","), "cells[].preempt"));
     }
     l.params
         .push(("work_ns", r.spec.work_ns.to_string(), "spec.work_ns"));
@@ -197,6 +210,17 @@ mod tests {
         assert_eq!(param(&l, "descriptors"), Some("16777216"));
         assert_eq!(l.notes.len(), 2, "{:?}", l.notes);
         assert!(l.notes[0].contains("tas") && l.notes[1].contains("4k-populate"));
+        assert_eq!(axis(&l, "models"), None, "a file of one model leaves sim's");
+        // A run with the model as an axis gives its models, in the order they ran.
+        let one = r.cells.clone();
+        r.cells.clear();
+        for m in [axes::model::Model::Lazy, axes::model::Model::Full] {
+            r.cells.extend(one.iter().cloned().map(|mut c| {
+                c.preempt = Some(m);
+                c
+            }));
+        }
+        assert_eq!(axis(&like(&r).unwrap(), "models"), Some("lazy,full"));
     }
 
     #[test]

@@ -301,7 +301,12 @@ impl Bench for LockBench<'_> {
 
     fn rep(&mut self, region: &mut ShmRegion, cell: &Cell, at: At) -> Step<Rep, LockRunError> {
         let (l, b, w) = (cell.lock, cell.pages, cell.workers);
-        let label = format!("{l} {b} {w}w rep {}/{}", at.round + 1, self.spec.repeat);
+        let model = cell.preempt.map(|m| format!("{m} ")).unwrap_or_default();
+        let label = format!(
+            "{model}{l} {b} {w}w rep {}/{}",
+            at.round + 1,
+            self.spec.repeat
+        );
         let p = &mut self.opts.progress;
         let r = lockbench::run_rep(RepInput {
             lock: l,

@@ -261,10 +261,10 @@ impl Bench for PgBench<'_> {
         _round: u32,
     ) -> Result<Server, Unopened<PgRunError>> {
         let (first, spec) = (cells.start, self.spec);
-        // The cluster of the group's build.
+        // The cluster of the group's build (build names are unique, and every cell has its build).
         let ci = (spec.builds.iter())
             .position(|b| Some(&b.name) == res.cells[first].build.as_ref().map(|c| &c.name))
-            .unwrap_or(0);
+            .expect("a cell's build is one of the spec's");
         let settings = res.cells[first].server_settings.clone();
         let hp = res.cells[first].huge_pages;
         // Size and, if allowed, grow the pool before the server starts; restore it after it stops.
@@ -531,8 +531,9 @@ fn measure(b: &mut PgBench, server: &Server, cell: &Cell, at: At) -> Result<Opti
         (Some(b), true) => format!("{} ", b.name),
         _ => String::new(),
     };
+    let model = cell.preempt.map(|m| format!("{m} ")).unwrap_or_default();
     let label = format!(
-        "{build}sb {} hp {} c {} r{}",
+        "{build}{model}sb {} hp {} c {} r{}",
         cell.shared_buffers,
         hp,
         clients,

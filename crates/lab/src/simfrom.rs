@@ -42,6 +42,8 @@ pub struct Resolved {
     pub locks: String,
     /// Page sizes, as `pages` takes them.
     pub pages: String,
+    /// Preemption models, as `models` takes them.
+    pub models: String,
     /// Timer ticks per second.
     pub hz: u32,
     /// Parameters to set before `set`: (name, value as `set` takes it).
@@ -83,6 +85,7 @@ pub fn resolve(o: &SimOptions) -> Result<Resolved, SimError> {
         workers: o.workers.clone().unwrap_or_else(|| "1024".into()),
         locks: o.locks.clone().unwrap_or_else(|| "pg".into()),
         pages: o.pages.clone().unwrap_or_else(|| "4k,2m".into()),
+        models: o.models.clone().unwrap_or_else(|| "none,lazy".into()),
         hz: o.hz.unwrap_or(250),
         params: Vec::new(),
         from: Vec::new(),
@@ -103,6 +106,7 @@ pub fn resolve(o: &SimOptions) -> Result<Resolved, SimError> {
                 "workers" => o.workers.is_some(),
                 "locks" => o.locks.is_some(),
                 "pages" => o.pages.is_some(),
+                "models" => o.models.is_some(),
                 _ => o.hz.is_some(),
             };
             if explicit {
@@ -113,6 +117,7 @@ pub fn resolve(o: &SimOptions) -> Result<Resolved, SimError> {
                 "workers" => out.workers = v,
                 "locks" => out.locks = v,
                 "pages" => out.pages = v,
+                "models" => out.models = v,
                 _ => out.hz = v.parse().expect("hz is a number"),
             }
             taken.push((axis.to_string(), field.to_string()));

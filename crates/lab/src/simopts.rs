@@ -26,9 +26,10 @@ pub struct SimOptions {
     /// Worker processes: numbers or multiples of the CPU count (1024, 8x) [default: 1024, or --like's].
     #[cfg_attr(feature = "cli", arg(long))]
     pub workers: Option<String>,
-    /// Preemption models: none, voluntary, full, lazy. The first is the baseline of the ratios.
-    #[cfg_attr(feature = "cli", arg(long, default_value = "none,lazy"))]
-    pub models: String,
+    /// Preemption models: none, voluntary, full, lazy. The first is the baseline of the ratios [default:
+    /// none,lazy, or the models --like's cells ran under].
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub models: Option<String>,
     /// Locks: pg, futex, rseq, adaptive [default: pg, or --like's].
     #[cfg_attr(feature = "cli", arg(long))]
     pub locks: Option<String>,
@@ -174,7 +175,7 @@ impl SimOptions {
             cpus.push((n, workers));
         }
         let list = options::list;
-        let (models, locks, pages) = (list(&self.models), list(&from.locks), list(&from.pages));
+        let (models, locks, pages) = (list(&from.models), list(&from.locks), list(&from.pages));
         let req = Request {
             // The files' parameters first, so `set` wins.
             base: from.apply(&base)?,
@@ -317,7 +318,7 @@ mod tests {
         SimOptions {
             cpus: Some("4".into()),
             workers: Some("2x".into()),
-            models: "none,lazy".into(),
+            models: Some("none,lazy".into()),
             locks: None,
             pages: Some("4k".into()),
             hz: None,
@@ -355,7 +356,7 @@ mod tests {
             o.plan().unwrap_err().render(flag)
         };
         assert_eq!(
-            e(|o| o.models = "sometimes".into()),
+            e(|o| o.models = Some("sometimes".into())),
             "--models sometimes: expected none, voluntary, full or lazy"
         );
         assert_eq!(

@@ -16,8 +16,11 @@ use crate::cli::SwitchPreemptArgs;
 pub enum Switched {
     /// Not asked.
     No,
-    /// One mode for the whole run (held for its drop, which switches back).
-    Run(#[allow(dead_code)] PreemptGuard),
+    /// One mode for the whole run.
+    Run {
+        /// Held for its drop, which switches back.
+        _guard: PreemptGuard,
+    },
     /// Several: the bench's axis.
     Axis(ModelAxis),
 }
@@ -54,7 +57,7 @@ pub fn preempt(args: &SwitchPreemptArgs) -> Result<Switched> {
                 guard.before()
             );
         }
-        return Ok(Switched::Run(guard));
+        return Ok(Switched::Run { _guard: guard });
     }
     let names: Vec<&str> = modes.iter().map(|m| m.name()).collect();
     let guard = PreemptGuard::hold(ctl, &names).map_err(flag)?;

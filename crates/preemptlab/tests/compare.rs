@@ -105,7 +105,7 @@ fn refused(args: &[String]) {
 fn real_runs_page_backing_flagged_same_config_not() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    // One run of both page backings, 8 rounds, split into a file per backing: the rounds alternate the
+    // One run of both page backings, 8 rounds, split into a file per backing: each round runs both
     // backings, so machine drift falls on both alike. Two separate runs, one after the other, are not
     // comparable on this VM: in a CI run two consecutive runs of one config gave 362k and 490k ops/s, every
     // repetition of one below every repetition of the other; and two 4-repetition runs, 4k then hugetlb,

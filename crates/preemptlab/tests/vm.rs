@@ -169,7 +169,7 @@ fn bad_input_is_refused_before_booting() {
         .args(["--switch-preempt", "lazy,none"])
         .output()
         .unwrap();
-    common::assert_refused(&o, "--switch-preempt lazy,none on 7.2", "none");
+    common::assert_refused(&o, "--switch-preempt lazy,none on 7.2", "offers");
     let o = preemptlab()
         .args(&args)
         .args(["--switch-preempt", "full,full"])

@@ -101,11 +101,18 @@ pub(crate) fn lock_section(label: &str, r: &LockResult, host: &str) -> String {
     );
     // Throughput vs workers, one series per (lock, pages), and per model when the cells ran under models of
     // their own.
-    let mp = crate::lock_table::model_prefix;
+    let mp = crate::markup::model_prefix;
     let mut keys: Vec<(Option<Model>, lock::LockKind, lock::Backing)> =
         cells.iter().map(|c| (c.preempt, c.lock, c.pages)).collect();
-    // In the names' order, as the series' legend reads.
-    keys.sort_by_key(|(m, l, p)| (m.map(|m| m.name()), l.name(), p.name()));
+    // The models in the order they ran, then in the names' order, as the series' legend reads.
+    let mut order: Vec<Option<Model>> = Vec::new();
+    for c in cells {
+        if !order.contains(&c.preempt) {
+            order.push(c.preempt);
+        }
+    }
+    let rank = |m: &Option<Model>| order.iter().position(|x| x == m);
+    keys.sort_by_key(|(m, l, p)| (rank(m), l.name(), p.name()));
     keys.dedup();
     let series: Vec<Series> = keys
         .iter()
@@ -181,17 +188,28 @@ pub(crate) fn lock_section(label: &str, r: &LockResult, host: &str) -> String {
         let _ = write!(o, "<figure>{}<figcaption>Holds longer than 100 µs (a descheduled holder) per million operations at {wmax} workers.</figcaption></figure>", bar_chart(&format!("Stalled holds, {wmax} workers"), "per Mop", &bars, |v| format!("{v:.0}")));
     }
     // The table.
-    o.push_str("<table><tr><th>lock</th><th>pages</th><th>workers</th><th>ops/s</th><th>min..max</th><th>acquire p99</th><th>hold p99</th><th>stalls/Mop</th><th>faults/op</th><th>CPU/op</th><th>Jain</th></tr>");
+    // With the preemption model as an axis, a first column names each cell's.
+    let models = cells.iter().any(|c| c.preempt.is_some());
+    o.push_str("<table><tr>");
+    if models {
+        o.push_str("<th>preempt</th>");
+    }
+    o.push_str("<th>lock</th><th>pages</th><th>workers</th><th>ops/s</th><th>min..max</th><th>acquire p99</th><th>hold p99</th><th>stalls/Mop</th><th>faults/op</th><th>CPU/op</th><th>Jain</th></tr>");
     for c in cells {
+        o.push_str("<tr>");
+        if models {
+            let m = c.preempt.map_or("-".into(), |m| m.to_string());
+            let _ = write!(o, "<td>{m}</td>");
+        }
         if let Some(sm) = &c.summary {
-            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.2}</td><td>{}</td><td>{:.2}</td></tr>",
-                format_args!("{}{}", mp(c.preempt), c.lock), c.pages, c.workers, rate(sm.ops_per_s.median), rate(sm.ops_per_s.min), rate(sm.ops_per_s.max),
+            let _ = write!(o, "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.2}</td><td>{}</td><td>{:.2}</td></tr>",
+                c.lock, c.pages, c.workers, rate(sm.ops_per_s.median), rate(sm.ops_per_s.min), rate(sm.ops_per_s.max),
                 ns(sm.acquire_p99_ns.median), ns(sm.hold_p99_ns.median), sm.stalled_per_mop.median, sm.minflt_per_op.median, ns(sm.cpu_ns_per_op.median), sm.jain.median);
         } else {
             let _ = write!(
                 o,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td colspan=\"8\">{}: {}</td></tr>",
-                format_args!("{}{}", mp(c.preempt), c.lock),
+                "<td>{}</td><td>{}</td><td>{}</td><td colspan=\"8\">{}: {}</td></tr>",
+                c.lock,
                 c.pages,
                 c.workers,
                 esc(&status(c.status)),
@@ -221,7 +239,7 @@ fn pg_cell_label(c: &pg::Cell, several_builds: bool) -> String {
     };
     format!(
         "{build}{}sb {} hp {} c {}",
-        crate::lock_table::model_prefix(c.preempt),
+        crate::markup::model_prefix(c.preempt),
         c.shared_buffers,
         c.huge_pages,
         c.clients
@@ -350,7 +368,7 @@ pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
                 .map(|v| format!("{:.3} ms", v.median))
                 .unwrap_or_else(|| "-".into());
             let _ = write!(o, "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}..{}</td><td>{}</td><td>{} MiB</td><td>{} MiB</td><td>{:.3}</td><td>{}</td></tr>",
-                esc(&format!("{}{}", crate::lock_table::model_prefix(c.preempt), c.shared_buffers)), c.huge_pages, c.clients, rate(sm.tps.median),
+                esc(&format!("{}{}", crate::markup::model_prefix(c.preempt), c.shared_buffers)), c.huge_pages, c.clients, rate(sm.tps.median),
                 rate(sm.tps.min), rate(sm.tps.max),
                 p99, mib(sm.page_tables_kib.median / 1024.0), mib(sm.pss_kib.median / 1024.0), sm.minflt_per_tx.median,
                 if sm.on_huge_pages { "yes" } else { "no" });
@@ -360,7 +378,7 @@ pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
                 "<td>{}</td><td>{}</td><td>{}</td><td colspan=\"7\">{}: {}</td></tr>",
                 esc(&format!(
                     "{}{}",
-                    crate::lock_table::model_prefix(c.preempt),
+                    crate::markup::model_prefix(c.preempt),
                     c.shared_buffers
                 )),
                 c.huge_pages,
@@ -397,7 +415,7 @@ pub(crate) fn latency_section(label: &str, r: &LatencyResult, host: &str) -> Str
         .filter_map(|c| Some((c, c.summary.as_ref()?)))
         .collect();
     let label_of = |c: &latency::Cell| {
-        let m = crate::lock_table::model_prefix(c.preempt);
+        let m = crate::markup::model_prefix(c.preempt);
         format!("{m}{} load {}", c.policy, c.load)
     };
     type Pick = fn(&latency::CellSummary) -> &Summary;
@@ -450,14 +468,14 @@ pub(crate) fn latency_section(label: &str, r: &LatencyResult, host: &str) -> Str
     o.push_str("<table><tr><th>policy</th><th>load</th><th>p50 us</th><th>p99 us</th><th>p99.9 us</th><th>max us</th></tr>");
     for c in &r.cells {
         if let Some(m) = &c.summary {
-            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>", esc(&format!("{}{}", crate::lock_table::model_prefix(c.preempt), c.policy)), esc(c.load.name()), m.p50_us.median, m.p99_us.median, m.p999_us.median, m.max_us.max);
+            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>", esc(&format!("{}{}", crate::markup::model_prefix(c.preempt), c.policy)), esc(c.load.name()), m.p50_us.median, m.p99_us.median, m.p999_us.median, m.max_us.max);
         } else {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td colspan=\"4\">{}: {}</td></tr>",
                 esc(&format!(
                     "{}{}",
-                    crate::lock_table::model_prefix(c.preempt),
+                    crate::markup::model_prefix(c.preempt),
                     c.policy
                 )),
                 esc(c.load.name()),
@@ -527,7 +545,7 @@ pub(crate) fn net_section(label: &str, r: &NetResult, host: &str) -> String {
         .filter_map(|c| Some((c, c.summary.as_ref()?)))
         .collect();
     let label_of = |c: &net::Cell| {
-        let m = crate::lock_table::model_prefix(c.preempt);
+        let m = crate::markup::model_prefix(c.preempt);
         format!("{m}{} {} B", c.test, c.msg_size)
     };
     let tput: Vec<(String, f64, f64, f64)> = cells
@@ -561,7 +579,7 @@ pub(crate) fn net_section(label: &str, r: &NetResult, host: &str) -> String {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td></tr>",
-                format_args!("{}{}", crate::lock_table::model_prefix(c.preempt), c.test),
+                format_args!("{}{}", crate::markup::model_prefix(c.preempt), c.test),
                 c.msg_size,
                 m.sender_bytes_per_s.median * 8.0 / 1e6,
                 m.msgs_per_s.median,
@@ -572,7 +590,7 @@ pub(crate) fn net_section(label: &str, r: &NetResult, host: &str) -> String {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td colspan=\"4\">{}: {}</td></tr>",
-                format_args!("{}{}", crate::lock_table::model_prefix(c.preempt), c.test),
+                format_args!("{}{}", crate::markup::model_prefix(c.preempt), c.test),
                 c.msg_size,
                 esc(&status(c.status)),
                 esc(&reason(&c.reason))

@@ -7,7 +7,7 @@ use crate::markup::{columns, Align};
 
 /// One line for a cell, as it finishes.
 pub fn cell_line(c: &Cell) -> String {
-    let m = crate::lock_table::model_prefix(c.preempt);
+    let m = crate::markup::model_prefix(c.preempt);
     m + &match &c.summary {
         Some(s) if c.status == Status::Ok => format!(
             "{:>5} load {:<9} p50 {:>7.1} us  p99 {:>8.1} us  p99.9 {:>8.1} us  max {:>8.1} us",
@@ -42,7 +42,7 @@ pub fn render(r: &LatencyResult, md: bool) -> String {
                     .fold(f64::INFINITY, f64::min);
                 let over: u64 = c.reps.iter().map(|x| x.overruns).sum();
                 rows.push(vec![
-                    format!("{}{}", crate::lock_table::model_prefix(c.preempt), c.policy),
+                    format!("{}{}", crate::markup::model_prefix(c.preempt), c.policy),
                     load,
                     c.threads.to_string(),
                     format!("{min:.1}"),
@@ -56,7 +56,7 @@ pub fn render(r: &LatencyResult, md: bool) -> String {
             }
             _ => rows.push(crate::markup::not_run_row(
                 vec![
-                    format!("{}{}", crate::lock_table::model_prefix(c.preempt), c.policy),
+                    format!("{}{}", crate::markup::model_prefix(c.preempt), c.policy),
                     load,
                     c.threads.to_string(),
                 ],
@@ -87,7 +87,7 @@ pub fn render(r: &LatencyResult, md: bool) -> String {
         "bench latency on {} (kernel {}, preemption {}, HZ {}, {} CPUs); interval {} us, {} x {} s per cell; medians over the repetitions (max: the largest)\n\n{}",
         h.hostname.value.as_deref().unwrap_or("?"),
         h.kernel.release.value.as_deref().unwrap_or("?"),
-        crate::lock_table::preemption(h.kernel.preemption.model, r.cells.iter().map(|c| c.preempt)),
+        crate::markup::preemption(h.kernel.preemption.model, r.cells.iter().map(|c| c.preempt)),
         h.kernel.hz.value.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
         h.kernel.cpus.value.unwrap_or(0),
         r.spec.interval_us,

@@ -7,37 +7,7 @@ use results::Status;
 
 use stats::fmt::{ns, rate, sig3};
 
-use crate::markup::{columns, not_run_row, Align};
-
-/// The preemption model a result's header names: the host's, or, when its cells ran under models of their
-/// own (`--switch-preempt none,lazy`), those, with the host's own after them.
-pub(crate) fn preemption(
-    host: impl std::fmt::Display,
-    cells: impl Iterator<Item = Option<Model>>,
-) -> String {
-    let mut models: Vec<Model> = Vec::new();
-    for m in cells.flatten() {
-        if !models.contains(&m) {
-            models.push(m);
-        }
-    }
-    match models.is_empty() {
-        true => host.to_string(),
-        false => format!(
-            "{} per cell, the host's own {host}",
-            models
-                .iter()
-                .map(|m| m.name())
-                .collect::<Vec<_>>()
-                .join(" and ")
-        ),
-    }
-}
-
-/// A cell's model before its label, when it has one of its own.
-pub(crate) fn model_prefix(m: Option<Model>) -> String {
-    m.map(|m| format!("{m} ")).unwrap_or_default()
-}
+use crate::markup::{columns, model_prefix, not_run_row, preemption, Align};
 
 /// One line for a finished cell (progress output).
 pub fn cell_line(c: &Cell) -> String {
@@ -92,56 +62,82 @@ pub fn render(r: &LockResult) -> String {
         r.spec.duration_s,
         if r.spec.threads { "threads" } else { "processes" }
     ));
+    // With the preemption model as an axis, a first column names each cell's.
+    let models = r.cells.iter().any(|c| c.preempt.is_some());
+    let lead = |c: &Cell| {
+        if models {
+            vec![c.preempt.map_or("-".into(), |m| m.to_string())]
+        } else {
+            Vec::new()
+        }
+    };
     let mut rows = Vec::new();
     for c in &r.cells {
         match &c.summary {
-            Some(s) if c.status == Status::Ok => rows.push(vec![
-                format!("{}{}", model_prefix(c.preempt), c.lock),
-                c.pages.to_string(),
-                c.workers.to_string(),
-                rate(s.ops_per_s.median),
-                spread(&s.ops_per_s),
-                ns(s.acquire_p99_ns.median),
-                ns(s.hold_p99_ns.median),
-                sig3(s.stalled_per_mop.median),
-                format!("{:.2}", s.minflt_per_op.median),
-                ns(s.cpu_ns_per_op.median),
-                format!("{:.2}", s.ivcsw_per_op.median),
-                format!("{:.2}", s.jain.median),
-                format!("{:.3}", s.sleeps_per_op.median),
-            ]),
+            Some(s) if c.status == Status::Ok => rows.push(
+                [
+                    lead(c),
+                    vec![
+                        c.lock.to_string(),
+                        c.pages.to_string(),
+                        c.workers.to_string(),
+                        rate(s.ops_per_s.median),
+                        spread(&s.ops_per_s),
+                        ns(s.acquire_p99_ns.median),
+                        ns(s.hold_p99_ns.median),
+                        sig3(s.stalled_per_mop.median),
+                        format!("{:.2}", s.minflt_per_op.median),
+                        ns(s.cpu_ns_per_op.median),
+                        format!("{:.2}", s.ivcsw_per_op.median),
+                        format!("{:.2}", s.jain.median),
+                        format!("{:.3}", s.sleeps_per_op.median),
+                    ],
+                ]
+                .concat(),
+            ),
             _ => rows.push(not_run_row(
-                vec![
-                    format!("{}{}", model_prefix(c.preempt), c.lock),
-                    c.pages.to_string(),
-                    c.workers.to_string(),
-                ],
+                [
+                    lead(c),
+                    vec![
+                        c.lock.to_string(),
+                        c.pages.to_string(),
+                        c.workers.to_string(),
+                    ],
+                ]
+                .concat(),
                 &c.status,
                 8,
                 c.reason.as_deref(),
             )),
         }
     }
+    let head: &[&str] = &[
+        "lock", "pages", "wrk", "ops/s", "spread", "acq p99", "hold p99", "stall/M", "flt/op",
+        "cpu/op", "ivcs/op", "jain", "sleep/op",
+    ];
+    let lead_head: &[&str] = if models { &["preempt"] } else { &[] };
+    let lead_align: &[Align] = if models { &[Align::Left] } else { &[] };
     o.push_str(&columns(
+        &[lead_head, head].concat(),
         &[
-            "lock", "pages", "wrk", "ops/s", "spread", "acq p99", "hold p99", "stall/M", "flt/op",
-            "cpu/op", "ivcs/op", "jain", "sleep/op",
-        ],
-        &[
-            Align::Left,
-            Align::Left,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Left,
-        ],
+            lead_align,
+            &[
+                Align::Left,
+                Align::Left,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Left,
+            ],
+        ]
+        .concat(),
         &rows,
         0,
         160,
@@ -236,14 +232,23 @@ pub fn render(r: &LockResult) -> String {
 
 /// The cells as a Markdown table (GUIDE.md and docs/notes are pasted from this, never typed).
 pub fn markdown(r: &LockResult) -> String {
-    let mut o = String::from(
-        "| lock | pages | workers | ops/s (median) | min..max | acquire p99 | hold p99 | stalls/Mop | faults/op | CPU/op | Jain | sleeps/op |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    let models = r.cells.iter().any(|c| c.preempt.is_some());
+    let (head, rule) = if models {
+        ("| preempt ", "|---")
+    } else {
+        ("", "")
+    };
+    let mut o = format!(
+        "{head}| lock | pages | workers | ops/s (median) | min..max | acquire p99 | hold p99 | stalls/Mop | faults/op | CPU/op | Jain | sleeps/op |\n{rule}|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for c in &r.cells {
+        if models {
+            let m = c.preempt.map_or("-".into(), |m| m.to_string());
+            o.push_str(&format!("| {m} "));
+        }
         match &c.summary {
             Some(s) if c.status == Status::Ok => o.push_str(&format!(
-                "| {}{} | {} | {} | {} | {}..{} | {} | {} | {} | {:.2} | {} | {:.2} | {:.3} |\n",
-                model_prefix(c.preempt),
+                "| {} | {} | {} | {} | {}..{} | {} | {} | {} | {:.2} | {} | {:.2} | {:.3} |\n",
                 c.lock,
                 c.pages,
                 c.workers,
@@ -259,8 +264,7 @@ pub fn markdown(r: &LockResult) -> String {
                 s.sleeps_per_op.median
             )),
             _ => o.push_str(&format!(
-                "| {}{} | {} | {} | {} | | | | | | | | {} |\n",
-                model_prefix(c.preempt),
+                "| {} | {} | {} | {} | | | | | | | | {} |\n",
                 c.lock,
                 c.pages,
                 c.workers,

@@ -257,6 +257,30 @@ pub fn not_run_row(
     keys
 }
 
+/// The preemption model a result's header names: the host's, or, when its cells ran under models of their
+/// own (`--switch-preempt none,lazy`), those, with the host's own after them.
+pub fn preemption(
+    host: impl std::fmt::Display,
+    cells: impl Iterator<Item = Option<results::model::Model>>,
+) -> String {
+    let mut models: Vec<results::model::Model> = Vec::new();
+    for m in cells.flatten() {
+        if !models.contains(&m) {
+            models.push(m);
+        }
+    }
+    if models.is_empty() {
+        return host.to_string();
+    }
+    let names: Vec<&str> = models.iter().map(|m| m.name()).collect();
+    format!("{} per cell, the host's own {host}", names.join(" and "))
+}
+
+/// A cell's model before its label, when it has one of its own.
+pub fn model_prefix(m: Option<results::model::Model>) -> String {
+    m.map(|m| format!("{m} ")).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,7 +30,7 @@ pub fn row(c: &Cell) -> Vec<String> {
                 .filter_map(|r| r.udp_loss)
                 .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
             vec![
-                format!("{}{}", crate::lock_table::model_prefix(c.preempt), c.test),
+                format!("{}{}", crate::markup::model_prefix(c.preempt), c.test),
                 size,
                 c.streams.to_string(),
                 mbps(s.sender_bytes_per_s.median),
@@ -47,7 +47,7 @@ pub fn row(c: &Cell) -> Vec<String> {
             ]
         }
         _ => vec![
-            format!("{}{}", crate::lock_table::model_prefix(c.preempt), c.test),
+            format!("{}{}", crate::markup::model_prefix(c.preempt), c.test),
             size,
             c.streams.to_string(),
             format!("{:?}", c.status).to_lowercase(),
@@ -86,7 +86,7 @@ pub fn render(r: &NetResult, md: bool) -> String {
         "bench net on {} (kernel {}, preemption {}, {} CPUs) over {}; {} x {} s per cell; medians (retrans, D-SACKs: totals)\n\n{}",
         h.hostname.value.as_deref().unwrap_or("?"),
         h.kernel.release.value.as_deref().unwrap_or("?"),
-        crate::lock_table::preemption(h.kernel.preemption.model, r.cells.iter().map(|c| c.preempt)),
+        crate::markup::preemption(h.kernel.preemption.model, r.cells.iter().map(|c| c.preempt)),
         h.kernel.cpus.value.unwrap_or(0),
         if r.spec.netns { "a veth pair between namespaces" } else { "loopback" },
         r.spec.repeat,

@@ -25,6 +25,8 @@ struct HostOf<'a> {
     kernel: &'a KernelFacts,
     memory: &'a MemoryFacts,
     vm: Option<&'a VmBlock>,
+    /// The models the cells ran under, when the run had the preemption model as an axis.
+    models: Vec<String>,
 }
 
 fn host_of(d: &Document) -> Option<HostOf<'_>> {
@@ -34,29 +36,58 @@ fn host_of(d: &Document) -> Option<HostOf<'_>> {
             kernel: &c.audit.kernel,
             memory: &c.audit.memory,
             vm: None,
+            models: Vec::new(),
         }),
         Document::Audit(a) => Some(HostOf {
             hostname: &a.hostname,
             kernel: &a.kernel,
             memory: &a.memory,
             vm: None,
+            models: Vec::new(),
         }),
         other => other.envelope().map(|e| HostOf {
             hostname: &e.host.hostname,
             kernel: &e.host.kernel,
             memory: &e.host.memory,
             vm: e.vm.as_ref(),
+            models: cell_models(other),
         }),
     }
 }
 
+/// The cells' own preemption models (`--switch-preempt none,lazy`), in the order they first appear.
+fn cell_models(d: &Document) -> Vec<String> {
+    let mut models: Vec<String> = Vec::new();
+    for c in d.cells().unwrap_or_default() {
+        if let Some((_, m)) = c.key.iter().find(|(k, _)| *k == "preempt") {
+            if !models.contains(m) {
+                models.push(m.clone());
+            }
+        }
+    }
+    models
+}
+
 impl HostOf<'_> {
+    /// The model as the page names it: the host's, or the cells' with the host's own after them.
+    fn model(&self) -> String {
+        let host = js(&self.kernel.preemption.model);
+        if self.models.is_empty() {
+            host
+        } else {
+            format!(
+                "{} per cell, the host's own {host}",
+                self.models.join(" and ")
+            )
+        }
+    }
+
     /// The key of the hosts table: name, kernel, model, CPUs and whether in a guest.
     fn key(&self) -> (String, String, String, String, String) {
         (
             fact(self.hostname),
             fact(&self.kernel.release),
-            js(&self.kernel.preemption.model),
+            self.model(),
             fact(&self.kernel.cpus),
             self.vm
                 .map(|v| format!("guest ({}) on a {} host", v.accelerator, v.host_kernel))
@@ -88,7 +119,7 @@ impl HostOf<'_> {
             },
             esc(&fact(self.hostname)),
             esc(&fact(&k.release)),
-            esc(&js(&k.preemption.model)),
+            esc(&self.model()),
             esc(k.preemption.decided_by.as_deref().unwrap_or("no source")),
             esc(&fact(&k.cpus)),
             esc(&fact(&k.hz)),

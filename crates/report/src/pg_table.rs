@@ -137,7 +137,7 @@ pub fn render(r: &PgResult) -> String {
         "bench pg on {} (kernel {}, preemption {}, {} CPUs); PostgreSQL {}, {} {}{}{}, scale {}, {} x {} s (+{} s warm-up), protocol {}{}{}\n",
         h.hostname.value.as_deref().unwrap_or("?"),
         h.kernel.release.value.as_deref().unwrap_or("?"),
-        crate::lock_table::preemption(h.kernel.preemption.model, r.cells.iter().map(|c| c.preempt)),
+        crate::markup::preemption(h.kernel.preemption.model, r.cells.iter().map(|c| c.preempt)),
         h.kernel.cpus.value.unwrap_or(0),
         s.pg_version.as_deref().unwrap_or("?"),
         s.driver,

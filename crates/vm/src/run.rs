@@ -295,18 +295,20 @@ pub fn check(opts: &VmOptions) -> Result<GuestSize, VmError> {
     Ok(GuestSize { cpus, memory_mib })
 }
 
-/// The guest command's `--switch-preempt MODE[,MODE...]` (or `--switch-preempt=...`), if any.
-fn switch_preempt_arg(command: &[String]) -> Option<String> {
+/// The modes the guest command's `--switch-preempt MODE[,MODE...]` (or `--switch-preempt=...`) names,
+/// every occurrence of the option (it may be given more than once).
+fn switch_preempt_modes(command: &[String]) -> Vec<String> {
+    let mut modes = Vec::new();
     let mut words = command.iter().take_while(|w| *w != "--");
     while let Some(w) = words.next() {
-        if w == "--switch-preempt" {
-            return words.next().cloned();
-        }
-        if let Some(m) = w.strip_prefix("--switch-preempt=") {
-            return Some(m.to_string());
-        }
+        let given = match w.strip_prefix("--switch-preempt=") {
+            Some(m) => Some(m.to_string()),
+            None if w == "--switch-preempt" => words.next().cloned(),
+            None => None,
+        };
+        modes.extend(given.iter().flat_map(|g| g.split(',').map(str::to_string)));
     }
-    None
+    modes
 }
 
 /// The kernel parameter that gives the guest its own ID (`hostfacts::hostid`): it sees the host's
@@ -452,13 +454,13 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
     let (kernel, caps) = pick_kernel(opts.kernel.as_deref(), opts.preempt)?;
     // A bench's --switch-preempt to a model this kernel does not offer fails in the guest, after the
     // boot: refused here instead.
-    if let (Some(modes), Some(c)) = (switch_preempt_arg(&opts.command), &caps) {
-        for mode in modes.split(',') {
-            let m = PreemptModel::parse(mode);
+    if let Some(c) = &caps {
+        for mode in switch_preempt_modes(&opts.command) {
+            let m = PreemptModel::parse(&mode);
             if !c.offered.is_empty() && m.is_some_and(|m| !c.offered.contains(&m)) {
                 return Err(VmError::ModelNotOffered {
                     option: "switch_preempt",
-                    model: mode.to_string(),
+                    model: mode,
                     kernel: kernel.name.clone(),
                     offered: c.offered.iter().map(|m| m.to_string()).collect(),
                 });

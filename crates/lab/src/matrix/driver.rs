@@ -113,12 +113,29 @@ impl<B: Bench> Run<'_, '_, B> {
             .map_err(|e| format!("switching the preemption model to {m}: {e}"))
     }
 
+    /// After group `gi` ran: when the host is no longer in its model (something else switched it), its
+    /// cells fail, since what they measured last ran under another.
+    fn check_model(&mut self, gi: usize, g: &Range<usize>) {
+        let Some(sw) = self.switching.as_ref() else {
+            return;
+        };
+        if let Err(e) = sw.switch.still(sw.of_group[gi]) {
+            let why = format!("{e} while its cells ran");
+            for ci in g.clone() {
+                if self.cell(ci).status() == Status::Ok {
+                    self.cell(ci).mark(Status::Failed, Some(why.clone()));
+                }
+            }
+        }
+    }
+
     /// The groups of `round` in run order: as given, but with the preemption model as an axis its blocks
     /// reversed in odd rounds ([`Switching::blocks`]).
     fn round_order(&self, round: u32) -> Vec<usize> {
         let n = self.m.groups.len();
         match &self.switching {
-            Some(sw) if round % 2 == 1 && sw.blocks > 1 && n % sw.blocks == 0 => {
+            Some(sw) if round % 2 == 1 && sw.blocks > 1 => {
+                debug_assert_eq!(n % sw.blocks, 0, "a block of groups per model");
                 let per = n / sw.blocks;
                 (0..sw.blocks)
                     .rev()
@@ -170,6 +187,7 @@ impl<B: Bench> Run<'_, '_, B> {
                 let closed = self.bench.close(shared);
                 ran?;
                 closed?;
+                self.check_model(gi, g);
                 self.write()?;
                 if self.stopped {
                     return Ok(());
@@ -228,10 +246,7 @@ impl<B: Bench> Run<'_, '_, B> {
                 .clone()
                 .any(|ci| self.doc.cells_mut()[ci].status() == Status::Ok);
             let mut shared = None;
-            let switched = match any {
-                true => self.switch_for(gi),
-                false => Ok(()),
-            };
+            let switched = if any { self.switch_for(gi) } else { Ok(()) };
             if let Err(why) = switched {
                 for ci in g.clone() {
                     if self.doc.cells_mut()[ci].status() == Status::Ok {
@@ -252,9 +267,13 @@ impl<B: Bench> Run<'_, '_, B> {
                 }
             }
             let ran = self.group_cells(shared.as_mut(), g, n, repeat);
+            let opened = shared.is_some();
             let closed = shared.map_or(Ok(()), |s| self.bench.close(s));
             ran?;
             closed?;
+            if opened {
+                self.check_model(gi, g);
+            }
             if self.stopped {
                 return Ok(());
             }

@@ -203,13 +203,18 @@ pub trait Bench {
 /// What moves the host between preemption models during a run (a held
 /// [`hostguard::preempt::PreemptGuard`]; it switches back to the host's own model when dropped).
 pub trait SwitchModel {
-    /// Switches to `model`; the error is one line.
-    fn to(&mut self, model: Model) -> Result<(), String>;
+    /// Switches to `model`.
+    fn to(&mut self, model: Model) -> Result<(), hostguard::preempt::PreemptError>;
+    /// Checks the host is still in `model` (after a group: something else may have switched it).
+    fn still(&self, model: Model) -> Result<(), hostguard::preempt::PreemptError>;
 }
 
 impl SwitchModel for hostguard::preempt::PreemptGuard {
-    fn to(&mut self, model: Model) -> Result<(), String> {
-        hostguard::preempt::PreemptGuard::to(self, model.name()).map_err(|e| e.to_string())
+    fn to(&mut self, model: Model) -> Result<(), hostguard::preempt::PreemptError> {
+        hostguard::preempt::PreemptGuard::to(self, model.name())
+    }
+    fn still(&self, model: Model) -> Result<(), hostguard::preempt::PreemptError> {
+        hostguard::preempt::PreemptGuard::still(self, model.name())
     }
 }
 

@@ -2,6 +2,7 @@
 //! skipped, failed, interrupted and aborted runs end.
 
 use super::*;
+use hostguard::preempt::PreemptError;
 use results::net::{Cell as NetCell, NetPath, NetResult, NetTest, Rep, Spec};
 
 /// A bench whose steps are scripted per (cell, round); it records what ran and what the file said.
@@ -309,23 +310,48 @@ fn an_error_that_ends_the_run_leaves_a_file_that_says_interrupted() {
     assert_eq!(f["cells"].as_array().unwrap().len(), 1, "the cells done");
 }
 
-/// Switches into a shared log; refuses `refuse` once `after` switches have been made.
+/// Switches into a shared log; refuses `refuse` once `after` switches have been made; reports `drift`
+/// (the model something else switched to) right after its `after`th switch when asked whether it is still
+/// in its model; logs its drop (the host switched back).
 struct LogSwitch {
-    log: std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+    log: Log,
     refuse: Option<(Model, usize)>,
+    drift: Option<(Model, usize)>,
     made: usize,
 }
 
+type Log = std::rc::Rc<std::cell::RefCell<Vec<String>>>;
+
 impl SwitchModel for LogSwitch {
-    fn to(&mut self, model: Model) -> Result<(), String> {
+    fn to(&mut self, model: Model) -> Result<(), PreemptError> {
         self.log.borrow_mut().push(format!("to {model}"));
         if let Some((m, after)) = self.refuse {
             if m == model && self.made >= after {
-                return Err("EINVAL".into());
+                return Err(PreemptError::NotTaken {
+                    path: "debugfs".into(),
+                    mode: model.to_string(),
+                    now: "full".into(),
+                });
             }
         }
         self.made += 1;
         Ok(())
+    }
+    fn still(&self, model: Model) -> Result<(), PreemptError> {
+        match self.drift {
+            Some((now, after)) if self.made == after => Err(PreemptError::Changed {
+                path: "debugfs".into(),
+                mode: model.to_string(),
+                now: now.to_string(),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for LogSwitch {
+    fn drop(&mut self) {
+        self.log.borrow_mut().push("dropped".into());
     }
 }
 
@@ -337,6 +363,7 @@ fn plan_repeats_the_cells_per_model_outermost_in_groups_that_keep_to_one_model()
         switch: Box::new(LogSwitch {
             log: log.clone(),
             refuse: None,
+            drift: None,
             made: 0,
         }),
     };
@@ -365,9 +392,7 @@ fn plan_repeats_the_cells_per_model_outermost_in_groups_that_keep_to_one_model()
 }
 
 /// Four cells, two per model: none (0, 1), lazy (2, 3), a group each.
-fn switching(
-    refuse: Option<(Model, usize)>,
-) -> (Switching, std::rc::Rc<std::cell::RefCell<Vec<String>>>) {
+fn switching(refuse: Option<(Model, usize)>, drift: Option<(Model, usize)>) -> (Switching, Log) {
     let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let sw = Switching {
         of_group: vec![Model::None, Model::Lazy],
@@ -375,6 +400,7 @@ fn switching(
         switch: Box::new(LogSwitch {
             log: log.clone(),
             refuse,
+            drift,
             made: 0,
         }),
     };
@@ -383,7 +409,7 @@ fn switching(
 
 #[test]
 fn rounds_switch_before_each_group_and_alternate_the_models_by_round() {
-    let (sw, switches) = switching(None);
+    let (sw, switches) = switching(None, None);
     let (r, b, _dir) = run_switching(
         Order::Rounds,
         groups_of(4, 2),
@@ -393,10 +419,11 @@ fn rounds_switch_before_each_group_and_alternate_the_models_by_round() {
     );
     let r = r.unwrap();
     assert!(r.cells.iter().all(|c| c.reps.len() == 2));
-    // Round 0: none, then lazy; round 1: lazy, then none (it starts on the model round 0 ended on).
+    // Round 0: none, then lazy; round 1: lazy, then none (it starts on the model round 0 ended on); the
+    // switch dropped (the host switched back) when the run ended.
     assert_eq!(
         *switches.borrow(),
-        ["to none", "to lazy", "to lazy", "to none"]
+        ["to none", "to lazy", "to lazy", "to none", "dropped"]
     );
     let opens: Vec<&String> = b.log.iter().filter(|l| l.starts_with("open")).collect();
     assert_eq!(
@@ -413,7 +440,7 @@ fn rounds_switch_before_each_group_and_alternate_the_models_by_round() {
 #[test]
 fn a_switch_that_fails_fails_that_groups_cells_and_the_run_goes_on() {
     // lazy is refused after two switches: round 0 runs both models, round 1 only none.
-    let (sw, switches) = switching(Some((Model::Lazy, 2)));
+    let (sw, switches) = switching(Some((Model::Lazy, 2)), None);
     let (r, _b, _dir) = run_switching(
         Order::Rounds,
         groups_of(4, 2),
@@ -424,7 +451,7 @@ fn a_switch_that_fails_fails_that_groups_cells_and_the_run_goes_on() {
     let r = r.unwrap();
     assert_eq!(
         *switches.borrow(),
-        ["to none", "to lazy", "to lazy", "to none"]
+        ["to none", "to lazy", "to lazy", "to none", "dropped"]
     );
     for c in &r.cells[..2] {
         assert_eq!((c.status, c.reps.len()), (Status::Ok, 2));
@@ -434,12 +461,12 @@ fn a_switch_that_fails_fails_that_groups_cells_and_the_run_goes_on() {
         assert_eq!(c.reps.len(), 1, "round 0's data kept");
         assert_eq!(
             c.reason.as_deref(),
-            Some("switching the preemption model to lazy: EINVAL")
+            Some("switching the preemption model to lazy: switching the preemption model: asked debugfs for lazy, the kernel reports full")
         );
     }
     assert!(!r.envelope.interrupted);
-    // Cell by cell: the same switch before each group.
-    let (sw, switches) = switching(None);
+    // Cell by cell: the same switch before each group, and the same failure.
+    let (sw, switches) = switching(None, None);
     let (r, _b, _dir) = run_switching(
         Order::CellMajor,
         groups_of(4, 2),
@@ -448,5 +475,78 @@ fn a_switch_that_fails_fails_that_groups_cells_and_the_run_goes_on() {
         Some(sw),
     );
     assert!(r.unwrap().cells.iter().all(|c| c.reps.len() == 2));
-    assert_eq!(*switches.borrow(), ["to none", "to lazy"]);
+    assert_eq!(*switches.borrow(), ["to none", "to lazy", "dropped"]);
+    let (sw, _) = switching(Some((Model::Lazy, 1)), None);
+    let (r, _b, _dir) = run_switching(
+        Order::CellMajor,
+        groups_of(4, 2),
+        doc(4, &[]),
+        |_, _| Step::Rep(Rep::default()),
+        Some(sw),
+    );
+    let r = r.unwrap();
+    let status: Vec<Status> = r.cells.iter().map(|c| c.status).collect();
+    assert_eq!(
+        status,
+        [Status::Ok, Status::Ok, Status::Failed, Status::Failed]
+    );
+    assert!(r.cells[2].reps.is_empty());
+}
+
+#[test]
+fn a_model_switched_by_something_else_fails_the_group_that_ran_under_it() {
+    // After the second switch (round 0's lazy group) the host reports voluntary.
+    let (sw, _) = switching(None, Some((Model::Voluntary, 2)));
+    let (r, _b, _dir) = run_switching(
+        Order::Rounds,
+        groups_of(4, 2),
+        doc(4, &[]),
+        |_, _| Step::Rep(Rep::default()),
+        Some(sw),
+    );
+    let r = r.unwrap();
+    for c in &r.cells[..2] {
+        assert_eq!((c.status, c.reps.len()), (Status::Ok, 2), "{c:?}");
+    }
+    for c in &r.cells[2..] {
+        assert_eq!(c.status, Status::Failed);
+        let why = c.reason.as_deref().unwrap();
+        assert!(
+            why.contains("is voluntary, not lazy") && why.ends_with("while its cells ran"),
+            "{why}"
+        );
+    }
+}
+
+#[test]
+fn an_aborted_or_stopped_run_still_drops_the_switch() {
+    let (sw, switches) = switching(None, None);
+    let (r, _b, _dir) = run_switching(
+        Order::Rounds,
+        groups_of(4, 2),
+        doc(4, &[]),
+        |c, _| match c {
+            2 => Step::Abort(OutputError::Serialize {
+                path: "x".into(),
+                err: serde_json::from_str::<u8>("x").unwrap_err(),
+            }),
+            _ => Step::Rep(Rep::default()),
+        },
+        Some(sw),
+    );
+    assert!(r.is_err());
+    assert_eq!(*switches.borrow(), ["to none", "to lazy", "dropped"]);
+    let (sw, switches) = switching(None, None);
+    let (r, _b, _dir) = run_switching(
+        Order::Rounds,
+        groups_of(4, 2),
+        doc(4, &[]),
+        |c, _| match c {
+            1 => Step::Interrupted,
+            _ => Step::Rep(Rep::default()),
+        },
+        Some(sw),
+    );
+    assert!(r.unwrap().envelope.interrupted);
+    assert_eq!(*switches.borrow(), ["to none", "dropped"]);
 }
