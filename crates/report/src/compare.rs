@@ -429,6 +429,15 @@ pub fn compare(
             }
         }
     }
+    // A run with the preemption model as an axis keys its cells by model; a file run under one model
+    // does not: they pair only through --by preempt.
+    let has_model = |i: &Input| i.cells.iter().any(|c| c.key.contains_key("preempt"));
+    if !unmatched.is_empty() && inputs.iter().any(has_model) && !inputs.iter().all(has_model) {
+        unmatched.insert(
+            "(cells that ran under a preemption model of their own pair with a file's cells only through --by preempt)"
+                .into(),
+        );
+    }
     Ok(Comparison {
         schema_version: 1,
         inputs: inputs.iter().map(|i| i.label.clone()).collect(),
@@ -602,6 +611,34 @@ mod tests {
         pg.kind = Kind::BenchPg;
         let e = split(&[run1, pg], &By::parse("lock"), None).unwrap_err();
         assert!(e.to_string().contains("runs of one bench pool"), "{e}");
+    }
+
+    #[test]
+    fn a_run_with_models_of_its_own_against_a_plain_file_points_to_by_preempt() {
+        let plain = input("plain.json", &[10.0, 11.0]);
+        let mut axis = input("axis.json", &[10.0, 11.0]);
+        axis.cells = ["none", "lazy"]
+            .iter()
+            .map(|m| {
+                cell(
+                    &[("clients", "4".into()), ("preempt", m.to_string())],
+                    "tps",
+                    &[10.0, 11.0],
+                )
+            })
+            .collect();
+        let c = compare(&[plain, axis], 0.02, None).unwrap();
+        assert!(c.rows.is_empty());
+        assert!(
+            c.unmatched
+                .iter()
+                .any(|u| u.contains("only through --by preempt")),
+            "{:?}",
+            c.unmatched
+        );
+        // Two plain files say nothing of it.
+        let c = compare(&[input("a", &[1.0]), input("b", &[1.0, 2.0])], 0.02, None).unwrap();
+        assert!(c.unmatched.is_empty());
     }
 
     #[test]
