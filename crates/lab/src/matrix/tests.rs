@@ -407,16 +407,27 @@ fn switching(refuse: Option<(Model, usize)>, drift: Option<(Model, usize)>) -> (
     (sw, log)
 }
 
+/// Four cells, two per model (none: 0, 1; lazy: 2, 3), a group each, run under [`switching`]'s switch.
+fn axis_run(
+    order: Order,
+    script: fn(usize, u32) -> Step<Rep, OutputError>,
+    refuse: Option<(Model, usize)>,
+    drift: Option<(Model, usize)>,
+) -> (
+    Result<NetResult, OutputError>,
+    Scripted,
+    Log,
+    tempfile::TempDir,
+) {
+    let (sw, log) = switching(refuse, drift);
+    let (r, b, dir) = run_switching(order, groups_of(4, 2), doc(4, &[]), script, Some(sw));
+    (r, b, log, dir)
+}
+
 #[test]
 fn rounds_switch_before_each_group_and_alternate_the_models_by_round() {
-    let (sw, switches) = switching(None, None);
-    let (r, b, _dir) = run_switching(
-        Order::Rounds,
-        groups_of(4, 2),
-        doc(4, &[]),
-        |_, _| Step::Rep(Rep::default()),
-        Some(sw),
-    );
+    let (r, b, switches, _dir) =
+        axis_run(Order::Rounds, |_, _| Step::Rep(Rep::default()), None, None);
     let r = r.unwrap();
     assert!(r.cells.iter().all(|c| c.reps.len() == 2));
     // Round 0: none, then lazy; round 1: lazy, then none (it starts on the model round 0 ended on); the
@@ -440,13 +451,11 @@ fn rounds_switch_before_each_group_and_alternate_the_models_by_round() {
 #[test]
 fn a_switch_that_fails_fails_that_groups_cells_and_the_run_goes_on() {
     // lazy is refused after two switches: round 0 runs both models, round 1 only none.
-    let (sw, switches) = switching(Some((Model::Lazy, 2)), None);
-    let (r, _b, _dir) = run_switching(
+    let (r, _b, switches, _dir) = axis_run(
         Order::Rounds,
-        groups_of(4, 2),
-        doc(4, &[]),
         |_, _| Step::Rep(Rep::default()),
-        Some(sw),
+        Some((Model::Lazy, 2)),
+        None,
     );
     let r = r.unwrap();
     assert_eq!(
@@ -466,23 +475,19 @@ fn a_switch_that_fails_fails_that_groups_cells_and_the_run_goes_on() {
     }
     assert!(!r.envelope.interrupted);
     // Cell by cell: the same switch before each group, and the same failure.
-    let (sw, switches) = switching(None, None);
-    let (r, _b, _dir) = run_switching(
+    let (r, _b, switches, _dir) = axis_run(
         Order::CellMajor,
-        groups_of(4, 2),
-        doc(4, &[]),
         |_, _| Step::Rep(Rep::default()),
-        Some(sw),
+        None,
+        None,
     );
     assert!(r.unwrap().cells.iter().all(|c| c.reps.len() == 2));
     assert_eq!(*switches.borrow(), ["to none", "to lazy", "dropped"]);
-    let (sw, _) = switching(Some((Model::Lazy, 1)), None);
-    let (r, _b, _dir) = run_switching(
+    let (r, _b, _, _dir) = axis_run(
         Order::CellMajor,
-        groups_of(4, 2),
-        doc(4, &[]),
         |_, _| Step::Rep(Rep::default()),
-        Some(sw),
+        Some((Model::Lazy, 1)),
+        None,
     );
     let r = r.unwrap();
     let status: Vec<Status> = r.cells.iter().map(|c| c.status).collect();
@@ -496,13 +501,11 @@ fn a_switch_that_fails_fails_that_groups_cells_and_the_run_goes_on() {
 #[test]
 fn a_model_switched_by_something_else_fails_the_group_that_ran_under_it() {
     // After the second switch (round 0's lazy group) the host reports voluntary.
-    let (sw, _) = switching(None, Some((Model::Voluntary, 2)));
-    let (r, _b, _dir) = run_switching(
+    let (r, _b, _, _dir) = axis_run(
         Order::Rounds,
-        groups_of(4, 2),
-        doc(4, &[]),
         |_, _| Step::Rep(Rep::default()),
-        Some(sw),
+        None,
+        Some((Model::Voluntary, 2)),
     );
     let r = r.unwrap();
     for c in &r.cells[..2] {
@@ -520,11 +523,8 @@ fn a_model_switched_by_something_else_fails_the_group_that_ran_under_it() {
 
 #[test]
 fn an_aborted_or_stopped_run_still_drops_the_switch() {
-    let (sw, switches) = switching(None, None);
-    let (r, _b, _dir) = run_switching(
+    let (r, _b, switches, _dir) = axis_run(
         Order::Rounds,
-        groups_of(4, 2),
-        doc(4, &[]),
         |c, _| match c {
             2 => Step::Abort(OutputError::Serialize {
                 path: "x".into(),
@@ -532,20 +532,19 @@ fn an_aborted_or_stopped_run_still_drops_the_switch() {
             }),
             _ => Step::Rep(Rep::default()),
         },
-        Some(sw),
+        None,
+        None,
     );
     assert!(r.is_err());
     assert_eq!(*switches.borrow(), ["to none", "to lazy", "dropped"]);
-    let (sw, switches) = switching(None, None);
-    let (r, _b, _dir) = run_switching(
+    let (r, _b, switches, _dir) = axis_run(
         Order::Rounds,
-        groups_of(4, 2),
-        doc(4, &[]),
         |c, _| match c {
             1 => Step::Interrupted,
             _ => Step::Rep(Rep::default()),
         },
-        Some(sw),
+        None,
+        None,
     );
     assert!(r.unwrap().envelope.interrupted);
     assert_eq!(*switches.borrow(), ["to none", "dropped"]);
