@@ -249,8 +249,9 @@ impl PreemptGuard {
         Ok(guard)
     }
 
-    /// Writes the record (the file, the mode to restore, this process), created new: a record that
-    /// appeared since [`settle_record`] is another run's, which holds the switch.
+    /// Writes the record (the file, the mode to restore, this process), created new: a record of a live
+    /// run that appeared since [`settle_record`] holds the switch. One that is no run's (not a record, or
+    /// its run dead and its mode not restorable) is written over, as before there were holds.
     fn claim(&mut self, dir: &std::path::Path, path: &str) -> Result<(), PreemptError> {
         use std::io::Write;
         std::fs::create_dir_all(dir).map_err(|err| PreemptError::Record {
@@ -262,29 +263,34 @@ impl PreemptGuard {
             "restore_to": self.before,
             "pid": std::process::id(),
         });
+        let text = format!("{record}\n");
+        let failed = |err| PreemptError::Record {
+            path: self.record.clone(),
+            err,
+        };
         let created = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&self.record);
-        let mut f = match created {
-            Ok(f) => f,
+        let written = match created {
+            Ok(mut f) => f.write_all(text.as_bytes()),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let pid = record_pid(&self.record).unwrap_or(0);
-                return Err(PreemptError::HeldByRun { pid });
+                match record_pid(&self.record) {
+                    Some(pid) if std::path::Path::new(&format!("/proc/{pid}")).exists() => {
+                        return Err(PreemptError::HeldByRun { pid });
+                    }
+                    _ => std::fs::write(&self.record, &text),
+                }
             }
-            Err(err) => {
-                return Err(PreemptError::Record {
-                    path: self.record.clone(),
-                    err,
-                })
-            }
+            Err(err) => return Err(failed(err)),
         };
+        if let Err(err) = written {
+            // A record cut short would block every later run: none at all.
+            let _ = std::fs::remove_file(&self.record);
+            return Err(failed(err));
+        }
         self.claimed = true;
-        f.write_all(format!("{record}\n").as_bytes())
-            .map_err(|err| PreemptError::Record {
-                path: self.record.clone(),
-                err,
-            })
+        Ok(())
     }
 
     /// Switches to `mode` and checks the kernel took it; nothing when it is active already. The drop
@@ -680,6 +686,19 @@ mod tests {
         assert!(e.contains("writing lazy"), "{e}");
         assert_eq!(k.writes.get(), 1, "no write back: nothing was switched");
         assert!(!dir.path().join("preempt.json").exists());
+    }
+
+    #[test]
+    fn a_file_that_is_no_runs_record_is_written_over_and_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = Kernel::from_fixture("hugepages-1g-thp-always");
+        let rec = dir.path().join("preempt.json");
+        std::fs::write(&rec, "not json").unwrap();
+        let g = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path()).unwrap();
+        assert_eq!(k.active(), "lazy");
+        drop(g);
+        assert_eq!(k.active(), "full");
+        assert!(!rec.exists());
     }
 
     #[test]
