@@ -15,7 +15,7 @@ pub fn run(a: BenchNetArgs) -> Result<i32> {
     let mut preempt = crate::switch::preempt(&a.preempt)?;
     let res = net::run(spec, &out.path(), preempt.axis(), |c| {
         if !quiet {
-            osutil::msg!("{}", report::net_table::row(c).join("  "));
+            osutil::msg!("{}", report::net_table::line(c));
         }
     })
     .map_err(|e| anyhow!(e.render(term::flag)))?;

@@ -353,13 +353,18 @@ pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
         };
         let _ = write!(o, "<figure>{}<figcaption>The cluster's page tables (sum of VmPTE) sampled during the median round: on 4 KB pages they grow as backends touch more of the buffers.</figcaption></figure>", line_chart("Cluster page tables during the run", &secs, &y, &pte_series));
     }
-    let _ = write!(o, "<table><tr>{}<th>shared_buffers</th><th>huge_pages</th><th>clients</th><th>TPS</th><th>min..max</th><th>latency p99</th><th>page tables</th><th>Pss</th><th>faults/tx</th><th>on huge pages</th></tr>",
-        if several { "<th>build</th>" } else { "" });
+    let models = cells.iter().any(|c| c.preempt.is_some());
+    let _ = write!(o, "<table><tr>{}{}<th>shared_buffers</th><th>huge_pages</th><th>clients</th><th>TPS</th><th>min..max</th><th>latency p99</th><th>page tables</th><th>Pss</th><th>faults/tx</th><th>on huge pages</th></tr>",
+        if several { "<th>build</th>" } else { "" },
+        if models { "<th>preempt</th>" } else { "" });
     for c in cells {
         o.push_str("<tr>");
         if several {
             let name = c.build.as_ref().map(|b| b.name.as_str()).unwrap_or("-");
             let _ = write!(o, "<td>{}</td>", esc(name));
+        }
+        for m in crate::markup::model_column(models, c.preempt) {
+            let _ = write!(o, "<td>{m}</td>");
         }
         if let Some(sm) = &c.summary {
             let p99 = sm
@@ -368,7 +373,7 @@ pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
                 .map(|v| format!("{:.3} ms", v.median))
                 .unwrap_or_else(|| "-".into());
             let _ = write!(o, "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}..{}</td><td>{}</td><td>{} MiB</td><td>{} MiB</td><td>{:.3}</td><td>{}</td></tr>",
-                esc(&format!("{}{}", crate::markup::model_prefix(c.preempt), c.shared_buffers)), c.huge_pages, c.clients, rate(sm.tps.median),
+                esc(&c.shared_buffers), c.huge_pages, c.clients, rate(sm.tps.median),
                 rate(sm.tps.min), rate(sm.tps.max),
                 p99, mib(sm.page_tables_kib.median / 1024.0), mib(sm.pss_kib.median / 1024.0), sm.minflt_per_tx.median,
                 if sm.on_huge_pages { "yes" } else { "no" });
@@ -376,11 +381,7 @@ pub(crate) fn pg_section(label: &str, r: &PgResult, host: &str) -> String {
             let _ = write!(
                 o,
                 "<td>{}</td><td>{}</td><td>{}</td><td colspan=\"7\">{}: {}</td></tr>",
-                esc(&format!(
-                    "{}{}",
-                    crate::markup::model_prefix(c.preempt),
-                    c.shared_buffers
-                )),
+                esc(&c.shared_buffers),
                 c.huge_pages,
                 c.clients,
                 esc(&status(c.status)),
@@ -465,19 +466,21 @@ pub(crate) fn latency_section(label: &str, r: &LatencyResult, host: &str) -> Str
         };
         let _ = write!(o, "<figure>{}<figcaption>Wakeup latency distribution per policy and load: the share of wakeups later than x, all repetitions merged (log-spaced buckets of 1, 2, 5 x 10^k us); the further right a curve reaches, the longer the worst wakeups.</figcaption></figure>", line_chart("Wakeup latency tail", &x, &y, &tails));
     }
-    o.push_str("<table><tr><th>policy</th><th>load</th><th>p50 us</th><th>p99 us</th><th>p99.9 us</th><th>max us</th></tr>");
+    let models = r.cells.iter().any(|c| c.preempt.is_some());
+    let _ = write!(o, "<table><tr>{}<th>policy</th><th>load</th><th>p50 us</th><th>p99 us</th><th>p99.9 us</th><th>max us</th></tr>",
+        if models { "<th>preempt</th>" } else { "" });
     for c in &r.cells {
+        o.push_str("<tr>");
+        for m in crate::markup::model_column(models, c.preempt) {
+            let _ = write!(o, "<td>{m}</td>");
+        }
         if let Some(m) = &c.summary {
-            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>", esc(&format!("{}{}", crate::markup::model_prefix(c.preempt), c.policy)), esc(c.load.name()), m.p50_us.median, m.p99_us.median, m.p999_us.median, m.max_us.max);
+            let _ = write!(o, "<td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>", esc(c.policy.name()), esc(c.load.name()), m.p50_us.median, m.p99_us.median, m.p999_us.median, m.max_us.max);
         } else {
             let _ = write!(
                 o,
-                "<tr><td>{}</td><td>{}</td><td colspan=\"4\">{}: {}</td></tr>",
-                esc(&format!(
-                    "{}{}",
-                    crate::markup::model_prefix(c.preempt),
-                    c.policy
-                )),
+                "<td>{}</td><td>{}</td><td colspan=\"4\">{}: {}</td></tr>",
+                esc(c.policy.name()),
                 esc(c.load.name()),
                 esc(&status(c.status)),
                 esc(&reason(&c.reason))
@@ -567,8 +570,14 @@ pub(crate) fn net_section(label: &str, r: &NetResult, host: &str) -> String {
             ranged_bar_chart("Round trip p99", "us", &rtt, |v| format!("{v:.0}"))
         );
     }
-    o.push_str("<table><tr><th>test</th><th>size</th><th>sender Mb/s</th><th>msgs/s</th><th>retransmits</th><th>D-SACKs</th></tr>");
+    let models = r.cells.iter().any(|c| c.preempt.is_some());
+    let _ = write!(o, "<table><tr>{}<th>test</th><th>size</th><th>sender Mb/s</th><th>msgs/s</th><th>retransmits</th><th>D-SACKs</th></tr>",
+        if models { "<th>preempt</th>" } else { "" });
     for c in &r.cells {
+        o.push_str("<tr>");
+        for m in crate::markup::model_column(models, c.preempt) {
+            let _ = write!(o, "<td>{m}</td>");
+        }
         if let Some(m) = &c.summary {
             let total = |k: &str| -> i64 {
                 c.reps
@@ -578,8 +587,8 @@ pub(crate) fn net_section(label: &str, r: &NetResult, host: &str) -> String {
             };
             let _ = write!(
                 o,
-                "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td></tr>",
-                format_args!("{}{}", crate::markup::model_prefix(c.preempt), c.test),
+                "<td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td></tr>",
+                c.test,
                 c.msg_size,
                 m.sender_bytes_per_s.median * 8.0 / 1e6,
                 m.msgs_per_s.median,
@@ -589,8 +598,8 @@ pub(crate) fn net_section(label: &str, r: &NetResult, host: &str) -> String {
         } else {
             let _ = write!(
                 o,
-                "<tr><td>{}</td><td>{}</td><td colspan=\"4\">{}: {}</td></tr>",
-                format_args!("{}{}", crate::markup::model_prefix(c.preempt), c.test),
+                "<td>{}</td><td>{}</td><td colspan=\"4\">{}: {}</td></tr>",
+                c.test,
                 c.msg_size,
                 esc(&status(c.status)),
                 esc(&reason(&c.reason))

@@ -26,8 +26,10 @@ pub fn cell_line(c: &Cell) -> String {
 /// The table (text or markdown).
 pub fn render(r: &LatencyResult, md: bool) -> String {
     let h = &r.envelope.host;
+    let models = r.cells.iter().any(|c| c.preempt.is_some());
     let mut rows = Vec::new();
     for c in &r.cells {
+        let lead = crate::markup::model_column(models, c.preempt);
         let load = if c.load.name().chars().count() > 24 {
             format!("{}…", c.load.name().chars().take(23).collect::<String>())
         } else {
@@ -41,48 +43,59 @@ pub fn render(r: &LatencyResult, md: bool) -> String {
                     .map(|x| x.latency_us.min)
                     .fold(f64::INFINITY, f64::min);
                 let over: u64 = c.reps.iter().map(|x| x.overruns).sum();
-                rows.push(vec![
-                    format!("{}{}", crate::markup::model_prefix(c.preempt), c.policy),
-                    load,
-                    c.threads.to_string(),
-                    format!("{min:.1}"),
-                    format!("{:.1}", s.p50_us.median),
-                    format!("{:.1}", s.p99_us.median),
-                    format!("{:.1}..{:.1}", s.p99_us.min, s.p99_us.max),
-                    format!("{:.1}", s.p999_us.median),
-                    format!("{:.1}", s.max_us.max),
-                    over.to_string(),
-                ])
+                rows.push(
+                    [
+                        lead,
+                        vec![
+                            c.policy.to_string(),
+                            load,
+                            c.threads.to_string(),
+                            format!("{min:.1}"),
+                            format!("{:.1}", s.p50_us.median),
+                            format!("{:.1}", s.p99_us.median),
+                            format!("{:.1}..{:.1}", s.p99_us.min, s.p99_us.max),
+                            format!("{:.1}", s.p999_us.median),
+                            format!("{:.1}", s.max_us.max),
+                            over.to_string(),
+                        ],
+                    ]
+                    .concat(),
+                )
             }
             _ => rows.push(crate::markup::not_run_row(
-                vec![
-                    format!("{}{}", crate::markup::model_prefix(c.preempt), c.policy),
-                    load,
-                    c.threads.to_string(),
-                ],
+                [
+                    lead,
+                    vec![c.policy.to_string(), load, c.threads.to_string()],
+                ]
+                .concat(),
                 &c.status,
                 5,
                 c.reason.as_deref(),
             )),
         }
     }
-    let header = [
-        "policy",
-        "load",
-        "threads",
-        "min us",
-        "p50 us",
-        "p99 us",
-        "p99 range",
-        "p99.9 us",
-        "max us",
-        "overruns",
-    ];
+    let header: Vec<&str> = [
+        if models { &["preempt"][..] } else { &[] },
+        &[
+            "policy",
+            "load",
+            "threads",
+            "min us",
+            "p50 us",
+            "p99 us",
+            "p99 range",
+            "p99.9 us",
+            "max us",
+            "overruns",
+        ],
+    ]
+    .concat();
+    let left = 2 + usize::from(models);
     if md {
-        return crate::markup::markdown_table(&header, &rows, 2);
+        return crate::markup::markdown_table(&header, &rows, left);
     }
-    let mut align = vec![Align::Left, Align::Left];
-    align.extend((2..header.len()).map(|_| Align::Right));
+    let mut align = vec![Align::Left; left];
+    align.extend((left..header.len()).map(|_| Align::Right));
     format!(
         "bench latency on {} (kernel {}, preemption {}, HZ {}, {} CPUs); interval {} us, {} x {} s per cell; medians over the repetitions (max: the largest)\n\n{}",
         h.hostname.value.as_deref().unwrap_or("?"),

@@ -64,13 +64,7 @@ pub fn render(r: &LockResult) -> String {
     ));
     // With the preemption model as an axis, a first column names each cell's.
     let models = r.cells.iter().any(|c| c.preempt.is_some());
-    let lead = |c: &Cell| {
-        if models {
-            vec![c.preempt.map_or("-".into(), |m| m.to_string())]
-        } else {
-            Vec::new()
-        }
-    };
+    let lead = |c: &Cell| crate::markup::model_column(models, c.preempt);
     let mut rows = Vec::new();
     for c in &r.cells {
         match &c.summary {

@@ -276,6 +276,15 @@ pub fn preemption(
     format!("{} per cell, the host's own {host}", names.join(" and "))
 }
 
+/// The `preempt` column a table leads with when its cells ran under models of their own (`models`):
+/// the cell's model; else no column.
+pub fn model_column(models: bool, m: Option<results::model::Model>) -> Vec<String> {
+    match (models, m) {
+        (false, _) => Vec::new(),
+        (true, m) => vec![m.map_or("-".into(), |m| m.to_string())],
+    }
+}
+
 /// A cell's model before its label, when it has one of its own.
 pub fn model_prefix(m: Option<results::model::Model>) -> String {
     m.map(|m| format!("{m} ")).unwrap_or_default()

@@ -30,7 +30,7 @@ pub fn row(c: &Cell) -> Vec<String> {
                 .filter_map(|r| r.udp_loss)
                 .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
             vec![
-                format!("{}{}", crate::markup::model_prefix(c.preempt), c.test),
+                c.test.to_string(),
                 size,
                 c.streams.to_string(),
                 mbps(s.sender_bytes_per_s.median),
@@ -47,7 +47,7 @@ pub fn row(c: &Cell) -> Vec<String> {
             ]
         }
         _ => vec![
-            format!("{}{}", crate::markup::model_prefix(c.preempt), c.test),
+            c.test.to_string(),
             size,
             c.streams.to_string(),
             format!("{:?}", c.status).to_lowercase(),
@@ -61,26 +61,43 @@ pub fn row(c: &Cell) -> Vec<String> {
     }
 }
 
+/// The line printed as a cell finishes: its row, after its model when it has one of its own.
+pub fn line(c: &Cell) -> String {
+    format!(
+        "{}{}",
+        crate::markup::model_prefix(c.preempt),
+        row(c).join("  ")
+    )
+}
+
 /// The table (text or markdown).
 pub fn render(r: &NetResult, md: bool) -> String {
-    let header = [
-        "test",
-        "size",
-        "streams",
-        "sender Mb/s",
-        "receiver Mb/s",
-        "msgs/s",
-        "RTT p99 us",
-        "UDP loss",
-        "retrans",
-        "D-SACKs",
-    ];
-    let rows: Vec<Vec<String>> = r.cells.iter().map(row).collect();
+    let models = r.cells.iter().any(|c| c.preempt.is_some());
+    let header: Vec<&str> = [
+        if models { &["preempt"][..] } else { &[] },
+        &[
+            "test",
+            "size",
+            "streams",
+            "sender Mb/s",
+            "receiver Mb/s",
+            "msgs/s",
+            "RTT p99 us",
+            "UDP loss",
+            "retrans",
+            "D-SACKs",
+        ],
+    ]
+    .concat();
+    let rows: Vec<Vec<String>> = (r.cells.iter())
+        .map(|c| [crate::markup::model_column(models, c.preempt), row(c)].concat())
+        .collect();
+    let left = 2 + usize::from(models);
     if md {
-        return crate::markup::markdown_table(&header, &rows, 2);
+        return crate::markup::markdown_table(&header, &rows, left);
     }
-    let mut align = vec![Align::Left, Align::Left];
-    align.extend((2..header.len()).map(|_| Align::Right));
+    let mut align = vec![Align::Left; left];
+    align.extend((left..header.len()).map(|_| Align::Right));
     let h = &r.envelope.host;
     format!(
         "bench net on {} (kernel {}, preemption {}, {} CPUs) over {}; {} x {} s per cell; medians (retrans, D-SACKs: totals)\n\n{}",
