@@ -2,7 +2,7 @@
 //! (`--reserve-hugepages`) or counting on the free pages found, which the cells then record.
 
 use axes::HugePages;
-use results::pg::Spec;
+use results::pg::{SegmentCheck, Spec};
 use results::Status;
 
 use crate::pgrun::Skip;
@@ -83,4 +83,50 @@ pub(crate) fn reserve(
         ));
     }
     Ok(Reserved::CountedOn(free))
+}
+
+/// How the postmaster's main shared-memory segment is backed (its smaps), and what PostgreSQL 17+ says of
+/// it (`huge_pages_status`).
+pub(crate) fn segment_check(cluster: &Cluster, pm: u32, spec: &Spec) -> SegmentCheck {
+    let mut out = SegmentCheck::default();
+    if let Ok(text) = std::fs::read_to_string(format!("/proc/{pm}/smaps")) {
+        if let Some(seg) = hostfacts::postgres::main_segment(&hostfacts::parse::smaps(&text)) {
+            out.on_huge_pages = seg.on_huge_pages();
+            out.size_kib = seg.size_kib;
+            out.kernel_page_size_kib = seg.kernel_page_size_kib;
+        }
+    }
+    let major: Option<u32> = spec
+        .pg_version
+        .as_deref()
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.parse().ok());
+    if major.is_some_and(|m| m >= 17) {
+        out.huge_pages_status = cluster.psql("postgres", "SHOW huge_pages_status").ok();
+    }
+    out
+}
+
+/// Why a configuration's segment is not backed as asked (or cannot be found), if it is not.
+pub(crate) fn backing_error(hp: HugePages, seg: &SegmentCheck) -> Option<String> {
+    if seg.size_kib == 0 {
+        return Some(
+            "could not find the server's shared-memory segment in the postmaster's smaps".into(),
+        );
+    }
+    if hp == HugePages::On && !seg.on_huge_pages {
+        return Some(format!(
+            "asked for huge_pages=on but the segment ({} kB) is on {} kB pages",
+            seg.size_kib, seg.kernel_page_size_kib
+        ));
+    }
+    if let Some(st) = &seg.huge_pages_status {
+        if (st == "on") != seg.on_huge_pages {
+            return Some(format!(
+                "huge_pages_status says {st} but smaps shows {} kB pages",
+                seg.kernel_page_size_kib
+            ));
+        }
+    }
+    None
 }

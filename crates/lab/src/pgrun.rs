@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use hostfacts::pgbin::PgBinError;
 
 use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
-use crate::pghuge::{hugepages_needed, reserve, Reserved};
+use crate::pghuge::{backing_error, hugepages_needed, reserve, segment_check, Reserved};
 use crate::result::{self, OutputError};
 use axes::{HugePages, PssWhen};
 use hostguard::hugetlb_pool::{self, PoolGuard};
@@ -668,49 +668,6 @@ fn diagnosis_failed(why: String) -> results::diagnose::Unmeasured {
         what: "diagnosis".into(),
         why,
     }
-}
-
-fn segment_check(cluster: &Cluster, pm: u32, spec: &Spec) -> SegmentCheck {
-    let mut out = SegmentCheck::default();
-    if let Ok(text) = std::fs::read_to_string(format!("/proc/{pm}/smaps")) {
-        if let Some(seg) = hostfacts::postgres::main_segment(&hostfacts::parse::smaps(&text)) {
-            out.on_huge_pages = seg.on_huge_pages();
-            out.size_kib = seg.size_kib;
-            out.kernel_page_size_kib = seg.kernel_page_size_kib;
-        }
-    }
-    let major: Option<u32> = spec
-        .pg_version
-        .as_deref()
-        .and_then(|v| v.split('.').next())
-        .and_then(|m| m.parse().ok());
-    if major.is_some_and(|m| m >= 17) {
-        out.huge_pages_status = cluster.psql("postgres", "SHOW huge_pages_status").ok();
-    }
-    out
-}
-
-fn backing_error(hp: HugePages, seg: &SegmentCheck) -> Option<String> {
-    if seg.size_kib == 0 {
-        return Some(
-            "could not find the server's shared-memory segment in the postmaster's smaps".into(),
-        );
-    }
-    if hp == HugePages::On && !seg.on_huge_pages {
-        return Some(format!(
-            "asked for huge_pages=on but the segment ({} kB) is on {} kB pages",
-            seg.size_kib, seg.kernel_page_size_kib
-        ));
-    }
-    if let Some(st) = &seg.huge_pages_status {
-        if (st == "on") != seg.on_huge_pages {
-            return Some(format!(
-                "huge_pages_status says {st} but smaps shows {} kB pages",
-                seg.kernel_page_size_kib
-            ));
-        }
-    }
-    None
 }
 
 /// Centres and spreads over the runs; None without runs.

@@ -105,13 +105,8 @@ pub(crate) fn lock_section(label: &str, r: &LockResult, host: &str) -> String {
     let mut keys: Vec<(Option<Model>, lock::LockKind, lock::Backing)> =
         cells.iter().map(|c| (c.preempt, c.lock, c.pages)).collect();
     // The models in the order they ran, then in the names' order, as the series' legend reads.
-    let mut order: Vec<Option<Model>> = Vec::new();
-    for c in cells {
-        if !order.contains(&c.preempt) {
-            order.push(c.preempt);
-        }
-    }
-    let rank = |m: &Option<Model>| order.iter().position(|x| x == m);
+    let order = crate::markup::models_in_order(cells.iter().map(|c| c.preempt));
+    let rank = |m: &Option<Model>| m.and_then(|m| order.iter().position(|x| *x == m));
     keys.sort_by_key(|(m, l, p)| (rank(m), l.name(), p.name()));
     keys.dedup();
     let series: Vec<Series> = keys

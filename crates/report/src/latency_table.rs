@@ -75,7 +75,7 @@ pub fn render(r: &LatencyResult, md: bool) -> String {
         }
     }
     let header: Vec<&str> = [
-        if models { &["preempt"][..] } else { &[] },
+        crate::markup::model_header(models),
         &[
             "policy",
             "load",

@@ -109,7 +109,7 @@ pub fn render(r: &LockResult) -> String {
         "lock", "pages", "wrk", "ops/s", "spread", "acq p99", "hold p99", "stall/M", "flt/op",
         "cpu/op", "ivcs/op", "jain", "sleep/op",
     ];
-    let lead_head: &[&str] = if models { &["preempt"] } else { &[] };
+    let lead_head = crate::markup::model_header(models);
     let lead_align: &[Align] = if models { &[Align::Left] } else { &[] };
     o.push_str(&columns(
         &[lead_head, head].concat(),
@@ -236,8 +236,7 @@ pub fn markdown(r: &LockResult) -> String {
         "{head}| lock | pages | workers | ops/s (median) | min..max | acquire p99 | hold p99 | stalls/Mop | faults/op | CPU/op | Jain | sleeps/op |\n{rule}|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for c in &r.cells {
-        if models {
-            let m = c.preempt.map_or("-".into(), |m| m.to_string());
+        for m in crate::markup::model_column(models, c.preempt) {
             o.push_str(&format!("| {m} "));
         }
         match &c.summary {

@@ -263,17 +263,34 @@ pub fn preemption(
     host: impl std::fmt::Display,
     cells: impl Iterator<Item = Option<results::model::Model>>,
 ) -> String {
-    let mut models: Vec<results::model::Model> = Vec::new();
-    for m in cells.flatten() {
-        if !models.contains(&m) {
-            models.push(m);
-        }
-    }
+    let models = models_in_order(cells);
     if models.is_empty() {
         return host.to_string();
     }
     let names: Vec<&str> = models.iter().map(|m| m.name()).collect();
     format!("{} per cell, the host's own {host}", names.join(" and "))
+}
+
+/// The cells' own preemption models, each once, in the order they first appear.
+pub fn models_in_order(
+    cells: impl Iterator<Item = Option<results::model::Model>>,
+) -> Vec<results::model::Model> {
+    let mut models = Vec::new();
+    for m in cells.flatten() {
+        if !models.contains(&m) {
+            models.push(m);
+        }
+    }
+    models
+}
+
+/// The heading of the column [`model_column`] gives.
+pub fn model_header(models: bool) -> &'static [&'static str] {
+    if models {
+        &["preempt"]
+    } else {
+        &[]
+    }
 }
 
 /// The `preempt` column a table leads with when its cells ran under models of their own (`models`):

@@ -74,7 +74,7 @@ pub fn line(c: &Cell) -> String {
 pub fn render(r: &NetResult, md: bool) -> String {
     let models = r.cells.iter().any(|c| c.preempt.is_some());
     let header: Vec<&str> = [
-        if models { &["preempt"][..] } else { &[] },
+        crate::markup::model_header(models),
         &[
             "test",
             "size",

@@ -8,7 +8,7 @@ use results::model::Model;
 use results::pg::{Build, Cell, HugePages, PgResult, RseqSlice};
 use results::Status;
 
-use crate::markup::{columns, not_run_row, Align};
+use crate::markup::{columns, model_column, model_header, model_prefix, not_run_row, Align};
 use stats::fmt::rate;
 use stats::fmt::sig3;
 
@@ -29,10 +29,12 @@ fn ms(x: Option<f64>) -> String {
 }
 
 fn label(c: &Cell) -> String {
-    let model = c.preempt.map(|m| format!("{m} ")).unwrap_or_default();
     format!(
-        "{model}sb {} hp {} c {}",
-        c.shared_buffers, c.huge_pages, c.clients
+        "{}sb {} hp {} c {}",
+        model_prefix(c.preempt),
+        c.shared_buffers,
+        c.huge_pages,
+        c.clients
     )
 }
 
@@ -47,9 +49,7 @@ fn lead(r: &PgResult, c: &Cell) -> Vec<String> {
     if several_builds(r) {
         l.push(build_name(c));
     }
-    if models(r) {
-        l.push(c.preempt.map_or("-".into(), |m| m.to_string()));
-    }
+    l.extend(model_column(models(r), c.preempt));
     l
 }
 
@@ -59,9 +59,7 @@ fn lead_head(r: &PgResult) -> Vec<&'static str> {
     if several_builds(r) {
         h.push("build");
     }
-    if models(r) {
-        h.push("preempt");
-    }
+    h.extend(model_header(models(r)));
     h
 }
 
@@ -257,7 +255,7 @@ pub fn render(r: &PgResult) -> String {
                 true => format!("{} ", build_name(c)),
                 false => String::new(),
             };
-            let build = build + &c.preempt.map(|m| format!("{m} ")).unwrap_or_default();
+            let build = build + &model_prefix(c.preempt);
             lines.push(format!(
                 "  {build}sb {} c {}: huge_pages={} page tables {} vs {} with off ({:.3}x); tps {:+.1}%",
                 c.shared_buffers,
