@@ -1,8 +1,10 @@
 //! What a sample was doing, from its symbolized frames. Pure: names in, categories out.
 //!
-//! Debian's PostgreSQL is built without frame pointers, so a user call chain is reliable only at its leaf
-//! (the sampled instruction); samples are attributed by the leaf. Kernel chains are unwound by the kernel
-//! (ORC on x86_64) and are whole, which is what the page-fault and switch classifications below rely on.
+//! Samples are attributed by their user leaf (the sampled instruction), which is right whatever the build;
+//! the callers above it come from the kernel's frame-pointer walk, which only a build that keeps frame
+//! pointers makes right (`crate::binary`), so they name a spinlock sample's callers and nothing is
+//! classified by them. Kernel chains are unwound by the kernel (ORC on x86_64) and are whole, which is what
+//! the page-fault and switch classifications below rely on.
 //!
 //! The frame names follow Linux 6.x/7.x (arch/x86/mm/fault.c, mm/memory.c, kernel/sched/core.c,
 //! kernel/entry/common.c) and PostgreSQL's src/backend/storage/lmgr/{s_lock.c,lwlock.c}.

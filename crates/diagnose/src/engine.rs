@@ -18,7 +18,7 @@ use crate::control::{Command, Control};
 use crate::duty::Duty;
 use crate::perf::{self, Event, Ring};
 use crate::procs::{self, Reaped};
-use crate::symbols::{self, UserResolver};
+use crate::symbolize::{Blaze, Symbolize};
 use crate::track::{Inst, State};
 use crate::{faultrate, waits};
 use crate::{DiagnoseError, Options};
@@ -104,6 +104,7 @@ fn context(audit: &Audit, inst: &PgInstance) -> Context {
 
 fn new_inst(audit: &Audit, i: &PgInstance) -> Inst {
     let pm = i.postmaster_pid;
+    let binary = crate::binary::inspect(pm);
     let maps = std::fs::read_to_string(format!("/proc/{pm}/maps")).unwrap_or_default();
     let mapping = hostfacts::postgres::main_mapping(&hostfacts::parse::smaps(&maps)).cloned();
     let segment = match (&mapping, i.segment.get()) {
@@ -121,7 +122,6 @@ fn new_inst(audit: &Audit, i: &PgInstance) -> Inst {
         pm_title: procs::title(pm).unwrap_or_default(),
         seg: mapping.map(|m| (m.start, m.end)),
         segment,
-        maps: symbols::exec_maps(&maps),
         reaped: Reaped::default(),
         series: Vec::new(),
         totals: Totals::default(),
@@ -135,6 +135,9 @@ fn new_inst(audit: &Audit, i: &PgInstance) -> Inst {
         port: i.port.value,
         cgroup: None,
         outside: BTreeSet::new(),
+        frame_pointers: binary.as_ref().and_then(|b| b.frame_pointers),
+        spin_callers: HashMap::new(),
+        binary,
     }
 }
 
@@ -336,7 +339,6 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
     let audit = hostfacts::audit_light(&Host::live(), &servers);
     let chosen = select(&audit, opts)?;
     let mut unmeasured = Vec::new();
-    let kernel = crate::kernsyms::Names::open(&crate::kernsyms::Sources::live());
     let pms: Vec<u32> = chosen.iter().map(|i| i.postmaster_pid).collect();
     let plan = crate::cgroup::plan(opts.scope, &pms).map_err(|why| DiagnoseError::Scope { why })?;
     let insts: Vec<Inst> = chosen.iter().map(|i| new_inst(&audit, i)).collect();
@@ -345,10 +347,10 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
         procs: HashMap::new(),
         exclude: servers.iter().map(|s| s.backend_pid).collect(),
         foreign: HashSet::new(),
-        kernel,
-        resolver: UserResolver::default(),
         t0_ns: 0,
         lost: 0,
+        unparsed: 0,
+        cpu_samples_all: 0,
     };
     let o = open_rings(opts, plan, &mut unmeasured);
     if o.scope.kind == ScopeKind::Cgroup {
@@ -393,6 +395,15 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         mut control,
     } = p;
     let opts = &opts;
+
+    // Names through blazesym, which is made and used on this thread (bench pg --diagnose observes on one
+    // of its own): the postmasters' mappings held, /proc/kallsyms read before the window opens (its clocks
+    // start below).
+    let mut sym = Blaze::new();
+    for i in &state.insts {
+        sym.hold(i.pm);
+    }
+    sym.warm();
 
     // Wait-event samplers, one thread per --pg server matched to an observed instance.
     let t0 = Instant::now();
@@ -502,7 +513,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
             }
         }
         let scale = crate::duty::SLOTS / duties[2].2.slots();
-        adapt.faults_seen += drain(&mut rings, &mut events, &mut state, scale);
+        adapt.faults_seen += drain(&mut rings, &mut events, &mut state, &mut sym, scale);
         let at_boundary = !stopped && t0.elapsed() >= boundary;
         if at_boundary {
             // The fault rate of the time the fault event was on; the rings were drained just now, so
@@ -574,6 +585,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
         &mut rings,
         &mut events,
         &mut state,
+        &mut sym,
         crate::duty::SLOTS / fault_duty.slots(),
     );
     let observed_s = t0.elapsed().as_secs_f64();
@@ -635,7 +647,9 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
             ),
         });
     }
-    unmeasured.extend(state.kernel.unmeasured());
+    unmeasured.extend(sym.unmeasured());
+    let (cpu_samples_all, unparsed) = (state.cpu_samples_all, state.unparsed);
+    let window_start_ns = state.t0_ns;
     envelope.interrupted = interrupted;
     let instances = state
         .insts
@@ -683,7 +697,7 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
                 .collect(),
             wait_sample_interval_s: opts.wait_interval.as_secs_f64(),
             sched_switch_filter: filter.map(str::to_string),
-            kernel_symbols: Some(state.kernel.source().to_string()),
+            kernel_symbols: Some(sym.kernel_source().to_string()),
             scope: Some(scope),
             switch_duty_pct: ok.switches.then_some(opts.switch_duty_pct),
             switch_on_s: ok.switches.then(|| duty.on_s()),
@@ -692,6 +706,9 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
             events_off_s: opts.control.is_some().then(|| off_ns as f64 / 1e9),
             events: (opts.events != crate::EventSet::ALL)
                 .then(|| opts.events.names().iter().map(|n| n.to_string()).collect()),
+            cpu_samples_all: ok.cpu.then_some(cpu_samples_all),
+            unparsed_records: (unparsed > 0).then_some(unparsed),
+            window_start_monotonic_ns: Some(window_start_ns),
         },
         unmeasured,
         instances,
@@ -700,20 +717,26 @@ fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) 
 
 /// Reads every ring into `state`, each fault sample weighing `scale` times its period (10 / the slots the
 /// fault event is on in); returns the faults the samples stood for at their periods alone, every process's.
-fn drain(rings: &mut [Ring], events: &mut Vec<Event>, state: &mut State, scale: u32) -> u64 {
+fn drain(
+    rings: &mut [Ring],
+    events: &mut Vec<Event>,
+    state: &mut State,
+    sym: &mut dyn Symbolize,
+    scale: u32,
+) -> u64 {
     for r in rings.iter_mut() {
         r.drain(events);
     }
     // Forks first, so a new backend's samples drained in the same pass find it.
     events.sort_by_key(|e| !matches!(e, Event::Fork { .. }));
-    state.learn_kernel(events);
+    state.learn_kernel(events, sym);
     let mut faults = 0;
     for mut e in events.drain(..) {
         if let Event::Fault { weight, .. } = &mut e {
             faults += *weight;
             *weight *= u64::from(scale);
         }
-        state.event(e);
+        state.event(e, sym);
     }
     faults
 }
@@ -773,6 +796,7 @@ fn finish(
         fix: inst.context.fix.clone(),
     };
     let verdict = crate::judge::verdict(&inst.totals.client_cpu, &inst.totals.switches, &facts);
+    let callers_why = spin_callers_unavailable(&inst, cpu_ok);
     InstanceDiagnosis {
         postmaster_pid: inst.pm,
         data_dir: inst.data_dir,
@@ -786,8 +810,47 @@ fn finish(
         rates,
         by_type,
         top_functions: funcs,
+        spin_callers_unavailable: callers_why,
+        spin_callers: spin_callers(std::mem::take(&mut inst.spin_callers)),
+        binary: inst.binary,
         waits,
         series: inst.series,
         verdict,
+    }
+}
+
+/// The spinlock call chains, most first (the top [`TOP_FUNCTIONS`]).
+fn spin_callers(chains: HashMap<String, u64>) -> Vec<results::diagnose::CallChain> {
+    let total: u64 = chains.values().sum();
+    let mut out: Vec<results::diagnose::CallChain> = chains
+        .into_iter()
+        .map(|(chain, samples)| results::diagnose::CallChain {
+            pct: samples as f64 / total.max(1) as f64 * 100.0,
+            chain,
+            samples,
+        })
+        .collect();
+    out.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.chain.cmp(&b.chain)));
+    out.truncate(TOP_FUNCTIONS);
+    out
+}
+
+/// Why an instance's spinlock callers are not named: no frame pointers in its executable, or it could
+/// not be read, or no on-CPU samples.
+fn spin_callers_unavailable(inst: &Inst, cpu_ok: bool) -> Option<String> {
+    if !cpu_ok {
+        return Some("no on-CPU samples".into());
+    }
+    match &inst.binary {
+        None => Some("the postmaster's executable could not be read".into()),
+        Some(b) => match b.frame_pointers {
+            Some(true) => None,
+            Some(false) => Some(format!(
+                "{} keeps no frame pointers ({}): the kernel's walk of a user stack finds no callers; a \
+                 build with -fno-omit-frame-pointer names them",
+                b.path, b.frame_pointer_evidence
+            )),
+            None => Some(format!("not known whether {} keeps frame pointers ({})", b.path, b.frame_pointer_evidence)),
+        },
     }
 }

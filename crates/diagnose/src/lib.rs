@@ -20,6 +20,7 @@
 //! number of events grows with the CPUs, not the backends. What it costs is measured by
 //! `scripts/diagnose-overhead` and `scripts/diagnose-event-cost`.
 
+pub mod binary;
 pub mod cgroup;
 pub mod classify;
 pub mod control;
@@ -28,11 +29,9 @@ mod engine;
 pub mod events;
 pub mod faultrate;
 pub mod judge;
-pub mod kbpf;
-pub mod kernsyms;
 pub mod perf;
 pub mod procs;
-pub mod symbols;
+pub mod symbolize;
 pub mod tracefs;
 mod track;
 pub mod waits;

@@ -8,7 +8,8 @@
 //!
 //! Three events per CPU (those `--events` keeps), each with its own ring buffer:
 //! - `cpu-clock` at a frequency: IP, TID, time, the kernel call chain and the user chain (whose leaf is the
-//!   user instruction even when the sample hit in the kernel); with `task` on, fork and exit records too.
+//!   user instruction even when the sample hit in the kernel; the frames above it are callers only in code
+//!   built with frame pointers); with `task` on, fork and exit records too.
 //! - `page-faults-min` (minor faults, the ones /proc/PID/stat's minflt counts) every `fault_period`th
 //!   fault: TID, time and the faulting data address (PERF_SAMPLE_ADDR). The period can be changed while
 //!   the event runs ([`Ring::set_period`]); each sample carries the period it was taken at.
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 use perf_event::events::{Software, Tracepoint};
 use perf_event::{Builder, Clock, SampleFlag, Sampler};
+use perf_event_open_sys::ioctls;
 
 use crate::tracefs::SchedSwitch;
 
@@ -34,13 +36,6 @@ const CONTEXT_KERNEL: u64 = -128i64 as u64;
 const CONTEXT_USER: u64 = -512i64 as u64;
 /// Any marker at or above this (`PERF_CONTEXT_MAX` = -4095) is a context marker, not an address.
 const CONTEXT_MAX: u64 = -4095i64 as u64;
-
-/// `PERF_EVENT_IOC_SET_FILTER` = _IOW('$', 6, char *) on the 64-bit architectures with the generic ioctl
-/// encoding (x86_64, arm64, riscv64, s390x).
-const IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
-
-/// `PERF_EVENT_IOC_PERIOD` = _IOW('$', 4, __u64), the same encoding.
-const IOC_PERIOD: libc::c_ulong = 0x4008_2404;
 
 /// A record of interest, decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,8 +48,11 @@ pub enum Event {
         time_ns: u64,
         /// Kernel frames, leaf first (empty when the sample hit in user space).
         kernel: Vec<u64>,
-        /// The user leaf (the user instruction, or where user space entered the kernel).
-        user_leaf: Option<u64>,
+        /// User frames, leaf first: the user instruction (or where user space entered the kernel), then
+        /// what the kernel's frame-pointer walk found above it (callers in code built with frame pointers,
+        /// noise in code built without). Empty for a task with no user space: a kernel thread, or a process
+        /// exiting after its memory was released (`exit_mm`), whose samples still count.
+        user: Vec<u64>,
     },
     /// A sampled minor fault.
     Fault {
@@ -96,12 +94,14 @@ pub enum Event {
     },
     /// The kernel dropped this many records (the reader fell behind).
     Lost(u64),
+    /// This many records could not be decoded (counted, so that nothing is dropped unseen).
+    Unparsed(u64),
 }
 
-/// Splits a perf call chain into its kernel frames and its user leaf.
-pub fn split_chain(chain: &[u64]) -> (Vec<u64>, Option<u64>) {
+/// Splits a perf call chain into its kernel frames and its user frames, each leaf first.
+pub fn split_chain(chain: &[u64]) -> (Vec<u64>, Vec<u64>) {
     let mut kernel = Vec::new();
-    let mut user_leaf = None;
+    let mut user = Vec::new();
     let mut ctx = 0u64;
     for &ip in chain {
         if ip >= CONTEXT_MAX {
@@ -110,11 +110,11 @@ pub fn split_chain(chain: &[u64]) -> (Vec<u64>, Option<u64>) {
         }
         match ctx {
             CONTEXT_KERNEL => kernel.push(ip),
-            CONTEXT_USER if user_leaf.is_none() => user_leaf = Some(ip),
+            CONTEXT_USER => user.push(ip),
             _ => {}
         }
     }
-    (kernel, user_leaf)
+    (kernel, user)
 }
 
 /// Which of the three events a ring carries.
@@ -178,38 +178,20 @@ fn base<'a>(
         .wakeup_watermark(ring_bytes / 2);
 }
 
-/// The bit of the user instruction pointer in `sample_regs_user` (PERF_REG_X86_IP, PERF_REG_ARM64_PC,
-/// PERF_REG_RISCV_PC in the kernel's uapi perf_regs.h): a sample then carries the one register where the
-/// user call chain's first entry would be, without the kernel walking the user stack for the rest, which
-/// this crate never reads. That walk was about a quarter of a sample's cost: `--events cpu` at 997 Hz cost
-/// `pgbench -S` 5.5% here with it and 4.2% without (scripts/diagnose-overhead --toggle;
-/// docs/notes/2026-11-26-diagnose-overhead.md).
-#[cfg(target_arch = "x86_64")]
-const USER_IP_REG: Option<u32> = Some(8);
-#[cfg(target_arch = "aarch64")]
-const USER_IP_REG: Option<u32> = Some(32);
-#[cfg(target_arch = "riscv64")]
-const USER_IP_REG: Option<u32> = Some(0);
-#[cfg(not(any(
-    target_arch = "x86_64",
-    target_arch = "aarch64",
-    target_arch = "riscv64"
-)))]
-const USER_IP_REG: Option<u32> = None;
-
 /// Opens the cpu-clock ring of one CPU (of one cgroup's tasks on it with `cgroup`); with `task`, it also
 /// carries the fork and exit records (only when it is on all the window: a ring turned off for part of each
 /// second would miss the forks and exits of that part).
 pub fn open_cpu(cpu: usize, cgroup: Option<&File>, c: &Config, task: bool) -> io::Result<Ring> {
     let mut b = Builder::new(Software::CPU_CLOCK);
-    let mut flags = SampleFlag::TID | SampleFlag::TIME | SampleFlag::IP | SampleFlag::CALLCHAIN;
-    if USER_IP_REG.is_some() {
-        flags |= SampleFlag::REGS_USER;
-    }
+    // The user part of the chain, not the user registers (PERF_SAMPLE_REGS_USER): a sample of a task
+    // without user space carries only the registers' ABI word (PERF_SAMPLE_REGS_ABI_NONE, kernel/events/
+    // core.c perf_output_sample), which perf-event-data 0.1.8 does not parse (it reads the mask's
+    // registers regardless). That is every sample of a backend exiting after exit_mm() released its
+    // memory: under `pgbench -C` a quarter of the server's samples (the 2026-11-29 comparison with
+    // `perf record`, docs/notes/2026-11-29-diagnose-vs-perf.md). The chain's user leaf is the same user
+    // instruction, and the frames above it name callers where the code keeps frame pointers.
+    let flags = SampleFlag::TID | SampleFlag::TIME | SampleFlag::IP | SampleFlag::CALLCHAIN;
     base(&mut b, cpu, cgroup, flags, c.ring_bytes);
-    if let Some(bit) = USER_IP_REG {
-        b.sample_regs_user(1 << bit).exclude_callchain_user(true);
-    }
     b.sample_frequency(c.cpu_clock_hz)
         .sample_max_stack(c.max_stack)
         .task(task);
@@ -293,7 +275,7 @@ pub fn open_switch(
         let text = std::ffi::CString::new(f).expect("no NUL in the filters");
         // SAFETY: the fd is a perf event this process owns; the argument is a NUL-terminated string that
         // outlives the call (the kernel copies it).
-        let rc = unsafe { libc::ioctl(sampler.as_raw_fd(), IOC_SET_FILTER as _, text.as_ptr()) };
+        let rc = unsafe { ioctls::SET_FILTER(sampler.as_raw_fd(), text.as_ptr() as *mut _) };
         if rc == 0 {
             used = Some(f);
             break;
@@ -330,16 +312,11 @@ impl Ring {
     /// the ring are read at the new period's weight: drain it first. The kernel restarts the count
     /// towards the next sample, so each change loses less than one period of this CPU's faults.
     pub fn set_period(&mut self, period: u64) -> io::Result<()> {
-        let mut p = period.max(1);
-        // SAFETY: the fd is a perf event this process owns; the argument points at a u64 that outlives
-        // the call (the kernel copies it).
-        let rc = unsafe {
-            libc::ioctl(
-                self.sampler.as_raw_fd(),
-                IOC_PERIOD as _,
-                &mut p as *mut u64,
-            )
-        };
+        let p = period.max(1);
+        // SAFETY: the fd is a perf event this process owns. PERF_EVENT_IOC_PERIOD takes the address of a
+        // u64 (the kernel copies it: kernel/events/core.c _perf_ioctl), which the binding types as the
+        // integer it passes; `p` outlives the call.
+        let rc = unsafe { ioctls::PERIOD(self.sampler.as_raw_fd(), &p as *const u64 as u64) };
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -356,10 +333,12 @@ impl Ring {
     pub fn drain(&mut self, out: &mut Vec<Event>) -> usize {
         use perf_event::data::Record as R;
         let mut n = 0;
+        let mut unparsed = 0;
         let (kind, switch, weight) = (self.kind, self.switch, self.period);
         while let Some(rec) = self.sampler.next_record() {
             n += 1;
             let Ok(parsed) = rec.parse_record() else {
+                unparsed += 1;
                 continue;
             };
             match parsed {
@@ -369,21 +348,15 @@ impl Ring {
                     };
                     match kind {
                         Kind::Cpu => {
-                            let (kernel, mut user_leaf) = split_chain(s.callchain().unwrap_or(&[]));
-                            if let Some(r) = s.regs_user() {
-                                // ABI NONE: a kernel thread, no user registers.
-                                if r.abi != perf_event::data::SampleRegsAbi::NONE {
-                                    user_leaf = r.regs.first().copied();
-                                }
-                            }
-                            if kernel.is_empty() && user_leaf.is_none() {
-                                user_leaf = s.ip();
+                            let (kernel, mut user) = split_chain(s.callchain().unwrap_or(&[]));
+                            if kernel.is_empty() && user.is_empty() {
+                                user.extend(s.ip());
                             }
                             out.push(Event::Cpu {
                                 pid,
                                 time_ns,
                                 kernel,
-                                user_leaf,
+                                user,
                             });
                         }
                         Kind::Fault => {
@@ -428,6 +401,9 @@ impl Ring {
                 R::Lost(l) => out.push(Event::Lost(l.lost)),
                 _ => {}
             }
+        }
+        if unparsed > 0 {
+            out.push(Event::Unparsed(unparsed));
         }
         n
     }
@@ -522,9 +498,9 @@ mod tests {
         ];
         assert_eq!(
             split_chain(&chain),
-            (vec![0xffff_0001, 0xffff_0002], Some(0x401000))
+            (vec![0xffff_0001, 0xffff_0002], vec![0x401000, 0x402000])
         );
-        assert_eq!(split_chain(&[CONTEXT_USER, 0x5]), (vec![], Some(0x5)));
-        assert_eq!(split_chain(&[]), (vec![], None));
+        assert_eq!(split_chain(&[CONTEXT_USER, 0x5]), (vec![], vec![0x5]));
+        assert_eq!(split_chain(&[]), (vec![], vec![]));
     }
 }

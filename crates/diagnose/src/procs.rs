@@ -92,8 +92,6 @@ pub struct Proc {
     pub segment_faults: u64,
     /// sched_switch counts.
     pub switches: Switches,
-    /// Its own executable mappings, read when an address is not in the postmaster's.
-    pub maps: Option<Vec<hostfacts::parse::SmapsMapping>>,
 }
 
 impl Proc {
@@ -107,7 +105,6 @@ impl Proc {
             cpu: Categories::default(),
             segment_faults: 0,
             switches: Switches::default(),
-            maps: None,
         }
     }
 }

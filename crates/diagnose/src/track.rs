@@ -8,7 +8,10 @@ use results::diagnose::{ByType, Categories, Context, Second, Segment, Totals};
 use crate::classify::{self, Category, SwitchKind};
 use crate::perf::Event;
 use crate::procs::{self, Counters, Proc, Reaped, UNCLASSIFIED};
-use crate::symbols::{self, UserResolver};
+use crate::symbolize::Symbolize;
+
+/// Callers kept above a spinlock sample's leaf.
+pub(crate) const CALLERS: usize = 4;
 
 /// One observed instance while the window runs.
 pub(crate) struct Inst {
@@ -16,8 +19,6 @@ pub(crate) struct Inst {
     pub(crate) pm_title: String,
     pub(crate) seg: Option<(u64, u64)>,
     pub(crate) segment: Option<Segment>,
-    /// The postmaster's executable mappings, which its forked children share.
-    pub(crate) maps: Vec<hostfacts::parse::SmapsMapping>,
     pub(crate) reaped: Reaped,
     pub(crate) series: Vec<Second>,
     pub(crate) totals: Totals,
@@ -33,6 +34,13 @@ pub(crate) struct Inst {
     pub(crate) cgroup: Option<String>,
     /// Its processes found outside that cgroup (the events missed them).
     pub(crate) outside: BTreeSet<u32>,
+    /// Whether the postmaster's executable keeps frame pointers (None: not known).
+    pub(crate) frame_pointers: Option<bool>,
+    /// The postmaster's executable as read at the start.
+    pub(crate) binary: Option<results::diagnose::Binary>,
+    /// Spinlock samples by their leaf and callers (`s_lock <- StrategyGetBuffer <- ...`), when the
+    /// executable keeps frame pointers.
+    pub(crate) spin_callers: HashMap<String, u64>,
 }
 
 impl Inst {
@@ -73,10 +81,12 @@ pub(crate) struct State {
     pub(crate) exclude: HashSet<u32>,
     /// PIDs seen this second that belong to no instance (cleared each second).
     pub(crate) foreign: HashSet<u32>,
-    pub(crate) kernel: crate::kernsyms::Names,
-    pub(crate) resolver: UserResolver,
     pub(crate) t0_ns: u64,
     pub(crate) lost: u64,
+    /// Records that could not be decoded.
+    pub(crate) unparsed: u64,
+    /// On-CPU samples of every task (idle and other processes included): the machine's.
+    pub(crate) cpu_samples_all: u64,
 }
 
 impl State {
@@ -125,30 +135,41 @@ impl State {
     }
 
     /// A user address's function: through the postmaster's mappings (a forked child shares them), else
-    /// through the process's own (an exec'd child, a library it loaded itself), read once.
-    fn user_name(&mut self, pid: u32, inst: usize, ip: u64) -> String {
-        if let Some(n) = self.resolver.name(&self.insts[inst].maps, ip) {
-            return n;
-        }
-        let p = self.procs.get_mut(&pid).expect("member");
-        let own = p.maps.get_or_insert_with(|| {
-            symbols::exec_maps(
-                &std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default(),
-            )
-        });
-        self.resolver.name(own, ip).unwrap_or_else(|| "?".into())
+    /// through the process's own (a library it loaded itself).
+    fn user_name(&self, sym: &mut dyn Symbolize, pid: u32, inst: usize, ip: u64) -> String {
+        sym.user(self.insts[inst].pm, pid, ip)
+            .unwrap_or_else(|| "?".into())
     }
 
-    fn kernel_names<'a>(k: &'a crate::kernsyms::Names, frames: &[u64]) -> Vec<&'a str> {
-        if !k.available() {
+    /// `leaf <- caller <- ...`: the callers above a spinlock sample's leaf, from the frame-pointer walk
+    /// of its user stack ([`CALLERS`] at most); each return address is named one byte back, inside the
+    /// call instruction (a call that ends its function returns to the next one).
+    fn callers(
+        &self,
+        sym: &mut dyn Symbolize,
+        pid: u32,
+        inst: usize,
+        leaf: &str,
+        above: &[u64],
+    ) -> String {
+        let mut chain = leaf.to_string();
+        for &ret in above.iter().take(CALLERS) {
+            chain.push_str(" <- ");
+            chain.push_str(&self.user_name(sym, pid, inst, ret.saturating_sub(1)));
+        }
+        chain
+    }
+
+    fn kernel_names<'a>(k: &'a dyn Symbolize, frames: &[u64]) -> Vec<&'a str> {
+        if !k.kernel_available() {
             return Vec::new();
         }
-        frames.iter().map(|&a| k.name(a).unwrap_or("?")).collect()
+        frames.iter().map(|&a| k.kernel(a).unwrap_or("?")).collect()
     }
 
     /// Names the kernel frames of a batch of events before they are counted (one question to the kernel
     /// for the batch's new addresses, when it is asked), leaving out the processes known not to count.
-    pub(crate) fn learn_kernel(&mut self, events: &[Event]) {
+    pub(crate) fn learn_kernel(&mut self, events: &[Event], sym: &mut dyn Symbolize) {
         let (foreign, exclude) = (&self.foreign, &self.exclude);
         let skip = |pid: &u32| foreign.contains(pid) || exclude.contains(pid);
         let frames = events.iter().flat_map(|e| match e {
@@ -161,10 +182,10 @@ impl State {
             } if classify::runnable(*prev_state) && !skip(prev_pid) => kernel.as_slice(),
             _ => &[],
         });
-        self.kernel.learn(frames.copied());
+        sym.learn_kernel(&mut frames.copied());
     }
 
-    pub(crate) fn event(&mut self, e: Event) {
+    pub(crate) fn event(&mut self, e: Event, sym: &mut dyn Symbolize) {
         match e {
             Event::Fork { pid, ppid, time_ns } => {
                 if pid != ppid {
@@ -175,36 +196,46 @@ impl State {
             }
             Event::Exit { .. } => {}
             Event::Lost(n) => self.lost += n,
+            Event::Unparsed(n) => self.unparsed += n,
             Event::Cpu {
                 pid,
                 time_ns,
                 kernel,
-                user_leaf,
+                user,
             } => {
+                self.cpu_samples_all += 1;
                 if !self.member(pid, time_ns) {
                     return;
                 }
-                let names = Self::kernel_names(&self.kernel, &kernel);
+                let user_leaf = user.first().copied();
                 let idx = self.procs[&pid].inst;
-                let user_time = user_leaf.is_some() && classify::interrupted_user(&names);
-                let in_kernel = !kernel.is_empty() && !user_time;
-                let (cat, func) = if in_kernel {
-                    let cat = if self.kernel.available() {
+                let (in_kernel, kernel_cat, kernel_func) = {
+                    let names = Self::kernel_names(sym, &kernel);
+                    let user_time = user_leaf.is_some() && classify::interrupted_user(&names);
+                    let cat = if sym.kernel_available() {
                         classify::kernel_category(&names)
                     } else {
                         Category::KernelOther
                     };
                     (
+                        !kernel.is_empty() && !user_time,
                         cat,
                         format!("[k] {}", names.first().copied().unwrap_or("?")),
                     )
+                };
+                let (cat, func) = if in_kernel {
+                    (kernel_cat, kernel_func)
                 } else {
                     let name = match user_leaf {
-                        Some(ip) => self.user_name(pid, idx, ip),
+                        Some(ip) => self.user_name(sym, pid, idx, ip),
                         None => "?".into(),
                     };
                     (classify::user_category(&name), name)
                 };
+                if cat == Category::Spinlock && self.insts[idx].frame_pointers == Some(true) {
+                    let chain = self.callers(sym, pid, idx, &func, &user[1..]);
+                    *self.insts[idx].spin_callers.entry(chain).or_insert(0) += 1;
+                }
                 let s = self.sec(time_ns);
                 let p = self.procs.get_mut(&pid).expect("member");
                 bump(&mut p.cpu, cat);
@@ -244,7 +275,7 @@ impl State {
                 if !classify::runnable(prev_state) || !self.member(prev_pid, time_ns) {
                     return;
                 }
-                let names = Self::kernel_names(&self.kernel, &kernel);
+                let names = Self::kernel_names(sym, &kernel);
                 let s = self.sec(time_ns);
                 let p = self.procs.get_mut(&prev_pid).expect("member");
                 let mut one = results::diagnose::Switches {

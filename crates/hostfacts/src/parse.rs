@@ -47,6 +47,9 @@ pub struct SmapsMapping {
     pub perms: String,
     /// Offset into the mapped file (the third column): what turns an address into a file offset.
     pub offset: u64,
+    /// The mapped file's inode (the fifth column; 0 for anonymous memory): what tells whether the file
+    /// now at `path` is the one mapped.
+    pub inode: u64,
     /// Path or pseudo-path (`/dev/zero (deleted)`, `/anon_hugepage (deleted)`, `/SYSV00000000 (deleted)`).
     pub path: String,
     /// The `Key: N kB` fields of the mapping.
@@ -97,13 +100,14 @@ fn smaps_header(line: &str) -> Option<SmapsMapping> {
     }
     let offset = u64::from_str_radix(parts.next()?, 16).ok()?;
     let _dev = parts.next()?;
-    let _inode = parts.next()?;
+    let inode = parts.next()?.parse().ok()?;
     let path = parts.next().unwrap_or("").trim().to_string();
     Some(SmapsMapping {
         start,
         end,
         perms,
         offset,
+        inode,
         path,
         fields: BTreeMap::new(),
     })

@@ -246,7 +246,7 @@ pub fn duration_in(
 fn human_duration(d: Duration) -> String {
     if d.subsec_nanos() == 0 {
         format!("{}s", d.as_secs())
-    } else if d.subsec_micros() % 1000 == 0 {
+    } else if d.subsec_micros().is_multiple_of(1000) {
         format!("{}ms", d.as_millis())
     } else {
         format!("{}us", d.as_micros())

@@ -484,6 +484,9 @@ mod tests {
             cpu_duty_pct: Some(20),
             cpu_on_s: Some(2.04),
             events_off_s: None,
+            cpu_samples_all: None,
+            unparsed_records: None,
+            window_start_monotonic_ns: None,
         };
         assert_eq!(super::cpu_time(&spec), " for 2.0 s (20% of each second)");
         assert_eq!(

@@ -11,7 +11,7 @@ fn mbps(bytes_per_s: f64) -> String {
 
 /// A cell's row; joined with two spaces, the line printed as it finishes.
 pub fn row(c: &Cell) -> Vec<String> {
-    let size = if c.msg_size >= 1024 && c.msg_size % 1024 == 0 {
+    let size = if c.msg_size >= 1024 && c.msg_size.is_multiple_of(1024) {
         format!("{}K", c.msg_size / 1024)
     } else {
         c.msg_size.to_string()

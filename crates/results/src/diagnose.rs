@@ -95,6 +95,19 @@ pub struct Spec {
     /// fault and switch rates are of the time they were on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events_off_s: Option<f64>,
+    /// On-CPU samples of every task the events watched (the whole machine, idle included, or with a cgroup
+    /// scope the cgroups' tasks; absent: files written before it existed, or the samples not taken): an
+    /// instance's samples over this are its share of that time, the figure `perf record -a` gives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_samples_all: Option<u64>,
+    /// perf records the reader could not decode, left uncounted (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unparsed_records: Option<u64>,
+    /// CLOCK_MONOTONIC at the window's start, ns: lines the result up with another tool's records of the
+    /// same window (`perf record -k mono`; scripts/diagnose-vs-perf). Absent in files written before it
+    /// existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_start_monotonic_ns: Option<u64>,
 }
 
 impl Spec {
@@ -292,6 +305,40 @@ pub struct FunctionShare {
     pub pct: f64,
 }
 
+/// An instance's executable, read through the process that runs it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Binary {
+    /// Its path as the instance sees it (in the instance's own mount namespace).
+    pub path: String,
+    /// How it was read: `/proc/PID/map_files/START-END`, the mapped file itself, whatever the path holds
+    /// now or in this mount namespace; else the path in the instance's root when that is the mapped file,
+    /// or why it could not be read.
+    pub read_through: String,
+    /// The GNU build ID of the mapped file, hex.
+    pub build_id: Option<String>,
+    /// True when the file at its path is no longer the one running (deleted or replaced, as a package
+    /// upgrade does before the restart): the server runs the old build until it restarts.
+    pub replaced_on_disk: Option<bool>,
+    /// Which tables name its functions (`.symtab`, or `.dynsym` only), and a debug file found by its
+    /// build ID.
+    pub symbols: String,
+    /// Whether its code keeps frame pointers, which naming callers needs (None: not known).
+    pub frame_pointers: Option<bool>,
+    /// What that was read off.
+    pub frame_pointer_evidence: String,
+}
+
+/// On-CPU samples of one call chain.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CallChain {
+    /// The leaf, then its callers (`s_lock <- StrategyGetBuffer <- GetVictimBuffer`).
+    pub chain: String,
+    /// Samples.
+    pub samples: u64,
+    /// Share of the instance's spinlock samples, %.
+    pub pct: f64,
+}
+
 /// Wait events of the instance's active client backends, sampled through `--pg`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Waits {
@@ -475,6 +522,18 @@ pub struct InstanceDiagnosis {
     pub by_type: Vec<ByType>,
     /// The most sampled leaf functions, most first.
     pub top_functions: Vec<FunctionShare>,
+    /// The postmaster's executable as it runs (absent: files written before it existed, or it could not
+    /// be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<Binary>,
+    /// The spinlock samples by leaf and callers (`s_lock <- StrategyGetBuffer <- GetVictimBuffer ...`),
+    /// most first: who waits on the spinlock. Only for an executable that keeps frame pointers (empty
+    /// otherwise, with why in `spin_callers_unavailable`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spin_callers: Vec<CallChain>,
+    /// Why the spinlock samples' callers are not named, when they are not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spin_callers_unavailable: Option<String>,
     /// Wait events (`--pg`).
     pub waits: Option<Waits>,
     /// Per second.

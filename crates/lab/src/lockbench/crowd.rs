@@ -66,7 +66,7 @@ const MAX_WINDOWS: usize = 1 + if HANDOVER_WINDOWS > 2 * STALL_PAIRS {
 const SLOT_BYTES: usize = (MAX_WINDOWS * 8).div_ceil(64) * 64;
 /// Where the slots start: the lock's line at 0, the phase's line at 64.
 const SLOTS_AT: usize = 128;
-const _: () = assert!(MAX_WINDOWS * 8 <= SLOT_BYTES && SLOT_BYTES % 64 == 0);
+const _: () = assert!(MAX_WINDOWS * 8 <= SLOT_BYTES && SLOT_BYTES.is_multiple_of(64));
 
 /// The crowd sizes measured with `cpus` CPUs: 1, 2, 4, ... while n + 1 CPUs are there, up to
 /// [`MAX_SPINNERS`], and `cpus - 1` itself. Empty on one CPU.
@@ -134,7 +134,7 @@ impl Board {
     }
 
     fn u32_at(&self, off: usize) -> &AtomicU32 {
-        debug_assert!(off % 4 == 0 && off + 4 <= SLOTS_AT);
+        debug_assert!(off.is_multiple_of(4) && off + 4 <= SLOTS_AT);
         // SAFETY: the region is page-aligned, zeroed and at least SLOTS_AT bytes; off is 4-aligned and
         // inside it; AtomicU32 has the layout of u32, and zero is a valid value.
         unsafe { &*(self.region.as_ptr().add(off) as *const AtomicU32) }
@@ -293,7 +293,7 @@ fn handover(cpus: &[usize], n: usize) -> Result<[f64; 3], CostError> {
                     while lock.load(Ordering::Relaxed) != 0 {
                         cpu_relax();
                         looks += 1;
-                        if looks % LOOK_EVERY == 0 && tally.look().is_none() {
+                        if looks.is_multiple_of(LOOK_EVERY) && tally.look().is_none() {
                             break 'run;
                         }
                     }
@@ -309,7 +309,7 @@ fn handover(cpus: &[usize], n: usize) -> Result<[f64; 3], CostError> {
                 while head.load(Ordering::Relaxed) == mine {
                     cpu_relax();
                     looks += 1;
-                    if looks % LOOK_EVERY == 0 && tally.look().is_none() {
+                    if looks.is_multiple_of(LOOK_EVERY) && tally.look().is_none() {
                         break 'run;
                     }
                 }

@@ -138,7 +138,7 @@ pub(super) fn worker<L: RawLock>(sh: &Shared<L>, cfg: &WorkerCfg) -> WorkerOut {
             out.sleeps += got.sleeps as u64;
             out.spins += got.spins;
         }
-        if out.total_ops % 256 == 0 {
+        if out.total_ops.is_multiple_of(256) {
             // Increments, not totals: a replacement worker keeps the slot's count rising.
             sh.slot(cfg.slot)
                 .ops
