@@ -345,7 +345,14 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
     let mut state = State {
         insts,
         procs: HashMap::new(),
-        exclude: servers.iter().map(|s| s.backend_pid).collect(),
+        // Our own --pg sessions' backends, by their PIDs on this host (a server in a container reports
+        // its own namespace's).
+        exclude: audit
+            .instances
+            .iter()
+            .filter_map(|i| i.server.as_ref())
+            .map(|s| s.host_pid())
+            .collect(),
         foreign: HashSet::new(),
         t0_ns: 0,
         lost: 0,
@@ -756,6 +763,9 @@ fn finish(
     } = ok;
     let window = inst.exited_at_s.unwrap_or(observed_s).max(1e-9);
     inst.totals.lost_records = lost;
+    if cpu_ok {
+        inst.totals.user_samples_named.get_or_insert(0);
+    }
     let t = &inst.totals;
     let rates = Rates {
         segment_faults_per_s: t.segment_faults as f64 / (window * fault_frac),

@@ -230,6 +230,9 @@ impl State {
                         Some(ip) => self.user_name(sym, pid, idx, ip),
                         None => "?".into(),
                     };
+                    if !name.ends_with('?') {
+                        *self.insts[idx].totals.user_samples_named.get_or_insert(0) += 1;
+                    }
                     (classify::user_category(&name), name)
                 };
                 if cat == Category::Spinlock && self.insts[idx].frame_pointers == Some(true) {

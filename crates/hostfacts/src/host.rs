@@ -163,6 +163,55 @@ impl Host {
         fs::read_link(self.path(host_path)).map_err(|e| self.error(host_path, &e))
     }
 
+    /// `path` as seen inside the root directory `root` (a container's `/proc/PID/root`): its symbolic
+    /// links followed within that root, as the kernel does for the processes inside (an absolute link
+    /// such as Debian's `/var/run -> /run` otherwise leaves the container and lands on this host's).
+    /// Returns `root` + the resolved path; a link that cannot be read stops the walk where it is (what
+    /// follows is kept as given), and more than 40 links give up.
+    pub fn in_root(&self, root: &str, path: &str) -> String {
+        let mut done = String::new();
+        let mut todo: Vec<String> = path
+            .split('/')
+            .filter(|c| !c.is_empty())
+            .rev()
+            .map(str::to_string)
+            .collect();
+        let mut links = 0;
+        while let Some(c) = todo.pop() {
+            match c.as_str() {
+                "." => continue,
+                ".." => {
+                    done.truncate(done.rfind('/').unwrap_or(0));
+                    continue;
+                }
+                _ => {}
+            }
+            let next = format!("{done}/{c}");
+            match fs::symlink_metadata(self.path(&format!("{root}{next}"))) {
+                Ok(md) if md.file_type().is_symlink() && links < 40 => {
+                    links += 1;
+                    let Ok(target) = self.read_link(&format!("{root}{next}")) else {
+                        done = next;
+                        continue;
+                    };
+                    let target = target.to_string_lossy().into_owned();
+                    if target.starts_with('/') {
+                        done.clear();
+                    }
+                    todo.extend(
+                        target
+                            .split('/')
+                            .filter(|c| !c.is_empty())
+                            .rev()
+                            .map(str::to_string),
+                    );
+                }
+                _ => done = next,
+            }
+        }
+        format!("{root}{}", if done.is_empty() { "/" } else { &done })
+    }
+
     /// Lists the names in a directory, sorted.
     pub fn list_dir(&self, host_path: &str) -> Result<Vec<String>, ReadError> {
         let rd = fs::read_dir(self.path(host_path)).map_err(|e| self.error(host_path, &e))?;
@@ -245,6 +294,31 @@ impl Host {
 
 #[cfg(test)]
 mod tests {
+
+    /// A container's `/var/run -> /run` is followed inside its root, not out to this host's /run, and a
+    /// relative link and `..` resolve as the kernel would.
+    #[test]
+    fn paths_in_a_root_follow_links_inside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ctr");
+        std::fs::create_dir_all(root.join("run/postgresql")).unwrap();
+        std::fs::create_dir_all(root.join("var/lib/pg/data")).unwrap();
+        std::os::unix::fs::symlink("/run", root.join("var/run")).unwrap();
+        std::os::unix::fs::symlink("pg/data", root.join("var/lib/current")).unwrap();
+        let host = Host::live();
+        let r = root.display().to_string();
+        assert_eq!(
+            host.in_root(&r, "/var/run/postgresql"),
+            format!("{r}/run/postgresql")
+        );
+        assert_eq!(
+            host.in_root(&r, "/var/lib/current/../data/PG_VERSION"),
+            format!("{r}/var/lib/pg/data/PG_VERSION")
+        );
+        assert_eq!(host.in_root(&r, "/"), format!("{r}/"));
+        assert_eq!(host.in_root(&r, "/no/such"), format!("{r}/no/such"));
+    }
+
     use super::*;
 
     fn put(root: &Path, rel: &str, text: &str) {

@@ -145,6 +145,7 @@ pub fn query(dsn: &str) -> Result<(ServerInfo, postgres::Client), QueryError> {
         ServerInfo {
             dsn: shown,
             backend_pid: pid as u32,
+            backend_host_pid: None,
             settings,
         },
         client,

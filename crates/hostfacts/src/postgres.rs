@@ -8,7 +8,7 @@
 //! Per-process page-table memory is `VmPTE` in `/proc/PID/status`; Pss comes from `smaps_rollup`.
 
 pub use results::host::postgres::{
-    PgInstance, PgProcess, Role, Segment, SettingFact, THROWAWAY_CLUSTER_NAME,
+    Container, PgInstance, PgProcess, Role, Segment, SettingFact, THROWAWAY_CLUSTER_NAME,
 };
 use std::collections::BTreeMap;
 
@@ -20,6 +20,8 @@ use crate::pgquery::ServerInfo;
 struct ProcInfo {
     name: String,
     ppid: u32,
+    /// Its PID in the innermost PID namespace it is in (the last `NSpid`), when that is another.
+    inner_pid: Option<u32>,
 }
 
 /// The name and parent of a live process; None for a zombie (`State: Z`: it exited and waits to be reaped,
@@ -30,9 +32,14 @@ fn proc_info(host: &Host, pid: u32) -> Option<ProcInfo> {
     if kv.get("State").is_some_and(|s| s.starts_with('Z')) {
         return None;
     }
+    let inner_pid = kv
+        .get("NSpid")
+        .and_then(|l| l.split_whitespace().last()?.parse::<u32>().ok())
+        .filter(|p| *p != pid);
     Some(ProcInfo {
         name: kv.get("Name")?.clone(),
         ppid: kv.get("PPid")?.parse().ok()?,
+        inner_pid,
     })
 }
 
@@ -156,11 +163,36 @@ pub fn discover_with(
             .filter(|(_, i)| i.ppid == pm)
             .map(|(p, _)| *p)
             .collect();
-        let server_idx = unmatched
-            .iter()
-            .position(|s| children.contains(&s.backend_pid));
-        let server = server_idx.map(|i| unmatched.remove(i));
-        out.push(read_instance(host, pm, &children, server, rollups));
+        // A server's backend PID is its own PID namespace's: a child's host PID, or its inner one when
+        // the instance runs in a PID namespace of its own (a container), matched on the port too there.
+        let inner = |c: &u32| infos.get(c).and_then(|i| i.inner_pid);
+        let port_ok = |s: &ServerInfo| {
+            let port = s
+                .settings
+                .get("port")
+                .and_then(|p| p.setting.parse::<u16>().ok());
+            port.is_none() || instance_port(host, pm) == port
+        };
+        let server_idx = unmatched.iter().position(|s| {
+            children.contains(&s.backend_pid)
+                || children
+                    .iter()
+                    .any(|c| inner(c) == Some(s.backend_pid) && port_ok(s))
+        });
+        let server = server_idx.map(|i| {
+            let mut s = unmatched.remove(i);
+            if !children.contains(&s.backend_pid) {
+                s.backend_host_pid = children
+                    .iter()
+                    .copied()
+                    .find(|c| inner(c) == Some(s.backend_pid));
+            }
+            s
+        });
+        let container = container(host, pm, infos.get(&pm).and_then(|i| i.inner_pid));
+        out.push(read_instance(
+            host, pm, &children, server, rollups, container,
+        ));
     }
     (out, unmatched)
 }
@@ -192,14 +224,76 @@ fn process(host: &Host, pid: u32, role: Role, skip_rollup: bool) -> PgProcess {
     }
 }
 
+/// The port a postmaster listens on, from its command line (`-p`), for matching a server in a
+/// container before its files are read.
+fn instance_port(host: &Host, pm: u32) -> Option<u16> {
+    let args = host
+        .read_bytes(&format!("/proc/{pm}/cmdline"))
+        .map(|b| parse::cmdline_args(&b))
+        .ok()?;
+    let (dir, port, _) = parse::postmaster_args(&args);
+    port.or_else(|| {
+        let d = host
+            .read_link(&format!("/proc/{pm}/cwd"))
+            .ok()
+            .map(|p| p.display().to_string())
+            .or(dir)?;
+        let file = match container(host, pm, None).and_then(|c| c.root) {
+            Some(root) => host.in_root(&root, &format!("{d}/postmaster.pid")),
+            None => format!("{d}/postmaster.pid"),
+        };
+        parse::postmaster_pid(&host.read(&file).ok()?).port
+    })
+}
+
+/// `path` under `root` (empty: this host's own path).
+fn in_root(host: &Host, root: &str, path: &str) -> String {
+    if root.is_empty() {
+        path.to_string()
+    } else {
+        host.in_root(root, path)
+    }
+}
+
+/// How the postmaster is seen when it runs in a mount or PID namespace of its own (None: it shares this
+/// process's): its mount namespace (`/proc/PID/ns/mnt`) against this process's, its inner PID.
+fn container(host: &Host, pm: u32, inner_pid: Option<u32>) -> Option<Container> {
+    let ns = |p: &str| host.read_link(p).ok();
+    let own_mounts = match (ns("/proc/self/ns/mnt"), ns(&format!("/proc/{pm}/ns/mnt"))) {
+        (Some(a), Some(b)) => a != b,
+        _ => false,
+    };
+    if !own_mounts && inner_pid.is_none() {
+        return None;
+    }
+    let cgroup = host.read(&format!("/proc/{pm}/cgroup")).ok().and_then(|t| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .map(str::to_string)
+    });
+    Some(Container {
+        root: own_mounts.then(|| format!("/proc/{pm}/root")),
+        pid_in_namespace: inner_pid,
+        cgroup,
+        socket_dir_from_host: None,
+    })
+}
+
 fn read_instance(
     host: &Host,
     pm: u32,
     children: &[u32],
     server: Option<ServerInfo>,
     rollups: Rollups,
+    container: Option<Container>,
 ) -> PgInstance {
     let skip_rollup = rollups == Rollups::Skip;
+    // The instance's own paths, read under its root when it has a mount namespace of its own.
+    let root = container
+        .as_ref()
+        .and_then(|c| c.root.clone())
+        .unwrap_or_default();
+    let at = |p: &str| in_root(host, &root, p);
     let args = host
         .read_bytes(&format!("/proc/{pm}/cmdline"))
         .map(|b| parse::cmdline_args(&b))
@@ -221,7 +315,7 @@ fn read_instance(
     };
     let pidfile = data_dir
         .get()
-        .and_then(|d| host.read(&format!("{d}/postmaster.pid")).ok())
+        .and_then(|d| host.read(&at(&format!("{d}/postmaster.pid"))).ok())
         .map(|t| parse::postmaster_pid(&t));
     let port = match (pidfile.as_ref().and_then(|p| p.port), arg_port) {
         (Some(p), _) => Fact::known(p, "postmaster.pid"),
@@ -232,6 +326,12 @@ fn read_instance(
         Some(s) => Fact::known(s, "postmaster.pid"),
         None => Fact::unavailable("postmaster.pid", "unreadable or without a socket line"),
     };
+    let mut container = container;
+    if let (Some(c), Some(s)) = (container.as_mut(), socket_dir.get()) {
+        if c.root.is_some() && !s.starts_with('@') {
+            c.socket_dir_from_host = Some(at(s));
+        }
+    }
     let version = {
         let from_server = server
             .as_ref()
@@ -240,7 +340,7 @@ fn read_instance(
         match from_server {
             Some(v) => Fact::known(v, "--pg server_version"),
             None => match data_dir.get() {
-                Some(d) => host.fact(&format!("{d}/PG_VERSION")),
+                Some(d) => host.fact(&at(&format!("{d}/PG_VERSION"))),
                 None => Fact::unavailable("PG_VERSION", "data directory unknown"),
             },
         }
@@ -277,7 +377,7 @@ fn read_instance(
         Err(e) => Fact::unavailable(format!("/proc/{pm}/status"), e.reason.clone()),
     };
 
-    let own_backend = server.as_ref().map(|s| s.backend_pid);
+    let own_backend = server.as_ref().map(|s| s.host_pid());
     let mut processes = vec![process(host, pm, Role::Postmaster, skip_rollup)];
     for &c in children {
         if Some(c) == own_backend {
@@ -297,6 +397,7 @@ fn read_instance(
 
     let settings = settings(
         host,
+        &root,
         data_dir.get().map(String::as_str),
         &arg_settings,
         server.as_ref(),
@@ -318,6 +419,7 @@ fn read_instance(
         page_tables_full_touch_kib: Fact::unavailable("", ""),
         settings,
         server,
+        container,
         preemptlab_throwaway: arg_settings.get("cluster_name").map(String::as_str)
             == Some(THROWAWAY_CLUSTER_NAME),
     };
@@ -405,6 +507,7 @@ fn defaults(name: &str) -> Option<&'static str> {
 
 fn settings(
     host: &Host,
+    root: &str,
     data_dir: Option<&str>,
     args: &BTreeMap<String, String>,
     server: Option<&ServerInfo>,
@@ -416,12 +519,13 @@ fn settings(
         .cloned()
         .or_else(|| data_dir.map(|d| format!("{d}/postgresql.conf")));
     if let Some(p) = conf_path {
+        let p = in_root(host, root, &p);
         if let Ok(t) = host.read(&p) {
             layers.push((p, parse::pg_conf(&t)));
         }
     }
     if let Some(d) = data_dir {
-        let p = format!("{d}/postgresql.auto.conf");
+        let p = in_root(host, root, &format!("{d}/postgresql.auto.conf"));
         if let Ok(t) = host.read(&p) {
             layers.push((p, parse::pg_conf(&t)));
         }

@@ -390,6 +390,10 @@ pub struct Totals {
     pub processes_started: u64,
     /// Records the kernel dropped because the reader fell behind (every event type).
     pub lost_records: u64,
+    /// On-CPU samples in user space whose function has a name (not `FILE:?` or `?`): how much of the
+    /// user time the symbols explain (absent in files written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_samples_named: Option<u64>,
 }
 
 /// Per-second rates over the window.

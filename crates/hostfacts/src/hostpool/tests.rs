@@ -100,6 +100,7 @@ fn instance(
         page_tables_full_touch_kib: Fact::unavailable("test", "not set"),
         settings,
         server: None,
+        container: None,
         preemptlab_throwaway: false,
     }
 }

@@ -101,10 +101,34 @@ pub struct PgInstance {
     pub settings: BTreeMap<String, SettingFact>,
     /// What `--pg` returned for this instance, if it was matched.
     pub server: Option<ServerInfo>,
+    /// Set when the postmaster runs in a mount or PID namespace of its own (a container): where its
+    /// files were read and its PID there (absent: it shares this host's, or files written before it
+    /// existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<Container>,
     /// True for a throwaway cluster of `bench pg` (its postmaster runs with `cluster_name =`
     /// [`THROWAWAY_CLUSTER_NAME`]): its huge pages are the bench's for the run, not an instance's need.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub preemptlab_throwaway: bool,
+}
+
+/// How an instance in namespaces of its own (a container: Docker, a Kubernetes pod, systemd
+/// `RootDirectory=`) was seen from the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Container {
+    /// The root its paths were read under (`/proc/PID/root`) when it has a mount namespace of its own:
+    /// its executable, data directory, configuration and socket paths are its own namespace's, and the
+    /// same paths on the host name nothing or other files.
+    pub root: Option<String>,
+    /// Its PID inside its own PID namespace (the last `NSpid` of /proc/PID/status), when that differs from
+    /// the host's: postmaster.pid and `pg_backend_pid()` give PIDs of that namespace.
+    pub pid_in_namespace: Option<u32>,
+    /// Its cgroup v2 path (/proc/PID/cgroup), which names the container's unit or scope.
+    pub cgroup: Option<String>,
+    /// Its socket directory as this host reaches it (under `root`, links followed inside it): what
+    /// `--pg 'host=... port=...'` takes to connect from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_dir_from_host: Option<String>,
 }
 
 /// The `cluster_name` `bench pg` gives its throwaway clusters.
