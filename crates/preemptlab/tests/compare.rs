@@ -225,6 +225,52 @@ fn synthetic(dir: &Path, name: &str, host_kernel: &str, ops: &[f64]) -> PathBuf 
     p
 }
 
+/// Regression (issue 46 item 2): compare printed control characters from result files and file names raw:
+/// a host name holding a terminal title sequence and a clear-screen, a data directory with a newline, a
+/// kernel with U+202E, reached the terminal as they were (fleet, audit, results and report show them as
+/// escapes). Every text format shows them as escapes now; JSON keeps them, escaped by JSON itself.
+#[test]
+fn compare_prints_control_characters_from_files_raw_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let evil = "h\u{1b}]0;owned\u{7}\u{1b}[2J\nX\u{202e}";
+    let mut a = lock_doc("6.18", 1, 3, &[("pg", &[100.0, 101.0, 99.0])]);
+    a["host"]["hostname"]["value"] = "vm".into();
+    let mut b = lock_doc("7.0\u{202e}|x", 1, 3, &[("pg", &[50.0, 51.0, 49.0])]);
+    b["host"]["hostname"]["value"] = evil.into();
+    let pa = dir.path().join("a.json");
+    // A file name with an escape sequence and a newline of its own.
+    let pb = dir.path().join("b\u{1b}[2J\n.json");
+    std::fs::write(&pa, a.to_string()).unwrap();
+    std::fs::write(&pb, b.to_string()).unwrap();
+    for fmt in ["table", "markdown", "csv"] {
+        let o = Command::new(cargo_bin("preemptlab"))
+            .arg("compare")
+            .args([&pa, &pb])
+            .args(["--format", fmt])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{fmt}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let t = String::from_utf8(o.stdout).unwrap();
+        let raw: Vec<char> = t
+            .chars()
+            .filter(|&c| (c.is_control() && c != '\n') || c == '\u{202e}')
+            .collect();
+        assert!(raw.is_empty(), "{fmt}: raw {raw:?} in {t}");
+        if fmt != "csv" {
+            assert!(
+                t.contains("\\u{1b}]0;owned\\u{7}"),
+                "{fmt}: shown as escapes: {t}"
+            );
+            // No line begins with what followed the newline.
+            assert!(!t.lines().any(|l| l.starts_with('X')), "{fmt}: {t}");
+        }
+    }
+}
+
 #[test]
 fn formats_host_facts_and_bad_input() {
     let dir = tempfile::tempdir().unwrap();

@@ -88,6 +88,38 @@ impl Comparison {
     pub fn has_regression(&self) -> bool {
         self.rows.iter().any(|r| r.regression)
     }
+
+    /// The comparison with every string from its inputs (file names, host facts such as a host name or a
+    /// data directory, spec values, cell keys) [`crate::markup::shown`]: what the text formats lay out, as
+    /// `fleet`, `audit` and `results` do, so that a result file from another host cannot drive the
+    /// terminal or split a row (issue 46 item 2).
+    pub fn shown(&self) -> Comparison {
+        use crate::markup::shown;
+        let diffs = |ds: &[FactDiff]| -> Vec<FactDiff> {
+            ds.iter()
+                .map(|d| FactDiff {
+                    fact: shown(&d.fact),
+                    values: d.values.iter().map(|v| shown(v)).collect(),
+                })
+                .collect()
+        };
+        Comparison {
+            inputs: self.inputs.iter().map(|i| shown(i)).collect(),
+            host_diffs: diffs(&self.host_diffs),
+            spec_diffs: diffs(&self.spec_diffs),
+            unmatched: self.unmatched.iter().map(|u| shown(u)).collect(),
+            rows: self
+                .rows
+                .iter()
+                .map(|r| Row {
+                    cell: shown(&r.cell),
+                    metric: shown(&r.metric),
+                    ..r.clone()
+                })
+                .collect(),
+            ..self.clone()
+        }
+    }
 }
 
 /// Why a comparison could not be made. The messages name the offending value and the fix; the caller
