@@ -329,6 +329,32 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
             ]),
             "preempt=none",
         ),
+        // Issue 46 item 1: diagnose --out in a directory no file can be made in, refused before the window
+        // (it was found after the window, up to 24 h, without naming --out; twice with prometheus).
+        (
+            a(&["diagnose", "--duration", "10m", "--out", "/proc/d.json"]),
+            "--out cannot write in /proc",
+        ),
+        (
+            a(&["diagnose", "--duration", "10m", "--out", "/sys/d.json"]),
+            "--out cannot write in /sys",
+        ),
+        (
+            a(&[
+                "diagnose",
+                "--duration",
+                "10m",
+                "--format",
+                "prometheus",
+                "--out",
+                "/proc/d.prom",
+            ]),
+            "(choose another path with --out)",
+        ),
+        (
+            a(&["audit", "--sysroot", &fixture, "--out", "/proc/a.json"]),
+            "--out cannot write in /proc",
+        ),
     ];
     // A real input (a copy of a bench lock result) that outputs must not overwrite.
     std::fs::copy(&lock, i.p("input.json")).unwrap();
@@ -382,6 +408,38 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
         .filter(|n| n.starts_with('.') || n.contains("tmp") || n == "results" || n == "r.html")
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Regression (issue 46 item 1): `diagnose --out` in a directory its user cannot write (`/root/...` as
+/// nobody) was checked only for the directory's existence and failed after the window; it is refused before
+/// the window now, naming --out.
+#[test]
+fn diagnose_out_unwritable_found_after_the_window_regression() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    assert!(
+        osutil::is_root(),
+        "this test runs preemptlab as nobody: run it as root (scripts/test does)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let private = dir.path().join("root-only");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = private.join("d.json");
+    let t = Instant::now();
+    let o = Command::new("timeout")
+        .arg("20")
+        .arg(cargo_bin("preemptlab"))
+        .args(["diagnose", "--duration", "10m", "--out"])
+        .arg(&out)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    common::assert_refused(&o, "diagnose --out as nobody", "--out cannot write in");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert_eq!(std::fs::read_dir(&private).unwrap().count(), 0);
 }
 
 /// Regression: the no-panic check of a refusal matched the bare word "panicked", which `vm`'s own report
