@@ -52,7 +52,7 @@ pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
     let duration =
         hostfacts::parse::duration(&args.duration).map_err(|e| anyhow!("--duration {e}"))?;
     let mut opts = diagnose::Options::new(duration);
-    opts.pids = args.pid.clone();
+    opts.pids = distinct(&args.pid);
     opts.dsns = args.pg.clone();
     opts.cpu_clock_hz = args.frequency;
     opts.fault_period = args.fault_period;
@@ -81,6 +81,13 @@ pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
         ),
     })?;
     Ok(opts)
+}
+
+/// `pids` without repeats, in the order given: `--pid X --pid X` names one instance, observed once (it was
+/// observed twice, its events counted twice over; issue 46 item 8).
+fn distinct(pids: &[u32]) -> Vec<u32> {
+    let mut seen = std::collections::BTreeSet::new();
+    pids.iter().copied().filter(|p| seen.insert(*p)).collect()
 }
 
 fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
@@ -148,4 +155,16 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
     }
     let fail = args.fail_on.is_some_and(|f| f.fails(&res));
     Ok(if fail { 1 } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (issue 46 item 8): `diagnose --pid X --pid X` measured the same instance twice.
+    #[test]
+    fn diagnose_pid_x_pid_x_measured_twice_regression() {
+        assert_eq!(distinct(&[7, 3, 7, 3, 9]), vec![7, 3, 9]);
+        assert_eq!(distinct(&[]), Vec::<u32>::new());
+    }
 }
