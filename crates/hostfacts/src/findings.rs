@@ -67,13 +67,20 @@ fn fix_huge_pages(inst: &PgInstance, pool: Option<&PoolFix>) -> Vec<String> {
             inst.postmaster_pid
         )),
     }
-    fix.push(
-        "postgresql.conf: huge_pages = on   # not try: fail at start rather than run on 4 KB pages"
-            .into(),
-    );
-    fix.push("restart PostgreSQL, then: preemptlab audit   # expect 'on huge pages: yes'".into());
+    fix.push(HUGE_PAGES_ON.into());
+    fix.push(RESTART_THEN_AUDIT.into());
     fix
 }
+
+/// The fix's step in postgresql.conf, which is no shell command: a comment, so that a fix block pasted
+/// into a shell runs its commands and nothing else (issue 46 item 12).
+pub const HUGE_PAGES_ON: &str =
+    "# in postgresql.conf: huge_pages = on (not try: fail at start rather than run on 4 KB pages)";
+
+/// The fix's last step, a restart that depends on how the server is run, then the check: a comment for the
+/// same reason as [`HUGE_PAGES_ON`].
+pub const RESTART_THEN_AUDIT: &str =
+    "# then restart PostgreSQL and run: preemptlab audit (expect 'on huge pages: yes')";
 
 /// Computes every finding.
 pub fn findings(
@@ -315,7 +322,7 @@ pub fn findings(
             evidence: vec![format!("{} = always", mem.thp_enabled.source)],
             fix: vec![
                 "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled".into(),
-                "transparent_hugepage=madvise   # persist: on the kernel command line".into(),
+                "# persist: transparent_hugepage=madvise on the kernel command line (GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub)".into(),
             ],
  pool: None,
 });
@@ -330,7 +337,7 @@ pub fn findings(
                 evidence: vec![format!("{} = {v}", mem.thp_shmem_enabled.source)],
                 fix: vec![
                     "echo never > /sys/kernel/mm/transparent_hugepage/shmem_enabled".into(),
-                    "transparent_hugepage_shmem=never   # persist: on the kernel command line (6.12+)".into(),
+                    "# persist: transparent_hugepage_shmem=never on the kernel command line (6.12+; GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub)".into(),
                 ],
  pool: None,
 });

@@ -318,7 +318,7 @@ pub fn pool_lines(page_size_kib: u64, default_page_size_kib: u64, pool_target: u
         };
         vec![
             format!("echo {pool_target} > {sysfs}"),
-            format!("hugepagesz={g} hugepages={pool_target}   # persist: on the kernel command line (reserved at boot: reliable for {} pages)", human(page_size_kib)),
+            format!("# persist: hugepagesz={g} hugepages={pool_target} on the kernel command line (reserved at boot: reliable for {} pages)", human(page_size_kib)),
         ]
     }
 }

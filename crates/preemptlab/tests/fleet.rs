@@ -378,6 +378,62 @@ fn fleet_markdown_kernel_column_pipe_not_escaped_regression() {
     );
 }
 
+/// Regression (issue 46 item 12): the fix blocks called pasteable held lines that are no shell
+/// (`postgresql.conf: huge_pages = on`, `restart PostgreSQL, then: ...`, `on HOST: preemptlab ...`): every
+/// fix line of the audits of every fixture, and of the fleet over them, is a command or a comment.
+#[test]
+fn fix_block_called_pasteable_holds_lines_that_are_not_shell_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = std::fs::read_dir(fixture("")).unwrap();
+    let mut t = 0;
+    let mut lines = Vec::new();
+    for e in fixtures.map(|e| e.unwrap()).filter(|e| e.path().is_dir()) {
+        let name = e.file_name().into_string().unwrap();
+        t = audit_into(dir.path(), &name);
+        let v: Value = serde_json::from_slice(
+            &std::fs::read(dir.path().join(format!("{name}.json"))).unwrap(),
+        )
+        .unwrap();
+        for f in v["findings"].as_array().unwrap() {
+            lines.extend(
+                f["fix"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|l| l.as_str().unwrap().to_string()),
+            );
+        }
+    }
+    let now = (t + 60).to_string();
+    let o = run(&[
+        "fleet",
+        dir.path().to_str().unwrap(),
+        "--format",
+        "json",
+        "--now",
+        &now,
+    ]);
+    let fleet: Value = serde_json::from_slice(&o.stdout).unwrap();
+    for i in fleet["not_on_huge_pages"].as_array().unwrap() {
+        lines.extend(
+            i["fix"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l.as_str().unwrap().to_string()),
+        );
+    }
+    assert!(
+        lines.iter().any(|l| l.contains("huge_pages = on")),
+        "{lines:#?}"
+    );
+    let bad: Vec<String> = lines
+        .iter()
+        .filter_map(|l| common::not_pasteable(l))
+        .collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
 /// Regression (issue 29 item 6): a FIFO named `x.json` hung `fleet` and `results`; `fleet --fail-on warn`
 /// over audits of which none could be read exited 0 (a gate that passes when nothing was assessed);
 /// `results` left out files it could not read. Now the FIFO is listed (at once), the gate fails with one
