@@ -329,6 +329,20 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
             ]),
             "preempt=none",
         ),
+        // Issue 46 item 6: a guest larger than the host, a kernel that is no image: refused before any boot
+        // (they booted and failed 7-14 s later).
+        (
+            a(&["vm", "--memory", "100T", "--", "audit"]),
+            "--memory 100 TiB: more than this host's",
+        ),
+        (
+            a(&["vm", "--kernel", &i.p("text.txt"), "--", "audit"]),
+            "not a kernel image (text",
+        ),
+        (
+            a(&["vm", "--kernel", &i.p("empty.json"), "--", "audit"]),
+            "not a kernel image (an empty file)",
+        ),
         // Issue 46 item 1: diagnose --out in a directory no file can be made in, refused before the window
         // (it was found after the window, up to 24 h, without naming --out; twice with prometheus).
         (
