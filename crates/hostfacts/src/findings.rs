@@ -72,6 +72,15 @@ fn fix_huge_pages(inst: &PgInstance, pool: Option<&PoolFix>) -> Vec<String> {
     fix
 }
 
+/// `run 4242` or `runs 4242, 4343`.
+fn ended_runs_named(pids: &[u32]) -> String {
+    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+    match pids.len() {
+        1 => format!("run {}", pids[0]),
+        _ => format!("runs {}", pids.join(", ")),
+    }
+}
+
 /// The fix's step in postgresql.conf, which is no shell command: a comment, so that a fix block pasted
 /// into a shell runs its commands and nothing else (issue 46 item 12).
 pub const HUGE_PAGES_ON: &str =
@@ -356,25 +365,46 @@ pub fn findings(
                 .filter(|i| i.on_huge_pages.get() == Some(&false))
                 .map(|i| i.postmaster_pid.to_string())
                 .collect();
+            let mut title = format!(
+                "{} huge pages of {} ({}) are reserved and nobody uses them",
+                p.total,
+                kib(p.page_size_kib),
+                kib(p.pinned_kib())
+            );
+            let mut evidence = vec![format!(
+                "/sys/kernel/mm/hugepages/hugepages-{}kB: total {}, free {}, reserved {}",
+                p.page_size_kib, p.total, p.free, p.reserved
+            )];
+            let mut fix = if candidates.is_empty() {
+                vec![format!("echo 0 > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages   # release it (and remove it from /etc/sysctl.d)", p.page_size_kib)]
+            } else {
+                vec![
+                    format!("# instances on 4 KB pages that could use it: {}; set huge_pages = on and restart them", candidates.join(", ")),
+                    format!("echo 0 > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages   # or release it", p.page_size_kib),
+                ]
+            };
+            // Pages a killed preemptlab run left: said as such, with what gives them back (issue 46 item 7).
+            if let Some(e) = &p.left_by_ended_runs {
+                let runs = ended_runs_named(&e.pids);
+                title = format!("{title}: {} of them added by preemptlab {runs}, which ended without giving them back", e.pages);
+                evidence.push(format!(
+                    "{}: {runs} added {} pages and no longer runs",
+                    e.record, e.pages
+                ));
+                fix = vec![
+                    format!("# the next preemptlab bench (bench lock, bench pg, check) gives the {} pages back when it starts", e.pages),
+                    format!("echo {} > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages   # or now: the pool before {runs} grew it", p.persistent().saturating_sub(e.pages), p.page_size_kib),
+                ];
+            }
             out.push(Finding {
                 id: "hugetlb-pool-unused".into(),
                 severity: Severity::Warn,
                 instance: None,
-                title: format!("{} huge pages of {} ({}) are reserved and nobody uses them", p.total, kib(p.page_size_kib), kib(p.pinned_kib())),
-                evidence: vec![format!(
-                    "/sys/kernel/mm/hugepages/hugepages-{}kB: total {}, free {}, reserved {}",
-                    p.page_size_kib, p.total, p.free, p.reserved
-                )],
-                fix: if candidates.is_empty() {
-                    vec![format!("echo 0 > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages   # release it (and remove it from /etc/sysctl.d)", p.page_size_kib)]
-                } else {
-                    vec![
-                        format!("# instances on 4 KB pages that could use it: {}; set huge_pages = on and restart them", candidates.join(", ")),
-                        format!("echo 0 > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages   # or release it", p.page_size_kib),
-                    ]
-                },
- pool: None,
-});
+                title,
+                evidence,
+                fix,
+                pool: None,
+            });
         }
     }
 

@@ -130,16 +130,11 @@ impl Locked {
             why: explain(&e),
         })?;
         let lock_path = dir.join(format!("pool-{page_kib}kB.lock"));
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| PoolError::Record {
-                action: "opening",
-                path: lock_path.clone(),
-                why: explain(&e),
-            })?;
+        let lock = crate::open_lock_file(&lock_path).map_err(|e| PoolError::Record {
+            action: "opening",
+            path: lock_path.clone(),
+            why: explain(&e),
+        })?;
         // SAFETY: flock on a file descriptor this function owns (`lock` lives in the returned value and
         // closes, releasing the lock, when it drops); no memory is passed.
         let rc = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) };
@@ -157,9 +152,17 @@ impl Locked {
         })
     }
 
-    fn load(&self) -> Option<Registry> {
-        let text = std::fs::read_to_string(&self.path).ok()?;
-        Registry::parse(&text).filter(|r| r.page_kib == self.page_kib)
+    /// The record, None when there is none (or it is no record of this pool); an error when something
+    /// other than a regular file is there (a FIFO would hang the read).
+    fn load(&self) -> Result<Option<Registry>, PoolError> {
+        let text = crate::read_record(&self.path).map_err(|e| PoolError::Record {
+            action: "reading",
+            path: self.path.clone(),
+            why: explain(&e),
+        })?;
+        Ok(text
+            .and_then(|t| Registry::parse(&t))
+            .filter(|r| r.page_kib == self.page_kib))
     }
 
     /// Writes the record (a unique temp file renamed into place), or removes it when no share is left.
@@ -188,7 +191,7 @@ impl Locked {
     /// stored when either changed; a fresh record (the whole pool the operator's) when there is none.
     fn sync(&self, pool: &HugetlbPool) -> Result<(Registry, Reconciled), PoolError> {
         let now = pool.persistent()?;
-        let Some(mut reg) = self.load() else {
+        let Some(mut reg) = self.load()? else {
             let fresh = Registry {
                 page_kib: self.page_kib,
                 base: now,
@@ -438,4 +441,4 @@ fn recover_stale_pools_under(root: &Path, dir: &Path) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -53,6 +53,12 @@ impl Inputs {
         if made != 0 {
             std::os::unix::fs::symlink("/dev/null", dir.path().join("null-copy.json")).unwrap();
         }
+        // The host guards' state dir (PREEMPTLAB_STATE_DIR) with a FIFO where the preemption model's record
+        // lives: a switch read it and hung, stop signals or not (issue 46 item 7).
+        std::fs::create_dir(dir.path().join("state")).unwrap();
+        let record = node("state/preempt.json");
+        // SAFETY: mkfifo on a NUL-terminated path in this test's own temp dir.
+        assert_eq!(unsafe { libc::mkfifo(record.as_ptr(), 0o600) }, 0);
         Inputs { dir }
     }
     fn p(&self, name: &str) -> String {
@@ -343,6 +349,11 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
             a(&["vm", "--kernel", &i.p("empty.json"), "--", "audit"]),
             "not a kernel image (an empty file)",
         ),
+        // Issue 46 item 7: a FIFO where a host guard's record lives (the state dir above): refused at once.
+        (
+            a(&["bench", "lock", "--switch-preempt", "lazy", "--out", &out]),
+            "preempt.json: a FIFO, not a regular file: preemptlab keeps its record there; remove it",
+        ),
         // Issue 46 item 1: diagnose --out in a directory no file can be made in, refused before the window
         // (it was found after the window, up to 24 h, without naming --out; twice with prometheus).
         (
@@ -377,9 +388,10 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
     let mut failed = Vec::new();
     for (args, want) in &cases {
         let t = Instant::now();
-        // `timeout` stops a case that started real work instead of refusing (it would show as exit 124).
+        // `timeout` stops a case that started real work instead of refusing (it would show as exit 124);
+        // -k kills one that its SIGTERM does not end (a run hung where a stop signal cannot reach it).
         let o = Command::new("timeout")
-            .arg("20")
+            .args(["-k", "5", "20"])
             .arg(cargo_bin("preemptlab"))
             .args(args)
             .env("PREEMPTLAB_STATE_DIR", i.p("state"))
@@ -443,7 +455,7 @@ fn diagnose_out_unwritable_found_after_the_window_regression() {
     let out = private.join("d.json");
     let t = Instant::now();
     let o = Command::new("timeout")
-        .arg("20")
+        .args(["-k", "5", "20"])
         .arg(cargo_bin("preemptlab"))
         .args(["diagnose", "--duration", "10m", "--out"])
         .arg(&out)

@@ -42,7 +42,7 @@ pub fn not_pasteable(line: &str) -> Option<String> {
         .then(|| format!("{line:?}: a placeholder read as a redirection"))
 }
 
-/// Runs preemptlab (under `timeout 20`) with `args` in `dir`, with both stdout and stderr on pipes whose
+/// Runs preemptlab (under `timeout -k 5 20`) with `args` in `dir`, with both stdout and stderr on pipes whose
 /// read ends are closed before it starts: every write fails with EPIPE (`2>&1 | head -0`). (std::io::pipe
 /// is newer than the MSRV; the tests in cli.rs use it too, where clippy does not look: test code only.)
 #[allow(clippy::incompatible_msrv)]
@@ -55,7 +55,7 @@ pub fn closed_pipes(
     let (err_r, err_w) = std::io::pipe().unwrap();
     drop((out_r, err_r));
     std::process::Command::new("timeout")
-        .arg("20")
+        .args(["-k", "5", "20"])
         .arg(assert_cmd::cargo::cargo_bin("preemptlab"))
         .args(args)
         .env("PREEMPTLAB_STATE_DIR", state_dir)

@@ -30,6 +30,21 @@ pub struct HugePool {
     /// Why some run's mappings could not be read (its pages then count as another user's), if so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mapped_by_preemptlab_unknown: Option<String>,
+    /// Pages preemptlab runs added to this pool and never gave back (they were killed), still in it as the
+    /// record says: the next preemptlab bench that starts gives them back. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_by_ended_runs: Option<EndedRuns>,
+}
+
+/// What preemptlab runs that ended without giving back their share of a pool left in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndedRuns {
+    /// Pages they added.
+    pub pages: u64,
+    /// Their pids.
+    pub pids: Vec<u32>,
+    /// The record that names them (`/run/preemptlab/pool-<kib>kB.json`).
+    pub record: String,
 }
 
 impl HugePool {
