@@ -72,6 +72,26 @@ fn fix_huge_pages(inst: &PgInstance, pool: Option<&PoolFix>) -> Vec<String> {
     fix
 }
 
+/// The title of `preempt-4k-shm` for `inst`: for PostgreSQL 19 and later, what 19 changed (issue 46 item
+/// 10): the free list, whose `buffer_strategy_lock` every buffer allocation took in StrategyGetBuffer (9.5-18)
+/// and where the Linux 7.0 report found its time, is gone (commit 2c789405275; the lock is taken only when
+/// the clock hand wraps); buffer-header spinlocks and the 4 KB pages' page tables remain
+/// (docs/references.md#pg19-clock-sweep).
+fn exposed_title(inst: &PgInstance) -> String {
+    let pm = inst.postmaster_pid;
+    let major = inst.version.get().and_then(|v| {
+        v.chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse::<u32>()
+            .ok()
+    });
+    match major {
+        Some(v) if v >= 19 => format!("instance {pm} (PostgreSQL {v}) runs on 4 KB shared memory under a preemptive kernel: 19 removed the buffer free list (commit 2c789405275), so StrategyGetBuffer takes its spinlock only when the clock hand wraps, not on every allocation as in 15-18 where the Linux 7.0 regression was found; buffer-header spinlocks still stall behind a preempted holder, and the page tables remain"),
+        _ => format!("instance {pm} runs on 4 KB shared memory under a preemptive kernel: the lock-holder-preemption regression"),
+    }
+}
+
 /// `run 4242` or `runs 4242, 4343`.
 fn ended_runs_named(pids: &[u32]) -> String {
     let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
@@ -111,9 +131,12 @@ pub fn findings(
         .get()
         .and_then(|r| parse::kernel_version(r))
         .is_some_and(|v| v >= (7, 0));
-    let preemptive = model.preempts_in_kernel() || (model == PreemptModel::Unknown && seven);
+    // Unknown with candidates that all preempt (uname -v's PREEMPT: full or lazy) is preemptive.
+    let preemptive = kernel.preemption.preempts_in_kernel() == Some(true)
+        || (model == PreemptModel::Unknown && seven);
     let model_line = format!(
-        "preemption model {model} (decided by {}); kernel {release}",
+        "preemption model {} (decided by {}); kernel {release}",
+        kernel.preemption.words(),
         kernel
             .preemption
             .decided_by
@@ -127,7 +150,13 @@ pub fn findings(
             id: "preempt-unknown".into(),
             severity: Severity::Info,
             instance: None,
-            title: "the preemption model could not be determined".into(),
+            title: match kernel.preemption.candidates.is_empty() {
+                true => "the preemption model could not be determined".into(),
+                false => format!(
+                    "the preemption model could not be determined: {}",
+                    kernel.preemption.words()
+                ),
+            },
             evidence: kernel
                 .preemption
                 .evidence
@@ -161,6 +190,33 @@ pub fn findings(
         });
     }
 
+    // Pool counters that cannot be one moment's are no ground for sizing (issue 46 item 10: a sysroot's
+    // HugePages_Rsvd above HugePages_Free made "it will not start after a restart", CRITICAL).
+    let inconsistent: Vec<&results::host::memory::HugePool> = mem
+        .pools
+        .get()
+        .map(|p| p.iter().filter(|p| p.inconsistent.is_some()).collect())
+        .unwrap_or_default();
+    for p in &inconsistent {
+        out.push(Finding {
+            id: "hugetlb-counters-inconsistent".into(),
+            severity: Severity::Warn,
+            instance: None,
+            title: format!(
+                "the {} pool's counters cannot be as read, so whether instances get their huge pages is not judged",
+                kib(p.page_size_kib)
+            ),
+            evidence: vec![format!(
+                "/sys/kernel/mm/hugepages/hugepages-{}kB: {}",
+                p.page_size_kib,
+                p.inconsistent.as_deref().unwrap_or_default()
+            )],
+            fix: vec!["preemptlab audit   # on the host itself, where the counters are read together".into()],
+            pool: None,
+        });
+    }
+    let judged = |page_kib: u64| !inconsistent.iter().any(|p| p.page_size_kib == page_kib);
+
     for inst in instances {
         let pm = inst.postmaster_pid;
         let seg = inst.segment.get();
@@ -191,7 +247,7 @@ pub fn findings(
                     id: "preempt-4k-shm".into(),
                     severity: Severity::Critical,
                     instance: Some(pm),
-                    title: format!("instance {pm} runs on 4 KB shared memory under a preemptive kernel: the lock-holder-preemption regression"),
+                    title: exposed_title(inst),
                     evidence: vec![model_line.clone(), seg_line.clone(), hp_line.clone()],
                     fix: fix_huge_pages(inst, pool.as_ref()),
                     pool: pool.clone(),
@@ -231,7 +287,8 @@ pub fn findings(
                     .get()
                     .is_some_and(|p| p.iter().any(|p| p.total > 0)))
         {
-            if let Some((t, need)) = targets.iter().find_map(|t| t.need_of(pm).map(|n| (t, n))) {
+            let found = targets.iter().find_map(|t| t.need_of(pm).map(|n| (t, n)));
+            if let Some((t, need)) = found.filter(|(t, _)| judged(t.page_size_kib)) {
                 let pool_size = t.operators_pool();
                 let (room, exact) = t.restart_room(pm).unwrap_or((0, need.pages_exact));
                 let others = pool_size.saturating_sub(room);

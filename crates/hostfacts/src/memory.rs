@@ -189,6 +189,15 @@ fn ended_runs(held: &Held, kib: u64, persistent: u64) -> Option<EndedRuns> {
     })
 }
 
+/// A pool's four counters as read: `nr_hugepages`, `free_hugepages`, `resv_hugepages`,
+/// `surplus_hugepages`.
+type Counters = (
+    Result<u64, String>,
+    Result<u64, String>,
+    Result<u64, String>,
+    Result<u64, String>,
+);
+
 /// How many times [`read_pools`] reads a pool's counters and the runs' mappings again when either moved.
 const STABLE_READ_TRIES: usize = 5;
 
@@ -276,13 +285,28 @@ pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
         // known: their pages then count as other users', which errs toward a larger target, never a smaller.
         let Settled {
             mappings: mut held,
-            counters: read,
+            counters: mut read,
             settled,
         } = read_settled(
             || held_by_preemptlab(host, kib),
             counters,
             STABLE_READ_TRIES,
         );
+        // Counters that cannot be one moment's (more reserved than free pages): a live host's were read
+        // between changes, and are read again; a sysroot's copies stay so, and say it (issue 46 item 10).
+        let conflict = |r: &Counters| match r {
+            (Ok(t), Ok(f), Ok(v), _) => HugePool::counters_conflict(*t, *f, *v),
+            _ => None,
+        };
+        let mut tries = 0;
+        while host.is_live() && conflict(&read).is_some() && tries < STABLE_READ_TRIES {
+            read = counters();
+            tries += 1;
+        }
+        let inconsistent = conflict(&read).map(|why| match host.is_live() {
+            true => format!("{why} in each of {} reads", tries + 1),
+            false => format!("{why}: the sysroot's copies were read at different moments"),
+        });
         if !settled {
             held.mapped = 0;
             held.unknown = Some(format!(
@@ -301,6 +325,7 @@ pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
                 held_by_preemptlab: held.added,
                 mapped_by_preemptlab: held.mapped,
                 left_by_ended_runs: ended_runs(&held, kib, total.saturating_sub(surplus)),
+                inconsistent,
                 mapped_by_preemptlab_unknown: held.unknown,
             }),
             (a, b, c, d) => {
@@ -374,6 +399,7 @@ mod tests {
             mapped_by_preemptlab: 0,
             mapped_by_preemptlab_unknown: None,
             left_by_ended_runs: None,
+            inconsistent: None,
         };
         assert_eq!(p.pinned_kib(), u64::MAX);
         assert_eq!(p.committed(), u64::MAX);
