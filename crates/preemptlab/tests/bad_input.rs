@@ -354,6 +354,19 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
             a(&["bench", "lock", "--switch-preempt", "lazy", "--out", &out]),
             "preempt.json: a FIFO, not a regular file: preemptlab keeps its record there; remove it",
         ),
+        // Issue 46 item 3: hugepages --shared-buffers (sized by PostgreSQL itself) and its companions.
+        (
+            a(&["hugepages", "--shared-buffers", "lots"]),
+            "--shared-buffers lots",
+        ),
+        (
+            a(&["hugepages", "--max-connections", "200"]),
+            "--shared-buffers",
+        ),
+        (
+            a(&["hugepages", "--shared-buffers", "2GB", "--shared-memory", "2GB"]),
+            "--shared-memory",
+        ),
         // Issue 46 item 1: diagnose --out in a directory no file can be made in, refused before the window
         // (it was found after the window, up to 24 h, without naming --out; twice with prometheus).
         (
