@@ -13,6 +13,9 @@ use assert_cmd::cargo::cargo_bin;
 use common::hugetlb::{self, Bench, EmptyPool, Pool};
 use serde_json::Value;
 
+/// The tests resize the 2 MB pool and read it back: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Gives back what killed runs left in the pool when dropped (the test passing or failing), as the next
 /// run would.
 struct Recover;
@@ -71,6 +74,7 @@ fn share_taken(pid: u32) -> hostguard::hugetlb_pool::Share {
 /// otherwise unused; the next run's recovery gives them back, leaving the pool as before.
 #[test]
 fn audit_after_a_sigkilled_reserving_run_names_neither_record_nor_remedy_regression() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _empty = EmptyPool::make();
     let before = Pool::read();
     let _recover = Recover;
@@ -138,4 +142,174 @@ fn audit_after_a_sigkilled_reserving_run_names_neither_record_nor_remedy_regress
         before.persistent,
         "the pool as before"
     );
+}
+
+/// Puts the 2 MB pool back to `to` persistent pages when dropped (the test passing or failing).
+struct PoolBack {
+    to: u64,
+}
+
+impl Drop for PoolBack {
+    fn drop(&mut self) {
+        let pool = hostguard::hugetlb_pool::HugetlbPool::of(2048);
+        if let Err(e) = pool.set_persistent(self.to) {
+            eprintln!("could not put the 2 MB pool back to {} pages: {e}", self.to);
+        }
+    }
+}
+
+/// Regression (issue 46 item 11): two overlapping `--reserve-hugepages` runs left the pool 491 pages above
+/// where they found it after a PostgreSQL on huge pages stopped while they ran. A run reads the persistent
+/// pool as `nr_hugepages` less `surplus_hugepages`, two files one after the other; a user leaving a pool
+/// shrunk under it frees surplus pages, each lowering both counts, and a read that straddled the frees saw
+/// the pool larger by the pages freed in between: a run took that for the operator resizing the pool and
+/// kept its share's pages as the operator's. Here this process maps 256 pages, the pool is shrunk under
+/// them (256 surplus) and they are freed one by one while the pool is read: every read is the persistent
+/// pool as set. The pool is restored whatever happens; the record's lock is held throughout so that no run
+/// interleaves.
+#[test]
+fn a_user_leaving_the_pool_mid_read_made_a_run_keep_its_share_regression() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const N: u64 = 256;
+    const PAGE: usize = 2 << 20;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _empty = EmptyPool::make();
+    let _lock = hugetlb::record_lock(libc::LOCK_EX);
+    let pool = hostguard::hugetlb_pool::HugetlbPool::of(2048);
+    let p0 = pool.persistent().unwrap();
+    let _back = PoolBack { to: p0 };
+    pool.set_persistent(p0 + N).unwrap();
+    assert_eq!(
+        pool.read("nr_hugepages").unwrap(),
+        p0 + N,
+        "the kernel gave {N} pages of 2 MB (memory fragmented?)"
+    );
+    let len = N as usize * PAGE;
+    // SAFETY: a new anonymous shared mapping of hugetlb pages; no existing memory is touched, and the
+    // result is checked against MAP_FAILED before use.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(addr, libc::MAP_FAILED, "mapping {N} huge pages");
+    for i in 0..N as usize {
+        // SAFETY: within the mapping just made (i < N pages of PAGE bytes), writable, owned by this test.
+        unsafe { *(addr as *mut u8).add(i * PAGE) = 1 };
+    }
+    // The pool shrunk under its user: its pages in use beyond it are surplus.
+    pool.set_persistent(p0).unwrap();
+    assert_eq!(pool.read("surplus_hugepages").unwrap(), N);
+    let base = addr as usize;
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let freed = done.clone();
+    let leaving = std::thread::spawn(move || {
+        for i in 0..N as usize {
+            // SAFETY: unmaps page i of the mapping made above, once each; nothing reads it any more.
+            let rc = unsafe { libc::munmap((base + i * PAGE) as *mut libc::c_void, PAGE) };
+            assert_eq!(rc, 0);
+        }
+        // Release: the frees are done before the flag reads true (Acquire below).
+        freed.store(true, Ordering::Release);
+    });
+    let (mut reads, mut wrong) = (0u64, Vec::new());
+    while !done.load(Ordering::Acquire) {
+        let p = pool.persistent().unwrap();
+        reads += 1;
+        if p != p0 {
+            wrong.push(p);
+        }
+    }
+    leaving.join().unwrap();
+    assert!(
+        wrong.is_empty(),
+        "{} of {reads} reads of the pool while its surplus pages were freed were not {p0}: {wrong:?}",
+        wrong.len()
+    );
+    assert!(reads > 0);
+    assert_eq!(pool.read("surplus_hugepages").unwrap(), 0);
+    assert_eq!(pool.read("nr_hugepages").unwrap(), p0);
+}
+
+/// Regression (issue 46 item 11): a pool user that arrives while a run holds its share can take the
+/// share's pages; the run cannot give those back, and said nothing of it. Here this test maps the pages a
+/// `bench lock --reserve-hugepages` run added before the run maps them: the run gives the pool back to
+/// where it found it, and says that pages stay in use beyond it, naming this process; once the test lets
+/// them go, the pool is exactly as before.
+#[test]
+fn a_user_that_takes_a_runs_share_is_named_when_the_run_gives_it_back_regression() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _empty = EmptyPool::make();
+    let before = Pool::read();
+    let _recover = Recover;
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(cargo_bin("preemptlab"))
+        .args([
+            "bench",
+            "lock",
+            "--quiet",
+            "--locks",
+            "pg",
+            "--workers",
+            "1",
+        ])
+        .args(["--pages", "hugetlb-2m", "--warmup", "0s", "--repeat", "1"])
+        .args(["--duration", "2s", "--reserve-hugepages", "--out"])
+        .arg(dir.path().join("r.json"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bench = Bench::new(child);
+    let share = share_taken(bench.id());
+    assert!(share.pages > 0, "{share:?}");
+    // Take every page a new mapping can have (the run's share, not mapped yet), as an arriving user would.
+    const PAGE: usize = 2 << 20;
+    let pool = hostguard::hugetlb_pool::HugetlbPool::of(2048);
+    let (mut addr, mut len) = (libc::MAP_FAILED, 0usize);
+    let t = Instant::now();
+    while addr == libc::MAP_FAILED && t.elapsed() < Duration::from_secs(10) {
+        len = pool.available().unwrap() as usize * PAGE;
+        if len > 0 {
+            // SAFETY: a new anonymous shared hugetlb mapping; checked against MAP_FAILED before use.
+            addr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB,
+                    -1,
+                    0,
+                )
+            };
+        }
+    }
+    assert_ne!(addr, libc::MAP_FAILED, "took none of the run's pages");
+    for i in 0..len / PAGE {
+        // SAFETY: within the mapping just made, writable, owned by this test.
+        unsafe { *(addr as *mut u8).add(i * PAGE) = 1 };
+    }
+    let out = bench.wait_with_output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let held = hugetlb::share_of(std::process::id());
+    // SAFETY: unmaps the whole mapping made above; nothing uses it any more.
+    assert_eq!(unsafe { libc::munmap(addr, len) }, 0);
+    assert_eq!(held, None, "the test holds no share");
+    let want = format!("(pid {}) maps {}", std::process::id(), len / PAGE);
+    assert!(
+        err.contains("pages in use beyond it stay until their users let them go")
+            && err.contains(&want),
+        "{want}: {err}"
+    );
+    let after = Pool::read();
+    assert_eq!(
+        after.persistent, before.persistent,
+        "{before:?} -> {after:?}"
+    );
+    assert_eq!(pool.surplus().unwrap(), 0);
 }
