@@ -127,19 +127,25 @@ impl HugetlbPool {
     /// for good (issue 46 item 11). So `nr_hugepages` is read again after `surplus_hugepages`, and the pair
     /// counts only when it did not move ([`PERSISTENT_READS`] tries).
     pub fn persistent(&self) -> Result<u64, PoolFileError> {
-        let mut last = None;
+        self.settled("nr_hugepages", "surplus_hugepages")
+    }
+
+    /// `first` less `second`, read as `first`, `second`, `first` again until `first` did not move between
+    /// (both move together when pages are freed or faulted in), at most [`PERSISTENT_READS`] times.
+    fn settled(&self, first: &str, second: &str) -> Result<u64, PoolFileError> {
+        let mut last = 0;
         for _ in 0..PERSISTENT_READS {
-            let nr = self.read("nr_hugepages")?;
-            let surplus = self.read("surplus_hugepages")?;
-            let again = self.read("nr_hugepages")?;
-            if nr == again {
-                return Ok(nr.saturating_sub(surplus));
+            let a = self.read(first)?;
+            let b = self.read(second)?;
+            let again = self.read(first)?;
+            if a == again {
+                return Ok(a.saturating_sub(b));
             }
-            last = Some(again.saturating_sub(surplus.min(again)));
+            last = again.saturating_sub(b);
         }
         Err(PoolFileError::Unsettled {
             dir: self.dir.clone(),
-            last: last.unwrap_or(0),
+            last,
         })
     }
 
@@ -152,20 +158,7 @@ impl HugetlbPool {
     /// [`HugetlbPool::persistent`] is: `free_hugepages` again after `resv_hugepages`, the pair taken only
     /// when it did not move (a mapping faulting its reserved pages in, or a user leaving, moves both).
     pub fn available(&self) -> Result<u64, PoolFileError> {
-        let mut last = 0;
-        for _ in 0..PERSISTENT_READS {
-            let free = self.read("free_hugepages")?;
-            let resv = self.read("resv_hugepages")?;
-            let again = self.read("free_hugepages")?;
-            if free == again {
-                return Ok(free.saturating_sub(resv));
-            }
-            last = again.saturating_sub(resv);
-        }
-        Err(PoolFileError::Unsettled {
-            dir: self.dir.clone(),
-            last,
-        })
+        self.settled("free_hugepages", "resv_hugepages")
     }
 
     /// Sets the persistent pool to `pages` (the kernel keeps pages in use beyond it as surplus).

@@ -28,8 +28,9 @@ impl Drop for Recover {
     }
 }
 
-/// `bench lock` on hugetlb-2m with `--reserve-hugepages` for `secs`, in its own process group.
-fn reserving_bench(secs: u32, out: &std::path::Path) -> Bench {
+/// `bench lock` on hugetlb-2m with `--reserve-hugepages` for `secs`, in its own process group, its stderr
+/// to `stderr`.
+fn reserving_bench(secs: u32, out: &std::path::Path, stderr: Stdio) -> Bench {
     let child = Command::new(cargo_bin("preemptlab"))
         .args([
             "bench",
@@ -46,7 +47,7 @@ fn reserving_bench(secs: u32, out: &std::path::Path) -> Bench {
         .args(["--reserve-hugepages", "--out"])
         .arg(out)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .process_group(0)
         .spawn()
         .unwrap();
@@ -79,7 +80,7 @@ fn audit_after_a_sigkilled_reserving_run_names_neither_record_nor_remedy_regress
     let before = Pool::read();
     let _recover = Recover;
     let dir = tempfile::tempdir().unwrap();
-    let mut bench = reserving_bench(60, &dir.path().join("k.json"));
+    let mut bench = reserving_bench(60, &dir.path().join("k.json"), Stdio::null());
     let pid = bench.id();
     let share = share_taken(pid);
     assert!(share.pages > 0, "the run grew the pool: {share:?}");
@@ -248,24 +249,7 @@ fn a_user_that_takes_a_runs_share_is_named_when_the_run_gives_it_back_regression
     let before = Pool::read();
     let _recover = Recover;
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(cargo_bin("preemptlab"))
-        .args([
-            "bench",
-            "lock",
-            "--quiet",
-            "--locks",
-            "pg",
-            "--workers",
-            "1",
-        ])
-        .args(["--pages", "hugetlb-2m", "--warmup", "0s", "--repeat", "1"])
-        .args(["--duration", "2s", "--reserve-hugepages", "--out"])
-        .arg(dir.path().join("r.json"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let bench = Bench::new(child);
+    let bench = reserving_bench(2, &dir.path().join("r.json"), Stdio::piped());
     let share = share_taken(bench.id());
     assert!(share.pages > 0, "{share:?}");
     // Take every page a new mapping can have (the run's share, not mapped yet), as an arriving user would.
