@@ -67,13 +67,49 @@ fn fix_huge_pages(inst: &PgInstance, pool: Option<&PoolFix>) -> Vec<String> {
             inst.postmaster_pid
         )),
     }
-    fix.push(
-        "postgresql.conf: huge_pages = on   # not try: fail at start rather than run on 4 KB pages"
-            .into(),
-    );
-    fix.push("restart PostgreSQL, then: preemptlab audit   # expect 'on huge pages: yes'".into());
+    fix.push(HUGE_PAGES_ON.into());
+    fix.push(RESTART_THEN_AUDIT.into());
     fix
 }
+
+/// The title of `preempt-4k-shm` for `inst`: for PostgreSQL 19 and later, what 19 changed (issue 46 item
+/// 10): the free list, whose `buffer_strategy_lock` every buffer allocation took in StrategyGetBuffer (9.5-18)
+/// and where the Linux 7.0 report found its time, is gone (commit 2c789405275; the lock is taken only when
+/// the clock hand wraps); buffer-header spinlocks and the 4 KB pages' page tables remain
+/// (docs/references.md#pg19-clock-sweep).
+fn exposed_title(inst: &PgInstance) -> String {
+    let pm = inst.postmaster_pid;
+    let major = inst.version.get().and_then(|v| {
+        v.chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse::<u32>()
+            .ok()
+    });
+    match major {
+        Some(v) if v >= 19 => format!("instance {pm} (PostgreSQL {v}) runs on 4 KB shared memory under a preemptive kernel: 19 removed the buffer free list (commit 2c789405275), so StrategyGetBuffer takes its spinlock only when the clock hand wraps, not on every allocation as in 15-18 where the Linux 7.0 regression was found; buffer-header spinlocks still stall behind a preempted holder, and the page tables remain"),
+        _ => format!("instance {pm} runs on 4 KB shared memory under a preemptive kernel: the lock-holder-preemption regression"),
+    }
+}
+
+/// `run 4242` or `runs 4242, 4343`.
+fn ended_runs_named(pids: &[u32]) -> String {
+    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+    match pids.len() {
+        1 => format!("run {}", pids[0]),
+        _ => format!("runs {}", pids.join(", ")),
+    }
+}
+
+/// The fix's step in postgresql.conf, which is no shell command: a comment, so that a fix block pasted
+/// into a shell runs its commands and nothing else (issue 46 item 12).
+pub const HUGE_PAGES_ON: &str =
+    "# in postgresql.conf: huge_pages = on (not try: fail at start rather than run on 4 KB pages)";
+
+/// The fix's last step, a restart that depends on how the server is run, then the check: a comment for the
+/// same reason as [`HUGE_PAGES_ON`].
+pub const RESTART_THEN_AUDIT: &str =
+    "# then restart PostgreSQL and run: preemptlab audit (expect 'on huge pages: yes')";
 
 /// Computes every finding.
 pub fn findings(
@@ -95,9 +131,12 @@ pub fn findings(
         .get()
         .and_then(|r| parse::kernel_version(r))
         .is_some_and(|v| v >= (7, 0));
-    let preemptive = model.preempts_in_kernel() || (model == PreemptModel::Unknown && seven);
+    // Unknown with candidates that all preempt (uname -v's PREEMPT: full or lazy) is preemptive.
+    let preemptive = kernel.preemption.preempts_in_kernel() == Some(true)
+        || (model == PreemptModel::Unknown && seven);
     let model_line = format!(
-        "preemption model {model} (decided by {}); kernel {release}",
+        "preemption model {} (decided by {}); kernel {release}",
+        kernel.preemption.words(),
         kernel
             .preemption
             .decided_by
@@ -111,7 +150,13 @@ pub fn findings(
             id: "preempt-unknown".into(),
             severity: Severity::Info,
             instance: None,
-            title: "the preemption model could not be determined".into(),
+            title: match kernel.preemption.candidates.is_empty() {
+                true => "the preemption model could not be determined".into(),
+                false => format!(
+                    "the preemption model could not be determined: {}",
+                    kernel.preemption.words()
+                ),
+            },
             evidence: kernel
                 .preemption
                 .evidence
@@ -145,6 +190,33 @@ pub fn findings(
         });
     }
 
+    // Pool counters that cannot be one moment's are no ground for sizing (issue 46 item 10: a sysroot's
+    // HugePages_Rsvd above HugePages_Free made "it will not start after a restart", CRITICAL).
+    let inconsistent: Vec<&results::host::memory::HugePool> = mem
+        .pools
+        .get()
+        .map(|p| p.iter().filter(|p| p.inconsistent.is_some()).collect())
+        .unwrap_or_default();
+    for p in &inconsistent {
+        out.push(Finding {
+            id: "hugetlb-counters-inconsistent".into(),
+            severity: Severity::Warn,
+            instance: None,
+            title: format!(
+                "the {} pool's counters cannot be as read, so whether instances get their huge pages is not judged",
+                kib(p.page_size_kib)
+            ),
+            evidence: vec![format!(
+                "/sys/kernel/mm/hugepages/hugepages-{}kB: {}",
+                p.page_size_kib,
+                p.inconsistent.as_deref().unwrap_or_default()
+            )],
+            fix: vec!["preemptlab audit   # on the host itself, where the counters are read together".into()],
+            pool: None,
+        });
+    }
+    let judged = |page_kib: u64| !inconsistent.iter().any(|p| p.page_size_kib == page_kib);
+
     for inst in instances {
         let pm = inst.postmaster_pid;
         let seg = inst.segment.get();
@@ -175,7 +247,7 @@ pub fn findings(
                     id: "preempt-4k-shm".into(),
                     severity: Severity::Critical,
                     instance: Some(pm),
-                    title: format!("instance {pm} runs on 4 KB shared memory under a preemptive kernel: the lock-holder-preemption regression"),
+                    title: exposed_title(inst),
                     evidence: vec![model_line.clone(), seg_line.clone(), hp_line.clone()],
                     fix: fix_huge_pages(inst, pool.as_ref()),
                     pool: pool.clone(),
@@ -215,7 +287,8 @@ pub fn findings(
                     .get()
                     .is_some_and(|p| p.iter().any(|p| p.total > 0)))
         {
-            if let Some((t, need)) = targets.iter().find_map(|t| t.need_of(pm).map(|n| (t, n))) {
+            let found = targets.iter().find_map(|t| t.need_of(pm).map(|n| (t, n)));
+            if let Some((t, need)) = found.filter(|(t, _)| judged(t.page_size_kib)) {
                 let pool_size = t.operators_pool();
                 let (room, exact) = t.restart_room(pm).unwrap_or((0, need.pages_exact));
                 let others = pool_size.saturating_sub(room);
@@ -315,7 +388,7 @@ pub fn findings(
             evidence: vec![format!("{} = always", mem.thp_enabled.source)],
             fix: vec![
                 "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled".into(),
-                "transparent_hugepage=madvise   # persist: on the kernel command line".into(),
+                "# persist: transparent_hugepage=madvise on the kernel command line (GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub)".into(),
             ],
  pool: None,
 });
@@ -330,7 +403,7 @@ pub fn findings(
                 evidence: vec![format!("{} = {v}", mem.thp_shmem_enabled.source)],
                 fix: vec![
                     "echo never > /sys/kernel/mm/transparent_hugepage/shmem_enabled".into(),
-                    "transparent_hugepage_shmem=never   # persist: on the kernel command line (6.12+)".into(),
+                    "# persist: transparent_hugepage_shmem=never on the kernel command line (6.12+; GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub)".into(),
                 ],
  pool: None,
 });
@@ -349,25 +422,46 @@ pub fn findings(
                 .filter(|i| i.on_huge_pages.get() == Some(&false))
                 .map(|i| i.postmaster_pid.to_string())
                 .collect();
+            let mut title = format!(
+                "{} huge pages of {} ({}) are reserved and nobody uses them",
+                p.total,
+                kib(p.page_size_kib),
+                kib(p.pinned_kib())
+            );
+            let mut evidence = vec![format!(
+                "/sys/kernel/mm/hugepages/hugepages-{}kB: total {}, free {}, reserved {}",
+                p.page_size_kib, p.total, p.free, p.reserved
+            )];
+            let mut fix = if candidates.is_empty() {
+                vec![format!("echo 0 > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages   # release it (and remove it from /etc/sysctl.d)", p.page_size_kib)]
+            } else {
+                vec![
+                    format!("# instances on 4 KB pages that could use it: {}; set huge_pages = on and restart them", candidates.join(", ")),
+                    format!("echo 0 > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages   # or release it", p.page_size_kib),
+                ]
+            };
+            // Pages a killed preemptlab run left: said as such, with what gives them back (issue 46 item 7).
+            if let Some(e) = &p.left_by_ended_runs {
+                let runs = ended_runs_named(&e.pids);
+                title = format!("{title}: {} of them added by preemptlab {runs}, which ended without giving them back", e.pages);
+                evidence.push(format!(
+                    "{}: {runs} added {} pages and no longer runs",
+                    e.record, e.pages
+                ));
+                fix = vec![
+                    format!("# the next preemptlab bench (bench lock, bench pg, check) gives the {} pages back when it starts", e.pages),
+                    format!("echo {} > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages   # or now: the pool before {runs} grew it", p.persistent().saturating_sub(e.pages), p.page_size_kib),
+                ];
+            }
             out.push(Finding {
                 id: "hugetlb-pool-unused".into(),
                 severity: Severity::Warn,
                 instance: None,
-                title: format!("{} huge pages of {} ({}) are reserved and nobody uses them", p.total, kib(p.page_size_kib), kib(p.pinned_kib())),
-                evidence: vec![format!(
-                    "/sys/kernel/mm/hugepages/hugepages-{}kB: total {}, free {}, reserved {}",
-                    p.page_size_kib, p.total, p.free, p.reserved
-                )],
-                fix: if candidates.is_empty() {
-                    vec![format!("echo 0 > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages   # release it (and remove it from /etc/sysctl.d)", p.page_size_kib)]
-                } else {
-                    vec![
-                        format!("# instances on 4 KB pages that could use it: {}; set huge_pages = on and restart them", candidates.join(", ")),
-                        format!("echo 0 > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages   # or release it", p.page_size_kib),
-                    ]
-                },
- pool: None,
-});
+                title,
+                evidence,
+                fix,
+                pool: None,
+            });
         }
     }
 

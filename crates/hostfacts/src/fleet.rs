@@ -293,10 +293,21 @@ pub fn assess(file: &str, a: &Audit, opts: &Options) -> Assessed {
                         _ => c.clone(),
                     })
                     .collect();
-                fix.extend(hugepages::postgresql_conf_lines(
-                    t.page_size_kib,
-                    t.default_page_size_kib,
-                ));
+                // Settings, not commands: comments, so the fix stays pasteable.
+                fix.extend(
+                    hugepages::postgresql_conf_lines(t.page_size_kib, t.default_page_size_kib)
+                        .iter()
+                        .map(|l| match l.split_once(" # ") {
+                            Some((setting, note)) => {
+                                format!(
+                                    "# in postgresql.conf: {} ({})",
+                                    setting.trim(),
+                                    note.trim()
+                                )
+                            }
+                            None => format!("# in postgresql.conf: {l}"),
+                        }),
+                );
                 let sizing = Sizing {
                     page_size_kib: t.page_size_kib,
                     basis: need.basis.kind().to_string(),
@@ -318,15 +329,13 @@ pub fn assess(file: &str, a: &Audit, opts: &Options) -> Assessed {
                     None,
                     Some(why),
                     vec![format!(
-                        "on {host}: preemptlab hugepages --pid {}   # the audit lacks the segment size",
+                        "preemptlab hugepages --pid {}   # on {host}: the audit lacks the segment size",
                         inst.postmaster_pid
                     )],
                 )
             }
         };
-        fix.push(
-            "restart PostgreSQL, then: preemptlab audit   # expect 'on huge pages: yes'".into(),
-        );
+        fix.push(crate::findings::RESTART_THEN_AUDIT.into());
         instances_4k.push(InstanceFix {
             host: host.clone(),
             file: file.to_string(),

@@ -220,6 +220,12 @@ pub fn own_sizing(basis: &Basis, page_size_kib: u64) -> OwnSizing {
             (p, 0, "none: VmPeak already overestimates (it counts the binary, libraries and private memory)".to_string())
         }
         Basis::Given { size_kib } => {
+            // What an operator types for `shared_buffers = 2GB` gave 1,045 pages where PostgreSQL needs
+            // 1,063 (issue 46 item 3): the size is the whole segment, and says so.
+            arithmetic.push(format!(
+                "{} given: the whole shared memory segment (PostgreSQL's shared_memory_size), which is more than shared_buffers: for shared_buffers give --shared-buffers (and --max-connections), sized by PostgreSQL itself",
+                human(*size_kib)
+            ));
             let p = rounded(*size_kib, &mut arithmetic);
             (p, margin(p), margin_text())
         }
@@ -318,7 +324,7 @@ pub fn pool_lines(page_size_kib: u64, default_page_size_kib: u64, pool_target: u
         };
         vec![
             format!("echo {pool_target} > {sysfs}"),
-            format!("hugepagesz={g} hugepages={pool_target}   # persist: on the kernel command line (reserved at boot: reliable for {} pages)", human(page_size_kib)),
+            format!("# persist: hugepagesz={g} hugepages={pool_target} on the kernel command line (reserved at boot: reliable for {} pages)", human(page_size_kib)),
         ]
     }
 }

@@ -41,6 +41,14 @@ pub enum PoolFileError {
         /// What it held.
         text: String,
     },
+    /// The pool's counts moved in every read of them (surplus pages freed without pause).
+    #[error("the pool in {} kept changing while it was read ({PERSISTENT_READS} reads; last {last} pages): try again", dir.display())]
+    Unsettled {
+        /// The pool's sysfs directory.
+        dir: PathBuf,
+        /// The last figure read.
+        last: u64,
+    },
     /// The pool could not be resized (`why` is the explained I/O error).
     #[error("resizing the pool through {}: {why}", path.display())]
     Resize {
@@ -50,6 +58,10 @@ pub enum PoolFileError {
         why: String,
     },
 }
+
+/// How many times [`HugetlbPool::persistent`] and [`HugetlbPool::available`] read the counts for a pair
+/// that did not move.
+pub const PERSISTENT_READS: usize = 1000;
 
 /// One hugetlb pool's files: `<root>/sys/kernel/mm/hugepages/hugepages-<kib>kB/` (root `/` on the host; tests
 /// give a directory of their own).
@@ -107,10 +119,34 @@ impl HugetlbPool {
 
     /// The persistent pool: what `vm.nr_hugepages` shows and writing `nr_hugepages` sets, without the
     /// surplus pages that the kernel frees as their users release them.
+    ///
+    /// Two files, read one after the other: a surplus page freed between the reads lowers both counts, and
+    /// `nr_hugepages` read before it with `surplus_hugepages` read after it gave a pool larger by the pages
+    /// freed meanwhile (as many as a departing user's whole mapping, read by a process preempted between the
+    /// two reads on a loaded host). A run that took that for the operator resizing the pool kept those pages
+    /// for good (issue 46 item 11). So `nr_hugepages` is read again after `surplus_hugepages`, and the pair
+    /// counts only when it did not move ([`PERSISTENT_READS`] tries).
     pub fn persistent(&self) -> Result<u64, PoolFileError> {
-        Ok(self
-            .read("nr_hugepages")?
-            .saturating_sub(self.read("surplus_hugepages")?))
+        self.settled("nr_hugepages", "surplus_hugepages")
+    }
+
+    /// `first` less `second`, read as `first`, `second`, `first` again until `first` did not move between
+    /// (both move together when pages are freed or faulted in), at most [`PERSISTENT_READS`] times.
+    fn settled(&self, first: &str, second: &str) -> Result<u64, PoolFileError> {
+        let mut last = 0;
+        for _ in 0..PERSISTENT_READS {
+            let a = self.read(first)?;
+            let b = self.read(second)?;
+            let again = self.read(first)?;
+            if a == again {
+                return Ok(a.saturating_sub(b));
+            }
+            last = again.saturating_sub(b);
+        }
+        Err(PoolFileError::Unsettled {
+            dir: self.dir.clone(),
+            last,
+        })
     }
 
     /// Pages in use beyond the persistent pool (`surplus_hugepages`).
@@ -118,11 +154,11 @@ impl HugetlbPool {
         self.read("surplus_hugepages")
     }
 
-    /// Pages a new mapping can have: free ones not reserved for mappings already made.
+    /// Pages a new mapping can have: free ones not reserved for mappings already made. Read as
+    /// [`HugetlbPool::persistent`] is: `free_hugepages` again after `resv_hugepages`, the pair taken only
+    /// when it did not move (a mapping faulting its reserved pages in, or a user leaving, moves both).
     pub fn available(&self) -> Result<u64, PoolFileError> {
-        Ok(self
-            .read("free_hugepages")?
-            .saturating_sub(self.read("resv_hugepages")?))
+        self.settled("free_hugepages", "resv_hugepages")
     }
 
     /// Sets the persistent pool to `pages` (the kernel keeps pages in use beyond it as surplus).

@@ -16,6 +16,7 @@ use crate::host::Host;
 use crate::parse;
 
 mod preempt;
+pub mod warn_header;
 pub use preempt::{accepted_modes, decide_preemption, Inputs};
 
 /// Bytes that are not a gzipped text (a `/proc/config.gz` that is no kernel config).

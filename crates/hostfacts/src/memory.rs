@@ -6,6 +6,8 @@
 
 pub use results::host::memory::{HugePool, MemoryFacts};
 
+use results::host::memory::EndedRuns;
+
 use crate::fact::Fact;
 use crate::host::Host;
 use crate::parse;
@@ -116,6 +118,11 @@ struct Held {
     mapped: u64,
     /// Why some run's mappings could not be read.
     unknown: Option<String>,
+    /// The shares of runs that ended without giving them back (pid, pages), and the pool size the whole
+    /// record calls for with them: their pages are still in the pool when it is that size.
+    ended: Vec<(u32, u64)>,
+    /// The record's pool size with the ended runs' shares (its base and every share).
+    target_with_ended: u64,
 }
 
 /// Pages of `kib` the mappings in `smaps` text commit: every hugetlb mapping of that page size, whole (a
@@ -137,12 +144,19 @@ fn held_by_preemptlab(host: &Host, kib: u64) -> Held {
     let Some(mut reg) = crate::pool_record::Registry::parse(&text) else {
         return Held::default();
     };
-    reg.prune(|s| {
+    let target_with_ended = reg.target();
+    let ended = reg.prune(|s| {
         let stat = host.read(&format!("/proc/{}/stat", s.pid)).ok();
         crate::pool_record::share_alive(s, stat.as_deref())
     });
     let mut held = Held {
         added: reg.target().saturating_sub(reg.base),
+        ended: ended
+            .iter()
+            .filter(|s| s.pages > 0)
+            .map(|s| (s.pid, s.pages))
+            .collect(),
+        target_with_ended,
         ..Held::default()
     };
     let mut unread = Vec::new();
@@ -162,6 +176,27 @@ fn held_by_preemptlab(host: &Host, kib: u64) -> Held {
     }
     held
 }
+
+/// The pages of runs that ended without giving them back, when the pool still holds them: its persistent
+/// size is what the record calls for with their shares (a pool resized by hand since is the operator's, and
+/// the next run leaves it so: then they are not named).
+fn ended_runs(held: &Held, kib: u64, persistent: u64) -> Option<EndedRuns> {
+    let pages: u64 = held.ended.iter().map(|(_, p)| p).sum();
+    (pages > 0 && persistent == held.target_with_ended).then(|| EndedRuns {
+        pages,
+        pids: held.ended.iter().map(|(pid, _)| *pid).collect(),
+        record: format!("/run/preemptlab/pool-{kib}kB.json"),
+    })
+}
+
+/// A pool's four counters as read: `nr_hugepages`, `free_hugepages`, `resv_hugepages`,
+/// `surplus_hugepages`.
+type Counters = (
+    Result<u64, String>,
+    Result<u64, String>,
+    Result<u64, String>,
+    Result<u64, String>,
+);
 
 /// How many times [`read_pools`] reads a pool's counters and the runs' mappings again when either moved.
 const STABLE_READ_TRIES: usize = 5;
@@ -250,13 +285,28 @@ pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
         // known: their pages then count as other users', which errs toward a larger target, never a smaller.
         let Settled {
             mappings: mut held,
-            counters: read,
+            counters: mut read,
             settled,
         } = read_settled(
             || held_by_preemptlab(host, kib),
             counters,
             STABLE_READ_TRIES,
         );
+        // Counters that cannot be one moment's (more reserved than free pages): a live host's were read
+        // between changes, and are read again; a sysroot's copies stay so, and say it (issue 46 item 10).
+        let conflict = |r: &Counters| match r {
+            (Ok(t), Ok(f), Ok(v), _) => HugePool::counters_conflict(*t, *f, *v),
+            _ => None,
+        };
+        let mut tries = 0;
+        while host.is_live() && conflict(&read).is_some() && tries < STABLE_READ_TRIES {
+            read = counters();
+            tries += 1;
+        }
+        let inconsistent = conflict(&read).map(|why| match host.is_live() {
+            true => format!("{why} in each of {} reads", tries + 1),
+            false => format!("{why}: the sysroot's copies were read at different moments"),
+        });
         if !settled {
             held.mapped = 0;
             held.unknown = Some(format!(
@@ -274,6 +324,8 @@ pub fn read_pools(host: &Host) -> Fact<Vec<HugePool>> {
                 overcommit: num("nr_overcommit_hugepages").unwrap_or(0),
                 held_by_preemptlab: held.added,
                 mapped_by_preemptlab: held.mapped,
+                left_by_ended_runs: ended_runs(&held, kib, total.saturating_sub(surplus)),
+                inconsistent,
                 mapped_by_preemptlab_unknown: held.unknown,
             }),
             (a, b, c, d) => {
@@ -346,6 +398,8 @@ mod tests {
             held_by_preemptlab: 0,
             mapped_by_preemptlab: 0,
             mapped_by_preemptlab_unknown: None,
+            left_by_ended_runs: None,
+            inconsistent: None,
         };
         assert_eq!(p.pinned_kib(), u64::MAX);
         assert_eq!(p.committed(), u64::MAX);
@@ -464,7 +518,14 @@ mod tests {
             held.mapped, 256,
             "run 41's two shares, one process: its mapping once"
         );
-        assert!(held.unknown.unwrap().starts_with("run 42: "));
+        assert!(held.unknown.clone().unwrap().starts_with("run 42: "));
+        // Run 43 ended without giving its 30 pages back: named while the pool is the record's size with
+        // them (10 + 256 + 20 + 30 + 4), not once the pool was resized by hand.
+        assert_eq!(held.ended, vec![(43, 30)]);
+        let ended = ended_runs(&held, 2048, 320).unwrap();
+        assert_eq!((ended.pages, ended.pids), (30, vec![43]));
+        assert_eq!(ended.record, "/run/preemptlab/pool-2048kB.json");
+        assert_eq!(ended_runs(&held, 2048, 100), None);
         assert_eq!(hugetlb_pages_mapped("garbage", 2048), 0);
         assert_eq!(
             held_by_preemptlab(&Host::at(root.path()), 1 << 20),

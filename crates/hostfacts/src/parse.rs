@@ -199,7 +199,7 @@ pub fn cmdline_param(cmdline: &str, name: &str) -> Option<String> {
 /// The kernel log of the latest boot in `log`: what follows the last `Linux version ` banner (the first line
 /// the kernel prints at each boot), so that a log file holding several boots (`/var/log/kern.log`) speaks for
 /// the running one; all of it when there is no banner (a ring buffer that wrapped past it).
-fn latest_boot(log: &str) -> &str {
+pub(crate) fn latest_boot(log: &str) -> &str {
     match log.rfind("Linux version ") {
         Some(i) => &log[i..],
         None => log,

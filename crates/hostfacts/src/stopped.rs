@@ -73,7 +73,8 @@ pub enum StoppedError {
         /// Why.
         source: std::io::Error,
     },
-    /// `postgres -C` failed (a running server, a broken configuration); its stderr.
+    /// `postgres -C` failed (a running server, a broken configuration); its message
+    /// ([`postgres_error_line`]).
     #[error("postgres -D {} -C {setting} failed: {stderr}", .dir.display())]
     Failed {
         /// The data directory.
@@ -204,10 +205,50 @@ pub fn postgres_c(bin: &Path, dir: &Path, data: &Path, name: &str) -> Result<Str
         return Err(StoppedError::Failed {
             dir: dir.to_path_buf(),
             setting: name.to_string(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            stderr: postgres_error_line(&String::from_utf8_lossy(&out.stderr)),
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// PostgreSQL's error on stderr as one line: its FATAL, ERROR or PANIC messages with their DETAIL and HINT,
+/// without the log line prefix (`2026-11-29 07:05:07.058 UTC [31542] `) or the LOG lines around them,
+/// joined with `; `. All of it, trimmed and joined, when no such line is there.
+pub fn postgres_error_line(stderr: &str) -> String {
+    const LEVELS: [&str; 6] = ["FATAL:", "ERROR:", "PANIC:", "DETAIL:", "HINT:", "CONTEXT:"];
+    let kept: Vec<String> = stderr
+        .lines()
+        .filter_map(|l| {
+            LEVELS.iter().find_map(|lv| {
+                let i = l.find(lv)?;
+                let msg = l[i + lv.len()..].trim();
+                Some(match *lv {
+                    "FATAL:" | "ERROR:" | "PANIC:" => msg.to_string(),
+                    _ => msg.trim_end_matches('.').to_string(),
+                })
+            })
+        })
+        .filter(|m| !m.is_empty())
+        .collect();
+    if kept.is_empty() {
+        return stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    }
+    kept.join("; ")
+}
+
+/// What fixes a failed `postgres -C`, read from its message: a running server (its lock file), a data
+/// directory's permissions; None when the message names no cause this knows.
+pub fn postgres_error_fix(message: &str, dir: &Path) -> Option<String> {
+    if message.contains("lock file") && message.contains("already exists") {
+        Some("the server runs: runtime-computed settings need it stopped; for a running one use --pg or --pid".into())
+    } else if message.contains("has invalid permissions") {
+        Some(format!(
+            "chmod 0700 {}: PostgreSQL refuses a data directory others can read or write",
+            dir.display()
+        ))
+    } else {
+        None
+    }
 }
 
 /// The sizing basis of the stopped server in `dir` for pages of `page_kib` (`default_kib`: the kernel's
@@ -243,13 +284,7 @@ pub fn basis_for_layout(
         return Err(StoppedError::TooOld { major });
     }
     let size = postgres_c(&bin.dir, dir, data, "shared_memory_size")?;
-    let size_kib = parse::size(&size)
-        .map_err(|e| StoppedError::BadValue {
-            setting: "shared_memory_size".into(),
-            value: size.clone(),
-            reason: e.to_string(),
-        })?
-        .kib();
+    let size_kib = shared_memory_size_kib(&size)?;
     let hps = postgres_c(&bin.dir, dir, data, "huge_page_size")?;
     let hps_kib = if hps == "0" {
         default_kib
@@ -284,6 +319,26 @@ pub fn basis_for_layout(
         shared_memory_kib: size_kib,
         how,
     })
+}
+
+/// `postgres -C shared_memory_size` in kB: a bare number is in the setting's unit, MB (PostgreSQL 15
+/// prints `2125` for 2,125 MB: read as bytes it was the arithmetic line's "shared_memory_size = 2.00 KiB",
+/// issue 46 item 3); a number with a unit is read as given.
+pub fn shared_memory_size_kib(value: &str) -> Result<u64, StoppedError> {
+    let bad = |reason: String| StoppedError::BadValue {
+        setting: "shared_memory_size".into(),
+        value: value.to_string(),
+        reason,
+    };
+    let v = value.trim();
+    if !v.is_empty() && v.chars().all(|c| c.is_ascii_digit()) {
+        return parse::pg_memory(v, Some("MB"))
+            .map(|b| b.kib())
+            .map_err(|e| bad(e.to_string()));
+    }
+    parse::size(v)
+        .map(|b| b.kib())
+        .map_err(|e| bad(e.to_string()))
 }
 
 #[cfg(test)]
@@ -364,5 +419,41 @@ mod tests {
         assert!(matches!(e, StoppedError::BadDataDirectory { .. }), "{e}");
         let e = layout(root.path(), &etc).unwrap_err();
         assert!(matches!(e, StoppedError::NotDataDir { .. }), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod issue_46 {
+    use super::*;
+
+    /// Regression (issue 46 item 3): PostgreSQL 15's `postgres -C shared_memory_size` prints `2125`, in MB
+    /// (seen here for shared_buffers 2GB and 200 connections); it was read as 2,125 bytes.
+    #[test]
+    fn shared_memory_size_read_as_bytes_regression() {
+        assert_eq!(shared_memory_size_kib("2125").unwrap(), 2125 * 1024);
+        assert_eq!(shared_memory_size_kib("2125MB\n").unwrap(), 2125 * 1024);
+        assert!(shared_memory_size_kib("lots").is_err());
+    }
+
+    /// Regression (issue 46 item 3): postgres's own log lines (2-3 lines, with their timestamps) made the
+    /// message, and a hint about running servers followed a permissions error. One line, its fix.
+    #[test]
+    fn postgres_errors_in_several_lines_with_a_hint_pointing_away_regression() {
+        let stderr = "2026-11-29 07:05:07.058 UTC [31542] FATAL:  data directory \"/tmp/d\" has invalid permissions\n\
+                      2026-11-29 07:05:07.058 UTC [31542] DETAIL:  Permissions should be u=rwx (0700) or u=rwx,g=rx (0750).\n";
+        let line = postgres_error_line(stderr);
+        assert_eq!(
+            line,
+            "data directory \"/tmp/d\" has invalid permissions; Permissions should be u=rwx (0700) or u=rwx,g=rx (0750)"
+        );
+        let fix = postgres_error_fix(&line, Path::new("/tmp/d")).unwrap();
+        assert!(fix.starts_with("chmod 0700 /tmp/d"), "{fix}");
+        let running = "2026-11-29 07:10:00.000 UTC [1] LOG:  starting\n2026-11-29 07:10:00.001 UTC [1] FATAL:  lock file \"postmaster.pid\" already exists\n2026-11-29 07:10:00.001 UTC [1] HINT:  Is another postmaster (PID 77) running in data directory \"/tmp/d\"?\n";
+        let line = postgres_error_line(running);
+        assert!(!line.contains("LOG") && !line.contains('\n'), "{line}");
+        assert!(postgres_error_fix(&line, Path::new("/tmp/d"))
+            .unwrap()
+            .contains("--pg or --pid"));
+        assert_eq!(postgres_error_line("something\nelse\n"), "something else");
     }
 }

@@ -28,6 +28,9 @@ pub struct Request<'a> {
     pub page_size: Option<&'a str>,
     /// Whether the servers asked (`servers`) were named by the caller.
     pub asked_servers: bool,
+    /// A configuration sized already (`--shared-buffers`: PostgreSQL's own figure on a scratch cluster),
+    /// for this host: what it is and its basis.
+    pub computed: Option<(String, Basis)>,
 }
 
 /// One pool to size.
@@ -150,6 +153,10 @@ pub fn targets(
         own_pages,
         place,
     };
+    if let Some((label, basis)) = &req.computed {
+        let t = target(label.clone(), basis.clone(), page, 0, Place::ThisHost);
+        return Ok(found(vec![t], instances));
+    }
     if let Some(s) = req.shared_memory {
         let b = parse::size(s).map_err(|e| TargetError::SharedMemory {
             value: s.into(),

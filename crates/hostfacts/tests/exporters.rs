@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use hostfacts::{Audit, Host};
 use report::Style;
 
-const FIXTURES: [&str; 8] = [
+const FIXTURES: [&str; 9] = [
     "this-machine-pg15-4k",
     "linux-7.2-preempt-none",
     "linux-7.2-kern-log-no-debugfs",
@@ -15,6 +15,7 @@ const FIXTURES: [&str; 8] = [
     "debian-6.1-voluntary",
     "preempt-rt",
     "hugepages-1g-thp-always",
+    "linux-6.18-lazy-warn-header",
 ];
 
 fn fixture(name: &str) -> PathBuf {

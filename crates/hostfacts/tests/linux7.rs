@@ -1,7 +1,8 @@
 //! The audit on real Linux 7.x hosts (tests/fixtures/linux-7.2-*: Debian's 7.2.13 booted `preempt=none`,
 //! captured in a guest): the offered modes as the kernel decides them, the ignored `preempt=none` flagged with
 //! the mode that runs, an empty or ambiguous debugfs file reported as such, the boot log read from where a
-//! capture keeps it, and no fix that advises `preempt=none` (issue 29).
+//! capture keeps it, and no fix that advises `preempt=none` (issue 29); the model of a lazy kernel without
+//! PREEMPT_DYNAMIC and a sysroot's inconsistent pool counters (issue 46).
 
 use std::path::{Path, PathBuf};
 
@@ -141,5 +142,102 @@ fn copy_tree(from: &Path, to: &Path) {
         } else {
             std::fs::copy(&src, &dst).unwrap();
         }
+    }
+}
+
+/// Issue 46 item 10 (tests/fixtures/linux-6.18-lazy-warn-header): a lazy kernel without PREEMPT_DYNAMIC,
+/// whose `uname -v` says plain PREEMPT and whose config and debugfs are unreadable, is told lazy by the WARN
+/// header in its kernel log; without the header it is "full or lazy", and was read as full.
+#[test]
+fn a_lazy_kernel_not_dynamic_told_by_its_warn_header() {
+    let dir = fixture("linux-6.18-lazy-warn-header");
+    let a = audit_of(&dir);
+    let p = &a.kernel.preemption;
+    assert_eq!(p.model, Lazy, "{:?}", p.evidence);
+    assert_eq!(
+        p.decided_by.as_deref(),
+        Some("kernel log (/dev/kmsg) WARN/oops header")
+    );
+    let copy = tempfile::tempdir().unwrap();
+    copy_tree(&dir, copy.path());
+    std::fs::write(copy.path().join("dev/kmsg"), "").unwrap();
+    let a = audit_of(copy.path());
+    let p = &a.kernel.preemption;
+    assert_eq!(
+        (p.model, p.candidates.clone()),
+        (hostfacts::kernel::PreemptModel::Unknown, vec![Full, Lazy])
+    );
+    let unknown = a
+        .findings
+        .iter()
+        .find(|f| f.id == "preempt-unknown")
+        .unwrap();
+    assert!(
+        unknown.title.ends_with("full or lazy (cannot tell which)"),
+        "{}",
+        unknown.title
+    );
+}
+
+/// Regression (issue 46 item 10): pool counters that cannot be one moment's (HugePages_Rsvd above
+/// HugePages_Free, as copies made at different moments in a sysroot can be) gave an instance with
+/// `huge_pages = on` the CRITICAL "the pool leaves it N of the M pages it needs: it will not start after a
+/// restart". The audit says the counters are inconsistent instead, and judges no sizing from them.
+#[test]
+fn inconsistent_pool_counters_from_a_sysroot_made_a_critical_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("linux-7.0-debugfs-refused"), dir.path());
+    let pool = dir.path().join("sys/kernel/mm/hugepages/hugepages-2048kB");
+    // The fixture's pool: 100 pages, 100 free; a copy that caught a mapping's reservation but not the
+    // pages it took.
+    std::fs::write(pool.join("resv_hugepages"), "130\n").unwrap();
+    let a = audit_of(dir.path());
+    let ids: Vec<&str> = a.findings.iter().map(|f| f.id.as_str()).collect();
+    assert!(!ids.contains(&"hugetlb-pool-too-small"), "{ids:?}");
+    let f = a
+        .findings
+        .iter()
+        .find(|f| f.id == "hugetlb-counters-inconsistent")
+        .unwrap_or_else(|| panic!("{ids:?}"));
+    assert!(
+        f.evidence[0].contains("resv_hugepages 130 is more than free_hugepages 100"),
+        "{:?}",
+        f.evidence
+    );
+    assert!(f.evidence[0].ends_with("the sysroot's copies were read at different moments"));
+    // As captured (consistent), the same instance still gets the critical finding.
+    let a = audit_of(&fixture("linux-7.0-debugfs-refused"));
+    assert!(a.findings.iter().any(|f| f.id == "hugetlb-pool-too-small"));
+}
+
+/// Regression (issue 46 item 10): a PostgreSQL 19 instance on 4 KB pages got 15-18's story ("the
+/// lock-holder-preemption regression", which was found in the free list's spinlock); 19 removed the free list
+/// (commit 2c789405275), and the finding says what changed and what remains.
+#[test]
+fn postgresql_19_told_the_free_list_story_of_15_to_18_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("linux-7.0-lazy-debugfs"), dir.path());
+    let title = |a: &Audit| {
+        a.findings
+            .iter()
+            .find(|f| f.id == "preempt-4k-shm")
+            .unwrap()
+            .title
+            .clone()
+    };
+    let fifteen = title(&audit_of(dir.path()));
+    assert!(
+        fifteen.ends_with("the lock-holder-preemption regression"),
+        "{fifteen}"
+    );
+    std::fs::write(dir.path().join("tmp/plab-manual/data/PG_VERSION"), "19\n").unwrap();
+    let nineteen = title(&audit_of(dir.path()));
+    for want in [
+        "(PostgreSQL 19)",
+        "removed the buffer free list (commit 2c789405275)",
+        "buffer-header spinlocks",
+        "page tables remain",
+    ] {
+        assert!(nineteen.contains(want), "{nineteen}");
     }
 }

@@ -19,6 +19,12 @@
 //! when it adds nothing: the free pages it counts on are then spoken for, and an overlapping run grows the
 //! pool for itself instead of counting them too.
 //!
+//! The pool's size is read as a pair of counts that did not move while read ([`HugetlbPool::persistent`]): a
+//! user leaving a pool shrunk under it frees surplus pages, and a read straddling that took the pool for
+//! larger by a whole mapping, a resize by hand, and the run kept its share's pages for good. A user that
+//! arrives while a run holds its share can take the share's pages; the run gives the pool back to where it
+//! was and says who holds the pages in use beyond it ([`still_in_use`]).
+//!
 //! Records written before shares existed (`{"page_kib", "restore_to", "pid"}`) load as one share of unknown
 //! size held by that pid: when it is dead, the pool returns to `restore_to`.
 
@@ -130,16 +136,11 @@ impl Locked {
             why: explain(&e),
         })?;
         let lock_path = dir.join(format!("pool-{page_kib}kB.lock"));
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| PoolError::Record {
-                action: "opening",
-                path: lock_path.clone(),
-                why: explain(&e),
-            })?;
+        let lock = crate::open_lock_file(&lock_path).map_err(|e| PoolError::Record {
+            action: "opening",
+            path: lock_path.clone(),
+            why: explain(&e),
+        })?;
         // SAFETY: flock on a file descriptor this function owns (`lock` lives in the returned value and
         // closes, releasing the lock, when it drops); no memory is passed.
         let rc = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) };
@@ -157,9 +158,17 @@ impl Locked {
         })
     }
 
-    fn load(&self) -> Option<Registry> {
-        let text = std::fs::read_to_string(&self.path).ok()?;
-        Registry::parse(&text).filter(|r| r.page_kib == self.page_kib)
+    /// The record, None when there is none (or it is no record of this pool); an error when something
+    /// other than a regular file is there (a FIFO would hang the read).
+    fn load(&self) -> Result<Option<Registry>, PoolError> {
+        let text = crate::read_record(&self.path).map_err(|e| PoolError::Record {
+            action: "reading",
+            path: self.path.clone(),
+            why: explain(&e),
+        })?;
+        Ok(text
+            .and_then(|t| Registry::parse(&t))
+            .filter(|r| r.page_kib == self.page_kib))
     }
 
     /// Writes the record (a unique temp file renamed into place), or removes it when no share is left.
@@ -188,7 +197,7 @@ impl Locked {
     /// stored when either changed; a fresh record (the whole pool the operator's) when there is none.
     fn sync(&self, pool: &HugetlbPool) -> Result<(Registry, Reconciled), PoolError> {
         let now = pool.persistent()?;
-        let Some(mut reg) = self.load() else {
+        let Some(mut reg) = self.load()? else {
             let fresh = Registry {
                 page_kib: self.page_kib,
                 base: now,
@@ -306,21 +315,32 @@ impl PoolGuard {
         if !self.active {
             return;
         }
-        let res = (|| -> Result<(), PoolError> {
+        let res = (|| -> Result<u64, PoolError> {
             let locked = Locked::take(&self.dir, self.pool.page_kib())?;
             let (mut reg, _) = locked.sync(&self.pool)?;
             let Some(i) = reg.shares.iter().position(|s| *s == self.share) else {
-                return Ok(()); // the record was removed: nothing of this run's is known any more
+                return Ok(0); // the record was removed: nothing of this run's is known any more
             };
             reg.shares.remove(i);
             // Never grows the pool, and never below the operator's part.
             if reg.target() < self.pool.persistent()? {
                 self.pool.set_persistent(reg.target())?;
             }
-            locked.store(&reg)
+            locked.store(&reg)?;
+            Ok(self.pool.surplus().unwrap_or(0))
         })();
         match res {
-            Ok(()) => self.active = false,
+            Ok(surplus) => {
+                self.active = false;
+                // Pages in use beyond the pool it went back to: a user that arrived while the run held its
+                // share maps them; they return to the kernel as it lets them go (issue 46 item 11).
+                if surplus > 0 {
+                    osutil::msg!(
+                        "preemptlab: {}",
+                        still_in_use(&self.pool, surplus, &holders(self.pool.page_kib()))
+                    );
+                }
+            }
             // Keep the share recorded: the next run (or recover_stale_pools) gives it back.
             Err(e) => osutil::msg!(
                 "preemptlab: giving back {} pages of the {} kB pool: {e}",
@@ -329,6 +349,49 @@ impl PoolGuard {
             ),
         }
     }
+}
+
+/// The processes that map pages of the `page_kib` pool, with how many: `(pid, command, pages)`, from every
+/// `/proc/PID/smaps` readable ([`hostfacts::memory::hugetlb_pages_mapped`]). Read only when pages stay in
+/// use beyond a pool given back.
+pub fn holders(page_kib: u64) -> Vec<(u32, String, u64)> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out: Vec<(u32, String, u64)> = rd
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
+            let pages = hostfacts::memory::hugetlb_pages_mapped(&smaps, page_kib);
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+            (pages > 0).then(|| (pid, comm.trim().to_string(), pages))
+        })
+        .collect();
+    out.sort_by_key(|h| std::cmp::Reverse(h.2));
+    out
+}
+
+/// What a run says when it gave its share back and `surplus` pages of `pool` stay in use beyond it: the
+/// pool is as before the run, and who holds those pages (`holders`, largest first; several processes of one
+/// server map one segment, so the list names processes, not separate demands).
+pub fn still_in_use(pool: &HugetlbPool, surplus: u64, holders: &[(u32, String, u64)]) -> String {
+    const SHOWN: usize = 5;
+    let mut named: Vec<String> = holders
+        .iter()
+        .take(SHOWN)
+        .map(|(pid, comm, pages)| format!("{comm} (pid {pid}) maps {pages}"))
+        .collect();
+    if holders.len() > SHOWN {
+        named.push(format!("and {} more processes", holders.len() - SHOWN));
+    }
+    format!(
+        "gave back this run's pages of the {} kB pool; {surplus} pages in use beyond it stay until their users let them go (then the kernel frees them): {}",
+        pool.page_kib(),
+        match named.is_empty() {
+            true => "no process's mapping readable here".to_string(),
+            false => named.join(", "),
+        }
+    )
 }
 
 impl Drop for PoolGuard {
@@ -438,4 +501,4 @@ fn recover_stale_pools_under(root: &Path, dir: &Path) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -104,6 +104,14 @@ pub enum PreemptError {
         /// What is wrong with its text.
         err: hostfacts::parse::DebugfsPreemptError,
     },
+    /// Something other than a regular file is where the record lives (a FIFO there hung the run).
+    #[error("the preemption model's record {}: {}", .path.display(), explain_io_error(.err))]
+    NotARecord {
+        /// The record's path.
+        path: PathBuf,
+        /// What is there, and the fix.
+        err: std::io::Error,
+    },
     /// The crash record could not be written.
     #[error("writing {}: {}", .path.display(), explain_io_error(.err))]
     Record {
@@ -258,10 +266,13 @@ impl PreemptGuard {
             path: dir.to_path_buf(),
             err,
         })?;
+        let me = std::process::id();
         let record = serde_json::json!({
             "preempt_file": path,
             "restore_to": self.before,
-            "pid": std::process::id(),
+            "pid": me,
+            // With the pid, names this run: a pid reused after a crash is another process.
+            "start_ticks": crate::hugetlb_pool::start_ticks(me).unwrap_or(0),
         });
         let text = format!("{record}\n");
         let failed = |err| PreemptError::Record {
@@ -275,11 +286,15 @@ impl PreemptGuard {
         let written = match created {
             Ok(mut f) => f.write_all(text.as_bytes()),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                match record_pid(&self.record) {
-                    Some(pid) if std::path::Path::new(&format!("/proc/{pid}")).exists() => {
-                        return Err(PreemptError::HeldByRun { pid });
-                    }
-                    _ => std::fs::write(&self.record, &text),
+                if let Some(err) = crate::not_a_record(&self.record) {
+                    return Err(PreemptError::NotARecord {
+                        path: self.record.clone(),
+                        err,
+                    });
+                }
+                match record_value(&self.record).as_ref().and_then(live_run) {
+                    Some(pid) => return Err(PreemptError::HeldByRun { pid }),
+                    None => std::fs::write(&self.record, &text),
                 }
             }
             Err(err) => return Err(failed(err)),
@@ -411,10 +426,33 @@ impl PreemptGuard {
     }
 }
 
+/// The record at `path`, when a regular file holding JSON is there.
+fn record_value(path: &std::path::Path) -> Option<serde_json::Value> {
+    serde_json::from_str(&crate::read_record(path).ok()??).ok()
+}
+
 /// The process a record names.
 fn record_pid(path: &std::path::Path) -> Option<u64> {
-    let text = std::fs::read_to_string(path).ok()?;
-    serde_json::from_str::<serde_json::Value>(&text).ok()?["pid"].as_u64()
+    record_value(path)?["pid"].as_u64()
+}
+
+/// The run of a record, when it is still running: its pid runs and is that run, by the start time the
+/// record keeps (`/proc/PID/stat` field 22, as the pool's shares do), or, in a record written before it was
+/// kept, by the process's name. A pid reused after a crash (any other process) is no run: it blocked every
+/// later switch for ever, "wait for it to end" (issue 46 item 7).
+fn live_run(v: &serde_json::Value) -> Option<u64> {
+    let pid = v["pid"].as_u64()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let same = match v["start_ticks"].as_u64().filter(|&t| t != 0) {
+        Some(t) => hostfacts::pool_record::stat_start_ticks(&stat) == Some(t),
+        None => stat_comm(&stat) == Some("preemptlab"),
+    };
+    same.then_some(pid)
+}
+
+/// The command name in the text of `/proc/PID/stat` (in parentheses; it may hold spaces and parentheses).
+fn stat_comm(stat: &str) -> Option<&str> {
+    stat.get(stat.find('(')? + 1..stat.rfind(')')?)
 }
 
 impl Drop for PreemptGuard {
@@ -431,8 +469,15 @@ fn settle_record(
     ctl: &dyn PreemptControl,
     path: &std::path::Path,
 ) -> Result<Vec<String>, PreemptError> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Ok(Vec::new());
+    let text = match crate::read_record(path) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(Vec::new()),
+        Err(err) => {
+            return Err(PreemptError::NotARecord {
+                path: path.to_path_buf(),
+                err,
+            })
+        }
     };
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
         return Ok(vec![format!(
@@ -443,7 +488,7 @@ fn settle_record(
     let Some(pid) = v["pid"].as_u64() else {
         return Ok(Vec::new());
     };
-    if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+    if let Some(pid) = live_run(&v) {
         return Err(PreemptError::HeldByRun { pid });
     }
     let (Some(file), Some(to)) = (v["preempt_file"].as_str(), v["restore_to"].as_str()) else {
@@ -473,268 +518,4 @@ fn settle_record(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::cell::{Cell, RefCell};
-    use std::rc::Rc;
-
-    /// Stands in for the kernel's file, which this machine refuses to read or write even as root: reads
-    /// give the offered modes with the active one in parentheses, a write of an offered mode moves the
-    /// parentheses, any other write fails with EINVAL, as `kernel/sched/debug.c` does.
-    #[derive(Clone)]
-    struct Kernel {
-        text: Rc<RefCell<String>>,
-        writes: Rc<Cell<u32>>,
-        refuse_reads: bool,
-        ignore_writes: bool,
-        refuse_writes: bool,
-    }
-
-    impl Kernel {
-        fn from_fixture(host: &str) -> Kernel {
-            let p = format!(
-                "{}/../../tests/fixtures/{host}/sys/kernel/debug/sched/preempt",
-                env!("CARGO_MANIFEST_DIR")
-            );
-            Kernel {
-                text: Rc::new(RefCell::new(std::fs::read_to_string(&p).expect(&p))),
-                writes: Rc::new(Cell::new(0)),
-                refuse_reads: false,
-                ignore_writes: false,
-                refuse_writes: false,
-            }
-        }
-        fn active(&self) -> String {
-            hostfacts::parse::debugfs_preempt(&self.text.borrow())
-                .unwrap()
-                .0
-        }
-    }
-
-    impl PreemptControl for Kernel {
-        fn path(&self) -> String {
-            "/sys/kernel/debug/sched/preempt".into()
-        }
-        fn read(&self) -> std::io::Result<String> {
-            if self.refuse_reads {
-                return Err(std::io::Error::from_raw_os_error(libc::EPERM));
-            }
-            Ok(self.text.borrow().clone())
-        }
-        fn write(&self, mode: &str) -> std::io::Result<()> {
-            self.writes.set(self.writes.get() + 1);
-            if self.refuse_writes {
-                return Err(std::io::Error::from_raw_os_error(libc::EPERM));
-            }
-            let offered = hostfacts::parse::choices(&self.text.borrow());
-            if !offered.iter().any(|m| m == mode) {
-                return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
-            }
-            if !self.ignore_writes {
-                let text: Vec<String> = offered
-                    .iter()
-                    .map(|m| {
-                        if m == mode {
-                            format!("({m})")
-                        } else {
-                            m.clone()
-                        }
-                    })
-                    .collect();
-                *self.text.borrow_mut() = text.join(" ") + "\n";
-            }
-            Ok(())
-        }
-    }
-
-    #[test]
-    fn switches_and_switches_back_on_drop() {
-        let dir = tempfile::tempdir().unwrap();
-        let k = Kernel::from_fixture("hugepages-1g-thp-always");
-        assert_eq!(k.active(), "full");
-        let g = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path()).unwrap();
-        assert!(g.switched());
-        assert_eq!(g.before(), "full");
-        assert_eq!(k.active(), "lazy");
-        assert!(
-            dir.path().join("preempt.json").exists(),
-            "record while switched"
-        );
-        drop(g);
-        assert_eq!(k.active(), "full");
-        assert!(!dir.path().join("preempt.json").exists(), "record removed");
-    }
-
-    #[test]
-    fn a_held_guard_moves_between_modes_and_switches_back_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let k = Kernel::from_fixture("hugepages-1g-thp-always");
-        let rec = dir.path().join("preempt.json");
-        let mut g =
-            PreemptGuard::hold_recorded_in(Box::new(k.clone()), &["none", "lazy"], dir.path())
-                .unwrap();
-        assert!(!g.switched(), "nothing switched yet");
-        assert!(rec.exists(), "the record from the hold on");
-        assert_eq!(k.writes.get(), 0);
-        // Another run cannot switch while this one holds, switched or not.
-        let e = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("has the preemption model switched"), "{e}");
-        assert_eq!(k.writes.get(), 0);
-        g.to("none").unwrap();
-        assert_eq!(k.active(), "none");
-        assert!(rec.exists(), "record while switched");
-        g.to("lazy").unwrap();
-        assert_eq!(k.active(), "lazy");
-        g.to("lazy").unwrap();
-        assert_eq!(k.writes.get(), 2, "a mode already active is not written");
-        g.still("lazy").unwrap();
-        // Something else switches the mode: the guard sees it, and the drop still restores the host's.
-        k.write("voluntary").unwrap();
-        let e = g.still("lazy").unwrap_err().to_string();
-        assert!(e.contains("is voluntary, not lazy"), "{e}");
-        let e = g.to("rt").unwrap_err().to_string();
-        assert_eq!(e, "rt: one of none, voluntary, full, lazy");
-        drop(g);
-        assert_eq!(
-            k.active(),
-            "full",
-            "the host's own mode, not the first switched to"
-        );
-        assert!(!rec.exists(), "record removed");
-        // Every mode is checked before anything: one the kernel does not offer refuses the hold.
-        let k7 = Kernel::from_fixture("linux-7.0-lazy-debugfs");
-        let e = PreemptGuard::hold_recorded_in(Box::new(k7.clone()), &["full", "none"], dir.path())
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("none: this kernel offers full, lazy"), "{e}");
-        assert_eq!(k7.writes.get(), 0);
-    }
-
-    #[test]
-    fn the_active_mode_changes_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let k = Kernel::from_fixture("linux-7.0-lazy-debugfs");
-        let g = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path()).unwrap();
-        assert!(!g.switched());
-        drop(g);
-        assert_eq!(k.writes.get(), 0);
-    }
-
-    #[test]
-    fn a_mode_the_kernel_does_not_offer_is_refused_before_any_write() {
-        let dir = tempfile::tempdir().unwrap();
-        let k = Kernel::from_fixture("linux-7.0-lazy-debugfs");
-        let e = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "none", dir.path())
-            .unwrap_err()
-            .to_string();
-        // The mode first, no option's name: the command line puts its own before it.
-        assert!(e.starts_with("none: this kernel offers full, lazy"), "{e}");
-        let e = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "rt", dir.path())
-            .unwrap_err()
-            .to_string();
-        assert_eq!(e, "rt: one of none, voluntary, full, lazy");
-        assert_eq!(k.writes.get(), 0);
-        assert_eq!(k.active(), "lazy");
-        assert!(!dir.path().join("preempt.json").exists());
-    }
-
-    #[test]
-    fn a_refused_read_says_this_host_cannot_switch() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut k = Kernel::from_fixture("hugepages-1g-thp-always");
-        k.refuse_reads = true;
-        let e = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("cannot switch") && e.contains("sim"), "{e}");
-        assert_eq!(k.writes.get(), 0);
-        // And the real file on a root without debugfs names the mount.
-        let e = PreemptGuard::switch_recorded_in(
-            Box::new(DebugfsPreempt::under(dir.path())),
-            "lazy",
-            dir.path(),
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("mount -t debugfs"), "{e}");
-    }
-
-    #[test]
-    fn a_switch_the_kernel_did_not_take_is_an_error_and_undone() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut k = Kernel::from_fixture("hugepages-1g-thp-always");
-        k.ignore_writes = true;
-        let e = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "none", dir.path())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("kernel reports full"), "{e}");
-        // The switch and the way back were both written; no record stays.
-        assert_eq!(k.writes.get(), 2);
-        assert!(!dir.path().join("preempt.json").exists());
-    }
-
-    #[test]
-    fn a_refused_write_leaves_neither_a_switch_nor_a_record() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut k = Kernel::from_fixture("hugepages-1g-thp-always");
-        k.refuse_writes = true;
-        let e = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("writing lazy"), "{e}");
-        assert_eq!(k.writes.get(), 1, "no write back: nothing was switched");
-        assert!(!dir.path().join("preempt.json").exists());
-    }
-
-    #[test]
-    fn a_file_that_is_no_runs_record_is_written_over_and_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let k = Kernel::from_fixture("hugepages-1g-thp-always");
-        let rec = dir.path().join("preempt.json");
-        std::fs::write(&rec, "not json").unwrap();
-        let g = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path()).unwrap();
-        assert_eq!(k.active(), "lazy");
-        drop(g);
-        assert_eq!(k.active(), "full");
-        assert!(!rec.exists());
-    }
-
-    #[test]
-    fn a_switch_held_by_a_live_run_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let k = Kernel::from_fixture("hugepages-1g-thp-always");
-        k.write("none").unwrap();
-        // Run 1 (init, always alive) holds a switch from full.
-        let record = serde_json::json!({"preempt_file": k.path(), "restore_to": "full", "pid": 1});
-        std::fs::write(dir.path().join("preempt.json"), record.to_string()).unwrap();
-        let e = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("run 1 has the preemption model switched"), "{e}");
-        assert_eq!(k.active(), "none", "nothing written");
-        assert!(dir.path().join("preempt.json").exists(), "its record kept");
-    }
-
-    #[test]
-    fn a_switch_left_by_a_dead_run_is_undone_first() {
-        let dir = tempfile::tempdir().unwrap();
-        let k = Kernel::from_fixture("hugepages-1g-thp-always");
-        // A run (pid beyond any pid_max) switched full -> none and died.
-        k.write("none").unwrap();
-        let record = serde_json::json!({
-            "preempt_file": k.path(), "restore_to": "full", "pid": 1u64 << 40,
-        });
-        std::fs::write(dir.path().join("preempt.json"), record.to_string()).unwrap();
-        let g = PreemptGuard::switch_recorded_in(Box::new(k.clone()), "lazy", dir.path()).unwrap();
-        assert_eq!(
-            g.before(),
-            "full",
-            "the host's own mode, not the dead run's"
-        );
-        drop(g);
-        assert_eq!(k.active(), "full");
-        assert!(!dir.path().join("preempt.json").exists());
-    }
-}
+mod tests;

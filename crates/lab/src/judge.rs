@@ -350,15 +350,11 @@ fn huge_page_commands(audit: &Audit) -> Vec<String> {
             ));
         }
         if audit.instances.is_empty() {
-            commands.push("preemptlab hugepages --shared-memory <shared memory size>   # or --pg DSN / --data-dir DIR: prints the exact vm.nr_hugepages".into());
+            commands.push("# preemptlab hugepages --shared-memory SIZE (or --pg DSN, --data-dir DIR) prints the exact vm.nr_hugepages".into());
         }
     }
-    commands.push(
-        "postgresql.conf: huge_pages = on   # not try: fail at start rather than run on 4 KB pages"
-            .into(),
-    );
-    commands
-        .push("restart PostgreSQL, then: preemptlab audit   # expect 'on huge pages: yes'".into());
+    commands.push(hostfacts::findings::HUGE_PAGES_ON.into());
+    commands.push(hostfacts::findings::RESTART_THEN_AUDIT.into());
     commands
 }
 

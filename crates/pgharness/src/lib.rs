@@ -9,6 +9,7 @@
 //! - `pgbench`: parsing pgbench's summary and progress output (PostgreSQL 13 to 17).
 //! - `sysbench`: parsing sysbench 1.0's OLTP output.
 //! - `procsample`: per-second /proc sampling of a process tree (page tables, Pss, faults, switches).
+//! - `sizing`: a configuration's huge pages as PostgreSQL itself computes them, on a scratch cluster.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
@@ -17,4 +18,5 @@ pub mod pgbouncer;
 pub mod pgcluster;
 pub mod pgdriver;
 pub mod procsample;
+pub mod sizing;
 pub mod sysbench;

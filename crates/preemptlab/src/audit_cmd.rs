@@ -40,7 +40,7 @@ fn audit(args: &AuditArgs) -> Result<i32> {
         None => Host::live(),
     };
     if let Some(path) = &args.out {
-        osutil::output::check_publishable(path).map_err(|e| anyhow!("--out {e}"))?;
+        term::check_published_out(path)?;
     }
     // Connect first and keep the sessions open, so their backends are in /proc while we look. A server
     // that cannot be asked is a finding (and a metric); the rest of the audit stands.
@@ -66,7 +66,8 @@ fn audit(args: &AuditArgs) -> Result<i32> {
             Format::Table => term::render(Format::Json, None, &audit)?,
             _ => text,
         };
-        osutil::output::publish(path, &file_text)?;
+        osutil::output::publish(path, &file_text)
+            .map_err(|e| anyhow!("--out {}", term::out_flag(e)))?;
     }
     let fail = args
         .fail_on

@@ -394,13 +394,19 @@ pub struct HugepagesArgs {
     /// Size for the running instance of this postmaster PID (its segment in smaps, else VmPeak).
     #[arg(long, value_name = "PID", conflicts_with = "shared_memory")]
     pub pid: Option<u32>,
-    /// Size for this much shared memory, e.g. 120GB.
-    #[arg(long, value_name = "SIZE")]
+    /// Size for this much shared memory, e.g. 120GB: the whole segment (PostgreSQL's shared_memory_size), not shared_buffers.
+    #[arg(long, value_name = "SIZE", conflicts_with = "shared_buffers")]
     pub shared_memory: Option<String>,
+    /// Size for a server with this shared_buffers (as in postgresql.conf, e.g. 2GB): PostgreSQL's own figure, from a scratch cluster (PG 15+).
+    #[arg(long, value_name = "SIZE", conflicts_with_all = ["pg", "data_dir", "pid"])]
+    pub shared_buffers: Option<String>,
+    /// With --shared-buffers: the server's max_connections (default: PostgreSQL's, 100).
+    #[arg(long, value_name = "N", requires = "shared_buffers")]
+    pub max_connections: Option<u32>,
     /// Huge page size: 2MB or 1GB (default: the instance's huge_page_size, else the host default).
     #[arg(long, value_name = "SIZE")]
     pub page_size: Option<String>,
-    /// Directory of PostgreSQL's binaries (for --data-dir).
+    /// Directory of PostgreSQL's binaries (for --data-dir and --shared-buffers).
     #[arg(long, value_name = "DIR")]
     pub pg_bin: Option<PathBuf>,
     /// Grow the pool to the target now (root); reports how many pages the kernel actually gave.

@@ -14,9 +14,12 @@ pub fn run(args: DiagnoseArgs) -> Result<i32> {
     match diagnose(&args) {
         Ok(code) => Ok(code),
         Err(e) => {
-            // As the audit: a timer's textfile says the run failed rather than keeping old numbers.
+            // As the audit: a timer's textfile says the run failed rather than keeping old numbers;
+            // not when writing that file is what failed (the one line says so already).
             if let (Format::Prometheus, Some(path)) = (args.format, &args.out) {
-                if osutil::output::check_publishable(path).is_ok() {
+                if e.downcast_ref::<OutWrite>().is_none()
+                    && osutil::output::check_publishable(path).is_ok()
+                {
                     let text = report::diagnose_prom::render_failure(
                         env!("CARGO_PKG_VERSION"),
                         lab::result::unix_now(),
@@ -31,12 +34,25 @@ pub fn run(args: DiagnoseArgs) -> Result<i32> {
     }
 }
 
+/// Writing `--out` after the window failed (the disk filled, the directory went away): the error, which
+/// no failure file follows.
+#[derive(Debug)]
+struct OutWrite(String);
+
+impl std::fmt::Display for OutWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--out {}", self.0)
+    }
+}
+
+impl std::error::Error for OutWrite {}
+
 /// The options checked (the window, the sampling rates), before anything is observed.
 pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
     let duration =
         hostfacts::parse::duration(&args.duration).map_err(|e| anyhow!("--duration {e}"))?;
     let mut opts = diagnose::Options::new(duration);
-    opts.pids = args.pid.clone();
+    opts.pids = distinct(&args.pid);
     opts.dsns = args.pg.clone();
     opts.cpu_clock_hz = args.frequency;
     opts.fault_period = args.fault_period;
@@ -67,11 +83,18 @@ pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
     Ok(opts)
 }
 
+/// `pids` without repeats, in the order given: `--pid X --pid X` names one instance, observed once (it was
+/// observed twice, its events counted twice over; issue 46 item 8).
+fn distinct(pids: &[u32]) -> Vec<u32> {
+    let mut seen = std::collections::BTreeSet::new();
+    pids.iter().copied().filter(|p| seen.insert(*p)).collect()
+}
+
 fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
     let opts = options(args)?;
     let duration = opts.duration;
     if let Some(path) = &args.out {
-        osutil::output::check_publishable(path).map_err(|e| anyhow!("--out {e}"))?;
+        term::check_published_out(path)?;
     }
     osutil::stop::install_signal_flag()?;
     let show = !args.quiet && std::io::stderr().is_terminal();
@@ -117,7 +140,8 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
             Format::Table => term::render(Format::Json, None, &res)?,
             _ => text,
         };
-        osutil::output::publish(path, &file_text)?;
+        osutil::output::publish(path, &file_text)
+            .map_err(|e| OutWrite(term::out_flag(e).to_string()))?;
     }
     if res.envelope.interrupted {
         osutil::msg!("preemptlab: interrupted; the result covers the window observed so far");
@@ -131,4 +155,16 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
     }
     let fail = args.fail_on.is_some_and(|f| f.fails(&res));
     Ok(if fail { 1 } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (issue 46 item 8): `diagnose --pid X --pid X` measured the same instance twice.
+    #[test]
+    fn diagnose_pid_x_pid_x_measured_twice_regression() {
+        assert_eq!(distinct(&[7, 3, 7, 3, 9]), vec![7, 3, 9]);
+        assert_eq!(distinct(&[]), Vec::<u32>::new());
+    }
 }

@@ -24,7 +24,12 @@ fn explain(e: T) -> anyhow::Error {
             anyhow!("--data-dir {e}")
         }
         T::Stopped(S::TooOld { .. }) => anyhow!("{e}: start it and use --pid, or pass --shared-memory"),
-        T::Stopped(S::Failed { .. }) => anyhow!("{e} (the server must be stopped for runtime-computed settings; for a running one use --pg or --pid)"),
+        T::Stopped(S::Failed { ref stderr, ref dir, .. }) => {
+            match hostfacts::stopped::postgres_error_fix(stderr, dir) {
+                Some(fix) => anyhow!("--data-dir {e} ({fix})"),
+                None => anyhow!("--data-dir {e}"),
+            }
+        }
         T::NoSuchPid { pid, running } if running.is_empty() => anyhow!("--pid {pid}: not a running postmaster, and no PostgreSQL runs here: pass --shared-memory SIZE or --data-dir DIR"),
         T::NoSuchPid { pid, running } => {
             let running: Vec<String> = running.iter().map(u32::to_string).collect();
@@ -36,6 +41,40 @@ fn explain(e: T) -> anyhow::Error {
         T::NoneRunning => anyhow!("{e}: pass --pg DSN, --pid PID, --data-dir DIR (stopped server) or --shared-memory SIZE"),
         e => anyhow!(e),
     }
+}
+
+/// `--shared-buffers` (and `--max-connections`): the configuration sized by PostgreSQL itself on a scratch
+/// cluster (`pgharness::sizing`); its label and basis. The size's syntax is checked before anything runs.
+fn settings_basis(
+    args: &HugepagesArgs,
+    shared_buffers: &str,
+    mem: &results::host::memory::MemoryFacts,
+) -> Result<(String, results::host::hugepages::Basis)> {
+    hostfacts::parse::size(shared_buffers).map_err(|e| {
+        anyhow!("--shared-buffers {shared_buffers}: {e} (as in postgresql.conf, e.g. 2GB)")
+    })?;
+    let bin =
+        hostfacts::pgbin::find(args.pg_bin.as_deref(), None).map_err(|e| match &args.pg_bin {
+            Some(_) => anyhow!("--pg-bin {e}"),
+            None => anyhow!("--shared-buffers needs PostgreSQL's binaries: {e}"),
+        })?;
+    let mut settings = vec![("shared_buffers".to_string(), shared_buffers.to_string())];
+    let mut label = format!("shared_buffers {shared_buffers}");
+    if let Some(n) = args.max_connections {
+        settings.push(("max_connections".into(), n.to_string()));
+        label.push_str(&format!(", max_connections {n}"));
+    }
+    let default_kib = hostfacts::hostpool::default_page_kib(mem);
+    let page_kib = match &args.page_size {
+        Some(p) => targets::page_size_kib(p).map_err(explain)?,
+        None => default_kib,
+    };
+    let basis = pgharness::sizing::basis_for_settings(bin, &settings, page_kib, default_kib)
+        .map_err(|e| match e {
+            pgharness::sizing::SizingError::Refused { .. } => anyhow!("--shared-buffers: {e}"),
+            e => anyhow!(e),
+        })?;
+    Ok((label, basis))
 }
 
 pub fn run(args: HugepagesArgs) -> Result<i32> {
@@ -50,6 +89,10 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
     if args.apply && !osutil::is_root() {
         bail!("--apply resizes a hugetlb pool and needs root (run with sudo, or drop --apply to only print the plan)");
     }
+    let computed = match &args.shared_buffers {
+        Some(sb) => Some(settings_basis(&args, sb, &mem)?),
+        None => None,
+    };
     let req = Request {
         shared_memory: args.shared_memory.as_deref(),
         data_dir: args.data_dir.as_deref(),
@@ -57,6 +100,7 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
         pid: args.pid,
         page_size: args.page_size.as_deref(),
         asked_servers: args.pg.is_some(),
+        computed,
     };
     // (--pg excludes the other sources.) The sessions stay open while we look, so their backends show.
     let dsns: Vec<String> = args.pg.iter().cloned().collect();

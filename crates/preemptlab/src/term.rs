@@ -100,6 +100,12 @@ pub fn claim_output(path: &std::path::Path) -> anyhow::Result<()> {
     osutil::output::check_writable(path).map_err(out_flag)
 }
 
+/// Checks before any work that `--out` can be published to `path` ([`osutil::output::check_publishable`]:
+/// its directory exists and takes a file): one line naming `--out` and the fix.
+pub fn check_published_out(path: &std::path::Path) -> anyhow::Result<()> {
+    osutil::output::check_publishable(path).map_err(|e| anyhow::anyhow!("--out {}", out_flag(e)))
+}
+
 /// A result file's error, with how to choose another path where one would do.
 pub fn out_flag(e: osutil::output::OutputError) -> anyhow::Error {
     match e.wants_another_path() {

@@ -53,11 +53,22 @@ impl Inputs {
         if made != 0 {
             std::os::unix::fs::symlink("/dev/null", dir.path().join("null-copy.json")).unwrap();
         }
+        // The host guards' state dir (PREEMPTLAB_STATE_DIR) with a FIFO where the preemption model's record
+        // lives: a switch read it and hung, stop signals or not (issue 46 item 7).
+        std::fs::create_dir(dir.path().join("state")).unwrap();
+        let record = node("state/preempt.json");
+        // SAFETY: mkfifo on a NUL-terminated path in this test's own temp dir.
+        assert_eq!(unsafe { libc::mkfifo(record.as_ptr(), 0o600) }, 0);
         Inputs { dir }
     }
     fn p(&self, name: &str) -> String {
         self.dir.path().join(name).display().to_string()
     }
+}
+
+/// A case's arguments.
+fn a(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
 }
 
 fn i_path(dir: &tempfile::TempDir, name: &str) -> String {
@@ -91,613 +102,296 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
     let fixture = repo_file("tests/fixtures/linux-7.0-lazy-debugfs");
     let out = i.p("out.json");
     // (arguments, what the one line must contain)
-    let cases: Vec<(Vec<String>, &str)> =
-        vec![
+    let cases: Vec<(Vec<String>, &str)> = vec![
         // The command line itself.
-        (vec!["bench".into()], "lock"),
-        (vec!["nosuchcommand".into()], "nosuchcommand"),
-        (vec!["audit".into(), "--nosuchflag".into()], "--nosuchflag"),
-        (vec!["audit".into(), "--format".into(), "xml".into()], "xml"),
+        (a(&["bench"]), "lock"),
+        (a(&["nosuchcommand"]), "nosuchcommand"),
+        (a(&["audit", "--nosuchflag"]), "--nosuchflag"),
+        (a(&["audit", "--format", "xml"]), "xml"),
+        (a(&["bench", "lock", "--workers", "-5"]), "-5"),
+        (a(&["bench", "lock", "--workers", "0"]), "0"),
+        (a(&["bench", "lock", "--workers", "many"]), "many"),
+        (a(&["bench", "lock", "--locks", "nosuchlock"]), "nosuchlock"),
+        (a(&["bench", "lock", "--pages", "3k"]), "3k"),
+        (a(&["bench", "lock", "--duration", "soon"]), "soon"),
+        (a(&["bench", "lock", "--duration", "1ms"]), "1ms"),
+        (a(&["bench", "lock", "--repeat", "0"]), "0"),
         (
-            vec![
-                "bench".into(),
-                "lock".into(),
-                "--workers".into(),
-                "-5".into(),
-            ],
-            "-5",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "lock".into(),
-                "--workers".into(),
-                "0".into(),
-            ],
-            "0",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "lock".into(),
-                "--workers".into(),
-                "many".into(),
-            ],
-            "many",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "lock".into(),
-                "--locks".into(),
-                "nosuchlock".into(),
-            ],
-            "nosuchlock",
-        ),
-        (
-            vec!["bench".into(), "lock".into(), "--pages".into(), "3k".into()],
-            "3k",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "lock".into(),
-                "--duration".into(),
-                "soon".into(),
-            ],
-            "soon",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "lock".into(),
-                "--duration".into(),
-                "1ms".into(),
-            ],
-            "1ms",
-        ),
-        (
-            vec!["bench".into(), "lock".into(), "--repeat".into(), "0".into()],
-            "0",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "lock".into(),
-                "--work-ns".into(),
-                "18446744073709551615".into(),
-            ],
+            a(&["bench", "lock", "--work-ns", "18446744073709551615"]),
             "--work-ns",
         ),
         (
-            vec![
-                "bench".into(),
-                "lock".into(),
-                "--cs-ns".into(),
-                "18446744073709551615".into(),
-            ],
+            a(&["bench", "lock", "--cs-ns", "18446744073709551615"]),
             "--cs-ns",
         ),
+        (a(&["bench", "lock", "--descriptors", "12"]), "12"),
+        (a(&["bench", "lock", "--start-age", "old"]), "old"),
         (
-            vec![
-                "bench".into(),
-                "lock".into(),
-                "--descriptors".into(),
-                "12".into(),
-            ],
-            "12",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "lock".into(),
-                "--start-age".into(),
-                "old".into(),
-            ],
-            "old",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "lock".into(),
-                "--switch-preempt".into(),
-                "sometimes".into(),
-            ],
+            a(&["bench", "lock", "--switch-preempt", "sometimes"]),
             "sometimes",
         ),
         // Outputs that cannot be written: refused before anything runs.
+        (a(&["bench", "lock", "--out", "/proc/x/r.json"]), "/proc/x"),
         (
-            vec![
-                "bench".into(),
-                "lock".into(),
-                "--out".into(),
-                "/proc/x/r.json".into(),
-            ],
-            "/proc/x",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "lock".into(),
-                "--out".into(),
-                i.p("a-directory"),
-            ],
+            a(&["bench", "lock", "--out", &i.p("a-directory")]),
             "a-directory",
         ),
+        (a(&["bench", "pg", "--out", "/proc/x/r.json"]), "/proc/x"),
         (
-            vec![
-                "bench".into(),
-                "pg".into(),
-                "--out".into(),
-                "/proc/x/r.json".into(),
-            ],
+            a(&["bench", "latency", "--out", "/proc/x/r.json"]),
             "/proc/x",
         ),
-        (
-            vec![
-                "bench".into(),
-                "latency".into(),
-                "--out".into(),
-                "/proc/x/r.json".into(),
-            ],
-            "/proc/x",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "net".into(),
-                "--out".into(),
-                "/proc/x/r.json".into(),
-            ],
-            "/proc/x",
-        ),
-        (
-            vec!["sim".into(), "--out".into(), "/proc/x/r.json".into()],
-            "/proc/x",
-        ),
-        (
-            vec!["check".into(), "--out".into(), "/proc/x/r.json".into()],
-            "/proc/x",
-        ),
-        (
-            vec![
-                "report".into(),
-                lock.clone(),
-                "-o".into(),
-                "/proc/x/r.html".into(),
-            ],
-            "/proc/x",
-        ),
-        (
-            vec!["audit".into(), "--out".into(), "/proc/x/a.json".into()],
-            "/proc/x",
-        ),
+        (a(&["bench", "net", "--out", "/proc/x/r.json"]), "/proc/x"),
+        (a(&["sim", "--out", "/proc/x/r.json"]), "/proc/x"),
+        (a(&["check", "--out", "/proc/x/r.json"]), "/proc/x"),
+        (a(&["report", &lock, "-o", "/proc/x/r.html"]), "/proc/x"),
+        (a(&["audit", "--out", "/proc/x/a.json"]), "/proc/x"),
         // Outputs that exist and are not regular files: refused, never replaced (issue 29).
         (
-            vec![
-                "sim".into(),
-                "--repeat".into(),
-                "1".into(),
-                "--out".into(),
-                i.p("fifo.json"),
-            ],
+            a(&["sim", "--repeat", "1", "--out", &i.p("fifo.json")]),
             "is a FIFO, not a regular file",
         ),
         (
-            vec![
-                "bench".into(),
-                "lock".into(),
-                "--out".into(),
-                i.p("null-copy.json"),
-            ],
+            a(&["bench", "lock", "--out", &i.p("null-copy.json")]),
             "is a character device, not a regular file",
         ),
         (
-            vec![
-                "audit".into(),
-                "--sysroot".into(),
-                fixture.clone(),
-                "--out".into(),
-                i.p("null-copy.json"),
-            ],
+            a(&[
+                "audit",
+                "--sysroot",
+                &fixture,
+                "--out",
+                &i.p("null-copy.json"),
+            ]),
             "is a character device",
         ),
+        (a(&["report", &lock, "-o", &i.p("fifo.json")]), "is a FIFO"),
+        (a(&["check", "--out", &i.p("fifo.json")]), "is a FIFO"),
         (
-            vec!["report".into(), lock.clone(), "-o".into(), i.p("fifo.json")],
-            "is a FIFO",
-        ),
-        (
-            vec!["check".into(), "--out".into(), i.p("fifo.json")],
-            "is a FIFO",
-        ),
-        (
-            vec!["check".into(), "--report".into(), i.p("null-copy.json")],
+            a(&["check", "--report", &i.p("null-copy.json")]),
             "--report",
         ),
         // Inputs are never outputs; two outputs of one run differ; every output checked before any work.
         (
-            vec![
-                "report".into(),
-                i.p("input.json"),
-                "-o".into(),
-                i.p("input.json"),
-            ],
+            a(&["report", &i.p("input.json"), "-o", &i.p("input.json")]),
             "is also an input",
         ),
         (
-            vec![
-                "sim".into(),
-                "--like".into(),
-                i.p("input.json"),
-                "--out".into(),
-                i.p("input.json"),
-            ],
+            a(&[
+                "sim",
+                "--like",
+                &i.p("input.json"),
+                "--out",
+                &i.p("input.json"),
+            ]),
             "is also an input",
         ),
         (
-            vec![
-                "check".into(),
-                "--out".into(),
-                i.p("r.html"),
-                "--report".into(),
-                i.p("r.html"),
-            ],
+            a(&["check", "--out", &i.p("r.html"), "--report", &i.p("r.html")]),
             "are the same file",
         ),
         (
-            vec!["check".into(), "--report".into(), "/proc/x/r.html".into()],
+            a(&["check", "--report", "/proc/x/r.html"]),
             "--report cannot create /proc/x",
         ),
         (
-            vec!["check".into(), "--report".into(), i.p("a-directory")],
+            a(&["check", "--report", &i.p("a-directory")]),
             "is a directory",
         ),
         // bench pg, latency, net.
-        (
-            vec!["bench".into(), "pg".into(), "--threads".into(), "0".into()],
-            "--threads",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "pg".into(),
-                "--shared-buffers".into(),
-                "lots".into(),
-            ],
-            "lots",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "pg".into(),
-                "--huge-pages".into(),
-                "maybe".into(),
-            ],
-            "maybe",
-        ),
-        (
-            vec!["bench".into(), "pg".into(), "--clients".into(), "0".into()],
-            "0",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "pg".into(),
-                "--driver".into(),
-                "hammerdb".into(),
-            ],
-            "hammerdb",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "pg".into(),
-                "--set".into(),
-                "work_mem".into(),
-            ],
-            "work_mem",
-        ),
+        (a(&["bench", "pg", "--threads", "0"]), "--threads"),
+        (a(&["bench", "pg", "--shared-buffers", "lots"]), "lots"),
+        (a(&["bench", "pg", "--huge-pages", "maybe"]), "maybe"),
+        (a(&["bench", "pg", "--clients", "0"]), "0"),
+        (a(&["bench", "pg", "--driver", "hammerdb"]), "hammerdb"),
+        (a(&["bench", "pg", "--set", "work_mem"]), "work_mem"),
         // A setting PostgreSQL does not know: refused from `postgres --describe-config` before any cluster.
         (
-            vec![
-                "bench".into(),
-                "pg".into(),
-                "--set".into(),
-                "nosuch_guc=1".into(),
-            ],
+            a(&["bench", "pg", "--set", "nosuch_guc=1"]),
             "--set nosuch_guc=1: PostgreSQL 15 has no setting \"nosuch_guc\"; check the spelling",
         ),
+        (a(&["bench", "latency", "--policy", "rr"]), "rr"),
+        (a(&["bench", "latency", "--interval", "0s"]), "--interval"),
         (
-            vec![
-                "bench".into(),
-                "latency".into(),
-                "--policy".into(),
-                "rr".into(),
-            ],
-            "rr",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "latency".into(),
-                "--interval".into(),
-                "0s".into(),
-            ],
-            "--interval",
-        ),
-        (
-            vec![
-                "bench".into(),
-                "net".into(),
-                "--tests".into(),
-                "sctp-stream".into(),
-            ],
+            a(&["bench", "net", "--tests", "sctp-stream"]),
             "sctp-stream",
         ),
-        (
-            vec![
-                "bench".into(),
-                "net".into(),
-                "--msg-sizes".into(),
-                "0".into(),
-            ],
-            "0",
-        ),
+        (a(&["bench", "net", "--msg-sizes", "0"]), "0"),
         // sim.
-        (vec!["sim".into(), "--set".into(), "cpus=0".into()], "cpus"),
-        (
-            vec!["sim".into(), "--set".into(), "workers=0".into()],
-            "workers",
-        ),
-        (
-            vec!["sim".into(), "--set".into(), "nosuch=1".into()],
-            "nosuch",
-        ),
-        (
-            vec!["sim".into(), "--set".into(), "spin_ns=fast".into()],
-            "fast",
-        ),
-        (vec!["sim".into(), "--cpus".into(), "0".into()], "0"),
-        (
-            vec!["sim".into(), "--models".into(), "sometimes".into()],
-            "sometimes",
-        ),
-        (
-            vec!["sim".into(), "--workload".into(), "olap".into()],
-            "olap",
-        ),
+        (a(&["sim", "--set", "cpus=0"]), "cpus"),
+        (a(&["sim", "--set", "workers=0"]), "workers"),
+        (a(&["sim", "--set", "nosuch=1"]), "nosuch"),
+        (a(&["sim", "--set", "spin_ns=fast"]), "fast"),
+        (a(&["sim", "--cpus", "0"]), "0"),
+        (a(&["sim", "--models", "sometimes"]), "sometimes"),
+        (a(&["sim", "--workload", "olap"]), "olap"),
         // sim --costs-from / --like: only a bench-lock result, and for costs one that measured them.
+        (a(&["sim", "--costs-from", &sim]), "not a bench-lock one"),
         (
-            vec!["sim".into(), "--costs-from".into(), sim.clone()],
-            "not a bench-lock one",
-        ),
-        (
-            vec!["sim".into(), "--costs-from".into(), lock.clone()],
+            a(&["sim", "--costs-from", &lock]),
             "re-run bench lock with this version",
         ),
+        (a(&["sim", "--like", &sim]), "not a bench-lock one"),
+        (a(&["sim", "--like", &i.p("text.txt")]), "text.txt"),
         (
-            vec!["sim".into(), "--like".into(), sim.clone()],
-            "not a bench-lock one",
-        ),
-        (
-            vec!["sim".into(), "--like".into(), i.p("text.txt")],
-            "text.txt",
-        ),
-        (
-            vec!["sim".into(), "--costs-from".into(), i.p("no-such.json")],
+            a(&["sim", "--costs-from", &i.p("no-such.json")]),
             "no-such.json",
         ),
         // Result files: compare, report, results.
+        (a(&["compare", &i.p("future.json"), &lock]), "999"),
+        (a(&["compare", &i.p("teapot.json"), &lock]), "teapot"),
+        (a(&["compare", &i.p("broken.json"), &lock]), "broken.json"),
+        (a(&["compare", &i.p("empty.json"), &lock]), "empty.json"),
+        (a(&["compare", &i.p("text.txt"), &lock]), "text.txt"),
+        (a(&["compare", &i.p("binary.json"), &lock]), "binary.json"),
         (
-            vec!["compare".into(), i.p("future.json"), lock.clone()],
-            "999",
-        ),
-        (
-            vec!["compare".into(), i.p("teapot.json"), lock.clone()],
-            "teapot",
-        ),
-        (
-            vec!["compare".into(), i.p("broken.json"), lock.clone()],
-            "broken.json",
-        ),
-        (
-            vec!["compare".into(), i.p("empty.json"), lock.clone()],
-            "empty.json",
-        ),
-        (
-            vec!["compare".into(), i.p("text.txt"), lock.clone()],
-            "text.txt",
-        ),
-        (
-            vec!["compare".into(), i.p("binary.json"), lock.clone()],
-            "binary.json",
-        ),
-        (
-            vec!["compare".into(), "/nonexistent/r.json".into(), lock.clone()],
+            a(&["compare", "/nonexistent/r.json", &lock]),
             "/nonexistent",
         ),
+        (a(&["compare", &lock, &sim]), "one kind"),
+        (a(&["compare", &lock]), "two"),
         (
-            vec!["compare".into(), lock.clone(), sim.clone()],
-            "one kind",
-        ),
-        (vec!["compare".into(), lock.clone()], "two"),
-        (
-            vec![
-                "report".into(),
-                i.p("future.json"),
-                "-o".into(),
-                i.p("r.html"),
-            ],
+            a(&["report", &i.p("future.json"), "-o", &i.p("r.html")]),
             "999",
         ),
         (
-            vec![
-                "report".into(),
-                i.p("teapot.json"),
-                "-o".into(),
-                i.p("r.html"),
-            ],
+            a(&["report", &i.p("teapot.json"), "-o", &i.p("r.html")]),
             "teapot",
         ),
         (
-            vec![
-                "report".into(),
-                i.p("empty-dir"),
-                "-o".into(),
-                i.p("r.html"),
-            ],
+            a(&["report", &i.p("empty-dir"), "-o", &i.p("r.html")]),
             "empty-dir",
         ),
-        (vec!["results".into(), i.p("future.json")], "future.json"),
+        (a(&["results", &i.p("future.json")]), "future.json"),
         // audit, hugepages, fleet, vm.
+        (a(&["audit", "--sysroot", "/nonexistent"]), "/nonexistent"),
+        (a(&["audit", "--pg", "host="]), "--pg"),
         (
-            vec!["audit".into(), "--sysroot".into(), "/nonexistent".into()],
+            a(&[
+                "hugepages",
+                "--shared-memory",
+                "1GB",
+                "--sysroot",
+                "/nonexistent",
+            ]),
             "/nonexistent",
         ),
-        (vec!["audit".into(), "--pg".into(), "host=".into()], "--pg"),
+        (a(&["hugepages", "--shared-memory", "-1GB"]), "-1GB"),
         (
-            vec![
-                "hugepages".into(),
-                "--shared-memory".into(),
-                "1GB".into(),
-                "--sysroot".into(),
-                "/nonexistent".into(),
-            ],
-            "/nonexistent",
-        ),
-        (
-            vec!["hugepages".into(), "--shared-memory".into(), "-1GB".into()],
-            "-1GB",
-        ),
-        (
-            vec![
-                "hugepages".into(),
-                "--shared-memory".into(),
-                "99999999PB".into(),
-            ],
+            a(&["hugepages", "--shared-memory", "99999999PB"]),
             "99999999PB",
         ),
+        (a(&["hugepages", "--shared-memory", "0"]), "0"),
         (
-            vec!["hugepages".into(), "--shared-memory".into(), "0".into()],
-            "0",
-        ),
-        (
-            vec![
-                "hugepages".into(),
-                "--page-size".into(),
-                "3MB".into(),
-                "--shared-memory".into(),
-                "1GB".into(),
-            ],
+            a(&["hugepages", "--page-size", "3MB", "--shared-memory", "1GB"]),
             "3MB",
         ),
         (
-            vec!["hugepages".into(), "--data-dir".into(), i.p("empty-dir")],
+            a(&["hugepages", "--data-dir", &i.p("empty-dir")]),
             "not a PostgreSQL data directory",
         ),
         (
-            vec!["hugepages".into(), "--data-dir".into(), i.p("text.txt")],
+            a(&["hugepages", "--data-dir", &i.p("text.txt")]),
             "not a PostgreSQL data directory",
         ),
         (
-            vec![
-                "hugepages".into(),
-                "--pid".into(),
-                "999999".into(),
-                "--sysroot".into(),
-                fixture.clone(),
-            ],
+            a(&["hugepages", "--pid", "999999", "--sysroot", &fixture]),
             "999999",
         ),
-        (vec!["fleet".into(), i.p("empty-dir")], "empty-dir"),
-        (vec!["fleet".into(), "/nonexistent".into()], "/nonexistent"),
+        (a(&["fleet", &i.p("empty-dir")]), "empty-dir"),
+        (a(&["fleet", "/nonexistent"]), "/nonexistent"),
         (
-            vec![
-                "fleet".into(),
-                i.p("empty-dir"),
-                "--stale-after".into(),
-                "soon".into(),
-            ],
+            a(&["fleet", &i.p("empty-dir"), "--stale-after", "soon"]),
             "soon",
         ),
-        (
-            vec![
-                "vm".into(),
-                "--cpus".into(),
-                "100000".into(),
-                "--".into(),
-                "audit".into(),
-            ],
-            "100000",
-        ),
-        (
-            vec![
-                "vm".into(),
-                "--kernel".into(),
-                "0.1".into(),
-                "--".into(),
-                "audit".into(),
-            ],
-            "0.1",
-        ),
+        (a(&["vm", "--cpus", "100000", "--", "audit"]), "100000"),
+        (a(&["vm", "--kernel", "0.1", "--", "audit"]), "0.1"),
         // This round's (issue 29): a load the shell cannot find, and guest commands `vm` checks on the
         // host before it boots anything.
         (
-            vec![
-                "bench".into(),
-                "latency".into(),
-                "--load".into(),
-                "/nonexistent/cmd".into(),
-            ],
+            a(&["bench", "latency", "--load", "/nonexistent/cmd"]),
             "the shell finds no command /nonexistent/cmd",
         ),
+        (a(&["vm", "--", "frobnicate"]), "frobnicate"),
+        (a(&["vm", "--", "ls", "/"]), "'ls'"),
+        (a(&["vm", "--", "audit", "--frobnicate"]), "--frobnicate"),
         (
-            vec!["vm".into(), "--".into(), "frobnicate".into()],
-            "frobnicate",
-        ),
-        (vec!["vm".into(), "--".into(), "ls".into(), "/".into()], "'ls'"),
-        (
-            vec![
-                "vm".into(),
-                "--".into(),
-                "audit".into(),
-                "--frobnicate".into(),
-            ],
-            "--frobnicate",
-        ),
-        (
-            vec![
-                "vm".into(),
-                "--".into(),
-                "bench".into(),
-                "lock".into(),
-                "--pages".into(),
-                "hugetlb-9m".into(),
-            ],
+            a(&["vm", "--", "bench", "lock", "--pages", "hugetlb-9m"]),
             "hugetlb-9m",
         ),
         (
-            vec![
-                "vm".into(),
-                "--".into(),
-                "bench".into(),
-                "lock".into(),
-                "--out".into(),
-                "/proc/foo/x.json".into(),
-            ],
+            a(&["vm", "--", "bench", "lock", "--out", "/proc/foo/x.json"]),
             "/proc/foo",
         ),
         (
-            vec![
-                "vm".into(),
-                "--preempt".into(),
-                "lazy".into(),
-                "--append".into(),
-                "preempt=none".into(),
-                "--".into(),
-                "audit".into(),
-            ],
+            a(&[
+                "vm",
+                "--preempt",
+                "lazy",
+                "--append",
+                "preempt=none",
+                "--",
+                "audit",
+            ]),
             "preempt=none",
+        ),
+        // Issue 46 item 6: a guest larger than the host, a kernel that is no image: refused before any boot
+        // (they booted and failed 7-14 s later).
+        (
+            a(&["vm", "--memory", "100T", "--", "audit"]),
+            "--memory 100 TiB: more than this host's",
+        ),
+        (
+            a(&["vm", "--kernel", &i.p("text.txt"), "--", "audit"]),
+            "not a kernel image (text",
+        ),
+        (
+            a(&["vm", "--kernel", &i.p("empty.json"), "--", "audit"]),
+            "not a kernel image (an empty file)",
+        ),
+        // Issue 46 item 7: a FIFO where a host guard's record lives (the state dir above): refused at once.
+        (
+            a(&["bench", "lock", "--switch-preempt", "lazy", "--out", &out]),
+            "preempt.json: a FIFO, not a regular file: preemptlab keeps its record there; remove it",
+        ),
+        // Issue 46 item 3: hugepages --shared-buffers (sized by PostgreSQL itself) and its companions.
+        (
+            a(&["hugepages", "--shared-buffers", "lots"]),
+            "--shared-buffers lots",
+        ),
+        (
+            a(&["hugepages", "--max-connections", "200"]),
+            "--shared-buffers",
+        ),
+        (
+            a(&["hugepages", "--shared-buffers", "2GB", "--shared-memory", "2GB"]),
+            "--shared-memory",
+        ),
+        // Issue 46 item 1: diagnose --out in a directory no file can be made in, refused before the window
+        // (it was found after the window, up to 24 h, without naming --out; twice with prometheus).
+        (
+            a(&["diagnose", "--duration", "10m", "--out", "/proc/d.json"]),
+            "--out cannot write in /proc",
+        ),
+        (
+            a(&["diagnose", "--duration", "10m", "--out", "/sys/d.json"]),
+            "--out cannot write in /sys",
+        ),
+        (
+            a(&[
+                "diagnose",
+                "--duration",
+                "10m",
+                "--format",
+                "prometheus",
+                "--out",
+                "/proc/d.prom",
+            ]),
+            "(choose another path with --out)",
+        ),
+        (
+            a(&["audit", "--sysroot", &fixture, "--out", "/proc/a.json"]),
+            "--out cannot write in /proc",
         ),
     ];
     // A real input (a copy of a bench lock result) that outputs must not overwrite.
@@ -707,9 +401,10 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
     let mut failed = Vec::new();
     for (args, want) in &cases {
         let t = Instant::now();
-        // `timeout` stops a case that started real work instead of refusing (it would show as exit 124).
+        // `timeout` stops a case that started real work instead of refusing (it would show as exit 124);
+        // -k kills one that its SIGTERM does not end (a run hung where a stop signal cannot reach it).
         let o = Command::new("timeout")
-            .arg("20")
+            .args(["-k", "5", "20"])
             .arg(cargo_bin("preemptlab"))
             .args(args)
             .env("PREEMPTLAB_STATE_DIR", i.p("state"))
@@ -752,6 +447,38 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
         .filter(|n| n.starts_with('.') || n.contains("tmp") || n == "results" || n == "r.html")
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Regression (issue 46 item 1): `diagnose --out` in a directory its user cannot write (`/root/...` as
+/// nobody) was checked only for the directory's existence and failed after the window; it is refused before
+/// the window now, naming --out.
+#[test]
+fn diagnose_out_unwritable_found_after_the_window_regression() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    assert!(
+        osutil::is_root(),
+        "this test runs preemptlab as nobody: run it as root (scripts/test does)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let private = dir.path().join("root-only");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = private.join("d.json");
+    let t = Instant::now();
+    let o = Command::new("timeout")
+        .args(["-k", "5", "20"])
+        .arg(cargo_bin("preemptlab"))
+        .args(["diagnose", "--duration", "10m", "--out"])
+        .arg(&out)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    common::assert_refused(&o, "diagnose --out as nobody", "--out cannot write in");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert_eq!(std::fs::read_dir(&private).unwrap().count(), 0);
 }
 
 /// Regression: the no-panic check of a refusal matched the bare word "panicked", which `vm`'s own report

@@ -155,6 +155,33 @@ fn check_beside_a_pgbench_load() {
         "{d}"
     );
     assert!(took < Duration::from_secs(40), "read-only took {took:?}");
+    // Regression (issue 46 item 12): the heading said "before the reproduction" when none followed, and
+    // the fix block held lines that are no shell commands.
+    let doc: results::check::CheckDoc = serde_json::from_value(d.clone()).unwrap();
+    let table = report::export::export(
+        report::export::Format::Table,
+        &report::export::Layout::default(),
+        &doc,
+    )
+    .unwrap();
+    if doc.diagnosis.is_some() {
+        assert!(
+            table.contains("Diagnosis of the running server ("),
+            "{table}"
+        );
+    }
+    assert!(!table.contains("before the reproduction"), "{table}");
+    let lines: Vec<&str> = doc
+        .fixes
+        .iter()
+        .flat_map(|f| f.commands.iter().map(String::as_str))
+        .collect();
+    assert!(!lines.is_empty(), "{d}");
+    let bad: Vec<String> = lines
+        .iter()
+        .filter_map(|l| common::not_pasteable(l))
+        .collect();
+    assert!(bad.is_empty(), "{bad:#?}");
     // The result file is the check's document.
     let file: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(file["kind"], "check");

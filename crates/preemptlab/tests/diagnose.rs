@@ -428,6 +428,25 @@ fn pid_of_a_process_that_is_not_a_postmaster() {
     common::assert_refused(&o, "--fault-period 0", "--fault-period");
 }
 
+/// Regression (issue 46 item 8): `--pid X --pid X` observed the one instance twice over.
+#[test]
+fn diagnose_pid_x_pid_x_measured_twice_regression() {
+    let parent = tempfile::tempdir().unwrap();
+    let mut c = cluster(parent.path());
+    c.start(&settings("off")).unwrap();
+    let pm = c.postmaster_pid().unwrap().to_string();
+    let args = ["--pid", &pm, "--pid", &pm, "--duration", "1s", "--format"];
+    let doc = json(&diagnose(&[&args[..], &["json"]].concat()));
+    let pms: Vec<&Value> = doc["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| &i["postmaster_pid"])
+        .collect();
+    assert_eq!(pms, [&Value::from(pm.parse::<u32>().unwrap())], "{doc}");
+    c.remove().unwrap();
+}
+
 /// An instance that exits during the window: a partial result, said so, exit 0.
 #[test]
 fn an_instance_that_exits_mid_window() {

@@ -335,6 +335,105 @@ fn strings_from_audit_files_are_shown_not_sent() {
     assert!(page.contains(r"\u{1b}[2J"), "the host name is shown");
 }
 
+/// Regression (issue 46 item 2): fleet's Markdown "By kernel and preemption model" table did not escape `|`
+/// in the kernel column, which split the row into more columns than its head.
+#[test]
+fn fleet_markdown_kernel_column_pipe_not_escaped_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = audit_into(dir.path(), "linux-7.0-lazy-debugfs");
+    let p = dir.path().join("linux-7.0-lazy-debugfs.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    v["kernel"]["release"]["value"] = Value::from("7.0.2|custom");
+    std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+    let now = (t + 60).to_string();
+    let o = run(&[
+        "fleet",
+        dir.path().to_str().unwrap(),
+        "--format",
+        "markdown",
+        "--now",
+        &now,
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let table = text
+        .split("### By kernel and preemption model")
+        .nth(1)
+        .expect("the table")
+        .split("\n\n###")
+        .next()
+        .unwrap();
+    // Columns: the `|` not preceded by a backslash.
+    let columns = |l: &str| {
+        l.match_indices('|')
+            .filter(|(i, _)| !l[..*i].ends_with('\\'))
+            .count()
+    };
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with('|')).collect();
+    assert!(rows.len() >= 3, "{table}");
+    assert!(rows.iter().any(|l| l.contains("7.0.2\\|custom")), "{table}");
+    assert!(
+        rows.iter().all(|l| columns(l) == columns(rows[0])),
+        "{table}"
+    );
+}
+
+/// Regression (issue 46 item 12): the fix blocks called pasteable held lines that are no shell
+/// (`postgresql.conf: huge_pages = on`, `restart PostgreSQL, then: ...`, `on HOST: preemptlab ...`): every
+/// fix line of the audits of every fixture, and of the fleet over them, is a command or a comment.
+#[test]
+fn fix_block_called_pasteable_holds_lines_that_are_not_shell_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = std::fs::read_dir(fixture("")).unwrap();
+    let mut t = 0;
+    let mut lines = Vec::new();
+    for e in fixtures.map(|e| e.unwrap()).filter(|e| e.path().is_dir()) {
+        let name = e.file_name().into_string().unwrap();
+        t = audit_into(dir.path(), &name);
+        let v: Value = serde_json::from_slice(
+            &std::fs::read(dir.path().join(format!("{name}.json"))).unwrap(),
+        )
+        .unwrap();
+        for f in v["findings"].as_array().unwrap() {
+            lines.extend(
+                f["fix"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|l| l.as_str().unwrap().to_string()),
+            );
+        }
+    }
+    let now = (t + 60).to_string();
+    let o = run(&[
+        "fleet",
+        dir.path().to_str().unwrap(),
+        "--format",
+        "json",
+        "--now",
+        &now,
+    ]);
+    let fleet: Value = serde_json::from_slice(&o.stdout).unwrap();
+    for i in fleet["not_on_huge_pages"].as_array().unwrap() {
+        lines.extend(
+            i["fix"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l.as_str().unwrap().to_string()),
+        );
+    }
+    assert!(
+        lines.iter().any(|l| l.contains("huge_pages = on")),
+        "{lines:#?}"
+    );
+    let bad: Vec<String> = lines
+        .iter()
+        .filter_map(|l| common::not_pasteable(l))
+        .collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
 /// Regression (issue 29 item 6): a FIFO named `x.json` hung `fleet` and `results`; `fleet --fail-on warn`
 /// over audits of which none could be read exited 0 (a gate that passes when nothing was assessed);
 /// `results` left out files it could not read. Now the FIFO is listed (at once), the gate fails with one

@@ -71,7 +71,12 @@ impl Fake {
             "#!/bin/sh\necho 'QEMU emulator version 0.0 (stand-in)'\n",
         );
         script("busybox", "#!/bin/sh\n");
-        std::fs::write(dir.path().join("vmlinuz-9.9.9-stand-in"), "not a kernel").unwrap();
+        // No kernel, but with a bzImage's header (the boot sector's 0xAA55, the setup header's "HdrS"),
+        // which `vm` checks before it starts virtme-ng.
+        let mut image = vec![0u8; 4096];
+        image[0x1FE..0x200].copy_from_slice(&[0x55, 0xAA]);
+        image[0x202..0x206].copy_from_slice(b"HdrS");
+        std::fs::write(dir.path().join("vmlinuz-9.9.9-stand-in"), image).unwrap();
         Fake { dir }
     }
 

@@ -76,7 +76,7 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
         "preemption",
         &format!(
             "{}  (decided by {})",
-            style.bold(p.model.as_str()),
+            style.bold(&p.words()),
             p.decided_by.as_deref().unwrap_or("nothing readable")
         ),
         width,

@@ -70,9 +70,14 @@ pub fn render(d: &CheckDoc, style: Style, width: usize) -> String {
         ));
     }
     if let Some(dg) = &d.diagnosis {
+        // "before the reproduction" only when one followed (issue 46 item 12).
         o.push_str(&format!(
-            "\nDiagnosis of the running server ({:.0} s, before the reproduction):\n",
-            dg.spec.observed_s
+            "\nDiagnosis of the running server ({:.0} s{}):\n",
+            dg.spec.observed_s,
+            match d.reproduction.is_some() {
+                true => ", before the reproduction",
+                false => "",
+            }
         ));
         o.push_str(&crate::diagnose_table::summary(dg, width));
     }

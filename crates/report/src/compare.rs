@@ -79,6 +79,9 @@ pub struct Comparison {
     pub spec_diffs: Vec<FactDiff>,
     /// Cells present in some inputs only.
     pub unmatched: Vec<String>,
+    /// What the rows cannot tell, said before them (two diagnoses are sequential windows of a live host).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caveats: Vec<String>,
     /// The rows.
     pub rows: Vec<Row>,
 }
@@ -87,6 +90,38 @@ impl Comparison {
     /// True when any row is a significant regression.
     pub fn has_regression(&self) -> bool {
         self.rows.iter().any(|r| r.regression)
+    }
+
+    /// The comparison with every string from its inputs (file names, host facts such as a host name or a
+    /// data directory, spec values, cell keys) [`crate::markup::shown`]: what the text formats lay out, as
+    /// `fleet`, `audit` and `results` do, so that a result file from another host cannot drive the
+    /// terminal or split a row (issue 46 item 2).
+    pub fn shown(&self) -> Comparison {
+        use crate::markup::shown;
+        let diffs = |ds: &[FactDiff]| -> Vec<FactDiff> {
+            ds.iter()
+                .map(|d| FactDiff {
+                    fact: shown(&d.fact),
+                    values: d.values.iter().map(|v| shown(v)).collect(),
+                })
+                .collect()
+        };
+        Comparison {
+            inputs: self.inputs.iter().map(|i| shown(i)).collect(),
+            host_diffs: diffs(&self.host_diffs),
+            spec_diffs: diffs(&self.spec_diffs),
+            unmatched: self.unmatched.iter().map(|u| shown(u)).collect(),
+            rows: self
+                .rows
+                .iter()
+                .map(|r| Row {
+                    cell: shown(&r.cell),
+                    metric: shown(&r.metric),
+                    ..r.clone()
+                })
+                .collect(),
+            ..self.clone()
+        }
     }
 }
 
@@ -271,6 +306,36 @@ pub fn run(docs: &[(String, Document)], o: &Options) -> Result<Comparison, Compa
     compare(&inputs, o.noise, o.metrics.as_deref())
 }
 
+/// Diagnoses set against each other are windows of a live host one after the other: whatever changed
+/// between them (the load, its caches, the host's other users) shows as the difference as much as a fix
+/// does. On an operator's shared host every pgbench run after a fix was 16-25% slower than its twin 10-15
+/// minutes earlier, while short windows interleaved on/off/on/off showed huge pages 2.6-8.9% faster (issue
+/// 46 item 5, 2026-11-29): `compare` marked the later diagnosis better with no word of it. Said once per
+/// later input, with how long after the first it started.
+fn sequential_windows(inputs: &[Input]) -> Vec<String> {
+    let Some(first) = inputs.first().filter(|i| i.kind == results::Kind::Diagnose) else {
+        return Vec::new();
+    };
+    inputs
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(k, i)| {
+            let when = match (first.started_unix_s, i.started_unix_s) {
+                (Some(a), Some(b)) if b >= a => {
+                    format!("{} after A", stats::fmt::age((b - a) as i64))
+                }
+                (Some(a), Some(b)) => format!("{} before A", stats::fmt::age((a - b) as i64)),
+                _ => "at another time than A".into(),
+            };
+            format!(
+                "{} is a window of the live host {when}: sequential windows on a shared host mislead, since the load, its caches and the host's other users change between them as a fix does; alternate short windows of each state and compare a state with itself first (GUIDE.md, diagnose: before and after a fix)",
+                (b'A' + k as u8) as char
+            )
+        })
+        .collect()
+}
+
 /// `fact` with each input's value, when they are not all the same.
 fn differing(fact: impl Into<String>, values: impl Iterator<Item = String>) -> Option<FactDiff> {
     let values: Vec<String> = values.collect();
@@ -445,6 +510,7 @@ pub fn compare(
         host_diffs,
         spec_diffs,
         unmatched: unmatched.into_iter().collect(),
+        caveats: sequential_windows(inputs),
         rows,
     })
 }
@@ -486,6 +552,7 @@ mod tests {
             vm: None,
             spec: Vec::new(),
             cells: vec![cell(&[("clients", "4".into())], "tps", tps)],
+            started_unix_s: None,
         }
     }
 
@@ -513,6 +580,7 @@ mod tests {
                 ("seed", &seed.to_string(), false),
             ]),
             cells,
+            started_unix_s: None,
         }
     }
 

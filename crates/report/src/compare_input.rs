@@ -36,6 +36,8 @@ pub struct Input {
     pub spec: Vec<SpecField>,
     /// The cells.
     pub cells: Vec<CellSamples>,
+    /// When it started (Unix seconds), when the document says.
+    pub started_unix_s: Option<u64>,
 }
 
 impl Input {
@@ -65,6 +67,7 @@ impl Input {
             vm: doc.vm().cloned(),
             spec,
             cells,
+            started_unix_s: doc.envelope().map(|e| e.started_unix_s),
         })
     }
 

@@ -266,7 +266,7 @@ pub fn markdown(f: &Fleet) -> String {
         o.push_str("\n### Hosts, at risk first\n\n");
         o.push_str(&markdown_table(&HOST_HEAD, &escape_rows(host_rows(f)), 6));
         o.push_str("\n### By kernel and preemption model\n\n");
-        o.push_str(&markdown_table(&GROUP_HEAD, &group_rows(f), 2));
+        o.push_str(&markdown_table(&GROUP_HEAD, &escape_rows(group_rows(f)), 2));
     }
     if !f.not_on_huge_pages.is_empty() {
         o.push_str("\n### PostgreSQL not on huge pages, and the fix\n\n");

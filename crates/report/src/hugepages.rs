@@ -9,11 +9,20 @@ use crate::markup::{command_field, field, Style};
 /// Renders a plan for `width` columns.
 pub fn render(title: &str, p: &Plan, style: Style, width: usize) -> String {
     let mut o = String::new();
-    o.push_str(&style.bold(&format!(
-        "{title}: {} pages of {}\n",
-        p.pool_target,
-        Bytes::from_kib(p.page_size_kib)
-    )));
+    // Its own pages first; the host's pool, when other users' pages make it more, said as such (it was
+    // the headline alone, another cluster's pages in it unsaid: issue 46 item 3).
+    let size = Bytes::from_kib(p.page_size_kib);
+    let head = match p.pool_target > p.pages_needed {
+        true => format!(
+            "{title}: {} pages of {size}; this host's pool: {} ({} for its other users)",
+            p.pages_needed,
+            p.pool_target,
+            p.pool_target - p.pages_needed
+        ),
+        false => format!("{title}: {} pages of {size}", p.pages_needed),
+    };
+    o.push_str(&style.bold(&crate::markup::wrap(&head, width, 0, 2)));
+    o.push('\n');
     for (i, line) in p.arithmetic.iter().enumerate() {
         o.push_str(&field(if i == 0 { "arithmetic" } else { "" }, line, width));
     }

@@ -277,6 +277,7 @@ pub fn split(inputs: &[Input], by: &By, base: Option<&str>) -> Result<Vec<Input>
                 vm: from.vm.clone(),
                 spec: first.spec.clone(),
                 cells: g.cells.into_values().collect(),
+                started_unix_s: None,
             }
         })
         .collect())

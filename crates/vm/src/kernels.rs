@@ -237,6 +237,60 @@ pub fn resolve(spec: &str, found: &[Kernel], searched: &str) -> Result<Kernel, V
     }
 }
 
+/// What the first bytes of a kernel image say it is, or why it is none QEMU boots (pure). The formats, from
+/// the kernel's own documentation: an x86 bzImage has the boot sector's 0xAA55 at 0x1FE and the setup
+/// header's magic "HdrS" at 0x202 (Documentation/arch/x86/boot.rst); an arm64 Image has "ARM\x64" at 0x38
+/// (Documentation/arch/arm64/booting.rst), its EFI zboot form "MZ" with "zimg" at 4
+/// (drivers/firmware/efi/libstub/zboot-header.S); QEMU also loads an ELF vmlinux and a gzipped Image.
+pub fn image_format(head: &[u8]) -> Result<&'static str, String> {
+    let at = |off: usize, magic: &[u8]| head.get(off..off + magic.len()) == Some(magic);
+    if at(0x1FE, &[0x55, 0xAA]) && at(0x202, b"HdrS") {
+        return Ok("x86 bzImage");
+    }
+    if at(0x38, b"ARM\x64") {
+        return Ok("arm64 Image");
+    }
+    if at(0, b"MZ") && at(4, b"zimg") {
+        return Ok("arm64 EFI zboot image");
+    }
+    if at(0, b"\x7fELF") {
+        return Ok("ELF vmlinux");
+    }
+    if at(0, &[0x1f, 0x8b]) {
+        return Ok("gzip-compressed image");
+    }
+    let text = |h: &[u8]| {
+        h.iter()
+            .take(512)
+            .all(|&b| b == b'\n' || b == b'\t' || (0x20..0x7f).contains(&b))
+    };
+    Err(match head {
+        [] => "an empty file".into(),
+        h if text(h) => "text, no bzImage header (HdrS at 0x202) nor arm64 Image magic".into(),
+        h if h.len() < 0x206 => format!("{} bytes, shorter than any kernel's header", h.len()),
+        _ => "no bzImage header (HdrS at 0x202), arm64 Image magic (ARM\\x64 at 0x38), ELF or gzip"
+            .into(),
+    })
+}
+
+/// Checks that `k`'s image is one QEMU boots ([`image_format`]), before anything boots: a text file given
+/// as `--kernel` booted and failed 7-14 s later with QEMU's reason buried in its console (issue 46 item 6).
+pub fn check_image(k: &Kernel) -> Result<(), crate::VmError> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(4096);
+    std::fs::File::open(&k.image)
+        .and_then(|f| f.take(4096).read_to_end(&mut head))
+        .map_err(|e| {
+            crate::VmError::io(format!("reading the kernel image {}", k.image.display()), e)
+        })?;
+    image_format(&head)
+        .map(drop)
+        .map_err(|why| crate::VmError::NotAKernel {
+            image: k.image.clone(),
+            why,
+        })
+}
+
 /// A config file next to a kernel image given by path (a build tree or a cache directory).
 fn config_beside(image: &Path) -> Option<PathBuf> {
     let mut dir = image.parent();
@@ -363,6 +417,33 @@ mod tests {
             image: PathBuf::from(format!("/k/{name}/vmlinuz")),
             config: None,
         }
+    }
+
+    /// Regression (issue 46 item 6): `vm --kernel <a text file>` booted and failed 7-14 s later. The
+    /// header of every image this host can boot is recognised; text, an empty file and a short one are not.
+    #[test]
+    fn vm_kernel_a_text_file_boots_and_fails_regression() {
+        for k in discover(&SearchPaths::live()) {
+            let head = std::fs::read(&k.image).unwrap();
+            assert!(
+                image_format(&head).is_ok(),
+                "{}: {:?}",
+                k.image.display(),
+                image_format(&head)
+            );
+        }
+        assert!(image_format(b"").unwrap_err().contains("empty"));
+        assert!(image_format(&[0x4d, 0x5a, 0])
+            .unwrap_err()
+            .contains("shorter"));
+        assert!(image_format(b"not json at all\n")
+            .unwrap_err()
+            .starts_with("text"));
+        let text = "CONFIG_PREEMPT_DYNAMIC=y\n".repeat(100);
+        assert!(image_format(text.as_bytes())
+            .unwrap_err()
+            .starts_with("text"));
+        assert!(image_format(&[0u8; 4096]).is_err());
     }
 
     #[test]

@@ -38,6 +38,9 @@ pub mod run;
 pub mod vcpus;
 
 #[cfg(feature = "runner")]
+use std::path::PathBuf;
+
+#[cfg(feature = "runner")]
 pub use accel::{Accel, AccelRequest};
 #[cfg(feature = "runner")]
 pub use kernels::{Capabilities, Kernel};
@@ -120,6 +123,22 @@ pub enum VmError {
     /// Less memory than a guest boots with, MiB.
     #[error("{}", self.render(str::to_string))]
     TooLittleMemory(u64),
+    /// More memory than the host has (QEMU would fail to allocate it after the boot began).
+    #[error("{}", self.render(str::to_string))]
+    TooMuchMemory {
+        /// Asked for, MiB.
+        asked_mib: u64,
+        /// The host's RAM (`MemTotal`), MiB.
+        host_mib: u64,
+    },
+    /// The kernel image is no image QEMU boots (a text file, a config, a truncated download).
+    #[error("{}", self.render(str::to_string))]
+    NotAKernel {
+        /// The image.
+        image: PathBuf,
+        /// What its first bytes are.
+        why: String,
+    },
     /// `boot_timeout` is not a duration.
     #[error("{}", self.render(str::to_string))]
     BootTimeout(hostfacts::parse::DurationError),
@@ -173,6 +192,12 @@ pub enum VmError {
     /// A stop signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT: [`osutil::stop`]).
     #[error("{}", self.render(str::to_string))]
     Interrupted,
+}
+
+/// MiB as a size (`100 TiB`, `23.5 GiB`).
+#[cfg(feature = "runner")]
+fn mib(m: u64) -> String {
+    results::host::Bytes::from_kib(m.saturating_mul(1024)).to_string()
 }
 
 #[cfg(feature = "runner")]
@@ -254,6 +279,19 @@ impl VmError {
             VmError::TooLittleMemory(mib) => format!(
                 "{} {mib}M: too small to boot; give at least 256M",
                 name("memory")
+            ),
+            VmError::TooMuchMemory { asked_mib, host_mib } => format!(
+                "{} {}: more than this host's {} of RAM (MemTotal in /proc/meminfo): QEMU cannot allocate it; give at most {}M",
+                name("memory"),
+                mib(*asked_mib),
+                mib(*host_mib),
+                host_mib
+            ),
+            VmError::NotAKernel { image, why } => format!(
+                "{} {}: not a kernel image ({why}); give a bootable image: a bzImage or vmlinuz (arch/x86/boot/bzImage in a build tree), an arm64 Image, or a kernel {} shows",
+                name("kernel"),
+                image.display(),
+                name("list")
             ),
             VmError::BootTimeout(e) => format!("{}: {e}", name("boot_timeout")),
             VmError::NoBootTimeout => format!(

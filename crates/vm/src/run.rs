@@ -142,6 +142,7 @@ pub fn pick_kernel(
             }
         },
     };
+    kernels::check_image(&kernel)?;
     let caps = kernels::read_capabilities(&kernel).ok();
     if let (Some(m), Some(c)) = (preempt, &caps) {
         if !c.offered.is_empty() && !c.offered.contains(&m) {
@@ -254,9 +255,15 @@ fn read_trim(p: &Path) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// The last `lines` non-empty lines of a log file, for an error message.
+/// The last `lines` non-empty lines of a log file, for an error message, without NUL bytes (QEMU's console
+/// can write hundreds before its reason) and read as UTF-8 where it is not.
 fn tail(p: &Path, lines: usize) -> String {
-    osutil::tail(&std::fs::read_to_string(p).unwrap_or_default(), lines, "\n")
+    let bytes = std::fs::read(p).unwrap_or_default();
+    osutil::tail(
+        &String::from_utf8_lossy(&bytes).replace('\0', ""),
+        lines,
+        "\n",
+    )
 }
 
 /// The guest's size, as [`check`] resolves it.
@@ -288,6 +295,18 @@ pub fn check(opts: &VmOptions) -> Result<GuestSize, VmError> {
     let memory_mib = opts.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB);
     if memory_mib < 256 {
         return Err(VmError::TooLittleMemory(memory_mib));
+    }
+    // QEMU cannot allocate more than the host's RAM: it failed 7-14 s into the run, its reason after a
+    // line of NUL bytes on the console (issue 46 item 6). An unreadable /proc/meminfo leaves it to QEMU.
+    let host_mib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| hostfacts::parse::kv_kib(&t).get("MemTotal").copied())
+        .map(|kib| kib / 1024);
+    if let Some(host_mib) = host_mib.filter(|&h| memory_mib > h) {
+        return Err(VmError::TooMuchMemory {
+            asked_mib: memory_mib,
+            host_mib,
+        });
     }
     if opts.boot_timeout.is_zero() {
         return Err(VmError::NoBootTimeout);
@@ -678,4 +697,24 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
         block,
         out_file,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// Regression (issue 46 item 6): QEMU's reason for failing reached the message at the end of a line
+    /// of 700-1,200 NUL bytes from its console.
+    #[test]
+    fn qemu_reason_after_a_line_of_nul_bytes_regression() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("vng.log");
+        let mut text = vec![0u8; 1000];
+        text.extend_from_slice(
+            b"qemu-system-x86_64: cannot set up guest memory 'pc.ram': Cannot allocate memory\n",
+        );
+        std::fs::write(&log, &text).unwrap();
+        assert_eq!(
+            super::tail(&log, 25),
+            "qemu-system-x86_64: cannot set up guest memory 'pc.ram': Cannot allocate memory"
+        );
+    }
 }

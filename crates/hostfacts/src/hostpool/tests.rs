@@ -24,6 +24,8 @@ fn pool(kib: u64, total: u64, free: u64, reserved: u64, surplus: u64) -> HugePoo
         held_by_preemptlab: 0,
         mapped_by_preemptlab: 0,
         mapped_by_preemptlab_unknown: None,
+        left_by_ended_runs: None,
+        inconsistent: None,
     }
 }
 

@@ -229,6 +229,26 @@ pub fn decide_preemption(i: &Inputs<'_>) -> Preemption {
                     note: Some("no \"Dynamic Preempt:\" line (not a dynamic kernel, or the ring buffer wrapped)".to_string()),
                 }),
             }
+            // A WARN/oops header of this boot names the model it ran under (6.15+; super::warn_header):
+            // the one source that tells a lazy kernel without PREEMPT_DYNAMIC from a full one.
+            if let Some((line, word)) = super::warn_header::last_header(text) {
+                let src = format!("kernel log ({from}) WARN/oops header");
+                let m = super::warn_header::model_of(&word);
+                evidence.push(Evidence {
+                    source: src.clone(),
+                    says: Some(line),
+                    implies: m.as_ref().ok().copied(),
+                    note: Some(match &m {
+                        Ok(_) => format!("{word}: the mode when the kernel printed it (Linux 6.15+, lib/dump_stack.c)"),
+                        Err(why) => why.clone(),
+                    }),
+                });
+                if decided.is_none() {
+                    if let Ok(m) = m {
+                        decided = Some((m, src));
+                    }
+                }
+            }
         }
         Err(why) => evidence.push(Evidence {
             source: "boot log".into(),
@@ -333,29 +353,32 @@ pub fn decide_preemption(i: &Inputs<'_>) -> Preemption {
         }),
     }
 
-    // 5. uname -v: PREEMPT_RT, PREEMPT_LAZY or plain PREEMPT name a built model; PREEMPT_DYNAMIC names none.
+    // 5. uname -v: PREEMPT_RT names a built model, PREEMPT_DYNAMIC none. Plain PREEMPT is CONFIG_PREEMPT_BUILD
+    //    (init/Makefile's UTS_VERSION has no flag for lazy), which full and lazy both select: full only
+    //    where lazy cannot be (before 6.12, or an architecture without it).
     let src = "/proc/sys/kernel/version (uname -v)".to_string();
     let words: Vec<&str> = version.split_whitespace().collect();
-    let m = if words.contains(&"PREEMPT_RT") {
-        Some(PreemptModel::Rt)
+    let lazy_possible = lazy_arch && kver.is_none_or(|v| v >= (6, 12));
+    let mut candidates = Vec::new();
+    let (m, note) = if words.contains(&"PREEMPT_RT") {
+        (Some(PreemptModel::Rt), None)
     } else if words.contains(&"PREEMPT_DYNAMIC") {
-        None
+        (None, Some("names no mode: PREEMPT_DYNAMIC".to_string()))
     } else if words.contains(&"PREEMPT_LAZY") {
-        Some(PreemptModel::Lazy)
+        (Some(PreemptModel::Lazy), None)
+    } else if words.contains(&"PREEMPT") && lazy_possible {
+        candidates = vec![PreemptModel::Full, PreemptModel::Lazy];
+        (None, Some("full or lazy: cannot tell: a kernel built with CONFIG_PREEMPT_LAZY prints PREEMPT too (init/Makefile names CONFIG_PREEMPT_BUILD, which both select); the kernel config, or a WARN/oops header in the kernel log (6.15+: PREEMPT or PREEMPTLAZY), tells them apart".to_string()))
     } else if words.contains(&"PREEMPT") {
-        Some(PreemptModel::Full)
+        (Some(PreemptModel::Full), None)
     } else {
-        None
+        (None, None)
     };
     evidence.push(Evidence {
         source: src.clone(),
         says: i.version.map(str::to_string),
         implies: m,
-        note: if words.contains(&"PREEMPT_DYNAMIC") {
-            Some("names no mode: PREEMPT_DYNAMIC".into())
-        } else {
-            None
-        },
+        note,
     });
     if decided.is_none() {
         if let Some(m) = m {
@@ -384,7 +407,10 @@ pub fn decide_preemption(i: &Inputs<'_>) -> Preemption {
     });
 
     let (model, decided_by) = match decided {
-        Some((m, s)) => (m, Some(s)),
+        Some((m, s)) => {
+            candidates.clear();
+            (m, Some(s))
+        }
         None => (PreemptModel::Unknown, None),
     };
     let ignored_cmdline = ignored.map(|(asked, why)| IgnoredMode {
@@ -403,6 +429,7 @@ pub fn decide_preemption(i: &Inputs<'_>) -> Preemption {
         offered_source: offered.1,
         evidence,
         ignored_cmdline,
+        candidates,
     }
 }
 

@@ -329,7 +329,7 @@ fn records_round_trip_and_prune() {
         ],
     };
     locked.store(&reg).unwrap();
-    assert_eq!(locked.load().unwrap(), reg);
+    assert_eq!(locked.load().unwrap(), Some(reg.clone()));
     drop(locked);
     let mut live = reg.clone();
     live.prune(alive);
@@ -373,4 +373,50 @@ fn applying_a_target_counts_no_surplus_and_never_shrinks() {
     let a = grow_operators_part_in(&f.pool, 110, &f.records()).unwrap();
     assert_eq!((a.before, a.obtained), (120, 120));
     assert_eq!(f.nr(), 120, "never shrunk");
+}
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path in this test's own temp dir.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// `f` on another thread, given `secs` to finish: a hang fails the test instead of hanging it.
+pub(crate) fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .expect("it hangs")
+}
+
+/// Regression (issue 46 item 7): a FIFO where the pool's record or its lock lives hung the run (reading or
+/// opening it waits for a writer or reader that never comes), and the stop signals could not end it. Both
+/// are refused at once, naming the path and the fix; the FIFO is left as it was and the pool untouched.
+#[test]
+fn a_fifo_where_the_pool_record_lives_hangs_the_run_regression() {
+    for name in ["pool-2048kB.json", "pool-2048kB.lock"] {
+        let f = Fake::new(10, 10, 0, 0);
+        std::fs::create_dir_all(f.records()).unwrap();
+        let fifo = f.records().join(name);
+        mkfifo(&fifo);
+        let (pool, records) = (f.pool.clone(), f.records());
+        let e = within(5, move || PoolGuard::reserve(&pool, 20, &records).map(drop))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(name) && e.contains("a FIFO, not a regular file") && e.contains("remove it"),
+            "{name}: {e}"
+        );
+        assert_eq!(f.nr(), 10, "{name}: the pool untouched");
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        let records = f.records();
+        let lines = within(5, move || recover_stale_pools_in(&records));
+        if name.ends_with(".json") {
+            assert!(lines.iter().any(|l| l.contains("a FIFO")), "{lines:?}");
+        }
+    }
 }

@@ -254,8 +254,10 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), OutputError> {
 /// Can `path` be published with [`publish`]? A stream ([`destination`]) can. Otherwise its directory must
 /// already exist (a directory that readers watch, such as node_exporter's textfile directory, is the
 /// operator's to create: a typo should not silently make a new one), `path` must not be a directory or
-/// any other thing than a regular file, and it must have a file name. Checked before any work; the error
-/// names the path and what to do.
+/// any other thing than a regular file, it must have a file name, and a file must be creatable in the
+/// directory (a temp file named as [`publish`]'s are, which no `*.prom` reader picks up, made and
+/// removed): `/proc/d.json`, a path under `/sys` or a directory the user cannot write is refused here, not
+/// after a diagnosis window of hours. Checked before any work; the error names the path and what to do.
 pub fn check_publishable(path: &Path) -> Result<(), OutputError> {
     let path = match publish_destination(path)? {
         Destination::InPlace(_) => return Ok(()),
@@ -279,7 +281,15 @@ pub fn check_publishable(path: &Path) -> Result<(), OutputError> {
             path: path.to_path_buf(),
         });
     }
-    Ok(())
+    tempfile::Builder::new()
+        .prefix(".preemptlab-check-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|err| OutputError::NotWritable {
+            dir: dir.to_path_buf(),
+            err,
+        })
 }
 
 /// Where a published file goes ([`destination`]), a directory named as the file being the publishing
@@ -369,6 +379,21 @@ mod tests {
         assert!(e.to_string().contains("is a directory"), "{e}");
         check_writable(&dir.path().join("sub/deeper/r.json")).unwrap();
         // The check leaves nothing, not even the directories it created to try.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// Regression (issue 46 item 1): `diagnose --out /proc/d.json` was checked only for an existing
+    /// directory, and the write failed after the whole window; a directory no file can be made in is refused
+    /// by the check, which leaves nothing behind.
+    #[test]
+    fn publish_to_an_unwritable_directory_checked_only_after_the_window_regression() {
+        for p in ["/proc/d.json", "/sys/d.json", "/sys/kernel/d.prom"] {
+            let e = check_publishable(Path::new(p)).unwrap_err();
+            assert!(e.wants_another_path(), "{p}: {e}");
+            assert!(e.to_string().starts_with("cannot write in /"), "{p}: {e}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        check_publishable(&dir.path().join("d.prom")).unwrap();
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 

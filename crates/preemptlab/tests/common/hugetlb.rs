@@ -38,7 +38,7 @@ pub struct Pool {
 
 /// The record's lock, `LOCK_SH` or `LOCK_EX`, as runs take it around their read-decide-write steps; held
 /// until the file drops. None when no run ever made it (then there is no run to exclude).
-fn record_lock(op: i32) -> Option<std::fs::File> {
+pub fn record_lock(op: i32) -> Option<std::fs::File> {
     let path = hostguard::record_dir().join("pool-2048kB.lock");
     let f = if op == libc::LOCK_EX {
         std::fs::create_dir_all(path.parent()?).ok()?;

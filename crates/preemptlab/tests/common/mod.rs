@@ -23,7 +23,26 @@ pub fn assert_refused(o: &Output, context: &str, want: &str) {
     assert!(err.contains(want), "{context}: {err} should name {want:?}");
 }
 
-/// Runs preemptlab (under `timeout 20`) with `args` in `dir`, with both stdout and stderr on pipes whose
+/// Why a fix line is not fit to paste into a shell, if it is not: every line of a fix block is a comment
+/// (`# ...`) or a command of the ones the fixes use (`sysctl`, `echo ... > file`, `preemptlab`) with its
+/// comment after ` # `; no placeholder (`<size>` would be read as a redirection) and no prose such as
+/// `postgresql.conf: huge_pages = on` (issue 46 item 12).
+pub fn not_pasteable(line: &str) -> Option<String> {
+    let t = line.trim();
+    if t.starts_with('#') {
+        return None;
+    }
+    let command = t.split(" # ").next().unwrap_or(t).trim();
+    let first = command.split_whitespace().next().unwrap_or("");
+    if !["sysctl", "echo", "preemptlab"].contains(&first) {
+        return Some(format!("{line:?}: {first:?} is no command a fix runs"));
+    }
+    command
+        .contains('<')
+        .then(|| format!("{line:?}: a placeholder read as a redirection"))
+}
+
+/// Runs preemptlab (under `timeout -k 5 20`) with `args` in `dir`, with both stdout and stderr on pipes whose
 /// read ends are closed before it starts: every write fails with EPIPE (`2>&1 | head -0`). (std::io::pipe
 /// is newer than the MSRV; the tests in cli.rs use it too, where clippy does not look: test code only.)
 #[allow(clippy::incompatible_msrv)]
@@ -36,7 +55,7 @@ pub fn closed_pipes(
     let (err_r, err_w) = std::io::pipe().unwrap();
     drop((out_r, err_r));
     std::process::Command::new("timeout")
-        .arg("20")
+        .args(["-k", "5", "20"])
         .arg(assert_cmd::cargo::cargo_bin("preemptlab"))
         .args(args)
         .env("PREEMPTLAB_STATE_DIR", state_dir)

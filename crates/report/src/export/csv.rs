@@ -15,6 +15,8 @@ impl Exporter<Comparison> for Csv {
 
 /// CSV, one row per (cell, metric, input).
 fn csv(c: &Comparison) -> String {
+    // A newline in a cell's key would split its record.
+    let c = &c.shown();
     let mut o = String::from("against,cell,metric,a,a_min,a_max,b,b_min,b_max,change_pct,ratio,ci_lo,ci_hi,mann_whitney_p,significant,regression\n");
     let q = |s: &str| {
         if s.contains([',', '"']) {

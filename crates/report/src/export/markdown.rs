@@ -68,10 +68,12 @@ impl Exporter<SimResult> for Markdown {
 
 /// The comparison as Markdown: one table, a column naming the input set against the first.
 fn markdown(c: &Comparison) -> String {
+    let c = &c.shown();
     let mut o = header(c, true);
     o.push_str("| input | cell | metric | A (min..max) | B (min..max) | change (+ better) | 95% CI of B/A | |\n|---|---|---|---:|---:|---:|---:|---|\n");
     for r in &c.rows {
-        let cs = cells_of(r);
+        // A `|` in a cell's key would end its column.
+        let cs: Vec<String> = cells_of(r).iter().map(|s| s.replace('|', "\\|")).collect();
         o.push_str(&format!(
             "| {} | {} |\n",
             (b'A' + (r.against - 1) as u8) as char,

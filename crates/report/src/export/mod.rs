@@ -201,6 +201,12 @@ pub(crate) fn header(c: &Comparison, md: bool) -> String {
             (b'A' + i as u8) as char
         ));
     }
+    for caveat in &c.caveats {
+        o.push_str(&match md {
+            true => format!("\n> **Caution:** {caveat}\n"),
+            false => format!("\ncaution: {}\n", crate::markup::wrap(caveat, 110, 9, 2)),
+        });
+    }
     o.push('\n');
     o.push_str(&b("Host facts that differ"));
     o.push('\n');

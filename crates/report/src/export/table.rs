@@ -92,6 +92,7 @@ impl Exporter<DiagnoseResult> for Table {
 
 /// The comparison as text: one table per input set against the first.
 fn table(c: &Comparison) -> String {
+    let c = &c.shown();
     let mut o = header(c, false);
     o.push_str(&format!(
         "change: + is better; CI: 95% bootstrap interval of the ratio B/A; marked when it clears 1 by more than {:.0}%\n\n",

@@ -118,6 +118,40 @@ pub struct Preemption {
     /// A `preempt=` on the command line that the kernel did not follow, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignored_cmdline: Option<IgnoredMode>,
+    /// When no source decided the model (`model` unknown): the models the evidence leaves, if it narrows
+    /// them (`uname -v`'s plain `PREEMPT`: full or lazy). Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<PreemptModel>,
+}
+
+impl Preemption {
+    /// The model in words: its name, or the candidates when only they are known (`full or lazy (cannot
+    /// tell which)`).
+    pub fn words(&self) -> String {
+        match (self.model, self.candidates.as_slice()) {
+            (PreemptModel::Unknown, [a, rest @ ..]) if !rest.is_empty() => {
+                let mut names: Vec<&str> = vec![a.as_str()];
+                names.extend(rest.iter().map(|m| m.as_str()));
+                let last = names.pop().unwrap_or_default();
+                format!("{} or {last} (cannot tell which)", names.join(", "))
+            }
+            (m, _) => m.as_str().to_string(),
+        }
+    }
+
+    /// Whether the kernel preempts inside the kernel: the model's answer, or every candidate's when only
+    /// they are known (None when neither says).
+    pub fn preempts_in_kernel(&self) -> Option<bool> {
+        match (self.model, self.candidates.as_slice()) {
+            (PreemptModel::Unknown, []) => None,
+            (PreemptModel::Unknown, c) => {
+                let all = c.iter().all(|m| m.preempts_in_kernel());
+                let none = !c.iter().any(|m| m.preempts_in_kernel());
+                (all || none).then_some(all)
+            }
+            (m, _) => Some(m.preempts_in_kernel()),
+        }
+    }
 }
 
 /// Kernel facts.

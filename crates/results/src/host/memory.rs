@@ -30,9 +30,45 @@ pub struct HugePool {
     /// Why some run's mappings could not be read (its pages then count as another user's), if so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mapped_by_preemptlab_unknown: Option<String>,
+    /// Pages preemptlab runs added to this pool and never gave back (they were killed), still in it as the
+    /// record says: the next preemptlab bench that starts gives them back. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_by_ended_runs: Option<EndedRuns>,
+    /// Why the counters cannot be as read (`resv_hugepages` above `free_hugepages`, `free_hugepages` above
+    /// `nr_hugepages`): read at different moments, as a sysroot's copies are. Sizing judged from them would
+    /// be wrong, so none is. Absent when they hold together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inconsistent: Option<String>,
+}
+
+/// What preemptlab runs that ended without giving back their share of a pool left in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndedRuns {
+    /// Pages they added.
+    pub pages: u64,
+    /// Their pids.
+    pub pids: Vec<u32>,
+    /// The record that names them (`/run/preemptlab/pool-<kib>kB.json`).
+    pub record: String,
 }
 
 impl HugePool {
+    /// Why counters `total`, `free` and `reserved` cannot be one moment's: reserved pages are free pages
+    /// promised to mappings, and free pages are pages of the pool. None when they can.
+    pub fn counters_conflict(total: u64, free: u64, reserved: u64) -> Option<String> {
+        if reserved > free {
+            Some(format!(
+                "resv_hugepages {reserved} is more than free_hugepages {free}"
+            ))
+        } else if free > total {
+            Some(format!(
+                "free_hugepages {free} is more than nr_hugepages {total}"
+            ))
+        } else {
+            None
+        }
+    }
+
     /// Pages committed to mappings: faulted in plus reserved.
     pub fn committed(&self) -> u64 {
         self.total

@@ -204,3 +204,58 @@ fn empty_or_ambiguous_debugfs_defers_to_the_next_source() {
         );
     }
 }
+
+/// Regression (issue 46 item 10): a lazy kernel without PREEMPT_DYNAMIC prints plain `PREEMPT` in `uname -v`
+/// (init/Makefile has no flag for lazy) and was read as `full` when nothing else was readable. It is full or
+/// lazy, and the audit says it cannot tell; where lazy cannot be (before 6.12, or an architecture without
+/// it) plain PREEMPT is full. The preemptive findings still hold: both models preempt in the kernel.
+#[test]
+fn a_lazy_kernel_not_dynamic_read_as_full_from_uname_regression() {
+    let mut i = inputs(None);
+    i.version = Some("#1 SMP PREEMPT Thu Nov 26 10:00:00 UTC 2026");
+    let p = decide_preemption(&i);
+    assert_eq!(p.model, PreemptModel::Unknown);
+    assert_eq!(p.candidates, vec![Full, Lazy]);
+    assert_eq!(p.words(), "full or lazy (cannot tell which)");
+    assert_eq!(p.preempts_in_kernel(), Some(true));
+    let uname = p.evidence.last().unwrap();
+    assert!(uname
+        .note
+        .as_deref()
+        .unwrap()
+        .starts_with("full or lazy: cannot tell"));
+    i.release = Some("6.6.60");
+    let p = decide_preemption(&i);
+    assert_eq!((p.model, p.candidates.len()), (Full, 0));
+    i.release = Some("6.18.44");
+    i.arch = Some("mips64");
+    assert_eq!(decide_preemption(&i).model, Full);
+}
+
+/// Issue 46 item 10: since 6.15 a WARN/oops header names the model; it decides where debugfs and the boot
+/// log's "Dynamic Preempt:" do not, and tells the lazy kernel above from a full one.
+#[test]
+fn a_warn_header_names_the_model() {
+    let mut i = inputs(None);
+    i.version = Some("#1 SMP PREEMPT Thu Nov 26 10:00:00 UTC 2026");
+    i.boot_log = log("Linux version 6.18.44\nCPU: 3 UID: 0 PID: 812 Comm: kworker/3:1 Not tainted 6.18.44 #1 PREEMPTLAZY \n");
+    let p = decide_preemption(&i);
+    assert_eq!(p.model, Lazy);
+    assert!(p
+        .decided_by
+        .as_deref()
+        .unwrap()
+        .ends_with("WARN/oops header"));
+    assert!(p.candidates.is_empty());
+    // A dynamic kernel's boot-log line comes first; PREEMPT(undef) decides nothing.
+    i.boot_log = log("Dynamic Preempt: full\nCPU: 0 UID: 0 PID: 1 Comm: sh Not tainted 6.15.2 #1 PREEMPT(undef)\n");
+    let p = decide_preemption(&i);
+    assert_eq!(p.model, Full);
+    let header = p
+        .evidence
+        .iter()
+        .find(|e| e.source.ends_with("WARN/oops header"))
+        .unwrap();
+    assert_eq!(header.implies, None);
+    assert!(header.note.as_deref().unwrap().contains("for none"));
+}
