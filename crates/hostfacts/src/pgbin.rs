@@ -66,24 +66,7 @@ pub fn find(explicit: Option<&Path>, wanted_major: Option<u32>) -> Result<BinDir
             dir: d.to_path_buf(),
         });
     }
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Ok(rd) = std::fs::read_dir("/usr/lib/postgresql") {
-        let mut dirs: Vec<(u32, PathBuf)> = rd
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                e.file_name()
-                    .to_str()
-                    .and_then(|n| n.parse::<u32>().ok())
-                    .map(|v| (v, e.path().join("bin")))
-            })
-            .collect();
-        dirs.sort();
-        dirs.reverse();
-        if let Some(w) = wanted_major {
-            dirs.sort_by_key(|(v, _)| *v != w);
-        }
-        candidates.extend(dirs.into_iter().map(|(_, p)| p));
-    }
+    let mut candidates: Vec<PathBuf> = installed(Path::new("/"), wanted_major);
     if let Ok(out) = Command::new("pg_config").arg("--bindir").output() {
         if out.status.success() {
             candidates.push(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
@@ -96,6 +79,36 @@ pub fn find(explicit: Option<&Path>, wanted_major: Option<u32>) -> Result<BinDir
         }
     }
     Err(PgBinError::NotFound)
+}
+
+/// The version-numbered installations under `root`, newest first (`wanted` first when given): Debian's
+/// and Ubuntu's `/usr/lib/postgresql/N/bin`, and the PGDG RPMs' `/usr/pgsql-N/bin` (RHEL, Rocky, Alma,
+/// Fedora with the community repository).
+fn installed(root: &Path, wanted: Option<u32>) -> Vec<PathBuf> {
+    let mut dirs: Vec<(u32, PathBuf)> = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(root.join("usr/lib/postgresql")) {
+        dirs.extend(rd.filter_map(|e| e.ok()).filter_map(|e| {
+            let v = e.file_name().to_str()?.parse::<u32>().ok()?;
+            Some((v, e.path().join("bin")))
+        }));
+    }
+    if let Ok(rd) = std::fs::read_dir(root.join("usr")) {
+        dirs.extend(rd.filter_map(|e| e.ok()).filter_map(|e| {
+            let v = e
+                .file_name()
+                .to_str()?
+                .strip_prefix("pgsql-")?
+                .parse::<u32>()
+                .ok()?;
+            Some((v, e.path().join("bin")))
+        }));
+    }
+    dirs.sort();
+    dirs.reverse();
+    if let Some(w) = wanted {
+        dirs.sort_by_key(|(v, _)| *v != w);
+    }
+    dirs.into_iter().map(|(_, p)| p).collect()
 }
 
 /// The setting names in `postgres --describe-config` output: the first tab-separated column, lower-case
@@ -136,6 +149,37 @@ impl BinDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Debian's and the PGDG RPMs' layouts both, newest first, the wanted version first.
+    #[test]
+    fn debian_and_pgdg_layouts() {
+        let root = tempfile::tempdir().unwrap();
+        for d in [
+            "usr/lib/postgresql/15/bin",
+            "usr/pgsql-17/bin",
+            "usr/pgsql-13/bin",
+            "usr/pgsql-x/bin",
+        ] {
+            std::fs::create_dir_all(root.path().join(d)).unwrap();
+        }
+        let rel = |v: Vec<PathBuf>| -> Vec<String> {
+            v.iter()
+                .map(|p| p.strip_prefix(root.path()).unwrap().display().to_string())
+                .collect()
+        };
+        assert_eq!(
+            rel(installed(root.path(), None)),
+            [
+                "usr/pgsql-17/bin",
+                "usr/lib/postgresql/15/bin",
+                "usr/pgsql-13/bin"
+            ]
+        );
+        assert_eq!(
+            rel(installed(root.path(), Some(15)))[0],
+            "usr/lib/postgresql/15/bin"
+        );
+    }
 
     #[test]
     fn setting_names_are_the_first_column_lower_case() {

@@ -201,6 +201,9 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
             ),
             width,
         ));
+        if let Some(c) = &inst.container {
+            o.push_str(&field("container", &container_line(c, inst), width));
+        }
         let seg = match inst.segment.get() {
             Some(s) => {
                 let on = if s.on_huge_pages() {
@@ -378,4 +381,27 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
         count(Severity::Info)
     ));
     o
+}
+
+/// An instance in namespaces of its own: where its files were read, its PID there, its cgroup, and how
+/// `--pg` reaches its socket from here.
+fn container_line(
+    c: &results::host::postgres::Container,
+    inst: &results::host::postgres::PgInstance,
+) -> String {
+    let mut parts = Vec::new();
+    match &c.root {
+        Some(r) => parts.push(format!("own mount namespace: its paths read under {r}")),
+        None => parts.push("this host's mount namespace".to_string()),
+    }
+    if let Some(p) = c.pid_in_namespace {
+        parts.push(format!("PID {p} in its own PID namespace"));
+    }
+    if let Some(g) = &c.cgroup {
+        parts.push(format!("cgroup {g}"));
+    }
+    if let (Some(d), Some(p)) = (&c.socket_dir_from_host, inst.port.get()) {
+        parts.push(format!("--pg 'host={d} port={p}' connects from here"));
+    }
+    parts.join("; ")
 }

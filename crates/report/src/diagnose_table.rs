@@ -3,7 +3,7 @@
 
 use results::diagnose::{Categories, DiagnoseResult, InstanceDiagnosis, Spec, Symptom};
 
-use crate::markup::{columns, field, wrap, Align, Style};
+use crate::markup::{columns, field, shown, wrap, Align, Style};
 use stats::fmt::rate;
 use stats::fmt::sig3;
 
@@ -111,6 +111,9 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width
         ),
         width,
     ));
+    if let Some(b) = &i.binary {
+        o.push_str(&field("binary", &binary_line(b), width));
+    }
     o.push('\n');
 
     o.push_str(&format!(
@@ -130,8 +133,13 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width
         v.spinlock_share.lo_pct, v.spinlock_share.hi_pct
     ));
     if !i.top_functions.is_empty() {
+        let of_machine = spec
+            .cpu_samples_all
+            .filter(|a| *a > 0)
+            .map(|a| format!(", {} of the machine's", pct(t.cpu.samples, a)))
+            .unwrap_or_default();
         o.push_str(&format!(
-            "\n  Top functions (every process, {} samples)\n",
+            "\n  Top functions (every process, {} samples{of_machine})\n",
             t.cpu.samples
         ));
         let rows: Vec<Vec<String>> = i
@@ -141,7 +149,7 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width
             .map(|f| {
                 vec![
                     format!("{:.1}%", f.pct),
-                    f.function.clone(),
+                    shown(&f.function),
                     f.category.replace('_', " "),
                 ]
             })
@@ -154,6 +162,7 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width
             width,
         ));
     }
+    spin_callers(o, i, width);
     let r = &i.rates;
     o.push_str("\n  Page faults\n");
     // Left out by --events: the sampled rows were not measured (the kernel's counters were).
@@ -289,11 +298,18 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width
         ));
     }
     o.push('\n');
-    o.push_str(&format!(
-        "  {} the lock-holder-preemption symptom is {}\n",
-        st.bold("Verdict:"),
-        symptom(v.symptom, st)
-    ));
+    // "can't tell" reads as a verdict of its own, not as what the symptom "is".
+    let line = match v.symptom {
+        Symptom::CantTell => format!(
+            "{}: whether the lock-holder-preemption symptom is present",
+            symptom(v.symptom, st)
+        ),
+        _ => format!(
+            "the lock-holder-preemption symptom is {}",
+            symptom(v.symptom, st)
+        ),
+    };
+    o.push_str(&format!("  {} {line}\n", st.bold("Verdict:")));
     for reason in v.reasons.iter().chain(&v.checks) {
         o.push_str(&format!("    - {}\n", wrap(reason, width, 6, 6)));
     }
@@ -307,6 +323,64 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width
 }
 
 /// The perf events' scope in one line: `cgroup /system.slice/pg.service (why)`.
+/// The executable in one line: its path, build, whether it is still the file at its path, its symbols
+/// and frame pointers.
+fn binary_line(b: &results::diagnose::Binary) -> String {
+    let mut l = shown(&b.path);
+    if let Some(id) = &b.build_id {
+        l.push_str(&format!(", build ID {}", &id[..id.len().min(12)]));
+    }
+    if b.replaced_on_disk == Some(true) {
+        l.push_str(
+            ", REPLACED ON DISK since it started (an upgrade not yet followed by a restart: the \
+             server runs the old build; names read from the mapped file)",
+        );
+    }
+    if !b.symbols.is_empty() {
+        l.push_str(&format!("; symbols: {}", b.symbols));
+    }
+    match b.frame_pointers {
+        Some(true) => l.push_str("; keeps frame pointers"),
+        Some(false) => l.push_str("; no frame pointers"),
+        None => {}
+    }
+    if b.read_through.starts_with("unreadable") {
+        l.push_str(&format!("; {}", shown(&b.read_through)));
+    }
+    l
+}
+
+/// Who waits on the spinlock: its samples by call chain, or why the callers are not named.
+fn spin_callers(o: &mut String, i: &InstanceDiagnosis, width: usize) {
+    let spin = i.totals.cpu.spinlock;
+    if spin == 0 {
+        return;
+    }
+    if i.spin_callers.is_empty() {
+        if let Some(why) = &i.spin_callers_unavailable {
+            o.push_str(&format!(
+                "\n  {}\n",
+                wrap(&format!("Spinlock callers: not named: {why}"), width, 2, 4)
+            ));
+        }
+        return;
+    }
+    o.push_str(&format!("\n  Spinlock callers ({spin} samples)\n"));
+    let rows: Vec<Vec<String>> = i
+        .spin_callers
+        .iter()
+        .take(5)
+        .map(|c| vec![format!("{:.1}%", c.pct), shown(&c.chain)])
+        .collect();
+    o.push_str(&columns(
+        &["share", "leaf <- callers"],
+        &[Align::Right, Align::Left],
+        &rows,
+        4,
+        width,
+    ));
+}
+
 pub(crate) fn scope_line(sc: &results::diagnose::EventScope) -> String {
     let mut s = sc.kind.name().to_string();
     if !sc.cgroups.is_empty() {
