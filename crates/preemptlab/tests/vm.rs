@@ -24,7 +24,10 @@ const TINY_BENCH: [&str; 14] = [
     "4k",
 ];
 
-use common::vm::{assert_vm_block_common, json, offered, one_at_a_time, preemptlab, vm};
+use common::vm::{
+    assert_vm_block_common, json, offered, one_at_a_time, preemptlab, vm, vm_processes,
+    vm_temp_dirs,
+};
 
 /// The `vm` block of an x86_64 guest: the common checks, and its TSC kept under TCG.
 fn assert_vm_block(v: &serde_json::Value) {
@@ -342,28 +345,6 @@ fn bench_without_out_writes_its_default_result_on_the_host() {
 }
 
 /// Processes whose command line mentions a preemptlab vm temp dir (vng, virtme-run, QEMU, virtiofsd).
-fn vm_processes() -> Vec<String> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(raw) = std::fs::read(e.path().join("cmdline")) {
-            let cl = String::from_utf8_lossy(&raw).replace('\0', " ");
-            if cl.contains("preemptlab-vm-") && !cl.contains("vm_processes") {
-                found.push(format!("{}: {cl}", e.file_name().to_string_lossy()));
-            }
-        }
-    }
-    found
-}
-
-fn vm_temp_dirs() -> Vec<String> {
-    std::fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("preemptlab-vm-"))
-        .collect()
-}
-
 /// Every stop signal, early (vng starting), mid-boot, and with the command running: the guest stops,
 /// nothing is left, and the exit code is 128 + the signal (issue 29: SIGQUIT left virtme-ng and QEMU
 /// running and the temp dir behind; the others exited 2).

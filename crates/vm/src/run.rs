@@ -485,6 +485,19 @@ fn boot_once(
 /// records them.
 pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmError> {
     let GuestSize { cpus, memory_mib } = check(opts)?;
+    let foreign = Some(opts.arch) != GuestArch::host();
+    if foreign && opts.accel == AccelRequest::Kvm {
+        return Err(VmError::KvmForeign(opts.arch));
+    }
+    // An arm64 guest's root and binary, checked before anything else of the guest's.
+    let arm64 = match opts.arch {
+        GuestArch::Arm64 => Some(arch::Arm64Guest::find(
+            opts.root.as_deref(),
+            opts.guest_exe.as_deref(),
+            &opts.exe,
+        )?),
+        GuestArch::X86_64 => None,
+    };
     let checked = opts.preempt.filter(|_| !opts.allow_ignored_preempt);
     let (kernel, caps) = pick_kernel(opts.kernel.as_deref(), checked, opts.arch)?;
     // A bench's --switch-preempt to a model this kernel does not offer fails in the guest, after the
@@ -502,11 +515,7 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
             }
         }
     }
-    let foreign = Some(opts.arch) != GuestArch::host();
     let (accel, accel_why) = if foreign {
-        if opts.accel == AccelRequest::Kvm {
-            return Err(VmError::KvmForeign(opts.arch));
-        }
         (
             Accel::Tcg,
             format!(
@@ -517,15 +526,6 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
         )
     } else {
         accel::choose(opts.accel, &accel::probe()).map_err(VmError::KvmUnusable)?
-    };
-    // An arm64 guest's root and binary, checked before anything boots.
-    let arm64 = match opts.arch {
-        GuestArch::Arm64 => Some(arch::Arm64Guest::find(
-            opts.root.as_deref(),
-            opts.guest_exe.as_deref(),
-            &opts.exe,
-        )?),
-        GuestArch::X86_64 => None,
     };
     let vng = find_vng()?;
     let (qemu_name, qemu_package) = opts.arch.qemu();

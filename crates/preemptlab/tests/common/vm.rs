@@ -81,3 +81,37 @@ pub fn assert_vm_block_common(v: &serde_json::Value) {
         "{b}"
     );
 }
+
+/// Processes of a `vm` run (virtme-ng and QEMU name the run's temp dir on their command lines).
+pub fn vm_processes() -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(raw) = std::fs::read(e.path().join("cmdline")) {
+            let cl = String::from_utf8_lossy(&raw).replace('\0', " ");
+            if cl.contains("preemptlab-vm-") && !cl.contains("vm_processes") {
+                found.push(format!("{}: {cl}", e.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+/// The temp dirs of `vm` runs.
+pub fn vm_temp_dirs() -> Vec<String> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("preemptlab-vm-"))
+        .collect()
+}
+
+/// The mount table's mount points that name a `vm` run's temp dir.
+pub fn vm_mounts() -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("preemptlab-vm-"))
+        .map(String::from)
+        .collect()
+}
