@@ -5,8 +5,8 @@
 //!   `/boot/vmlinuz-RELEASE` or `(/usr)/lib/modules/RELEASE/vmlinuz` (Debian's usr-merged 7.x packages);
 //! - the kernel cache (`$PREEMPTLAB_KERNEL_CACHE`, default `/var/cache/preemptlab/kernels`): one directory per
 //!   kernel, either a package tree unpacked by `scripts/kernels fetch` (`boot/vmlinuz-R`, `usr/lib/modules/R/`)
-//!   or a kernel build (`vmlinuz`, `bzImage` or `arch/x86/boot/bzImage` next to `config` or `.config`),
-//!   named after the directory.
+//!   or a kernel build (`vmlinuz`, `bzImage`, `arch/x86/boot/bzImage`, or arm64's `Image` or
+//!   `arch/arm64/boot/Image`, next to `config` or `.config`), named after the directory.
 //!
 //! Kernels of every architecture share the cache (Debian names a release after its architecture:
 //! `7.2.13+deb14-amd64`, `7.2.13+deb14-arm64`); [`pick`] takes only those of the guest's architecture
@@ -150,6 +150,8 @@ fn cached(dir: &Path) -> Vec<Kernel> {
             dir.join("vmlinuz"),
             dir.join("bzImage"),
             dir.join("arch/x86/boot/bzImage"),
+            dir.join("Image"),
+            dir.join("arch/arm64/boot/Image"),
         ]) {
             found.push(Kernel {
                 name: file_name(dir),
@@ -500,6 +502,10 @@ mod tests {
         std::fs::create_dir_all(&build).unwrap();
         std::fs::write(build.join("bzImage"), b"x").unwrap();
         std::fs::write(build.join(".config"), CFG_72).unwrap();
+        let arm = cache.join("6.18-arm64-dynamic");
+        std::fs::create_dir_all(&arm).unwrap();
+        std::fs::write(arm.join("Image"), b"x").unwrap();
+        std::fs::write(arm.join("config"), "CONFIG_ARM64=y\n").unwrap();
         std::fs::create_dir_all(cache.join(".build-7.2-rseq")).unwrap();
         std::fs::write(cache.join(".build-7.2-rseq/bzImage"), b"x").unwrap();
         let paths = SearchPaths {
@@ -509,12 +515,13 @@ mod tests {
         };
         let found = discover(&paths);
         let names: Vec<&str> = found.iter().map(|k| k.name.as_str()).collect();
-        assert_eq!(names, vec!["7.2-rseq", r]);
-        assert!(found[1]
+        assert_eq!(names, vec!["6.18-arm64-dynamic", "7.2-rseq", r]);
+        assert_eq!(arch_of(&found[0]), Some(GuestArch::Arm64));
+        assert!(found[2]
             .config
             .as_ref()
             .unwrap()
             .ends_with(format!("config-{r}")));
-        assert!(found[0].config.as_ref().unwrap().ends_with(".config"));
+        assert!(found[1].config.as_ref().unwrap().ends_with(".config"));
     }
 }
