@@ -15,7 +15,7 @@ pub fn run(args: VmArgs) -> Result<i32> {
     osutil::stop::install_signal_flag()?;
     let vm_error = |e: VmError| anyhow!(e.render(flag));
     if args.list {
-        for line in vm::kernels::list().map_err(vm_error)? {
+        for line in vm::kernels::list(args.arch().map_err(vm_error)?).map_err(vm_error)? {
             crate::term::stdout(format!("{line}\n"))?;
         }
         return Ok(0);

@@ -123,14 +123,16 @@ impl VmBlock {
         Some(format!("other processes used {p:.0}% of the host's CPU meanwhile: the guest's figures are disturbed; measure on an idle host"))
     }
 
-    /// A warning when the guest's clocksource changed during the command, or was not the TSC from its
-    /// start under TCG (booted with a `tsc=` or `clocksource=` of the caller's, or a TSC the kernel refused).
+    /// A warning when the guest's clocksource changed during the command, or was not the architecture's
+    /// counter from its start under TCG (booted with a `tsc=` or `clocksource=` of the caller's, or a TSC the
+    /// kernel refused). An arm64 guest's counter is the architected timer (`arch_sys_counter`), read in the
+    /// vDSO like the TSC and without a watchdog.
     pub fn clock_warning(&self) -> Option<String> {
         let before = self.guest_clocksource_before.as_deref()?;
         let after = self.guest_clocksource_after.as_deref()?;
         if before != after {
             Some(format!("the guest switched its clocksource from {before} to {after} during the command (its watchdog found the TSC unstable): timings before and after the switch are not comparable"))
-        } else if before != "tsc" && self.accelerator == "tcg" {
+        } else if !["tsc", "arch_sys_counter"].contains(&before) && self.accelerator == "tcg" {
             Some(format!("the guest's clocksource was {before}, not tsc: every clock read is slow under TCG and timed figures are far below a TSC guest's"))
         } else {
             None
@@ -264,6 +266,11 @@ mod tests {
             .clock_warning()
             .unwrap()
             .starts_with("the guest's clocksource was hpet, not tsc"));
+        // An arm64 guest's own counter is no slow clock.
+        let mut arm = b.clone();
+        arm.guest_clocksource_before = Some("arch_sys_counter".into());
+        arm.guest_clocksource_after = Some("arch_sys_counter".into());
+        assert_eq!(arm.clock_warning(), None);
         b.accelerator = "kvm".into();
         assert_eq!(b.clock_warning(), None);
         // Results written before the clocksource was recorded say nothing.

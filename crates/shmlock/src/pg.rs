@@ -1,9 +1,17 @@
 //! PostgreSQL's spinlock, ported faithfully from `src/backend/storage/lmgr/s_lock.c` and
 //! `src/include/storage/s_lock.h` (PG 9.5-18; docs/references.md#s-lock).
 //!
-//! - `S_LOCK`: one `TAS` (x86_64: `lock xchgb`); on failure `s_lock()`.
-//! - `s_lock()`: `while TAS_SPIN(lock) perform_spin_delay()`, where `TAS_SPIN` reads first (TTAS) and
-//!   `SPIN_DELAY` is `pause`.
+//! - `S_LOCK`: one `TAS`; on failure `s_lock()`.
+//! - `s_lock()`: `while TAS_SPIN(lock) perform_spin_delay()`, where `TAS_SPIN` reads first (TTAS).
+//! - Per architecture, as PG 18's s_lock.h has it (and this port, compiled for that architecture):
+//!
+//!   | arch    | `slock_t`       | `TAS`                                   | `SPIN_DELAY` | `S_UNLOCK`              |
+//!   |---------|-----------------|-----------------------------------------|--------------|-------------------------|
+//!   | x86_64  | `unsigned char` | `lock xchgb`                            | `rep; nop` (`pause`) | a plain store   |
+//!   | aarch64 | `int`           | `__sync_lock_test_and_set(lock, 1)`: an acquire swap (`ldaxr`/`stxr`, or LSE `swpa` through GCC's and Rust's outline atomics) | `isb` | `__sync_lock_release`: a release store of 0 |
+//!   | other   | (theirs)        | an acquire swap                         | none (PG's default `((void) 0)`) | a release store |
+//!
+//!   On aarch64 `TAS_SPIN` reads first too ("a win on ARM64", s_lock.h).
 //! - `perform_spin_delay`: after `spins_per_delay` spins, sleep `cur_delay` µs (first 1000 µs), then
 //!   `cur_delay += cur_delay * random[0,1) + 0.5`, wrapping to 1000 µs above 1 s; more than `NUM_DELAYS`
 //!   sleeps is a PANIC ("stuck spinlock").
@@ -12,10 +20,14 @@
 //!
 //! State word: one byte, 0 = free, 1 = held.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+#[cfg(target_arch = "aarch64")]
+use std::sync::atomic::AtomicU32;
+#[cfg(not(target_arch = "aarch64"))]
+use std::sync::atomic::AtomicU8;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::spin::{cpu_relax, XorShift};
+use crate::spin::XorShift;
 use crate::{Acquired, RawLock};
 
 pub use lockparams::pg::{
@@ -23,11 +35,36 @@ pub use lockparams::pg::{
     MIN_SPINS_PER_DELAY, NUM_DELAYS, SPINS_PER_DELAY_GROWTH, SPINS_PER_DELAY_SHRINK,
 };
 
-/// `slock_t` on x86_64: one byte, padded to a cache line here.
+/// `slock_t` as PostgreSQL declares it on the architecture compiled for: `int` on aarch64 (s_lock.h: "the
+/// int-width variant of the builtin because it works on more chips"), `unsigned char` on x86_64 (and here
+/// elsewhere).
+#[cfg(target_arch = "aarch64")]
+type Slock = AtomicU32;
+#[cfg(not(target_arch = "aarch64"))]
+type Slock = AtomicU8;
+
+/// The width of [`Slock`], bytes (4 on aarch64, 1 elsewhere).
+pub const SLOCK_BYTES: usize = std::mem::size_of::<Slock>();
+
+/// `slock_t`, padded to a cache line here.
 #[repr(C, align(64))]
 pub struct PgSpinLock {
-    slock: AtomicU8,
-    _pad: [u8; 63],
+    slock: Slock,
+    _pad: [u8; 64 - SLOCK_BYTES],
+}
+
+/// `SPIN_DELAY()`: `pause` on x86/x86_64 (`rep; nop`), `isb` on aarch64, nothing elsewhere (s_lock.h's
+/// default). Not [`crate::spin::cpu_relax`], whose "elsewhere" is the compiler's spin hint: this one is
+/// PostgreSQL's.
+#[inline(always)]
+pub fn spin_delay() {
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: isb is a barrier with no memory or register effects visible to Rust.
+    unsafe {
+        std::arch::asm!("isb", options(nomem, nostack, preserves_flags));
+    }
+    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+    std::hint::spin_loop(); // pause
 }
 
 const _: () =
@@ -63,7 +100,7 @@ pub struct SpinDelayStatus {
 }
 
 impl SpinDelayStatus {
-    /// `perform_spin_delay`: one `pause`, and a sleep every `spins_per_delay` spins. `sleep` performs the
+    /// `perform_spin_delay`: one [`spin_delay`], and a sleep every `spins_per_delay` spins. `sleep` performs the
     /// sleep (real: `pg_usleep`); tests pass a recorder. Panics like PostgreSQL's PANIC after NUM_DELAYS.
     #[inline]
     pub fn perform(
@@ -72,7 +109,7 @@ impl SpinDelayStatus {
         rng: &mut XorShift,
         sleep: &mut impl FnMut(u64),
     ) {
-        cpu_relax();
+        spin_delay();
         self.spins += 1;
         if self.spins >= spins_per_delay {
             self.delays += 1;
@@ -111,7 +148,8 @@ pub fn pg_usleep(usec: u64) {
 }
 
 impl PgSpinLock {
-    /// `TAS`: `lock xchgb` — returns true when the lock was already held.
+    /// `TAS`: an acquire swap of 1 (`lock xchgb` on x86_64, `__sync_lock_test_and_set` on aarch64) —
+    /// returns true when the lock was already held.
     #[inline(always)]
     fn tas(&self) -> bool {
         // Acquire: pairs with the Release store in unlock(), so the critical section sees the previous one.
@@ -163,7 +201,8 @@ impl RawLock for PgSpinLock {
 
     #[inline]
     fn unlock(&self, _w: &mut PgWaiter) {
-        // S_UNLOCK: Release publishes the critical section to the next Acquire in tas().
+        // S_UNLOCK (`__sync_lock_release` on aarch64): Release publishes the critical section to the next
+        // Acquire in tas().
         self.slock.store(0, Ordering::Release);
     }
 }
@@ -171,6 +210,23 @@ impl RawLock for PgSpinLock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lock word is PostgreSQL's `slock_t` on the architecture this test runs on (scripts/cross-arm64
+    /// test runs it on aarch64 under QEMU's user-mode emulator).
+    #[test]
+    fn the_lock_word_is_postgres_slock_t_here() {
+        let want = if cfg!(target_arch = "aarch64") { 4 } else { 1 };
+        assert_eq!(SLOCK_BYTES, want);
+        let l = PgSpinLock {
+            slock: Slock::new(0),
+            _pad: [0; 64 - SLOCK_BYTES],
+        };
+        let mut w = PgWaiter::new(1);
+        assert_eq!(l.lock(&mut w), Acquired::default());
+        assert!(l.tas(), "held");
+        l.unlock(&mut w);
+        assert!(!l.tas_spin(), "free again, taken by TAS_SPIN");
+    }
 
     #[test]
     fn sleep_schedule_follows_postgres_constants() {

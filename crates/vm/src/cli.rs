@@ -7,20 +7,38 @@ use std::path::PathBuf;
 use hostfacts::PreemptModel;
 use results::Kind;
 
-use crate::{AccelRequest, VmError, VmOptions};
+use crate::{AccelRequest, GuestArch, VmError, VmOptions};
 
 /// `vm`'s options as given.
 #[derive(Debug, clap::Args)]
 pub struct VmArgs {
-    /// List the bootable kernels: name, models offered (default marked *), rseq slice extension.
+    /// List the bootable kernels: name, architecture, models offered (default marked *), rseq slice
+    /// extension (with --arch: that architecture's only).
     #[arg(long)]
     pub list: bool,
+    /// The guest's architecture: x86_64 (shares this host's root) or arm64 (Debian's arm64 kernels under
+    /// qemu-system-aarch64 -M virt -cpu max, TCG, on the arm64 root of scripts/arm64-root, running the
+    /// binary of scripts/cross-arm64). Default: this host's.
+    #[arg(long)]
+    pub arch: Option<String>,
+    /// An arm64 guest's root filesystem (default: $PREEMPTLAB_ARM64_ROOT or /var/cache/preemptlab/arm64-root).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// The arm64 preemptlab an arm64 guest runs (default: target/aarch64-unknown-linux-gnu/release/preemptlab
+    /// beside this binary's build, else the root's /usr/bin/preemptlab).
+    #[arg(long)]
+    pub guest_exe: Option<PathBuf>,
     /// Kernel: a name from --list, a short version (6.18, 7.2) or a vmlinuz path.
     #[arg(long)]
     pub kernel: Option<String>,
     /// Preemption model to boot (preempt= on the kernel command line): none, voluntary, full, lazy.
     #[arg(long)]
     pub preempt: Option<String>,
+    /// Boot with the --preempt model even when the kernel does not offer it (it ignores preempt= when not
+    /// PREEMPT_DYNAMIC, or refuses the mode at boot): to see what the audit says of a host whose command line
+    /// asks for a model its kernel cannot run.
+    #[arg(long, requires = "preempt")]
+    pub allow_ignored_preempt: bool,
     /// Guest vCPUs (default: this host's CPUs, never more).
     #[arg(long)]
     pub cpus: Option<u32>,
@@ -50,6 +68,14 @@ pub enum VmAccel {
 }
 
 impl VmArgs {
+    /// The guest architecture asked for (None: not given), or the error naming the choices.
+    pub fn arch(&self) -> Result<Option<GuestArch>, VmError> {
+        self.arch
+            .as_deref()
+            .map(|a| GuestArch::parse(a).ok_or_else(|| VmError::UnknownArch(a.to_string())))
+            .transpose()
+    }
+
     /// The options to run with; `default_path(kind)` is where a command of that kind (`bench-lock`,
     /// `check`, `sim`) writes its result when not told.
     pub fn options(self, default_path: impl FnOnce(Kind) -> PathBuf) -> Result<VmOptions, VmError> {
@@ -57,6 +83,10 @@ impl VmArgs {
             Some(m) if m != PreemptModel::Rt => Ok(m),
             _ => Err(VmError::NotAModel(p.clone())),
         };
+        let arch = self
+            .arch()?
+            .or_else(GuestArch::host)
+            .unwrap_or(GuestArch::X86_64);
         let flag = self.preempt.as_ref().map(model).transpose()?;
         // A preempt= in --append is the model too: the same as --preempt or refused (the kernel takes the
         // last one it reads, so `--preempt lazy --append preempt=none` silently booted none), and checked
@@ -90,6 +120,10 @@ impl VmArgs {
             append,
             command: self.command,
             exe: std::env::current_exe().map_err(|e| VmError::io("finding this binary", e))?,
+            arch,
+            allow_ignored_preempt: self.allow_ignored_preempt,
+            root: self.root,
+            guest_exe: self.guest_exe,
         })
     }
 }
@@ -138,6 +172,10 @@ mod tests {
     fn args(preempt: Option<&str>, memory: &str, command: &[&str]) -> VmArgs {
         VmArgs {
             list: false,
+            arch: None,
+            allow_ignored_preempt: false,
+            root: None,
+            guest_exe: None,
             kernel: None,
             preempt: preempt.map(String::from),
             cpus: None,
@@ -176,6 +214,24 @@ mod tests {
         assert_eq!(
             result_kind(&["bench".into(), "net".into()]),
             Some(Kind::BenchNet)
+        );
+    }
+
+    #[test]
+    fn the_architecture_is_one_a_guest_can_have() {
+        let flag = |o: &str| format!("--{}", o.replace('_', "-"));
+        let mut a = args(None, "2G", &["audit"]);
+        a.arch = Some("sparc".into());
+        let e = a.options(|_| unreachable!()).unwrap_err();
+        assert_eq!(
+            e.render(flag),
+            "--arch sparc: not an architecture a guest can have; use x86_64 or arm64"
+        );
+        let mut a = args(None, "2G", &["audit"]);
+        a.arch = Some("aarch64".into());
+        assert_eq!(
+            a.options(|_| unreachable!()).unwrap().arch,
+            GuestArch::Arm64
         );
     }
 

@@ -5,8 +5,12 @@
 //!   `/boot/vmlinuz-RELEASE` or `(/usr)/lib/modules/RELEASE/vmlinuz` (Debian's usr-merged 7.x packages);
 //! - the kernel cache (`$PREEMPTLAB_KERNEL_CACHE`, default `/var/cache/preemptlab/kernels`): one directory per
 //!   kernel, either a package tree unpacked by `scripts/kernels fetch` (`boot/vmlinuz-R`, `usr/lib/modules/R/`)
-//!   or a kernel build (`vmlinuz`, `bzImage` or `arch/x86/boot/bzImage` next to `config` or `.config`),
-//!   named after the directory.
+//!   or a kernel build (`vmlinuz`, `bzImage`, `arch/x86/boot/bzImage`, or arm64's `Image` or
+//!   `arch/arm64/boot/Image`, next to `config` or `.config`), named after the directory.
+//!
+//! Kernels of every architecture share the cache (Debian names a release after its architecture:
+//! `7.2.13+deb14-amd64`, `7.2.13+deb14-arm64`); [`pick`] takes only those of the guest's architecture
+//! ([`crate::arch`]) into account.
 //!
 //! What a kernel offers is read from its config with hostfacts' own decision
 //! ([`hostfacts::kernel::decide_preemption`]): CONFIG_PREEMPT_DYNAMIC, CONFIG_ARCH_HAS_PREEMPT_LAZY and the
@@ -19,6 +23,7 @@ use std::path::{Path, PathBuf};
 use hostfacts::kernel::{decide_preemption, Inputs};
 use hostfacts::PreemptModel;
 
+use crate::arch::{self, GuestArch};
 use crate::VmError;
 
 /// The default kernel cache directory.
@@ -145,6 +150,8 @@ fn cached(dir: &Path) -> Vec<Kernel> {
             dir.join("vmlinuz"),
             dir.join("bzImage"),
             dir.join("arch/x86/boot/bzImage"),
+            dir.join("Image"),
+            dir.join("arch/arm64/boot/Image"),
         ]) {
             found.push(Kernel {
                 name: file_name(dir),
@@ -311,7 +318,7 @@ pub fn capabilities(release: &str, config: &str) -> Capabilities {
     let p = decide_preemption(&Inputs {
         release: Some(release),
         version: None,
-        arch: Some("x86_64"),
+        arch: Some(arch::from_config(&cfg).map_or("x86_64", GuestArch::uname)),
         config: Some(&cfg),
         config_source: Some("the kernel's config file"),
         debugfs: Err("not booted".into()),
@@ -357,24 +364,43 @@ pub fn read_capabilities(k: &Kernel) -> Result<Capabilities, ConfigError> {
     Ok(capabilities(&k.name, &text))
 }
 
-/// The list of bootable kernels, one [`list_line`] each; none found is an error naming the places searched.
-pub fn list() -> Result<Vec<String>, VmError> {
+/// A kernel's architecture ([`arch::of_kernel`]: its config, else its image's header).
+pub fn arch_of(k: &Kernel) -> Option<GuestArch> {
+    arch::of_kernel(k.config.as_deref(), &k.image)
+}
+
+/// The kernels of `found` that are of `want` (an unknown architecture counts as `default`, the host's).
+pub fn of_arch(found: Vec<Kernel>, want: GuestArch, default: GuestArch) -> Vec<Kernel> {
+    found
+        .into_iter()
+        .filter(|k| arch_of(k).unwrap_or(default) == want)
+        .collect()
+}
+
+/// The list of bootable kernels (of `only` that architecture when given), one [`list_line`] each; none found
+/// is an error naming the places searched.
+pub fn list(only: Option<GuestArch>) -> Result<Vec<String>, VmError> {
     let paths = SearchPaths::live();
-    let found = discover(&paths);
+    let host = GuestArch::host().unwrap_or(GuestArch::X86_64);
+    let mut found = discover(&paths);
+    if let Some(a) = only {
+        found = of_arch(found, a, host);
+    }
     if found.is_empty() {
         return Err(VmError::NoKernels {
             searched: paths.describe(),
+            arch: only,
         });
     }
     Ok(found
         .iter()
-        .map(|k| list_line(k, &read_capabilities(k)))
+        .map(|k| list_line(k, arch_of(k).unwrap_or(host), &read_capabilities(k)))
         .collect())
 }
 
-/// One kernel's line of the list: the name, the models offered (the default marked with `*`), the slice
-/// extension.
-pub fn list_line(k: &Kernel, caps: &Result<Capabilities, ConfigError>) -> String {
+/// One kernel's line of the list: the name, its architecture, the models offered (the default marked with
+/// `*`), the slice extension.
+pub fn list_line(k: &Kernel, arch: GuestArch, caps: &Result<Capabilities, ConfigError>) -> String {
     match caps {
         Ok(c) => {
             let models = if c.offered.is_empty() {
@@ -397,10 +423,14 @@ pub fn list_line(k: &Kernel, caps: &Result<Capabilities, ConfigError>) -> String
                 Some(false) => "rseq-slice-ext: no",
                 None => "rseq-slice-ext: unknown",
             };
-            format!("{}  {models}  {rseq}  {}", k.name, k.image.display())
+            format!(
+                "{}  {arch}  {models}  {rseq}  {}",
+                k.name,
+                k.image.display()
+            )
         }
         Err(why) => format!(
-            "{}  models unknown  rseq-slice-ext: unknown ({why})  {}",
+            "{}  {arch}  models unknown  rseq-slice-ext: unknown ({why})  {}",
             k.name,
             k.image.display()
         ),
@@ -513,10 +543,28 @@ mod tests {
         assert_eq!(c.rseq_slice_extension, Some(true));
         let line = list_line(
             &k("7.2.13+deb14-amd64"),
+            GuestArch::X86_64,
             &Ok(capabilities("7.2.13", CFG_72)),
         );
         assert!(
-            line.starts_with("7.2.13+deb14-amd64  full lazy*  rseq-slice-ext: no"),
+            line.starts_with("7.2.13+deb14-amd64  x86_64  full lazy*  rseq-slice-ext: no"),
+            "{line}"
+        );
+    }
+
+    /// Debian's arm64 7.2 (and 6.18): lazy built in, no PREEMPT_DYNAMIC (arm64 selects only
+    /// HAVE_PREEMPT_DYNAMIC_KEY, and PREEMPT_DYNAMIC defaults to y only with HAVE_PREEMPT_DYNAMIC_CALL):
+    /// one model, no switching, `preempt=` ignored.
+    #[test]
+    fn debian_arm64_72_offers_lazy_alone() {
+        let cfg = "CONFIG_ARM64=y\nCONFIG_ARCH_HAS_PREEMPT_LAZY=y\n# CONFIG_PREEMPT is not set\n\
+            CONFIG_PREEMPT_LAZY=y\n# CONFIG_PREEMPT_DYNAMIC is not set\n# CONFIG_RSEQ_SLICE_EXTENSION is not set\n";
+        let c = capabilities("7.2.13+deb14-arm64", cfg);
+        assert_eq!(c.offered, vec![PreemptModel::Lazy]);
+        assert_eq!(c.default_model, Some(PreemptModel::Lazy));
+        let line = list_line(&k("7.2.13+deb14-arm64"), GuestArch::Arm64, &Ok(c));
+        assert!(
+            line.starts_with("7.2.13+deb14-arm64  arm64  lazy*  rseq-slice-ext: no"),
             "{line}"
         );
     }
@@ -535,6 +583,10 @@ mod tests {
         std::fs::create_dir_all(&build).unwrap();
         std::fs::write(build.join("bzImage"), b"x").unwrap();
         std::fs::write(build.join(".config"), CFG_72).unwrap();
+        let arm = cache.join("6.18-arm64-dynamic");
+        std::fs::create_dir_all(&arm).unwrap();
+        std::fs::write(arm.join("Image"), b"x").unwrap();
+        std::fs::write(arm.join("config"), "CONFIG_ARM64=y\n").unwrap();
         std::fs::create_dir_all(cache.join(".build-7.2-rseq")).unwrap();
         std::fs::write(cache.join(".build-7.2-rseq/bzImage"), b"x").unwrap();
         let paths = SearchPaths {
@@ -544,12 +596,13 @@ mod tests {
         };
         let found = discover(&paths);
         let names: Vec<&str> = found.iter().map(|k| k.name.as_str()).collect();
-        assert_eq!(names, vec!["7.2-rseq", r]);
-        assert!(found[1]
+        assert_eq!(names, vec!["6.18-arm64-dynamic", "7.2-rseq", r]);
+        assert_eq!(arch_of(&found[0]), Some(GuestArch::Arm64));
+        assert!(found[2]
             .config
             .as_ref()
             .unwrap()
             .ends_with(format!("config-{r}")));
-        assert!(found[0].config.as_ref().unwrap().ends_with(".config"));
+        assert!(found[1].config.as_ref().unwrap().ends_with(".config"));
     }
 }

@@ -6,6 +6,12 @@
 //! guest runs this same binary from the host's disk, writes its output and result into that directory, and the
 //! host reads them back and adds a [`VmBlock`] saying how the guest was run.
 //!
+//! An arm64 guest (`arch`, [`arch`]) cannot share the x86_64 host's root: it boots an arm64 root filesystem
+//! made from Debian's packages (`scripts/arm64-root`) through virtme-ng's `--arch arm64 --root`, on
+//! `qemu-system-aarch64 -M virt -cpu max` under TCG, and runs the cross-built arm64 binary
+//! (`scripts/cross-arm64`), copied into a directory handed to the guest.
+//!
+//! - [`arch`]: the guest's architecture, a kernel's, the arm64 root and binary;
 //! - [`kernels`]: which kernels can be booted and what each offers (models, rseq slice extension);
 //! - [`accel`]: KVM or TCG, with the reason;
 //! - [`guest`]: what the host hands the guest and reads back from its console (the guest script, the
@@ -22,6 +28,8 @@
 
 #[cfg(feature = "runner")]
 pub mod accel;
+#[cfg(feature = "runner")]
+pub mod arch;
 #[cfg(feature = "cli")]
 pub mod cli;
 #[cfg(feature = "runner")]
@@ -43,6 +51,8 @@ use std::path::PathBuf;
 #[cfg(feature = "runner")]
 pub use accel::{Accel, AccelRequest};
 #[cfg(feature = "runner")]
+pub use arch::GuestArch;
+#[cfg(feature = "runner")]
 pub use kernels::{Capabilities, Kernel};
 pub use record::VmBlock;
 #[cfg(feature = "runner")]
@@ -58,7 +68,45 @@ pub enum VmError {
     NoKernels {
         /// Directories searched.
         searched: String,
+        /// The architecture asked for, when only its kernels counted.
+        arch: Option<arch::GuestArch>,
     },
+    /// `arch` is no architecture a guest can have.
+    #[error("{}", self.render(str::to_string))]
+    UnknownArch(String),
+    /// `kernel` names a kernel of another architecture than `arch`.
+    #[error("{}", self.render(str::to_string))]
+    KernelArch {
+        /// The kernel.
+        kernel: String,
+        /// Its architecture.
+        is: arch::GuestArch,
+        /// The guest's.
+        asked: arch::GuestArch,
+    },
+    /// The arm64 root filesystem is missing or unfinished.
+    #[error("{}", self.render(str::to_string))]
+    NoRoot {
+        /// Where it was looked for.
+        path: std::path::PathBuf,
+    },
+    /// No arm64 preemptlab to run in the guest.
+    #[error("{}", self.render(str::to_string))]
+    NoGuestExe {
+        /// Where it was looked for.
+        searched: Vec<String>,
+    },
+    /// `guest_exe` is not an aarch64 executable.
+    #[error("{}", self.render(str::to_string))]
+    NotAGuestExe {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The guest's architecture.
+        arch: arch::GuestArch,
+    },
+    /// `accel` kvm for a guest of another architecture than the host's.
+    #[error("{}", self.render(str::to_string))]
+    KvmForeign(arch::GuestArch),
     /// `kernel` matched nothing.
     #[error("{}", self.render(str::to_string))]
     KernelNotFound {
@@ -209,6 +257,15 @@ fn list(v: &[String]) -> String {
     }
 }
 
+/// How to fetch the kernels of an architecture.
+#[cfg(feature = "runner")]
+fn fetch_arch(a: arch::GuestArch) -> &'static str {
+    match a {
+        arch::GuestArch::X86_64 => "run scripts/kernels fetch",
+        arch::GuestArch::Arm64 => "run scripts/kernels fetch --arch arm64",
+    }
+}
+
 #[cfg(feature = "runner")]
 impl VmError {
     pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> VmError {
@@ -225,10 +282,50 @@ impl VmError {
     pub fn render(&self, name: impl Fn(&str) -> String) -> String {
         let fetch = "run scripts/kernels fetch";
         match self {
-            VmError::NoKernels { searched } => format!(
+            VmError::NoKernels {
+                searched,
+                arch: None,
+            } => format!(
                 "no bootable kernel found in {searched}; {fetch}, or give {} PATH_TO_VMLINUZ",
                 name("kernel")
             ),
+            VmError::NoKernels {
+                searched,
+                arch: Some(a),
+            } => format!(
+                "no {a} kernel found in {searched}; {}, or give {} PATH_TO_VMLINUZ",
+                fetch_arch(*a),
+                name("kernel")
+            ),
+            VmError::UnknownArch(a) => format!(
+                "{} {a}: not an architecture a guest can have; use x86_64 or arm64",
+                name("arch")
+            ),
+            VmError::KernelArch { kernel, is, asked } => format!(
+                "{} {kernel} is an {is} kernel, not {asked}; give {} {is}, or an {asked} kernel ({} shows them)",
+                name("kernel"),
+                name("arch"),
+                name("list")
+            ),
+            VmError::NoRoot { path } => format!(
+                "no arm64 root filesystem at {}; run scripts/arm64-root (or give {} DIR)",
+                path.display(),
+                name("root")
+            ),
+            VmError::NoGuestExe { searched } => format!(
+                "no arm64 preemptlab found (looked at {}); run scripts/cross-arm64, or give {} PATH",
+                searched.join(", "),
+                name("guest_exe")
+            ),
+            VmError::NotAGuestExe { path, arch } => format!(
+                "{} {}: not an {arch} executable; give the one scripts/cross-arm64 builds",
+                name("guest_exe"),
+                path.display()
+            ),
+            VmError::KvmForeign(a) => {
+                let accel = name("accel");
+                format!("{accel} kvm: this host cannot run an {a} guest under KVM; use {accel} tcg (or auto)")
+            }
             VmError::KernelNotFound {
                 spec,
                 candidates,

@@ -22,7 +22,8 @@ use hostfacts::hostid::{self, GuestSetup};
 use hostfacts::rusage::{Usage, Who};
 use hostfacts::{Host, PreemptModel};
 
-use crate::accel::{self, AccelRequest};
+use crate::accel::{self, Accel, AccelRequest};
+use crate::arch::{self, GuestArch};
 use crate::guest::{
     boot_panic, clock_param, find_out_arg, guest_script, host_tsc_stable, kernel_append,
     module_tree, vng_args, with_rodirs,
@@ -63,6 +64,14 @@ pub struct VmOptions {
     pub default_out: Option<PathBuf>,
     /// Give up when the command has not started this long after virtme-ng did (a guest hung in boot).
     pub boot_timeout: Duration,
+    /// The guest's architecture (default: the host's).
+    pub arch: GuestArch,
+    /// Boot with `preempt` even when the kernel does not offer it (the audit's view of such a host).
+    pub allow_ignored_preempt: bool,
+    /// An arm64 guest's root filesystem (None: [`arch::arm64_root`]'s default).
+    pub root: Option<PathBuf>,
+    /// The arm64 binary the guest runs (None: [`arch::guest_exe_candidates`]'s first that exists).
+    pub guest_exe: Option<PathBuf>,
 }
 
 /// What came back.
@@ -119,19 +128,44 @@ fn first_line_of(cmd: &Path, arg: &str) -> Option<String> {
         .filter(|l| !l.is_empty())
 }
 
-/// The kernel to boot and what it offers; checks the model asked for against it.
+/// The kernel of architecture `want` to boot and what it offers; checks the model asked for against it.
+/// Only kernels of that architecture count for a short version (`7.2`); a kernel named in full (or by
+/// path) that is of another architecture is refused, naming it.
 pub fn pick_kernel(
     spec: Option<&str>,
     preempt: Option<PreemptModel>,
+    want: GuestArch,
 ) -> Result<(Kernel, Option<kernels::Capabilities>), VmError> {
     let paths = SearchPaths::live();
-    let found = kernels::discover(&paths);
+    let host = GuestArch::host().unwrap_or(GuestArch::X86_64);
+    let all = kernels::discover(&paths);
+    let found = kernels::of_arch(all.clone(), want, host);
     let kernel = match spec {
-        Some(s) => kernels::resolve(s, &found, &paths.describe())?,
+        Some(s) => {
+            let k = match kernels::resolve(s, &found, &paths.describe()) {
+                Ok(k) => k,
+                // Not among this architecture's: named in full among the others'? Then say whose it is.
+                Err(e) => match kernels::resolve(s, &all, &paths.describe()) {
+                    Ok(k) => k,
+                    Err(_) => return Err(e),
+                },
+            };
+            match kernels::arch_of(&k) {
+                Some(is) if is != want => {
+                    return Err(VmError::KernelArch {
+                        kernel: k.name,
+                        is,
+                        asked: want,
+                    })
+                }
+                _ => k,
+            }
+        }
         None => match found.as_slice() {
             [] => {
                 return Err(VmError::NoKernels {
                     searched: paths.describe(),
+                    arch: (want != host).then_some(want),
                 })
             }
             [one] => one.clone(),
@@ -470,7 +504,21 @@ fn boot_once(
 /// records them.
 pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmError> {
     let GuestSize { cpus, memory_mib } = check(opts)?;
-    let (kernel, caps) = pick_kernel(opts.kernel.as_deref(), opts.preempt)?;
+    let foreign = Some(opts.arch) != GuestArch::host();
+    if foreign && opts.accel == AccelRequest::Kvm {
+        return Err(VmError::KvmForeign(opts.arch));
+    }
+    // An arm64 guest's root and binary, checked before anything else of the guest's.
+    let arm64 = match opts.arch {
+        GuestArch::Arm64 => Some(arch::Arm64Guest::find(
+            opts.root.as_deref(),
+            opts.guest_exe.as_deref(),
+            &opts.exe,
+        )?),
+        GuestArch::X86_64 => None,
+    };
+    let checked = opts.preempt.filter(|_| !opts.allow_ignored_preempt);
+    let (kernel, caps) = pick_kernel(opts.kernel.as_deref(), checked, opts.arch)?;
     // A bench's --switch-preempt to a model this kernel does not offer fails in the guest, after the
     // boot: refused here instead.
     if let Some(c) = &caps {
@@ -486,14 +534,28 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
             }
         }
     }
-    let (accel, accel_why) =
-        accel::choose(opts.accel, &accel::probe()).map_err(VmError::KvmUnusable)?;
+    let (accel, accel_why) = if foreign {
+        (
+            Accel::Tcg,
+            format!(
+                "an {} guest on an {} host: QEMU emulates its CPU (TCG)",
+                opts.arch,
+                GuestArch::host().map_or(std::env::consts::ARCH, GuestArch::as_str)
+            ),
+        )
+    } else {
+        accel::choose(opts.accel, &accel::probe()).map_err(VmError::KvmUnusable)?
+    };
     let vng = find_vng()?;
-    let qemu = osutil::which("qemu-system-x86_64", &[]).ok_or_else(|| VmError::ToolMissing {
-        tool: "qemu-system-x86_64".into(),
-        fix: "run scripts/test-vm, or: apt-get install qemu-system-x86".into(),
+    let (qemu_name, qemu_package) = opts.arch.qemu();
+    let qemu = osutil::which(qemu_name, &[]).ok_or_else(|| VmError::ToolMissing {
+        tool: qemu_name.into(),
+        fix: format!("run scripts/test-vm, or: apt-get install {qemu_package}"),
     })?;
-    if osutil::which("busybox", &[]).is_none() && !Path::new("/bin/busybox").is_file() {
+    if arm64.is_none()
+        && osutil::which("busybox", &[]).is_none()
+        && !Path::new("/bin/busybox").is_file()
+    {
         return Err(VmError::ToolMissing {
             tool: "busybox".into(),
             fix: "run scripts/test-vm, or: apt-get install busybox-static".into(),
@@ -542,9 +604,20 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
         argv.push("env".to_string());
         argv.push(format!("PREEMPTLAB_PG_CACHE={}", pg_cache.display()));
     }
-    argv.push(opts.exe.display().to_string());
+    // The guest's binary: this one (the guest shares the host's root), or the arm64 one copied into a
+    // directory of the temp dir handed to the guest.
+    let guest_exe = match &arm64 {
+        Some(a) => a.hand_in(tmp.path())?,
+        None => opts.exe.clone(),
+    };
+    argv.push(guest_exe.display().to_string());
     argv.extend(command);
-    let script = tmp.path().join("guest.sh");
+    // An arm64 guest sees none of the host's /tmp: its script goes beside its binary, in the directory it
+    // is handed.
+    let script = match (&arm64, guest_exe.parent()) {
+        (Some(_), Some(dir)) => dir.join("guest.sh"),
+        _ => tmp.path().join("guest.sh"),
+    };
     let modules = module_tree(&kernel);
     std::fs::write(
         &script,
@@ -553,13 +626,12 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
     .map_err(|e| VmError::io(format!("writing {}", script.display()), e))?;
 
     let identity = guest_identity(&kernel, caps.as_ref(), opts.preempt, cpus, memory_mib);
+    // The TSC is x86's: an arm64 guest's clock is the architected timer.
+    let tsc_stable = opts.arch == GuestArch::X86_64
+        && std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| host_tsc_stable(&c));
     let append = kernel_append(
         opts.preempt,
-        clock_param(
-            accel,
-            opts.append.as_deref(),
-            std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| host_tsc_stable(&c)),
-        ),
+        clock_param(accel, opts.append.as_deref(), tsc_stable),
         opts.append.as_deref(),
         &identity,
     );
@@ -579,8 +651,12 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
         .into_iter()
         .chain(kernel.config.as_deref().and_then(Path::parent))
         .chain(pg_dirs.iter().map(PathBuf::as_path))
+        .chain(guest_exe.parent().filter(|_| arm64.is_some()))
         .collect();
-    let args = with_rodirs(args, &rodirs);
+    let mut args = with_rodirs(args, &rodirs);
+    if let Some(a) = &arm64 {
+        args = a.vng_args(args);
+    }
     let qemu_version = first_line_of(&qemu, "--version");
     let vng_version = first_line_of(&vng, "--version");
     let mut path_var = std::ffi::OsString::from(vng.parent().unwrap_or(Path::new("/")));

@@ -3,6 +3,7 @@
 
 pub mod cgroup;
 pub mod hugetlb;
+pub mod vm;
 
 use std::process::Output;
 
