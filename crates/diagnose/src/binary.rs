@@ -66,15 +66,13 @@ fn read(pm: u32, m: &SmapsMapping) -> Binary {
             }
         },
     };
+    // The kernel shows a mapping's path relative to the reader's root when it can (a chroot under this
+    // host's tree: this host's path), else as the process's own namespace has it (a container's): the file
+    // is still the one running when either names the mapped inode.
     let mapped = file.metadata().ok().map(|md| (md.dev(), md.ino()));
-    b.replaced_on_disk = Some(
-        m.path.ends_with(" (deleted)") || {
-            let now = std::fs::metadata(&rooted)
-                .ok()
-                .map(|md| (md.dev(), md.ino()));
-            now.is_none() || now != mapped
-        },
-    );
+    let same = |p: &Path| std::fs::metadata(p).ok().map(|md| (md.dev(), md.ino())) == mapped;
+    b.replaced_on_disk =
+        Some(m.path.ends_with(" (deleted)") || !(same(Path::new(&path)) || same(&rooted)));
     // SAFETY: a read-only private mapping of an executable that a running process maps: the kernel
     // refuses writes to a file being executed (ETXTBSY), and a package manager replaces it by renaming a
     // new file over its name, which leaves this inode whole.

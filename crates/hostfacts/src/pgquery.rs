@@ -165,9 +165,41 @@ fn peer_account(config: &postgres::Config) -> Option<osutil::account::Account> {
             .iter()
             .all(|h| matches!(h, postgres::config::Host::Unix(_)));
     let user = config.get_user().filter(|u| *u != "root")?;
-    sockets_only
-        .then(|| osutil::account::by_name(user))
-        .flatten()
+    if !sockets_only {
+        return None;
+    }
+    // A socket reached through another process's root (`/proc/PID/root/...`: a server in a container, the
+    // audit's `socket_dir_from_host`): connect as that server's own user ID. Peer authentication maps it
+    // through the container's password database, and only that ID (or root's) may pass through its
+    // /proc/PID/root; this host's account of the same name is another ID there.
+    let in_root = hosts.iter().find_map(|h| match h {
+        postgres::config::Host::Unix(p) => {
+            let rest = p.to_str()?.strip_prefix("/proc/")?;
+            let (pid, tail) = rest.split_once('/')?;
+            (tail == "root" || tail.starts_with("root/")).then(|| pid.parse::<u32>().ok())?
+        }
+        _ => None,
+    });
+    match in_root {
+        Some(pid) => {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let id = |key: &str| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(key))?
+                    .split_whitespace()
+                    .nth(1)?
+                    .parse::<u32>()
+                    .ok()
+            };
+            Some(osutil::account::Account {
+                name: format!("{user} (user ID {} of process {pid})", id("Uid:")?),
+                uid: id("Uid:")?,
+                gid: id("Gid:")?,
+            })
+        }
+        None => osutil::account::by_name(user),
+    }
 }
 
 #[cfg(feature = "pg-client")]

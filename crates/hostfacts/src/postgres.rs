@@ -231,18 +231,12 @@ fn instance_port(host: &Host, pm: u32) -> Option<u16> {
         .read_bytes(&format!("/proc/{pm}/cmdline"))
         .map(|b| parse::cmdline_args(&b))
         .ok()?;
-    let (dir, port, _) = parse::postmaster_args(&args);
+    let (_, port, _) = parse::postmaster_args(&args);
+    // The postmaster's working directory is its data directory: /proc/PID/cwd reaches it from here
+    // whatever namespace it runs in.
     port.or_else(|| {
-        let d = host
-            .read_link(&format!("/proc/{pm}/cwd"))
-            .ok()
-            .map(|p| p.display().to_string())
-            .or(dir)?;
-        let file = match container(host, pm, None).and_then(|c| c.root) {
-            Some(root) => host.in_root(&root, &format!("{d}/postmaster.pid")),
-            None => format!("{d}/postmaster.pid"),
-        };
-        parse::postmaster_pid(&host.read(&file).ok()?).port
+        let text = host.read(&format!("/proc/{pm}/cwd/postmaster.pid")).ok()?;
+        parse::postmaster_pid(&text).port
     })
 }
 
@@ -313,9 +307,19 @@ fn read_instance(
             None => Fact::unavailable(format!("/proc/{pm}/cwd"), e.reason),
         },
     };
-    let pidfile = data_dir
-        .get()
-        .and_then(|d| host.read(&at(&format!("{d}/postmaster.pid"))).ok())
+    // Where the data directory's files are read: itself, or for an instance in a mount namespace of its
+    // own the postmaster's working directory through /proc/PID/cwd (the postmaster chdirs there), which
+    // reaches the directory whatever /proc/PID/cwd's text says from here: a path of its namespace when
+    // this host cannot reach the directory, this host's own when it can (a chroot under /var, say).
+    let data_read: Option<String> = match (&data_dir.value, root.is_empty()) {
+        (Some(d), true) => Some(d.clone()),
+        (Some(_), false) if data_dir.source.ends_with("/cwd") => Some(format!("/proc/{pm}/cwd")),
+        (Some(d), false) => Some(at(d)),
+        (None, _) => None,
+    };
+    let pidfile = data_read
+        .as_ref()
+        .and_then(|d| host.read(&format!("{d}/postmaster.pid")).ok())
         .map(|t| parse::postmaster_pid(&t));
     let port = match (pidfile.as_ref().and_then(|p| p.port), arg_port) {
         (Some(p), _) => Fact::known(p, "postmaster.pid"),
@@ -339,8 +343,8 @@ fn read_instance(
             .map(|s| s.setting.clone());
         match from_server {
             Some(v) => Fact::known(v, "--pg server_version"),
-            None => match data_dir.get() {
-                Some(d) => host.fact(&at(&format!("{d}/PG_VERSION"))),
+            None => match &data_read {
+                Some(d) => host.fact(&format!("{d}/PG_VERSION")),
                 None => Fact::unavailable("PG_VERSION", "data directory unknown"),
             },
         }
@@ -398,7 +402,7 @@ fn read_instance(
     let settings = settings(
         host,
         &root,
-        data_dir.get().map(String::as_str),
+        data_read.as_deref(),
         &arg_settings,
         server.as_ref(),
     );
@@ -505,27 +509,29 @@ fn defaults(name: &str) -> Option<&'static str> {
     })
 }
 
+/// The settings that matter, from each layer. `data_read` is where the data directory's files are read
+/// (see `read_instance`); `root` the instance's root for absolute paths of its own (`config_file`).
 fn settings(
     host: &Host,
     root: &str,
-    data_dir: Option<&str>,
+    data_read: Option<&str>,
     args: &BTreeMap<String, String>,
     server: Option<&ServerInfo>,
 ) -> BTreeMap<String, SettingFact> {
     // Precedence, lowest first: defaults, postgresql.conf, postgresql.auto.conf, command line, the server.
     let mut layers: Vec<(String, BTreeMap<String, String>)> = Vec::new();
-    let conf_path = args
-        .get("config_file")
-        .cloned()
-        .or_else(|| data_dir.map(|d| format!("{d}/postgresql.conf")));
+    let conf_path = match args.get("config_file") {
+        Some(c) if c.starts_with('/') => Some(in_root(host, root, c)),
+        Some(c) => data_read.map(|d| format!("{d}/{c}")),
+        None => data_read.map(|d| format!("{d}/postgresql.conf")),
+    };
     if let Some(p) = conf_path {
-        let p = in_root(host, root, &p);
         if let Ok(t) = host.read(&p) {
             layers.push((p, parse::pg_conf(&t)));
         }
     }
-    if let Some(d) = data_dir {
-        let p = in_root(host, root, &format!("{d}/postgresql.auto.conf"));
+    if let Some(d) = data_read {
+        let p = format!("{d}/postgresql.auto.conf");
         if let Ok(t) = host.read(&p) {
             layers.push((p, parse::pg_conf(&t)));
         }

@@ -288,10 +288,13 @@ fn plain_replaced_and_containerised_instances_are_named_alike() {
         .find(|i| i["postmaster_pid"] == ctr.pm)
         .unwrap();
     assert_eq!(a["version"]["value"], "15", "{}", a["version"]);
-    assert!(a["version"]["source"]
-        .as_str()
-        .unwrap()
-        .starts_with(&format!("/proc/{}/root", ctr.pm)));
+    // Read through the postmaster's own working directory (its data directory), not this host's path.
+    assert_eq!(
+        a["version"]["source"],
+        format!("/proc/{}/cwd/PG_VERSION", ctr.pm),
+        "{}",
+        a["version"]
+    );
     let c = &a["container"];
     assert_eq!(c["root"], format!("/proc/{}/root", ctr.pm), "{c}");
     assert!(c["pid_in_namespace"].as_u64().is_some(), "{c}");
