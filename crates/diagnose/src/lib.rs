@@ -24,6 +24,7 @@ pub mod binary;
 pub mod cgroup;
 pub mod classify;
 pub mod control;
+pub mod debugfile;
 pub mod duty;
 mod engine;
 pub mod events;

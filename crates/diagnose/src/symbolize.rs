@@ -7,9 +7,8 @@
 //! file on the host, and after a package upgrade not yet followed by a restart it names the new build while
 //! the server runs the old one (`(deleted)`). blazesym opens each object as
 //! `/proc/PID/map_files/START-END`, which is the mapped file itself (proc(5); readable by root, as the perf
-//! events already require), and reads its `.symtab`, `.dynsym`, and with the `dwarf` feature a debug file
-//! found by its build ID (`/usr/lib/debug/.build-id/XX/REST.debug`, what Debian's `-dbgsym` and `libc6-dbg`
-//! packages install), which names the static functions a stripped binary leaves out.
+//! events already require), and reads its `.symtab` and `.dynsym`; what they leave unnamed in a stripped
+//! object, its debug file found by build ID names ([`crate::debugfile`]).
 //!
 //! PostgreSQL forks every process of an instance from the postmaster and never execs on Linux, so a child's
 //! code addresses are the postmaster's: they are named through the postmaster, whose mappings are read once
@@ -17,15 +16,19 @@
 //! outside the postmaster's mappings (a library a backend loaded itself, `plpgsql.so`) is named through the
 //! process's own mappings while it lives.
 //!
-//! Kernel addresses are named from `/proc/kallsyms`, read once per diagnosis when the first kernel frame
-//! needs a name; never from a `vmlinux` guessed from the release (blazesym would then read `/proc/kcore`
-//! for the KASLR offset) and never through BPF: a read-only diagnosis loads no BPF program and makes no
-//! `bpf(2)` call (blazesym is built without its `bpf` feature).
+//! Kernel addresses are named from `/proc/kallsyms`; never from a `vmlinux` guessed from the release
+//! (blazesym would then read `/proc/kcore` for the KASLR offset) and never through BPF: a read-only
+//! diagnosis loads no BPF program and makes no `bpf(2)` call (blazesym is built without its `bpf` feature).
+//! The kernel formats every line of /proc/kallsyms afresh on each read (`s_show`, `vsnprintf`): tens of
+//! milliseconds of CPU, the larger part of a short diagnosis's own. So the first diagnosis of a boot keeps
+//! its text symbols in [`osutil::run_dir`] (`/run/preemptlab`, a tmpfs emptied at boot; the file 0600: the
+//! addresses are the boot's KASLR secret), keyed by the boot's ID and `/proc/modules` (a module loaded or
+//! removed moves symbols), and later ones read that ([`KallsymsCopy`]).
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use blazesym::symbolize::source::{Kernel, Process, Source};
+use blazesym::symbolize::source::{Elf, Kernel, Process, Source};
 use blazesym::symbolize::{cache, Input, Reason, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
 use hostfacts::parse::SmapsMapping;
@@ -73,12 +76,124 @@ pub struct Blaze {
     held: HashMap<u32, Vec<SmapsMapping>>,
     /// Other processes' executable mappings, read once each.
     own: HashMap<u32, Vec<SmapsMapping>>,
+    /// Debug files by build ID, for what an object's own tables leave unnamed.
+    debug: crate::debugfile::DebugFiles,
 }
 
 enum KallsymsState {
-    /// Readable, with the first symbol's address.
-    Readable(u64),
+    /// Readable, with the first symbol's address and the file the names are read from.
+    Readable(u64, KallsymsCopy),
     Hidden(String),
+}
+
+/// Where the kernel's names are read from: this boot's copy of /proc/kallsyms's text symbols, or
+/// /proc/kallsyms itself where no copy can be kept (not root, the directory not writable).
+#[derive(Debug, Clone)]
+pub struct KallsymsCopy {
+    /// The file blazesym reads.
+    pub path: std::path::PathBuf,
+    /// How it came to be: `/proc/kallsyms`, `made now`, `this boot's copy`.
+    pub how: String,
+}
+
+impl KallsymsCopy {
+    /// This boot's copy under `dir`, made from `kallsyms` when missing; `kallsyms` itself when none can
+    /// be kept there.
+    pub fn get(kallsyms: &Path, dir: &Path) -> KallsymsCopy {
+        let direct = |why: String| KallsymsCopy {
+            path: kallsyms.to_path_buf(),
+            how: format!("{} ({why})", kallsyms.display()),
+        };
+        let Ok(boot) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") else {
+            return direct("no boot ID to key a copy by".into());
+        };
+        // A kernel built without modules has no /proc/modules, and its symbols never move.
+        let modules = match std::fs::read("/proc/modules") {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return direct(format!("/proc/modules: {e}")),
+        };
+        let key = format!("kallsyms-{}-{:016x}", boot.trim(), fnv1a(&modules));
+        let path = dir.join(&key);
+        if is_ours(&path) {
+            return KallsymsCopy {
+                how: format!("{} (this boot's copy of /proc/kallsyms)", path.display()),
+                path,
+            };
+        }
+        match make_copy(kallsyms, dir, &key) {
+            Ok(()) => KallsymsCopy {
+                how: format!("{} (copied from /proc/kallsyms now)", path.display()),
+                path,
+            },
+            Err(e) => direct(format!("no copy kept in {}: {e}", dir.display())),
+        }
+    }
+}
+
+/// A regular file owned by this process's user and readable by it alone.
+fn is_ours(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| {
+        m.file_type().is_file()
+            && m.uid() == osutil::account::effective_uid()
+            && m.mode() & 0o077 == 0
+    })
+}
+
+/// The 64-bit FNV-1a hash (a key, not a defence: the directory is root's).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Writes the text symbols of `kallsyms` (types t, T, w, W, but the padding's `__pfx_`; module tags
+/// kept) to `dir/key`, 0600,
+/// through a temporary file renamed into place; removes the copies of other boots and module lists.
+fn make_copy(kallsyms: &Path, dir: &Path, key: &str) -> std::io::Result<()> {
+    use std::io::{BufRead, Write};
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".{key}.{}", std::process::id()));
+    let out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    let written = (|| {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, out);
+        let r = std::io::BufReader::with_capacity(1 << 18, std::fs::File::open(kallsyms)?);
+        for line in r.split(b'\n') {
+            let line = line?;
+            let sp = line.iter().position(|&b| b == b' ');
+            let ty = sp.and_then(|i| line.get(i + 1));
+            // `__pfx_NAME` marks the padding before every function since 6.2 (CONFIG_FUNCTION_PADDING):
+            // half of the lines, and never the function a sampled instruction is in.
+            let pfx = sp
+                .and_then(|i| line.get(i + 3..))
+                .is_some_and(|n| n.starts_with(b"__pfx_"));
+            if matches!(ty, Some(b't' | b'T' | b'w' | b'W')) && !pfx {
+                w.write_all(&line)?;
+                w.write_all(b"\n")?;
+            }
+        }
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()
+    })();
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, dir.join(key))) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("kallsyms-") && name != key {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    Ok(())
 }
 
 impl Blaze {
@@ -91,11 +206,12 @@ impl Blaze {
                 .enable_inlined_fns(false)
                 .enable_demangling(false)
                 .build(),
-            kallsyms: kallsyms_state(Path::new("/proc/kallsyms")),
+            kallsyms: kallsyms_state(Path::new("/proc/kallsyms"), &osutil::run_dir()),
             kernel_names: HashMap::new(),
             user_names: HashMap::new(),
             held: HashMap::new(),
             own: HashMap::new(),
+            debug: crate::debugfile::DebugFiles::default(),
         }
     }
 
@@ -105,7 +221,8 @@ impl Blaze {
         }
         let src = Source::Process(Process {
             pid: Pid::from(via),
-            debug_syms: true,
+            // The object's own tables; a debug file's are read by `named_by_debug_file` (its `.symtab` alone).
+            debug_syms: false,
             perf_map: false,
             map_files: true,
             vdso: true,
@@ -114,10 +231,25 @@ impl Blaze {
         let name = match self.sym.symbolize_single(&src, Input::AbsAddr(addr)) {
             Ok(Symbolized::Sym(s)) => Some(s.name.into_owned()),
             Ok(Symbolized::Unknown(Reason::Unmapped)) => return Err(Reason::Unmapped),
-            Ok(Symbolized::Unknown(_)) | Err(_) => None,
+            Ok(Symbolized::Unknown(_)) | Err(_) => self.named_by_debug_file(via, addr),
         };
         self.user_names.insert((via, addr), name.clone());
         Ok(name)
+    }
+
+    /// The name the object's debug file (found by its build ID) gives `addr`, for a stripped object.
+    fn named_by_debug_file(&mut self, via: u32, addr: u64) -> Option<String> {
+        let maps = self.held.get(&via).or_else(|| self.own.get(&via))?;
+        let m = maps.iter().find(|m| addr >= m.start && addr < m.end)?;
+        let (path, vaddr) = self.debug.locate(via, m, addr)?;
+        let src = Source::Elf(Elf {
+            debug_syms: false,
+            ..Elf::new(path)
+        });
+        match self.sym.symbolize_single(&src, Input::VirtOffset(vaddr)) {
+            Ok(Symbolized::Sym(s)) => Some(s.name.into_owned()),
+            _ => None,
+        }
     }
 }
 
@@ -127,7 +259,7 @@ impl Default for Blaze {
     }
 }
 
-fn kallsyms_state(path: &Path) -> KallsymsState {
+fn kallsyms_state(path: &Path, dir: &Path) -> KallsymsState {
     use std::io::Read;
     let mut head = vec![0u8; 4096];
     let n = match std::fs::File::open(path).and_then(|mut f| f.read(&mut head)) {
@@ -140,7 +272,7 @@ fn kallsyms_state(path: &Path) -> KallsymsState {
         .ok()
         .and_then(|a| u64::from_str_radix(a, 16).ok())
     {
-        Some(a) if a != 0 => KallsymsState::Readable(a),
+        Some(a) if a != 0 => KallsymsState::Readable(a, KallsymsCopy::get(path, dir)),
         _ => KallsymsState::Hidden(format!(
             "{} shows no addresses (needs root, or kernel.kptr_restrict < 2)",
             path.display()
@@ -161,8 +293,11 @@ impl Symbolize for Blaze {
         }
         new.sort_unstable();
         new.dedup();
+        let KallsymsState::Readable(_, copy) = &self.kallsyms else {
+            return;
+        };
         let src = Source::Kernel(Kernel {
-            kallsyms: MaybeDefault::Default,
+            kallsyms: MaybeDefault::Some(copy.path.clone()),
             vmlinux: MaybeDefault::None,
             kaslr_offset: Some(0),
             debug_syms: false,
@@ -187,7 +322,7 @@ impl Symbolize for Blaze {
     }
 
     fn kernel_available(&self) -> bool {
-        matches!(self.kallsyms, KallsymsState::Readable(_))
+        matches!(self.kallsyms, KallsymsState::Readable(..))
     }
 
     fn user(&mut self, pm: u32, pid: u32, addr: u64) -> Option<String> {
@@ -215,20 +350,20 @@ impl Symbolize for Blaze {
 
     fn kernel_source(&self) -> &str {
         match &self.kallsyms {
-            KallsymsState::Readable(_) => "/proc/kallsyms (blazesym)",
+            KallsymsState::Readable(_, copy) => &copy.how,
             KallsymsState::Hidden(why) => why,
         }
     }
 
     fn unmeasured(&self) -> Option<results::diagnose::Unmeasured> {
         match &self.kallsyms {
-            KallsymsState::Readable(_) => None,
+            KallsymsState::Readable(..) => None,
             KallsymsState::Hidden(why) => Some(hidden(why)),
         }
     }
 
     fn warm(&mut self) {
-        if let KallsymsState::Readable(first) = self.kallsyms {
+        if let KallsymsState::Readable(first, _) = self.kallsyms {
             self.learn_kernel(&mut std::iter::once(first));
         }
     }
@@ -283,6 +418,47 @@ mod tests {
         assert_eq!(b.user(me, me, 8), None);
     }
 
+    /// A static function of Debian's stripped libc is named from its debug file (libc6-dbg, which
+    /// scripts/test installs): `_int_malloc`, which libc.so.6's own tables do not hold.
+    #[test]
+    fn a_stripped_librarys_static_function_is_named_from_its_debug_file() {
+        use object::{Object, ObjectSegment, ObjectSymbol};
+        let me = std::process::id();
+        let maps = exec_maps(&std::fs::read_to_string("/proc/self/maps").unwrap());
+        let libc = maps.iter().find(|m| m.path.contains("/libc.so.6")).unwrap();
+        let data = std::fs::read(&libc.path).unwrap();
+        let elf = object::File::parse(&*data).unwrap();
+        let id: String = elf
+            .build_id()
+            .unwrap()
+            .unwrap()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let dbg = format!("/usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..]);
+        let dbg_data = std::fs::read(&dbg)
+            .unwrap_or_else(|e| panic!("{dbg}: {e}: install libc6-dbg (scripts/test does)"));
+        let dbg_elf = object::File::parse(&*dbg_data).unwrap();
+        let vaddr = dbg_elf
+            .symbols()
+            .find(|s| s.name() == Ok("_int_malloc"))
+            .expect("_int_malloc in libc's debug file")
+            .address();
+        assert!(
+            !elf.dynamic_symbols().any(|s| s.name() == Ok("_int_malloc")),
+            "libc exports it: the test would prove nothing"
+        );
+        let seg = elf
+            .segments()
+            .find(|s| vaddr >= s.address() && vaddr < s.address() + s.size())
+            .unwrap();
+        let off = vaddr - seg.address() + seg.file_range().0;
+        let addr = libc.start + off - libc.offset + 4;
+        let mut b = Blaze::new();
+        b.hold(me);
+        assert_eq!(b.user(me, me, addr).as_deref(), Some("_int_malloc"));
+    }
+
     /// The kernel's names against a plain reading of /proc/kallsyms (root; as another user the addresses
     /// are hidden and so are the names).
     #[test]
@@ -321,11 +497,52 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("kallsyms");
         std::fs::write(&p, "0000000000000000 T _stext\n0000000000000000 t x\n").unwrap();
-        assert!(matches!(kallsyms_state(&p), KallsymsState::Hidden(_)));
+        assert!(matches!(
+            kallsyms_state(&p, dir.path()),
+            KallsymsState::Hidden(_)
+        ));
         std::fs::write(&p, "ffffffff81000000 T _stext\n").unwrap();
         assert!(matches!(
-            kallsyms_state(&p),
-            KallsymsState::Readable(0xffffffff81000000)
+            kallsyms_state(&p, dir.path()),
+            KallsymsState::Readable(0xffffffff81000000, _)
         ));
+    }
+
+    /// The copy holds the text symbols alone, 0600; the next diagnosis of the boot reads it, and a copy of
+    /// another boot or module list is removed when a new one is made.
+    #[test]
+    fn this_boots_copy_of_kallsyms() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("kallsyms");
+        std::fs::write(
+            &src,
+            "ffffffff81000000 T _stext\nffffffff81000010 t __pfx_f\nffffffff82000000 D some_data\n\
+             ffffffffc0000000 t mod_fn\t[mod]\n",
+        )
+        .unwrap();
+        let run = dir.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        std::fs::write(run.join("kallsyms-old-boot"), "x").unwrap();
+        let first = KallsymsCopy::get(&src, &run);
+        assert!(
+            first.how.contains("copied from /proc/kallsyms now"),
+            "{}",
+            first.how
+        );
+        let text = std::fs::read_to_string(&first.path).unwrap();
+        assert_eq!(
+            text,
+            "ffffffff81000000 T _stext\nffffffffc0000000 t mod_fn\t[mod]\n"
+        );
+        let mode = std::fs::metadata(&first.path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(!run.join("kallsyms-old-boot").exists());
+        let again = KallsymsCopy::get(&src, &run);
+        assert_eq!(again.path, first.path);
+        assert!(again.how.contains("this boot's copy"), "{}", again.how);
+        // Where nothing can be kept, /proc/kallsyms itself.
+        let none = KallsymsCopy::get(&src, Path::new("/proc/no/such/dir"));
+        assert_eq!(none.path, src);
     }
 }

@@ -21,11 +21,9 @@ pub mod workers;
 
 use std::path::{Path, PathBuf};
 
-/// Where crash records live: `$PREEMPTLAB_STATE_DIR`, else `/run/preemptlab`.
+/// Where crash records live: [`osutil::run_dir`] (`$PREEMPTLAB_STATE_DIR`, else `/run/preemptlab`).
 pub fn record_dir() -> PathBuf {
-    std::env::var_os("PREEMPTLAB_STATE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/run/preemptlab"))
+    osutil::run_dir()
 }
 
 /// An error when something other than a regular file is at a record's `path` (a FIFO, a socket, a device, a

@@ -75,6 +75,14 @@ pub fn explain_io_error(err: &io::Error) -> String {
     }
 }
 
+/// Where preemptlab keeps what lasts for this boot only (the host guards' crash records, diagnose's copy
+/// of the kernel's symbols): `$PREEMPTLAB_STATE_DIR`, else `/run/preemptlab` (a tmpfs, emptied at boot).
+pub fn run_dir() -> PathBuf {
+    std::env::var_os("PREEMPTLAB_STATE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/run/preemptlab"))
+}
+
 /// Where `scripts/pg-build` installs PostgreSQL builds: `$PREEMPTLAB_PG_CACHE`, else
 /// `/var/cache/preemptlab/pg` (docs/pg-builds.md).
 pub fn pg_build_cache() -> PathBuf {
