@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const TINY_BENCH: [&str; 14] = [
     "bench",
@@ -25,7 +25,7 @@ const TINY_BENCH: [&str; 14] = [
 ];
 
 use common::vm::{
-    assert_vm_block_common, json, offered, one_at_a_time, preemptlab, vm, vm_processes,
+    assert_vm_block_common, json, offered, one_at_a_time, preemptlab, stop_after, vm, vm_processes,
     vm_temp_dirs,
 };
 
@@ -355,32 +355,14 @@ fn sigint_during_a_vm_run_leaves_nothing_behind() {
     let signals = [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP];
     for (i, delay_ms) in [300u64, 4_000, 12_000, 25_000].into_iter().enumerate() {
         let sig = signals[i % signals.len()];
-        let mut child = preemptlab()
+        let child = preemptlab()
             .args(["vm", "--kernel", "6.18", "--"])
             .args(TINY_BENCH.map(|a| if a == "200ms" { "30s" } else { a }))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        // SAFETY: signalling the child we spawned and have not reaped.
-        unsafe { libc::kill(child.id() as i32, sig) };
-        let t = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(15),
-                "no exit 15 s after signal {sig} ({delay_ms} ms)"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let mut err = String::new();
-        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-        assert_eq!(status.code(), Some(128 + sig), "{delay_ms} ms: {err}");
-        // A guest kernel panicking on a boot (retried by `vm`) is not a Rust panic.
-        assert!(!common::rust_panic(&err), "{err}");
+        stop_after(child, sig, delay_ms);
         std::thread::sleep(Duration::from_millis(200));
         assert_eq!(
             vm_processes(),

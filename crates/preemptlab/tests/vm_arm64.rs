@@ -12,8 +12,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::vm::{
-    assert_vm_block_common, json, offered, one_at_a_time, preemptlab, vm, vm_mounts, vm_processes,
-    vm_temp_dirs,
+    assert_vm_block_common, json, offered, one_at_a_time, preemptlab, stop_after, vm, vm_mounts,
+    vm_processes, vm_temp_dirs,
 };
 
 /// The full name of the arm64 kernel whose release starts with `prefix` (from `vm --arch arm64 --list`).
@@ -51,6 +51,17 @@ fn assert_arm64_vm_block(v: &serde_json::Value) {
     );
     assert_eq!(b["guest_clocksource_before"], "arch_sys_counter", "{b}");
     assert_eq!(b["guest_clocksource_after"], "arch_sys_counter", "{b}");
+}
+
+/// The result file a bench wrote on the host from an arm64 guest (after `o`, its `vm` run, succeeded):
+/// its host facts are the guest's, aarch64 and lazy.
+fn arm64_result(o: &std::process::Output, out: &std::path::Path) -> serde_json::Value {
+    ok(o);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    assert_eq!(v["host"]["kernel"]["arch"]["value"], "aarch64");
+    assert_eq!(v["host"]["kernel"]["preemption"]["model"], "lazy");
+    v
 }
 
 fn ok(o: &std::process::Output) {
@@ -208,11 +219,7 @@ fn arm64_bench_pg_4k_and_hugetlb_diagnosed_on_72() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    ok(&o);
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    assert_eq!(v["host"]["kernel"]["arch"]["value"], "aarch64");
-    assert_eq!(v["host"]["kernel"]["preemption"]["model"], "lazy");
+    let v = arm64_result(&o, &out);
     assert_arm64_vm_block(&v);
     let cells = v["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 2, "{}", v["cells"]);
@@ -306,11 +313,7 @@ fn arm64_bench_lock_on_618() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    ok(&o);
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    assert_eq!(v["host"]["kernel"]["arch"]["value"], "aarch64");
-    assert_eq!(v["host"]["kernel"]["preemption"]["model"], "lazy");
+    let v = arm64_result(&o, &out);
     assert!(v["host"]["kernel"]["release"]["value"]
         .as_str()
         .unwrap()
@@ -395,31 +398,14 @@ fn arm64_stop_signals_leave_nothing_behind() {
         (libc::SIGHUP, 30_000),
     ];
     for (sig, delay_ms) in cases {
-        let mut child = preemptlab()
+        let child = preemptlab()
             .args(["vm", "--arch", "arm64", "--kernel", "7.2", "--"])
             .args(["bench", "lock", "--duration", "60s", "--quiet"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        // SAFETY: signalling the child we spawned and have not reaped.
-        unsafe { libc::kill(child.id() as i32, sig) };
-        let t = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(15),
-                "no exit 15 s after signal {sig} ({delay_ms} ms)"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let mut err = String::new();
-        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-        assert_eq!(status.code(), Some(128 + sig), "{delay_ms} ms: {err}");
-        assert!(!common::rust_panic(&err), "{err}");
+        stop_after(child, sig, delay_ms);
         std::thread::sleep(Duration::from_millis(200));
         assert_eq!(
             vm_processes(),

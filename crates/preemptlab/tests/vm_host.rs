@@ -187,7 +187,7 @@ fn a_boot_that_panicked_is_booted_again_and_recorded() {
 fn every_stop_signal_stops_the_guest_and_exits_128_plus_it() {
     for sig in [libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
         let fake = Fake::new();
-        let mut child = fake
+        let child = fake
             .command(&["--", "audit"], &[("FAKE_HANG", "1")])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -201,22 +201,7 @@ fn every_stop_signal_stops_the_guest_and_exits_128_plus_it() {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        // SAFETY: signalling the child we spawned and have not reaped.
-        unsafe { libc::kill(child.id() as i32, sig) };
-        let t = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "signal {sig}: no exit"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let mut err = String::new();
-        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-        assert_eq!(status.code(), Some(128 + sig), "signal {sig}: {err}");
+        let err = common::vm::stop_after(child, sig, 0);
         assert!(err.contains("interrupted: the VM was stopped"), "{err}");
         assert_eq!(
             fake.alive(),

@@ -1,8 +1,9 @@
 //! What the VM tests share (tests/vm.rs for x86_64 guests, tests/vm_arm64.rs for arm64 guests): the binary
 //! with virtme-ng found, one VM at a time, the result as JSON, the `vm` block's common checks.
 
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::CommandCargoExt;
 
@@ -114,4 +115,29 @@ pub fn vm_mounts() -> Vec<String> {
         .filter(|l| l.contains("preemptlab-vm-"))
         .map(String::from)
         .collect()
+}
+
+/// Sends `sig` to a `vm` run (`child`, its stderr piped) after `delay_ms`, waits for it to end (at most
+/// 15 s) and checks it ended as a stop signal should: exit code 128 + the signal, no Rust panic (a guest
+/// kernel panicking on a boot, retried by `vm`, is not one). Returns its stderr.
+pub fn stop_after(mut child: Child, sig: i32, delay_ms: u64) -> String {
+    std::thread::sleep(Duration::from_millis(delay_ms));
+    // SAFETY: signalling the child we spawned and have not reaped.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "no exit 15 s after signal {sig} ({delay_ms} ms)"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(128 + sig), "{delay_ms} ms: {err}");
+    assert!(!super::rust_panic(&err), "{err}");
+    err
 }
