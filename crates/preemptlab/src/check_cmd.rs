@@ -1,8 +1,8 @@
 //! `preemptlab check`: the audit, a short reproduction of lock-holder preemption on this host, and a
-//! verdict with the fixes ranked by their measured effect (planned and run by `lab::check`, judged by
-//! `lab::judge`).
+//! verdict with the fixes ranked by their measured effect (planned and run by `lab::check::plan`, judged by
+//! `lab::check::judge`).
 //!
-//! On a loaded host (PostgreSQL running, or others keeping the CPUs busy: `lab::load`, `lab::judge::loaded`)
+//! On a loaded host (PostgreSQL running, or others keeping the CPUs busy: `lab::check::load`, `lab::check::judge::loaded`)
 //! it says so before measuring, with what the bench would cost, and measures only what is read-only (the
 //! audit and a short diagnosis of the instances) unless `--bench-beside-load` asks for the bench; the flags
 //! that shape the bench are refused there without it.
@@ -93,9 +93,9 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     let audit = hostfacts::audit(&host, &sessions.servers);
     drop(sessions);
 
-    let plan = lab::check::plan(&audit, a.quick, a.reserve_hugepages);
-    let mut load = lab::load::measure(&audit, plan.cost(), lab::load::WINDOW);
-    let cost = lab::judge::bench_cost(&load);
+    let plan = lab::check::plan::plan(&audit, a.quick, a.reserve_hugepages);
+    let mut load = lab::check::load::measure(&audit, plan.cost(), lab::check::load::WINDOW);
+    let cost = lab::check::judge::bench_cost(&load);
     let diagnose = !a.pg.is_empty() || !audit.instances.is_empty();
     let run_bench = match &load.loaded {
         None => true,
@@ -149,12 +149,12 @@ pub fn run(a: CheckArgs) -> Result<i32> {
                 s.duration_s
             );
         }
-        let on_cell = Box::new(move |c: &lab::lockrun::Cell| {
+        let on_cell = Box::new(move |c: &lab::lock::run::Cell| {
             if !quiet {
                 osutil::msg!("{}", report::lock_table::cell_line(c));
             }
         });
-        let r = lab::check::reproduce(&plan, a.reserve_hugepages, out.path(), on_cell, GROW_HINT)?;
+        let r = lab::check::plan::reproduce(&plan, a.reserve_hugepages, out.path(), on_cell, GROW_HINT)?;
         out.finish()?;
         if r.envelope.interrupted {
             osutil::msg!("preemptlab: interrupted");
@@ -166,7 +166,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     };
     load.bench_ran = reproduction.is_some();
     let huge = plan.huge.map_err(|e| e.describe(GROW_HINT));
-    let doc = lab::judge::document(lab::judge::Gathered {
+    let doc = lab::check::judge::document(lab::check::judge::Gathered {
         audit,
         reproduction,
         huge,

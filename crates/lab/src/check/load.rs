@@ -1,7 +1,7 @@
 //! The other load on the host, seen before `check` measures anything: the PostgreSQL instances the audit
 //! found, and the share of all CPU time others keep busy over a short window (this process's own CPU time
 //! taken out, the hypervisor's steal not counted as busy). What it means, whether the host counts as
-//! loaded and the synthetic bench needs the user's word, is [`crate::judge::loaded`]'s to say.
+//! loaded and the synthetic bench needs the user's word, is [`crate::check::judge::loaded`]'s to say.
 
 use std::time::Duration;
 
@@ -27,7 +27,7 @@ pub fn measure(audit: &Audit, bench_cost: BenchCost, window: Duration) -> Load {
         window_s: window.as_secs_f64(),
         cpus: bench_cost.cpus,
         others_busy_pct,
-        busy_threshold_pct: crate::judge::BUSY_PCT,
+        busy_threshold_pct: crate::check::judge::BUSY_PCT,
         instances: audit
             .instances
             .iter()
@@ -40,6 +40,6 @@ pub fn measure(audit: &Audit, bench_cost: BenchCost, window: Duration) -> Load {
         bench_cost,
         bench_ran: false,
     };
-    load.loaded = crate::judge::loaded(&load);
+    load.loaded = crate::check::judge::loaded(&load);
     load
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use hostfacts::pgbin::PgBinError;
 
 use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
-use crate::pghuge::{backing_error, hugepages_needed, reserve, segment_check, Reserved};
+use crate::pg::huge::{backing_error, hugepages_needed, reserve, segment_check, Reserved};
 use crate::result::{self, OutputError};
 use axes::{HugePages, PssWhen};
 use hostguard::hugetlb_pool::{self, PoolGuard};
@@ -133,7 +133,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
     for line in hugetlb_pool::recover_stale_pools() {
         osutil::msg!("preemptlab: {line}");
     }
-    spec.builds = crate::pgbuild::builds_of(&spec);
+    spec.builds = crate::pg::builds::builds_of(&spec);
     let bins = spec
         .builds
         .iter()
@@ -156,7 +156,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
         }
         clusters.push(cluster);
     }
-    spec.pg_version = Some(crate::pgbuild::versions(&spec.builds));
+    spec.pg_version = Some(crate::pg::builds::versions(&spec.builds));
     let mut res = PgResult {
         envelope: matrix::unfinished(results::Kind::BenchPg),
         spec: spec.clone(),
@@ -571,7 +571,7 @@ fn measure(b: &mut PgBench, server: &Server, cell: &Cell, at: At) -> Result<Opti
         Some(&lat_prefix),
     );
     let argv = argv(&cmd);
-    let rseq0 = crate::pgbuild::read_counters(cluster);
+    let rseq0 = crate::pg::builds::read_counters(cluster);
     let stat0 = osutil::procstat::now();
     let ipis0 = osutil::procinterrupts::now();
     let pss = match spec.pss {
@@ -632,9 +632,9 @@ fn measure(b: &mut PgBench, server: &Server, cell: &Cell, at: At) -> Result<Opti
     rep.call_ipis_per_tx = per_tx(ipis.and_then(|d| d.call));
     rep.sampled = sampled;
     rep.rseq_slice = rseq0.and_then(|before| {
-        let left = crate::pgbuild::wait_for_client_backends(cluster, server.bouncer.is_some());
-        let after = crate::pgbuild::read_counters(cluster)?;
-        Some(crate::pgbuild::counters_since(&after, &before, left))
+        let left = crate::pg::builds::wait_for_client_backends(cluster, server.bouncer.is_some());
+        let after = crate::pg::builds::read_counters(cluster)?;
+        Some(crate::pg::builds::counters_since(&after, &before, left))
     });
     match diagnosis {
         Some(Ok(Ok(mut r))) => {

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use shmlock::shm::{Backing, ShmError, ShmRegion};
 
-use crate::lockbench::costs::CostError;
-use crate::lockbench::{self, BenchError, Rep, RepInput, Spec};
+use crate::lock::costs::CostError;
+use crate::lock::{self, BenchError, Rep, RepInput, Spec};
 use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
 use crate::result::OutputError;
 use hostguard::hugetlb_pool::{self, PoolGuard};
@@ -147,7 +147,7 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError>
             }
             Backing::Hugetlb2m | Backing::Hugetlb1g => {
                 let kib = b.hugetlb_kib().unwrap_or(2048);
-                let bytes = lockbench::region_bytes(spec.descriptors);
+                let bytes = lock::region_bytes(spec.descriptors);
                 let need = (bytes as u64).div_ceil(kib * 1024);
                 match pool_free(kib) {
                     Err(e) => Some(e),
@@ -197,8 +197,8 @@ pub fn run(spec: Spec, mut opts: RunOptions) -> Result<LockResult, LockRunError>
         .iter()
         .zip(&backing_skip)
         .any(|(&b, skip)| b == Backing::Hugetlb2m && skip.is_none())
-        .then(|| (lockbench::region_bytes(spec.descriptors) as u64).div_ceil(2 << 20));
-    let costs = lockbench::costs::measure(map_2m)
+        .then(|| (lock::region_bytes(spec.descriptors) as u64).div_ceil(2 << 20));
+    let costs = lock::costs::measure(map_2m)
         .map_err(|e| osutil::msg!("preemptlab: costs not measured: {e}"))
         .ok();
     let mut res = LockResult {
@@ -288,7 +288,7 @@ impl Bench for LockBench<'_> {
         _round: u32,
     ) -> Result<ShmRegion, Unopened<LockRunError>> {
         let b = doc.cells[cells.start].pages;
-        lockbench::new_region(b, self.spec.descriptors).map_err(|e| {
+        lock::new_region(b, self.spec.descriptors).map_err(|e| {
             let why = match e {
                 ShmError::PoolTooSmall { .. } if !self.opts.reserve_hugepages => {
                     format!("{e}; or {}", self.opts.grow_hint)
@@ -308,7 +308,7 @@ impl Bench for LockBench<'_> {
             self.spec.repeat
         );
         let p = &mut self.opts.progress;
-        let r = lockbench::run_rep(RepInput {
+        let r = lock::run_rep(RepInput {
             lock: l,
             backing: b,
             region,

@@ -6,7 +6,7 @@
 //! process when the run has a 2 MB pool to run its cells on, and the lock's line under crowds of spinners
 //! ([`super::crowd`]). Each is the median of many timed repetitions; all of them take well under a second
 //! on two CPUs, about 0.3 s more per crowd size on more ([`super::crowd::sizes`]).
-//! The minor fault on 4 KB pages is the run's `fault_cost` ([`crate::lockrun::measure_fault_cost`]).
+//! The minor fault on 4 KB pages is the run's `fault_cost` ([`crate::lock::run::measure_fault_cost`]).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,4 +1,4 @@
-//! `bench pg`'s options as given, checked and resolved into a `pgrun::Spec` before any cluster or pool is
+//! `bench pg`'s options as given, checked and resolved into a `pg::run::Spec` before any cluster or pool is
 //! touched. Extra server settings are checked against the names the PostgreSQL binaries the bench will use
 //! know (`postgres --describe-config`), so a misspelt one is refused up front, not after initdb.
 
@@ -8,7 +8,7 @@ use std::time::Duration;
 use hostfacts::pgbin::BinDir;
 
 use crate::options::{self, HostShape, OptionError};
-use crate::pgrun::{Build, Cell, PgResult, Spec, Status};
+use crate::pg::run::{Build, Cell, PgResult, Spec, Status};
 use axes::{Driver, HugePages, Protocol};
 use pgharness::pgdriver::Drive;
 
@@ -205,8 +205,8 @@ impl PgOptions {
             }
             .to_string()
         });
-        let found = crate::pgbuild::find(self.pg_bin.as_deref(), &crate::pgbuild::cache_dir())?;
-        let builds: Vec<Build> = found.iter().map(crate::pgbuild::describe).collect();
+        let found = crate::pg::builds::find(self.pg_bin.as_deref(), &crate::pg::builds::cache_dir())?;
+        let builds: Vec<Build> = found.iter().map(crate::pg::builds::describe).collect();
         let threads = match self.threads {
             Some(0) => {
                 return Err(invalid(
@@ -260,7 +260,7 @@ impl PgOptions {
             && self.reserve_hugepages
             && !host.root
         {
-            return Err(crate::lockopts::NEEDS_ROOT);
+            return Err(crate::lock::options::NEEDS_ROOT);
         }
         Ok(spec)
     }

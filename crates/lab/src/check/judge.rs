@@ -1,8 +1,8 @@
 //! `check`'s judgement: whether the host is loaded (then the synthetic bench needs the user's word), the
 //! effects measured in the reproduction (judged by [`stats::judge`], the rule `compare` uses), the fixes
 //! ranked by their measured effect, the one-line verdict, and the document that carries them. Pure: the
-//! audit, the load seen and the reproduction come in, the document goes out ([`crate::check`] plans and
-//! runs the bench, [`crate::load`] samples the load; `report::check` lays the document out).
+//! audit, the load seen and the reproduction come in, the document goes out ([`crate::check::plan`] plans and
+//! runs the bench, [`crate::check::load`] samples the load; `report::check` lays the document out).
 
 use axes::{Backing, LockKind};
 use results::check::{CellKey, CheckDoc, Effect, EffectKind, Fix, Load};

@@ -23,7 +23,7 @@ pub use results::Status;
 /// does.
 #[derive(Debug, thiserror::Error)]
 pub enum LatencyError {
-    /// The spec is refused (`latopts::check`).
+    /// The spec is refused (`latency::options::check`).
     #[error(transparent)]
     Spec(#[from] OptionError),
     /// A background load did not start.
@@ -406,7 +406,7 @@ pub fn run(
     on_cell: impl FnMut(&Cell),
 ) -> Result<LatencyResult, LatencyError> {
     osutil::stop::install_signal_flag()?;
-    crate::latopts::check(&spec)?;
+    crate::latency::options::check(&spec)?;
     // SAFETY: mlockall with valid flags; failure only costs page-fault noise, so it is not fatal.
     let locked = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } == 0;
     let _ = locked;

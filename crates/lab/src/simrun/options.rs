@@ -1,4 +1,4 @@
-//! `sim`'s options as given, resolved (with what `like` and `costs_from` files give, `simfrom`) into the
+//! `sim`'s options as given, resolved (with what `like` and `costs_from` files give, `simrun::files`) into the
 //! request `sim::matrix` makes cells of, and the run of those cells into a result file.
 //!
 //! Precedence: explicit options > `set` > the files' values > the defaults.
@@ -14,7 +14,7 @@ use sim::{Params, Workload};
 
 use crate::matrix::{self as driver, At, Bench, Matrix, Order, Step, Unopened};
 use crate::options::{self, OptionError};
-use crate::simfrom::{self, FileError};
+use crate::simrun::files::{self, FileError};
 
 /// `sim`'s options as given.
 #[derive(Debug, Clone)]
@@ -150,7 +150,7 @@ impl SimOptions {
     pub fn plan(&self) -> Result<SimPlan, SimError> {
         let duration = options::duration_at_least("duration", &self.duration, Duration::ZERO)?;
         let warmup = options::duration_at_least("warmup", &self.warmup, Duration::ZERO)?;
-        let from = simfrom::resolve(self)?;
+        let from = files::resolve(self)?;
         let workload = Workload::parse(&self.workload).map_err(|e| OptionError::Invalid {
             option: "workload",
             value: e.given,

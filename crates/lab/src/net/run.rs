@@ -30,7 +30,7 @@ pub use results::Status;
 /// names them as the caller does.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
-    /// The spec is refused (`netopts::check`).
+    /// The spec is refused (`net::options::check`).
     #[error(transparent)]
     Spec(#[from] OptionError),
     /// The namespace and veth pair need root.
@@ -621,7 +621,7 @@ pub fn run(
     on_cell: impl FnMut(&Cell),
 ) -> Result<NetResult, NetError> {
     osutil::stop::install_signal_flag()?;
-    crate::netopts::check(&spec)?;
+    crate::net::options::check(&spec)?;
     for line in recover_stale_netns() {
         osutil::msg!("preemptlab: {line}");
     }

@@ -169,7 +169,7 @@ mod tests {
     use super::*;
 
     fn lock_result() -> LockResult {
-        let text = include_str!("../../../docs/results/bench-lock-ceiling-immortal.json");
+        let text = include_str!("../../../../docs/results/bench-lock-ceiling-immortal.json");
         match results::Document::from_text(text).unwrap() {
             results::Document::Lock(r) => r,
             d => panic!("a {} result", d.kind()),

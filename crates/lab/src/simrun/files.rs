@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::from_lock::{self, FromLockError};
+use crate::simrun::from_lock::{self, FromLockError};
 use results::lock::LockResult;
 use results::sim::FromFile;
 use results::Document;
@@ -15,7 +15,7 @@ use sim::matrix::{self, ParamError};
 use sim::Params;
 
 use crate::files::{self, FilesError};
-use crate::simopts::{SimError, SimOptions};
+use crate::simrun::options::{SimError, SimOptions};
 
 /// Why a file gives a sim run nothing.
 #[derive(Debug, thiserror::Error)]

@@ -266,7 +266,7 @@ pub fn read_counters(cluster: &Cluster) -> Option<RseqSlice> {
             "SELECT current_setting('rseq_slice.counters', true)",
         )
         .ok()?;
-    crate::pgbuild::parse_counters(&text)
+    crate::pg::builds::parse_counters(&text)
 }
 
 /// Waits (up to 5 s) until the run's client backends have exited and added their rseq counts; returns how

@@ -21,12 +21,14 @@
 //! [`crowd`], the lock's line under crowds of spinners), [`layout`] (the region: lock area, control block, slots, descriptors and the free list
 //! through them), [`workload`] (what one operation does), `worker` (the loop a process or thread runs and
 //! its report) and `rep` (one repetition: start, phase, reap, check, sum). The matrix of cells and
-//! repetitions is [`crate::lockrun`]; forking and reaping go through `hostguard::workers`.
+//! repetitions is [`run`]; forking and reaping go through `hostguard::workers`.
 
 pub mod costs;
 pub mod crowd;
 pub mod layout;
+pub mod options;
 mod rep;
+pub mod run;
 mod worker;
 pub mod workload;
 

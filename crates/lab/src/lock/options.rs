@@ -1,11 +1,11 @@
-//! `bench lock`'s options as given, checked and resolved against the host into a `lockbench::Spec`.
+//! `bench lock`'s options as given, checked and resolved against the host into a `lock::Spec`.
 
 use std::time::Duration;
 
 use axes::{Backing, LockKind, ReconnectGiven, StartAge};
 
-use crate::lockbench::{self, Spec};
-use crate::lockrun::{Cell, LockResult, Status};
+use crate::lock::{self, Spec};
+use crate::lock::run::{Cell, LockResult, Status};
 use crate::options::{self, HostShape, OptionError};
 
 /// `bench lock`'s options as given.
@@ -97,7 +97,7 @@ impl LockOptions {
         let repeat = options::repeat(self.repeat)?;
         let descriptors = self
             .descriptors
-            .unwrap_or_else(|| lockbench::default_descriptors(host.mem_total_kib));
+            .unwrap_or_else(|| lock::default_descriptors(host.mem_total_kib));
         if !(1024..=(1 << 28)).contains(&descriptors) {
             return Err(OptionError::Invalid {
                 option: "descriptors",
@@ -114,7 +114,7 @@ impl LockOptions {
         let reconnect_every = match reconnect_given {
             ReconnectGiven::Never => None,
             ReconnectGiven::Auto if self.threads => None,
-            ReconnectGiven::Auto => Some(lockbench::auto_reconnect_every(descriptors)),
+            ReconnectGiven::Auto => Some(lock::auto_reconnect_every(descriptors)),
             ReconnectGiven::Every(_) if self.threads => {
                 return Err(OptionError::Excludes {
                     option: "reconnect_every",

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use axes::NetTest;
 
-use crate::net::Spec;
+use crate::net::run::Spec;
 use crate::options::{self, HostShape, OptionError};
 
 /// Message sizes, bytes.

@@ -1,14 +1,14 @@
 //! `check`'s plan and reproduction: what to run (pg vs adaptive, 4 KB pages vs the best huge-page backing
 //! the host can give, 8x CPUs workers) and running it as a `bench lock` matrix. The effects, verdict and
-//! fixes are pure and live in [`crate::judge`].
+//! fixes are pure and live in [`crate::check::judge`].
 
 use std::path::PathBuf;
 
 use axes::{Backing, Count, LockKind, ReconnectGiven, StartAge};
 use hostfacts::Audit;
 
-use crate::lockbench::{self, Spec};
-use crate::lockrun::{self, LockResult, LockRunError, RunOptions};
+use crate::lock::{self, Spec};
+use crate::lock::run::{self, LockResult, LockRunError, RunOptions};
 
 /// Why the reproduction has no huge-page side.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +74,7 @@ pub fn plan(audit: &Audit, quick: bool, reserve_hugepages: bool) -> Plan {
     let cpus = audit.kernel.cpus.value.unwrap_or(1);
     let descriptors: u64 = if quick { 1 << 21 } else { 4 << 20 };
     let (duration_s, warmup_s, repeat) = if quick { (0.8, 0.2, 2) } else { (2.0, 0.5, 3) };
-    let bytes = lockbench::region_bytes(descriptors) as u64;
+    let bytes = lock::region_bytes(descriptors) as u64;
     let huge = huge_backing(audit, bytes, reserve_hugepages && osutil::is_root());
     let mut pages = vec![Backing::Page4k];
     pages.extend(huge.as_ref().ok().copied());
@@ -90,7 +90,7 @@ pub fn plan(audit: &Audit, quick: bool, reserve_hugepages: bool) -> Plan {
         descriptors,
         cs_ns: 0,
         work_ns: 1000,
-        reconnect_every: Some(lockbench::auto_reconnect_every(descriptors)),
+        reconnect_every: Some(lock::auto_reconnect_every(descriptors)),
         reconnect_every_given: ReconnectGiven::Auto,
         threads: false,
         prefetch_next: false,
@@ -124,10 +124,10 @@ pub fn reproduce(
     plan: &Plan,
     reserve_hugepages: bool,
     out: PathBuf,
-    on_cell: Box<dyn FnMut(&lockrun::Cell)>,
+    on_cell: Box<dyn FnMut(&run::Cell)>,
     grow: &str,
 ) -> Result<LockResult, LockRunError> {
-    lockrun::run(
+    run::run(
         plan.spec.clone(),
         RunOptions {
             reserve_hugepages,

@@ -5,7 +5,7 @@ use axes::HugePages;
 use results::pg::{SegmentCheck, Spec};
 use results::Status;
 
-use crate::pgrun::Skip;
+use crate::pg::run::Skip;
 use hostguard::hugetlb_pool::PoolGuard;
 use pgharness::pgcluster::Cluster;
 

@@ -1,0 +1,4 @@
+//! `bench net`: its options and its run.
+
+pub mod options;
+pub mod run;
