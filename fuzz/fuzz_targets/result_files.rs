@@ -3,7 +3,7 @@
 //! `compare --by` and `report`'s HTML page.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use report::compare::{self, By, Input};
+use compare::{By, Input};
 use report::export::{export, Format, Layout};
 use results::Document;
 

@@ -2,7 +2,7 @@
 
 use anyhow::{anyhow, bail, Result};
 use lab::files::{self, load_document as load, FilesError};
-use report::compare::{self, CompareError};
+use compare::CompareError;
 use results::Document;
 
 use crate::cli::{CompareArgs, ReportArgs, ResultsArgs};

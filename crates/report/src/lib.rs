@@ -5,8 +5,7 @@
 
 pub mod audit_table;
 pub mod check;
-pub mod compare;
-mod compare_input;
+pub mod compare_view;
 mod diagnose_html;
 pub mod diagnose_prom;
 pub mod diagnose_table;
@@ -20,7 +19,6 @@ pub mod markup;
 pub mod net_table;
 pub mod page;
 pub mod pg_table;
-mod pooled;
 pub mod prometheus;
 pub mod results_list;
 mod sim_html;

@@ -14,7 +14,7 @@ use results::net::NetResult;
 use results::pg::PgResult;
 use results::sim::SimResult;
 
-use crate::compare::{Comparison, Metric, Row, Unit};
+use compare::{Comparison, Metric, Row, Unit};
 use crate::markup::Style;
 use results::host::fleet::Fleet;
 use stats::fmt::sig3;
@@ -275,7 +275,7 @@ pub(crate) fn cells_of(r: &Row) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{run, Options};
+    use compare::{run, Options};
     use results::Document;
 
     fn load(rel: &str) -> (String, Document) {

@@ -17,7 +17,10 @@ use results::Document;
 use serde::Serialize;
 use stats::{judge, Sample};
 
-pub use crate::compare_input::{CellSamples, Input};
+pub mod input;
+pub mod pooled;
+
+pub use crate::input::{CellSamples, Input};
 pub use crate::pooled::{split, By};
 
 /// A difference in host facts or spec.
@@ -90,38 +93,6 @@ impl Comparison {
     /// True when any row is a significant regression.
     pub fn has_regression(&self) -> bool {
         self.rows.iter().any(|r| r.regression)
-    }
-
-    /// The comparison with every string from its inputs (file names, host facts such as a host name or a
-    /// data directory, spec values, cell keys) [`crate::markup::shown`]: what the text formats lay out, as
-    /// `fleet`, `audit` and `results` do, so that a result file from another host cannot drive the
-    /// terminal or split a row (issue 46 item 2).
-    pub fn shown(&self) -> Comparison {
-        use crate::markup::shown;
-        let diffs = |ds: &[FactDiff]| -> Vec<FactDiff> {
-            ds.iter()
-                .map(|d| FactDiff {
-                    fact: shown(&d.fact),
-                    values: d.values.iter().map(|v| shown(v)).collect(),
-                })
-                .collect()
-        };
-        Comparison {
-            inputs: self.inputs.iter().map(|i| shown(i)).collect(),
-            host_diffs: diffs(&self.host_diffs),
-            spec_diffs: diffs(&self.spec_diffs),
-            unmatched: self.unmatched.iter().map(|u| shown(u)).collect(),
-            rows: self
-                .rows
-                .iter()
-                .map(|r| Row {
-                    cell: shown(&r.cell),
-                    metric: shown(&r.metric),
-                    ..r.clone()
-                })
-                .collect(),
-            ..self.clone()
-        }
     }
 }
 

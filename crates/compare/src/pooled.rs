@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use results::metrics::{HOST_FACTS, METRICS, VM_FACTS};
 
-use crate::compare::CompareError;
-use crate::compare_input::{CellSamples, Input};
+use crate::CompareError;
+use crate::input::{CellSamples, Input};
 
 /// What to split pooled runs along.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -286,7 +286,7 @@ pub fn split(inputs: &[Input], by: &By, base: Option<&str>) -> Result<Vec<Input>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::compare;
+    use crate::compare;
     use results::Document;
 
     fn load(rel: &str) -> Document {

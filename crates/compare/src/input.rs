@@ -9,7 +9,7 @@ use results::metrics::METRICS;
 use results::vm::VmBlock;
 use results::{Document, Kind};
 
-use crate::compare::CompareError;
+use crate::CompareError;
 
 /// One cell of an input: its key fields and, per metric of [`METRICS`] (same index), the repetitions'
 /// values.
@@ -21,7 +21,7 @@ pub struct CellSamples {
     pub samples: Vec<Vec<f64>>,
 }
 
-/// One input: a result file (or a part of one, see [`split`](crate::compare::split)).
+/// One input: a result file (or a part of one, see [`split`](crate::split)).
 #[derive(Debug, Clone)]
 pub struct Input {
     /// A label (the file name).
