@@ -4,7 +4,7 @@ pub use results::host::audit::{Audit, HostFacts};
 
 use crate::findings::{self};
 use crate::host::Host;
-use crate::hostpool;
+use crate::hugepages::target;
 use crate::kernel::{self, KernelFacts};
 use crate::memory::{self, MemoryFacts};
 use crate::pgquery::{PgFailure, ServerInfo};
@@ -54,7 +54,7 @@ fn audit_with(
         memory,
     } = host_facts(host);
     let (instances, unmatched_servers) = postgres::discover_with(host, servers, rollups);
-    let pool_targets = hostpool::for_host(&memory, &instances);
+    let pool_targets = target::for_host(&memory, &instances);
     let mut findings = findings::findings(
         &kernel,
         &memory,

@@ -6,7 +6,7 @@
 pub use results::host::findings::{FailOn, Finding, PoolFix, Severity, Verdict};
 pub use results::host::postgres::{huge_page_size_kib, instance_huge_page_kib};
 
-use crate::hostpool::PoolTarget;
+use crate::hugepages::target::PoolTarget;
 use crate::kernel::{KernelFacts, PreemptModel};
 use crate::memory::MemoryFacts;
 use crate::parse::{self, Bytes};
@@ -34,7 +34,7 @@ fn kib(k: u64) -> String {
 }
 
 /// The pool fix for an instance: its own need and the host's target at its page size, from the host's
-/// pool targets ([`crate::hostpool`]).
+/// pool targets ([`crate::hugepages::target`]).
 pub fn pool_fix(inst: &PgInstance, targets: &[PoolTarget]) -> Option<PoolFix> {
     let (t, need) = targets
         .iter()

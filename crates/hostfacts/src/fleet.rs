@@ -5,7 +5,7 @@
 //! hosts did not report recently. Everything here is pure: the caller reads the files (in parallel; each
 //! file is parsed and assessed on its own by [`load`]) and [`combine`] makes the answer.
 //!
-//! Pool sizes are the audit's own: its `pool_targets` ([`hostfacts::hostpool`], the figure `audit`,
+//! Pool sizes are the audit's own: its `pool_targets` ([`hostfacts::hugepages::target`], the figure `audit`,
 //! `hugepages` and `check` print: every instance's need plus the pages other users of the pool hold), or,
 //! for an audit written before it kept them, the same computation over the facts it recorded.
 //!
@@ -20,7 +20,7 @@ pub use results::host::fleet::{
 use std::collections::{BTreeMap, HashMap};
 
 use crate::findings::{Severity, Verdict};
-use crate::hugepages;
+use crate::hugepages::sizing;
 use crate::kernel::PreemptModel;
 use crate::Audit;
 
@@ -272,7 +272,7 @@ pub fn assess(file: &str, a: &Audit, opts: &Options) -> Assessed {
     let age_s = opts.now_unix_s as i64 - a.generated_unix_s as i64;
     let mut instances_4k = Vec::new();
     let mut full_touch_kib = 0;
-    let targets = crate::hostpool::targets_of(a);
+    let targets = crate::hugepages::target::targets_of(a);
     for inst in &a.instances {
         if inst.on_huge_pages.get() != Some(&false) {
             continue;
@@ -295,7 +295,7 @@ pub fn assess(file: &str, a: &Audit, opts: &Options) -> Assessed {
                     .collect();
                 // Settings, not commands: comments, so the fix stays pasteable.
                 fix.extend(
-                    hugepages::postgresql_conf_lines(t.page_size_kib, t.default_page_size_kib)
+                    sizing::postgresql_conf_lines(t.page_size_kib, t.default_page_size_kib)
                         .iter()
                         .map(|l| match l.split_once(" # ") {
                             Some((setting, note)) => {

@@ -141,13 +141,13 @@ fn held_by_preemptlab(host: &Host, kib: u64) -> Held {
     let Ok(text) = host.read(&format!("/run/preemptlab/pool-{kib}kB.json")) else {
         return Held::default();
     };
-    let Some(mut reg) = crate::pool_record::Registry::parse(&text) else {
+    let Some(mut reg) = crate::hugepages::record::Registry::parse(&text) else {
         return Held::default();
     };
     let target_with_ended = reg.target();
     let ended = reg.prune(|s| {
         let stat = host.read(&format!("/proc/{}/stat", s.pid)).ok();
-        crate::pool_record::share_alive(s, stat.as_deref())
+        crate::hugepages::record::share_alive(s, stat.as_deref())
     });
     let mut held = Held {
         added: reg.target().saturating_sub(reg.base),

@@ -160,7 +160,7 @@ fn two_instances_on_one_host_share_one_pool() {
     let mut second = a.instances[0].clone();
     second.postmaster_pid += 1;
     a.instances.push(second);
-    a.pool_targets = hostfacts::hostpool::for_host(&a.memory, &a.instances);
+    a.pool_targets = hostfacts::hugepages::target::for_host(&a.memory, &a.instances);
     // The same host audited by a version that did not record its pool targets: fleet computes them.
     let mut old = a.clone();
     old.pool_targets.clear();

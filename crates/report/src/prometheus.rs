@@ -363,7 +363,7 @@ fn instances(o: &mut Out, a: &Audit) {
         &each(&|i| Some((id(i), i.backend_pids.len() as f64))),
     );
     // Sizing at the page size the instance would use (huge_page_size, else the host default), and the
-    // host's one pool target at that size (the audit's, computed by hostfacts::hostpool).
+    // host's one pool target at that size (the audit's, computed by hostfacts::hugepages::target).
     let targets = &a.pool_targets;
     let sizing = |i: &PgInstance| -> Option<(Labels, &results::host::hostpool::PoolTarget, u64)> {
         let (t, need) = targets

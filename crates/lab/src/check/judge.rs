@@ -337,7 +337,7 @@ pub fn no_fix(fixes: &[Fix], effects: &[Effect], bench_ran: bool) -> Option<Stri
 fn huge_page_commands(audit: &Audit) -> Vec<String> {
     let mut commands = Vec::new();
     if audit.findings.iter().any(|f| f.pool.is_some()) {
-        for t in hostfacts::hostpool::targets_of(audit).iter() {
+        for t in hostfacts::hugepages::target::targets_of(audit).iter() {
             commands.push(format!("# {}", t.describe_for(None)));
             commands.extend(t.commands.iter().map(|c| format!("  {c}")));
         }

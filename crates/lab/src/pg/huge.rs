@@ -61,7 +61,7 @@ pub(crate) fn reserve(
     let Some(needed) = needed else {
         return Ok(Reserved::Nothing);
     };
-    let want = needed + hostfacts::hugepages::margin(needed);
+    let want = needed + hostfacts::hugepages::sizing::margin(needed);
     let kib = spec.huge_page_kib;
     if allowed {
         return PoolGuard::ensure_free(kib, want)

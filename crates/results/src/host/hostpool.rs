@@ -1,4 +1,4 @@
-//! The hugetlb pool a host needs, one figure per page size: the records (`hostfacts::hostpool` computes
+//! The hugetlb pool a host needs, one figure per page size: the records (`hostfacts::hugepages::target` computes
 //! them; the audit carries them; `hugepages`, `check`, the Prometheus metrics and `fleet` show them).
 
 use serde::{Deserialize, Serialize};

@@ -25,7 +25,7 @@
 //!   than zero, and the committed pages less preemptlab's are never taken to be fewer than the pages the
 //!   instances are seen to map.
 
-use crate::hugepages::{self, SizingError};
+use crate::hugepages::sizing::{self, SizingError};
 use crate::memory::MemoryFacts;
 use crate::parse::Bytes;
 use crate::postgres::PgInstance;
@@ -63,8 +63,8 @@ pub fn is_preemptlab_cluster(inst: &PgInstance) -> bool {
 
 /// One running instance's need at `page_kib`.
 pub fn instance_need(inst: &PgInstance, page_kib: u64) -> Result<Need, SizingError> {
-    let (basis, own_pages) = hugepages::instance_basis(inst, page_kib)?;
-    let own = hugepages::own_sizing(&basis, page_kib);
+    let (basis, own_pages) = sizing::instance_basis(inst, page_kib)?;
+    let own = sizing::own_sizing(&basis, page_kib);
     Ok(Need {
         label: format!(
             "instance {} ({})",
@@ -109,7 +109,7 @@ pub fn for_page_size(
     for inst in instances {
         if is_preemptlab_cluster(inst) {
             throwaway = throwaway.saturating_add(
-                hugepages::instance_basis(inst, page_kib).map_or(0, |(_, own)| own),
+                sizing::instance_basis(inst, page_kib).map_or(0, |(_, own)| own),
             );
             continue;
         }
@@ -221,7 +221,7 @@ pub fn target(
         not_sized,
         target,
         arithmetic,
-        commands: hugepages::pool_lines(page_kib, default_page_size_kib, target),
+        commands: sizing::pool_lines(page_kib, default_page_size_kib, target),
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::fact::Fact;
-use crate::hugepages::Basis;
+use crate::hugepages::sizing::Basis;
 use crate::memory::HugePool;
 use crate::postgres::Segment;
 
@@ -319,10 +319,10 @@ fn a_zero_huge_page_size_divides_nothing() {
     let mut m = mem(vec![]);
     m.default_huge_page_kib = Fact::known(0, "test");
     assert_eq!(default_page_kib(&m), 2048);
-    let own = hugepages::own_sizing(&Basis::Given { size_kib: 1 << 20 }, 0);
+    let own = sizing::own_sizing(&Basis::Given { size_kib: 1 << 20 }, 0);
     assert!(own.pages_needed > 0);
     let i = instance(1, "/srv/a", 1 << 20, 0, "on", None);
-    assert!(hugepages::instance_basis(&i, 0).is_ok());
+    assert!(sizing::instance_basis(&i, 0).is_ok());
 }
 
 #[test]

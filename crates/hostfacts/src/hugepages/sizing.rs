@@ -8,7 +8,7 @@
 
 pub use results::host::hugepages::{Applied, Basis, Plan};
 
-use crate::hostpool::PoolTarget;
+use crate::hugepages::target::PoolTarget;
 use crate::memory::HugePool;
 use crate::parse::{self, Bytes};
 use crate::pgquery::ServerInfo;
