@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
     if let Some(page) = m.get("Hugepagesize") {
         let size_kib = m.get("MemTotal").copied().unwrap_or(1 << 20);
         let own = hostfacts::hugepages::sizing::own_sizing(
-            &hostfacts::hugepages::sizing::Basis::Given { size_kib },
+            &results::host::hugepages::Basis::Given { size_kib },
             *page,
         );
         assert!(own.pages_needed >= own.pages_exact);

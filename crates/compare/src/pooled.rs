@@ -363,7 +363,7 @@ mod tests {
         // One run with the model as an axis (`--switch-preempt none,lazy`): every cell twice, each with
         // its model; the host's (here none) is not the split. A file without the axis, under lazy, pools
         // with the lazy cells.
-        use results::model::Model;
+        use axes::model::Model;
         let run1 = load("bench-lock-bars-v5-run1.json");
         let mut axis = run1.clone();
         let Document::Lock(r) = &mut axis else {

@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use hostfacts::postgres::PgInstance;
-use hostfacts::{Audit, Host};
+use results::host::postgres::PgInstance;
+use hostfacts::{Host};
+use results::host::audit::Audit;
 use results::diagnose::{
     ByType, Context, DiagnoseResult, EventScope, FunctionShare, InstanceDiagnosis, Rates,
     ScopeKind, Segment, Spec, Totals, Unmeasured, Waits,
@@ -311,7 +312,7 @@ pub struct Prepared {
     ok: Measured,
     scope: EventScope,
     unmeasured: Vec<Unmeasured>,
-    servers: Vec<hostfacts::pgquery::ServerInfo>,
+    servers: Vec<results::host::pgquery::ServerInfo>,
     clients: Vec<postgres::Client>,
     control: Option<Control>,
 }

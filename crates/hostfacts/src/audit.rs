@@ -1,13 +1,15 @@
 //! The audit: every fact, every finding, one verdict.
 
-pub use results::host::audit::{Audit, HostFacts};
+use results::host::audit::{Audit, HostFacts};
 
 use crate::findings::{self};
 use crate::host::Host;
 use crate::hugepages::target;
-use crate::kernel::{self, KernelFacts};
-use crate::memory::{self, MemoryFacts};
-use crate::pgquery::{PgFailure, ServerInfo};
+use crate::kernel::{self};
+use results::host::kernel::KernelFacts;
+use crate::memory::{self};
+use results::host::memory::MemoryFacts;
+use results::host::pgquery::{PgFailure, ServerInfo};
 use crate::postgres::{self};
 
 /// The version of the audit JSON schema (GUIDE.md "Audit JSON"). Bumped on any incompatible change.

@@ -3,15 +3,16 @@
 //! The rules and their thresholds are listed in GUIDE.md ("audit", "Findings"). They are pure functions of the
 //! facts, so fixtures drive them in tests.
 
-pub use results::host::findings::{FailOn, Finding, PoolFix, Severity, Verdict};
-pub use results::host::postgres::{huge_page_size_kib, instance_huge_page_kib};
+use results::host::findings::{FailOn, Finding, PoolFix, Severity, Verdict};
+use results::host::postgres::{huge_page_size_kib, instance_huge_page_kib};
 
-use crate::hugepages::target::PoolTarget;
-use crate::kernel::{KernelFacts, PreemptModel};
-use crate::memory::MemoryFacts;
-use crate::parse::{self, Bytes};
-use crate::pgquery::ServerInfo;
-use crate::postgres::PgInstance;
+use results::host::hugepages::PoolTarget;
+use results::host::kernel::{KernelFacts, PreemptModel};
+use results::host::memory::MemoryFacts;
+use crate::parse::{self};
+use results::host::bytes::Bytes;
+use results::host::pgquery::ServerInfo;
+use results::host::postgres::PgInstance;
 
 /// Page tables above this share of an instance's shared memory: warn.
 pub const PT_SHARE_OF_SHM_WARN: f64 = 0.10;
@@ -491,7 +492,7 @@ pub fn sort(findings: &mut [Finding]) {
 
 /// `pg-query-failed` (warn): a `--pg` server could not be asked. The rest of the audit stands (the
 /// instances are still found and sized from /proc), without the server's own figures.
-pub fn pg_query_failed(f: &crate::pgquery::PgFailure) -> Finding {
+pub fn pg_query_failed(f: &results::host::pgquery::PgFailure) -> Finding {
     let peer = f.error.contains("Peer authentication failed");
     let mut fix = vec![format!(
         "psql '{}' -c 'SELECT 1'   # as the user the audit runs as: PostgreSQL's own client gives the same error",
@@ -617,8 +618,8 @@ mod tests {
     fn kernel_with_rseq(release: &str, ok: bool, why: Option<&str>) -> KernelFacts {
         let mut k =
             crate::kernel::read(&crate::host::Host::at(std::path::Path::new("/nonexistent")));
-        k.release = crate::fact::Fact::known(release.to_string(), "test");
-        k.rseq_slice_extension = crate::fact::Fact::known(ok, "test");
+        k.release = results::host::fact::Fact::known(release.to_string(), "test");
+        k.rseq_slice_extension = results::host::fact::Fact::known(ok, "test");
         k.rseq_slice_extension_why = why.map(str::to_string);
         k
     }
@@ -662,7 +663,7 @@ mod tests {
             rseq_slice_finding(&kernel_with_rseq("6.18.4", false, None), false, "6.18.4").is_none()
         );
         let mut k = kernel_with_rseq("7.2.0", false, None);
-        k.rseq_slice_extension = crate::fact::Fact::unavailable("x", "not probed");
+        k.rseq_slice_extension = results::host::fact::Fact::unavailable("x", "not probed");
         assert!(rseq_slice_finding(&k, true, "7.2.0").is_none());
     }
 

@@ -13,16 +13,16 @@
 //! host (told apart by its host ID, by its host name in a diagnosis without one) gives one row per instance
 //! it observed ([`DiagnosisRow`]), instances with the symptom first.
 
-pub use results::host::fleet::{
+use results::host::fleet::{
     DiagnosisRow, Failed, Fleet, Group, HostPool, HostRow, InstanceFix, Sizing, Stale, Superseded,
     Totals,
 };
 use std::collections::{BTreeMap, HashMap};
 
-use crate::findings::{Severity, Verdict};
+use results::host::findings::{Severity, Verdict};
 use crate::hugepages::sizing;
-use crate::kernel::PreemptModel;
-use crate::Audit;
+use results::host::kernel::PreemptModel;
+use results::host::audit::Audit;
 
 /// The version of the fleet JSON schema.
 pub const SCHEMA_VERSION: u32 = 2;

@@ -23,7 +23,7 @@
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-use crate::fact::Fact;
+use results::host::fact::Fact;
 use crate::host::Host;
 
 /// preemptlab's application ID (made once with `systemd-id128 new`).

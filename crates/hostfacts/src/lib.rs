@@ -5,8 +5,6 @@
 //! a fixture tree as if it were `/`. See docs/references.md (the regression, how the kernel preempts, PostgreSQL) for the facts the rules rely on.
 
 pub mod audit;
-/// Facts with provenance: the type is the schema's (`results::host::fact`).
-pub use results::host::fact;
 pub mod findings;
 pub mod fleet;
 pub mod host;
@@ -22,8 +20,5 @@ pub mod rusage;
 pub mod stopped;
 pub mod targets;
 
-pub use audit::{audit, audit_light, audit_of, host_facts, Audit, HostFacts};
-pub use fact::Fact;
-pub use findings::{Finding, Severity, Verdict};
+pub use audit::{audit, audit_light, audit_of, host_facts};
 pub use host::Host;
-pub use kernel::PreemptModel;

@@ -4,11 +4,11 @@
 //! THP: `/sys/kernel/mm/transparent_hugepage/{enabled,defrag,shmem_enabled}` (`transhuge.rst`); shared
 //! memory obeys `shmem_enabled`, not `enabled`.
 
-pub use results::host::memory::{HugePool, MemoryFacts};
+use results::host::memory::{HugePool, MemoryFacts};
 
 use results::host::memory::EndedRuns;
 
-use crate::fact::Fact;
+use results::host::fact::Fact;
 use crate::host::Host;
 use crate::parse;
 

@@ -4,7 +4,7 @@
 //! `Documentation/admin-guide/cputopology.rst` (CPU lists), PostgreSQL's `postmaster.pid` layout
 //! (`src/include/utils/pidfile.h`) and configuration-file syntax (`guc-file.l`).
 
-pub use results::host::bytes::{pg_memory, size, Bytes, ParseError};
+use results::host::bytes::{pg_memory, size, Bytes, ParseError};
 
 fn err(msg: impl Into<String>) -> ParseError {
     ParseError(msg.into())

@@ -14,7 +14,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::hugepages::sizing::Basis;
+use results::host::hugepages::Basis;
 use crate::parse;
 
 /// Why a stopped server could not be sized.

@@ -5,11 +5,12 @@
 use std::path::Path;
 
 use crate::hugepages::target;
-use crate::hugepages::sizing::{self, Basis, SizingError};
-use crate::memory::MemoryFacts;
+use crate::hugepages::sizing::{self, SizingError};
+use results::host::hugepages::Basis;
+use results::host::memory::MemoryFacts;
 use crate::parse;
-use crate::pgquery::ServerInfo;
-use crate::postgres::PgInstance;
+use results::host::pgquery::ServerInfo;
+use results::host::postgres::PgInstance;
 use crate::stopped::{self, StoppedError};
 use crate::Host;
 

@@ -3,9 +3,11 @@
 
 use std::path::PathBuf;
 
-use hostfacts::findings::Verdict;
-use hostfacts::fleet::{self, Fleet, Loaded, Options};
-use hostfacts::{Audit, Host};
+use results::host::findings::Verdict;
+use hostfacts::fleet::{self, Loaded, Options};
+use results::host::fleet::Fleet;
+use hostfacts::{Host};
+use results::host::audit::Audit;
 use report::Style;
 
 const NOW: u64 = 1_800_000_000;

@@ -35,9 +35,9 @@ use osutil::explain_io_error as explain;
 
 use crate::record_dir;
 
-pub use hostfacts::hugepages::sizing::Applied;
-pub use hostfacts::hugepages::sysfs::{HugetlbPool, PoolFileError};
-pub use hostfacts::hugepages::record::{Registry, Share};
+use results::host::hugepages::Applied;
+use hostfacts::hugepages::sysfs::{HugetlbPool, PoolFileError};
+use hostfacts::hugepages::record::{Registry, Share};
 
 /// Why a pool could not be read, grown, given back or recorded.
 #[derive(Debug, thiserror::Error)]

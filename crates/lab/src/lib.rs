@@ -20,7 +20,7 @@
 //!   (setting names too) before any cluster exists (`options`), the huge-page side of a cell (`huge`), the
 //!   builds axis (`builds`: bin directories and scripts/pg-build's cache, their manifests, the
 //!   rseq-spinlock build's counters).
-//! - `rusage`: the one getrusage wrapper (hostfacts', re-exported).
+
 //! - `simrun`: `sim`'s options as given, resolved into the model's matrix, and its run (`options`), what
 //!   `bench lock` result files give a `sim` run (`files`) and what a `bench lock` result gives the model
 //!   (`from_lock`: its costs as parameters, its matrix as axes).
@@ -36,5 +36,4 @@ pub mod net;
 pub mod options;
 pub mod pg;
 pub mod result;
-pub use hostfacts::rusage;
 pub mod simrun;

@@ -14,8 +14,8 @@ use osutil::child::{Child, ChildError, Ended};
 use hostfacts::pgbin::BinDir;
 
 use crate::pgcluster::Cluster;
-use crate::procsample::Sampled;
-pub use axes::Driver;
+use results::pg::Sampled;
+use axes::Driver;
 use axes::Protocol;
 use results::pg::{Latency, Point, Rep, SegmentCheck, Spec};
 

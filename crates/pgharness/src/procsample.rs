@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-pub use results::pg::{Sample, Sampled};
+use results::pg::{Sample, Sampled};
 
 /// One process's counters at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

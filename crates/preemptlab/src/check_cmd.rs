@@ -149,7 +149,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
                 s.duration_s
             );
         }
-        let on_cell = Box::new(move |c: &lab::lock::run::Cell| {
+        let on_cell = Box::new(move |c: &results::lock::Cell| {
             if !quiet {
                 osutil::msg!("{}", report::lock_table::cell_line(c));
             }

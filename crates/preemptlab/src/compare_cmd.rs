@@ -155,7 +155,7 @@ pub fn report(a: ReportArgs) -> Result<i32> {
         );
     }
     // Several hosts' audits: the page opens with the fleet's answer over them.
-    let audits: Vec<(&str, &hostfacts::Audit)> = docs
+    let audits: Vec<(&str, &results::host::audit::Audit)> = docs
         .iter()
         .filter_map(|d| match &d.doc {
             results::Document::Audit(a) => Some((d.label.as_str(), &**a)),

@@ -1,7 +1,8 @@
 //! `preemptlab fleet`: finds the audit files, reads and assesses them on every CPU, prints the answer.
 
 use anyhow::{anyhow, Context, Result};
-use hostfacts::fleet::{self, Failed, Loaded, Options};
+use hostfacts::fleet::{self, Loaded, Options};
+use results::host::fleet::Failed;
 use lab::files::{self, FilesError};
 
 use crate::cli::FleetArgs;

@@ -14,7 +14,8 @@ use assert_cmd::cargo::cargo_bin;
 use common::hugetlb::{Bench, OperatorsPool, Pool};
 use pgharness::pgcluster::Cluster;
 use serde_json::Value;
-use shmlock::shm::{Backing, ShmRegion};
+use shmlock::shm::{ShmRegion};
+use axes::Backing;
 
 fn preemptlab(args: &[&str]) -> Output {
     Command::new(cargo_bin("preemptlab"))

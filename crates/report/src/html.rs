@@ -11,7 +11,7 @@ use results::host::fleet::Fleet;
 use results::host::Fact;
 use results::latency::{self, LatencyResult};
 use results::lock::{self, LockResult};
-use results::model::Model;
+use axes::model::Model;
 use results::net::{self, NetResult};
 use results::pg::{self, PgResult};
 use results::{Document, Status};

@@ -4,8 +4,9 @@
 //! was on huge pages; then the page-table ratios and, for builds with the rseq-spinlock patch, what the rseq
 //! time-slice extension did.
 
-use results::model::Model;
-use results::pg::{Build, Cell, HugePages, PgResult, RseqSlice};
+use axes::model::Model;
+use results::pg::{Build, Cell, PgResult, RseqSlice};
+use axes::HugePages;
 use results::Status;
 
 use crate::markup::{columns, model_column, model_header, model_prefix, not_run_row, Align};

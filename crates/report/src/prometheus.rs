@@ -365,7 +365,7 @@ fn instances(o: &mut Out, a: &Audit) {
     // Sizing at the page size the instance would use (huge_page_size, else the host default), and the
     // host's one pool target at that size (the audit's, computed by hostfacts::hugepages::target).
     let targets = &a.pool_targets;
-    let sizing = |i: &PgInstance| -> Option<(Labels, &results::host::hostpool::PoolTarget, u64)> {
+    let sizing = |i: &PgInstance| -> Option<(Labels, &results::host::hugepages::PoolTarget, u64)> {
         let (t, need) = targets
             .iter()
             .find_map(|t| t.need_of(i.postmaster_pid).map(|n| (t, n)))?;

@@ -1,14 +1,13 @@
 //! `bench lock`: the StrategyGetBuffer-like workload's spec, repetitions, cells and result file.
 
-pub use axes::{Backing, Count, LockKind, ReconnectGiven, StartAge};
+use axes::{Backing, Count, LockKind, ReconnectGiven, StartAge};
 use serde::{Deserialize, Serialize};
-use stats::Summary;
+use stats::{Percentiles, Summary};
 
+// The costs `bench lock` measures before its cells are the model's record of them
+// (`results::model::Costs`), so the bench writes what `sim --costs-from` reads.
+use crate::model::Costs;
 use crate::{Envelope, Status};
-
-/// The costs `bench lock` measures before its cells: the model's record of them, so the bench writes what
-/// `sim --costs-from` reads.
-pub use crate::model::Costs;
 
 /// The whole experiment.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -49,9 +48,6 @@ pub struct Spec {
     /// Seed of the free-list permutation and the workers' RNGs.
     pub seed: u64,
 }
-
-/// Percentiles of a latency distribution, in ns (one definition, in `stats`, shared with the sim).
-pub use stats::Percentiles;
 
 /// The correctness check of one repetition.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

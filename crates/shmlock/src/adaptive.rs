@@ -76,7 +76,7 @@ const PARKED: u32 = 2;
 const WAKING: u32 = 4;
 const STALLED: u32 = 8;
 
-pub use lockparams::adaptive::{
+use lockparams::adaptive::{
     PARK_TIMEOUT_MAX, PARK_TIMEOUT_MIN, SLOTS, SPIN_BUDGET, STALE_SLOT,
 };
 

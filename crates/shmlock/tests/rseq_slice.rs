@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use shmlock::rseq::RseqLock;
-use shmlock::shm::{Backing, ShmRegion};
+use shmlock::shm::{ShmRegion};
+use axes::Backing;
 use shmlock::RawLock;
 
 #[repr(C, align(64))]

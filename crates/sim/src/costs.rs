@@ -3,10 +3,10 @@
 //! parameters [`taken`] maps them to, so the model runs with the costs of the machine (or guest) the bench
 //! ran on. docs/model.md ("Costs from a measurement") says what is taken and what stays a default.
 
-pub use results::model::{Costs, LineCrowd, Taken, Uncontended};
+use results::model::{Costs, LineCrowd, Taken, Uncontended};
 
 use crate::matrix;
-use crate::Params;
+use results::model::Params;
 
 fn ns(v: f64) -> u64 {
     if v.is_finite() && v > 0.0 {

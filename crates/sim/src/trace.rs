@@ -7,10 +7,11 @@
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::metrics::{Outcome, Pcts};
+use stats::Percentiles as Pcts;
+use results::model::Outcome;
 use crate::sim::Sim;
 use crate::task::Phase;
-use crate::Params;
+use results::model::Params;
 
 /// What a traced run saw in its measured window.
 #[derive(Debug, Clone, Serialize)]

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use hostfacts::PreemptModel;
+use results::host::kernel::PreemptModel;
 use results::Kind;
 
 use crate::{AccelRequest, VmError, VmOptions};
@@ -72,7 +72,7 @@ impl VmArgs {
             }
             (f, a) => f.or(a),
         };
-        let memory = hostfacts::parse::size(&self.memory).map_err(|e| VmError::Memory(e.0))?;
+        let memory = results::host::bytes::size(&self.memory).map_err(|e| VmError::Memory(e.0))?;
         let boot_timeout =
             hostfacts::parse::duration(&self.boot_timeout).map_err(VmError::BootTimeout)?;
         Ok(VmOptions {

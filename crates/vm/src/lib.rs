@@ -30,8 +30,6 @@ pub mod guest;
 pub mod kernels;
 #[cfg(feature = "runner")]
 pub mod pgdirs;
-/// The `vm` block of a result: its type is the schema's (`results::vm`).
-pub use results::vm as record;
 #[cfg(feature = "runner")]
 pub mod run;
 #[cfg(feature = "runner")]
@@ -44,7 +42,6 @@ use std::path::PathBuf;
 pub use accel::{Accel, AccelRequest};
 #[cfg(feature = "runner")]
 pub use kernels::{Capabilities, Kernel};
-pub use record::VmBlock;
 #[cfg(feature = "runner")]
 pub use run::{VmOptions, VmOutcome};
 

@@ -6,13 +6,14 @@
 //! memory) and so needs no margin. Pools are per size under `/sys/kernel/mm/hugepages/`; `vm.nr_hugepages`
 //! sizes only the default size (`Documentation/admin-guide/mm/hugetlbpage.rst`).
 
-pub use results::host::hugepages::{Applied, Basis, Plan};
+use results::host::hugepages::{Applied, Basis, Plan};
 
-use crate::hugepages::target::PoolTarget;
-use crate::memory::HugePool;
-use crate::parse::{self, Bytes};
-use crate::pgquery::ServerInfo;
-use crate::postgres::PgInstance;
+use results::host::hugepages::PoolTarget;
+use results::host::memory::HugePool;
+use crate::parse::{self};
+use results::host::bytes::Bytes;
+use results::host::pgquery::ServerInfo;
+use results::host::postgres::PgInstance;
 
 /// Why an instance could not be sized.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -60,7 +61,7 @@ pub fn instance_basis(inst: &PgInstance, page_kib: u64) -> Result<(Basis, u64), 
         let (pages, size) = server_figures(server);
         let hps = inst
             .setting("huge_page_size")
-            .and_then(crate::findings::huge_page_size_kib);
+            .and_then(results::host::postgres::huge_page_size_kib);
         if let Some(p) = pages {
             if p > 0 && hps.unwrap_or(page_kib) == page_kib {
                 let how = format!("SHOW via {}", server.dsn);

@@ -19,22 +19,22 @@
 //!   nothing is taken away for it: the pages it added are not counted at all (the bug this module replaced
 //!   subtracted them a second time).
 //!
-//! The records (`PoolTarget`, `Need`) are the schema's, `results::host::hostpool`; docs/references.md
+//! The records (`PoolTarget`, `Need`) are the schema's, `results::host::hugepages`; docs/references.md
 //! (#hugetlb-pool-counters) has the kernel's side.
 //! - everyone else: the committed pages less the two above, counted once. They are never taken to be fewer
 //!   than zero, and the committed pages less preemptlab's are never taken to be fewer than the pages the
 //!   instances are seen to map.
 
 use crate::hugepages::sizing::{self, SizingError};
-use crate::memory::MemoryFacts;
-use crate::parse::Bytes;
-use crate::postgres::PgInstance;
+use results::host::memory::MemoryFacts;
+use results::host::bytes::Bytes;
+use results::host::postgres::PgInstance;
 
-pub use results::host::hostpool::{Need, NotSized, PoolTarget};
+use results::host::hugepages::{Need, NotSized, PoolTarget};
 
 /// The pool targets of an audit: as it recorded them, or computed from its facts for an audit written before
 /// it kept them.
-pub fn targets_of(a: &crate::Audit) -> std::borrow::Cow<'_, [PoolTarget]> {
+pub fn targets_of(a: &results::host::audit::Audit) -> std::borrow::Cow<'_, [PoolTarget]> {
     if a.pool_targets.is_empty() && !a.instances.is_empty() {
         std::borrow::Cow::Owned(for_host(&a.memory, &a.instances))
     } else {
@@ -53,7 +53,7 @@ pub fn default_page_kib(mem: &MemoryFacts) -> u64 {
 
 /// The page size an instance would use: its `huge_page_size`, else the host's default.
 pub fn page_of(inst: &PgInstance, mem: &MemoryFacts) -> u64 {
-    crate::findings::instance_huge_page_kib(inst, mem).unwrap_or_else(|| default_page_kib(mem))
+    results::host::postgres::instance_huge_page_kib(inst, mem).unwrap_or_else(|| default_page_kib(mem))
 }
 
 /// True for a throwaway cluster of `bench pg`: its pages are preemptlab's, not an instance's need.

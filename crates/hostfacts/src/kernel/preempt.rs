@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use super::{config_is, Evidence, IgnoredMode, PreemptModel, Preemption};
-use crate::fact::Fact;
+use results::host::fact::Fact;
 use crate::parse;
 
 /// Architectures (as `uname -m` names them) whose kernels select `CONFIG_ARCH_HAS_PREEMPT_LAZY` (arch/*/Kconfig

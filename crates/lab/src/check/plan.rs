@@ -5,10 +5,12 @@
 use std::path::PathBuf;
 
 use axes::{Backing, Count, LockKind, ReconnectGiven, StartAge};
-use hostfacts::Audit;
+use results::host::audit::Audit;
 
-use crate::lock::{self, Spec};
-use crate::lock::run::{self, LockResult, LockRunError, RunOptions};
+use crate::lock::{self};
+use results::lock::Spec;
+use crate::lock::run::{self, LockRunError, RunOptions};
+use results::lock::LockResult;
 
 /// Why the reproduction has no huge-page side.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axes::{Load, Policy};
 
-use crate::latency::run::Spec;
+use results::latency::Spec;
 use crate::options::{self, HostShape, OptionError};
 
 /// The wakeup intervals measured, us.

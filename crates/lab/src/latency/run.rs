@@ -16,8 +16,9 @@ use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
 use crate::options::OptionError;
 use osutil::child::{Child, ChildError};
 
-pub use results::latency::{Cell, CellSummary, Lat, LatencyResult, Load, Policy, Rep, Spec};
-pub use results::Status;
+use results::latency::{Cell, CellSummary, Lat, LatencyResult, Rep, Spec};
+use axes::{Load, Policy};
+use results::Status;
 
 /// Why a latency run stopped. Messages name options by field (`load`); `render` names them as the caller
 /// does.
@@ -129,7 +130,7 @@ fn now_ns() -> u64 {
 }
 
 fn thread_nivcsw() -> u64 {
-    crate::rusage::Usage::now(crate::rusage::Who::Thread).nivcsw
+    hostfacts::rusage::Usage::now(hostfacts::rusage::Who::Thread).nivcsw
 }
 
 struct ThreadOut {

@@ -12,15 +12,16 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use shmlock::pg::MAX_SPINS_PER_DELAY;
-use shmlock::shm::{Backing, ShmRegion};
+use lockparams::pg::MAX_SPINS_PER_DELAY;
+use shmlock::shm::{ShmRegion};
+use axes::Backing;
 use shmlock::spin::cpu_relax;
 use shmlock::{futex, wake_cost};
 
-use crate::rusage::{Usage, Who};
+use hostfacts::rusage::{Usage, Who};
 use hostguard::workers::Children;
 
-pub use results::lock::Costs;
+use results::model::Costs;
 
 /// Why a cost could not be measured.
 #[derive(Debug, thiserror::Error)]

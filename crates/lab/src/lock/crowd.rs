@@ -28,14 +28,15 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use shmlock::shm::{Backing, ShmRegion};
+use shmlock::shm::{ShmRegion};
+use axes::Backing;
 use shmlock::spin::cpu_relax;
 use shmlock::wake_cost;
 
 use super::costs::{p50_p10_p90, CostError};
 use hostguard::workers::Children;
 
-pub use results::model::LineCrowd;
+use results::model::LineCrowd;
 
 /// The largest crowd measured: the model's question is a crowd of about 50 spinners.
 pub const MAX_SPINNERS: usize = 64;

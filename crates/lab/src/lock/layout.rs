@@ -11,7 +11,8 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
-use shmlock::shm::{Backing, ShmRegion};
+use shmlock::shm::{ShmRegion};
+use axes::Backing;
 use shmlock::spin::XorShift;
 use shmlock::MAX_WAITERS;
 

@@ -34,7 +34,8 @@ pub mod workload;
 
 pub use layout::{new_region, region_bytes};
 pub use rep::{run_rep, RepInput};
-pub use results::lock::{Check, Percentiles, Rep, RseqSlice, Spec};
+use results::lock::{Check, Rep, RseqSlice, Spec};
+use stats::Percentiles;
 pub use workload::{auto_reconnect_every, default_descriptors, start_age, STALL_NS};
 
 /// Errors of a repetition.

@@ -4,8 +4,10 @@ use std::time::Duration;
 
 use axes::{Backing, LockKind, ReconnectGiven, StartAge};
 
-use crate::lock::{self, Spec};
-use crate::lock::run::{Cell, LockResult, Status};
+use crate::lock::{self};
+use results::lock::Spec;
+use results::Status;
+use results::lock::{Cell, LockResult};
 use crate::options::{self, HostShape, OptionError};
 
 /// `bench lock`'s options as given.

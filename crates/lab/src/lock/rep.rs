@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 
 use axes::StartAge;
 use hdrhistogram::Histogram;
-use shmlock::shm::{Backing, ShmRegion};
-use shmlock::{with_lock_type, LockKind, RawLock, MAX_WAITERS};
+use shmlock::shm::{ShmRegion};
+use axes::Backing;
+use shmlock::{with_lock_type, RawLock, MAX_WAITERS};
+use axes::LockKind;
 
 use super::layout::{
     check_free_list, init_free_list, layout, Shared, LOCK_AREA, PHASE_MEASURE, PHASE_STOP,
@@ -17,7 +19,7 @@ use super::layout::{
 use super::worker::{de, hist, process_worker, worker, WorkerCfg, WorkerOut};
 use super::workload::start_age;
 use super::{failed, BenchError, Percentiles, Rep, RseqSlice, Spec};
-use crate::rusage::Who;
+use hostfacts::rusage::Who;
 use hostguard::workers::Children;
 use osutil::procinterrupts::{self, Ipis};
 use osutil::procstat as cpustat;

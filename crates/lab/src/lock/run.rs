@@ -6,18 +6,20 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use shmlock::shm::{Backing, ShmError, ShmRegion};
+use shmlock::shm::{ShmError, ShmRegion};
+use axes::Backing;
 
 use crate::lock::costs::CostError;
-use crate::lock::{self, BenchError, Rep, RepInput, Spec};
+use crate::lock::{self, BenchError, RepInput};
+use results::lock::{Rep, Spec};
 use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
 use crate::result::OutputError;
 use hostguard::hugetlb_pool::{self, PoolGuard};
 use hostguard::workers::Children;
 use osutil::stop::SignalError;
 
-pub use results::lock::{Cell, CellSummary, FaultCost, LockResult};
-pub use results::Status;
+use results::lock::{Cell, CellSummary, FaultCost, LockResult};
+use results::Status;
 
 /// Why the matrix could not run (a cell that fails is recorded in the result instead).
 #[derive(Debug, thiserror::Error)]

@@ -16,7 +16,7 @@ use shmlock::RawLock;
 use super::layout::{Shared, PHASE_MEASURE, PHASE_STOP, PHASE_WAIT};
 use super::workload::{now_ns, spin_for, STALL_NS};
 use super::RseqSlice;
-use crate::rusage::{Usage, Who};
+use hostfacts::rusage::{Usage, Who};
 
 /// What a worker reports (serialized to a file by a process worker).
 #[derive(Debug, Default, Serialize, Deserialize)]

@@ -3,7 +3,8 @@
 
 use super::*;
 use hostguard::preempt::PreemptError;
-use results::net::{Cell as NetCell, NetPath, NetResult, NetTest, Rep, Spec};
+use results::net::{Cell as NetCell, NetResult, Rep, Spec};
+use axes::{NetPath, NetTest};
 
 /// A bench whose steps are scripted per (cell, round); it records what ran and what the file said.
 struct Scripted {

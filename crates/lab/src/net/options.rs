@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use axes::NetTest;
 
-use crate::net::run::Spec;
+use results::net::Spec;
 use crate::options::{self, HostShape, OptionError};
 
 /// Message sizes, bytes.
@@ -66,14 +66,14 @@ impl NetOptions {
     }
 }
 
-/// A message size: `64`, `1K`, `16K`, `64K`, `1M` (binary units, `hostfacts::parse::size`), 1 byte to 16M.
+/// A message size: `64`, `1K`, `16K`, `64K`, `1M` (binary units, `results::host::bytes::size`), 1 byte to 16M.
 pub fn msg_size(s: &str) -> Result<usize, OptionError> {
     let invalid = |why: &str| OptionError::Invalid {
         option: "msg_sizes",
         value: s.into(),
         why: why.into(),
     };
-    let bytes = hostfacts::parse::size(s)
+    let bytes = results::host::bytes::size(s)
         .map_err(|_| invalid("expected a byte count like 64, 1K, 16K"))?
         .0;
     match usize::try_from(bytes) {

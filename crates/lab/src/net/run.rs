@@ -21,10 +21,9 @@ use hdrhistogram::Histogram;
 use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
 use crate::options::OptionError;
 
-pub use results::net::{
-    Cell, CellSummary, EndUse, NetPath, NetResult, NetTest, Rep, RttPcts, Spec,
-};
-pub use results::Status;
+use results::net::{Cell, CellSummary, EndUse, NetResult, Rep, RttPcts, Spec};
+use axes::{NetPath, NetTest};
+use results::Status;
 
 /// Why a net run stopped or the namespace could not be made. Messages name options by field; `render`
 /// names them as the caller does.
@@ -146,7 +145,7 @@ fn delta(a: &BTreeMap<String, i64>, b: &BTreeMap<String, i64>) -> BTreeMap<Strin
 }
 
 fn thread_use() -> EndUse {
-    let u = crate::rusage::Usage::now(crate::rusage::Who::Thread);
+    let u = hostfacts::rusage::Usage::now(hostfacts::rusage::Who::Thread);
     EndUse {
         user_s: u.user_ns as f64 / 1e9,
         sys_s: u.sys_ns as f64 / 1e9,

@@ -25,13 +25,13 @@ pub(crate) fn hugepages_needed(
     let sb = settings
         .iter()
         .find(|(k, _)| k == "shared_buffers")
-        .and_then(|(_, v)| hostfacts::parse::size(v).ok())?;
+        .and_then(|(_, v)| results::host::bytes::size(v).ok())?;
     let kib = sb.0 / 1024 * 108 / 100 + 16 * 1024;
     Some(kib.div_ceil(spec.huge_page_kib))
 }
 
 fn free_huge_pages(page_kib: u64) -> u64 {
-    hostguard::hugetlb_pool::HugetlbPool::of(page_kib)
+    hostfacts::hugepages::sysfs::HugetlbPool::of(page_kib)
         .available()
         .unwrap_or(0)
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 use hostfacts::pgbin::BinDir;
 
 use crate::options::{self, HostShape, OptionError};
-use crate::pg::run::{Build, Cell, PgResult, Spec, Status};
+use results::Status;
+use results::pg::{Build, Cell, PgResult, Spec};
 use axes::{Driver, HugePages, Protocol};
 use pgharness::pgdriver::Drive;
 
@@ -275,7 +276,7 @@ pub fn validate(spec: &Spec, mem_total_kib: Option<u64>) -> Result<Option<String
         });
     }
     for sb in &spec.shared_buffers {
-        let b = hostfacts::parse::size(sb)
+        let b = results::host::bytes::size(sb)
             .map_err(|e| invalid("shared_buffers", sb, format!("{e} (e.g. 2GB, 512MB)")))?;
         if b.0 < 1 << 20 {
             return Err(invalid("shared_buffers", sb, "at least 1MB"));

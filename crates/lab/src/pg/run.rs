@@ -24,14 +24,13 @@ use pgharness::pgcluster::{Cluster, ClusterError};
 use pgharness::pgdriver::{argv, drive, Drive, Driven, MissingDriver, Target};
 use pgharness::procsample::{Pss, Sampler};
 
-pub use results::pg::{
+use results::pg::{
     Build, Cell, CellSummary, Latency, PgResult, Point, Rep, RseqSlice, SegmentCheck, Setup, Spec,
 };
-pub use results::Status;
+use results::Status;
 
-pub use pgharness::pgdriver::{
-    parse_latency_log, read_latency_log, Driver, DB, PGBENCH_BUILTINS, SYSBENCH_TESTS,
-};
+use pgharness::pgdriver::{parse_latency_log, read_latency_log, DB, PGBENCH_BUILTINS, SYSBENCH_TESTS};
+use axes::Driver;
 
 /// Live progress: (runs done, runs in all, cell label, phase, fraction of the current run done, live TPS).
 pub type ProgressFn = Box<dyn FnMut(usize, usize, &str, &str, f64, f64)>;
@@ -367,7 +366,7 @@ fn pg_version(cluster: &Cluster) -> Option<String> {
 fn throwaway_name() -> (String, String) {
     (
         "cluster_name".to_string(),
-        hostfacts::postgres::THROWAWAY_CLUSTER_NAME.to_string(),
+        results::host::postgres::THROWAWAY_CLUSTER_NAME.to_string(),
     )
 }
 

@@ -12,7 +12,7 @@ use results::lock::LockResult;
 use results::sim::FromFile;
 use results::Document;
 use sim::matrix::{self, ParamError};
-use sim::Params;
+use results::model::Params;
 
 use crate::files::{self, FilesError};
 use crate::simrun::options::{SimError, SimOptions};

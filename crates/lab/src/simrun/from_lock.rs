@@ -3,8 +3,9 @@
 //! the measured cells at the measured costs.
 
 use axes::Backing;
-use sim::costs::Taken;
-use sim::{LockKind, Pages, Params};
+use results::model::Taken;
+use results::model::Params;
+use axes::model::{LockKind, Pages};
 
 use results::lock::LockResult;
 
@@ -42,7 +43,7 @@ pub fn costs_taken(r: &LockResult) -> Result<Vec<Taken>, FromLockError> {
 /// The `pg` cells with one worker, when `r` has them (`bench lock --locks pg --workers 1`): the operation's
 /// own costs on this machine. With the model as an axis, the first model's (one worker has nobody to be
 /// preempted for).
-fn uncontended(r: &LockResult) -> Option<sim::costs::Uncontended> {
+fn uncontended(r: &LockResult) -> Option<results::model::Uncontended> {
     let median = |mut v: Vec<f64>| -> Option<f64> {
         v.retain(|x| x.is_finite());
         (!v.is_empty()).then(|| stats::median(&v))
@@ -62,7 +63,7 @@ fn uncontended(r: &LockResult) -> Option<sim::costs::Uncontended> {
             median(c.reps.iter().map(|x| x.minflt_per_op).collect())?,
         ))
     });
-    Some(sim::costs::Uncontended {
+    Some(results::model::Uncontended {
         work_ns: r.spec.work_ns,
         op_2m_ns: per_op(c2)?,
         hold_2m_p50_ns: median(c2.reps.iter().map(|x| x.hold_ns.p50 as f64).collect())?,

@@ -10,7 +10,8 @@ use std::time::Duration;
 use results::model::Outcome;
 use results::sim::{SimCell, SimResult, SimSpec, SimSummary};
 use sim::matrix::{self, Axis, MatrixError, Request, RequestError};
-use sim::{Params, Workload};
+use results::model::Params;
+use axes::model::Workload;
 
 use crate::matrix::{self as driver, At, Bench, Matrix, Order, Step, Unopened};
 use crate::options::{self, OptionError};

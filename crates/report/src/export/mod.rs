@@ -14,7 +14,8 @@ use results::net::NetResult;
 use results::pg::PgResult;
 use results::sim::SimResult;
 
-use compare::{Comparison, Metric, Row, Unit};
+use compare::{Comparison, Row};
+use results::metrics::{Metric, Unit};
 use crate::markup::Style;
 use results::host::fleet::Fleet;
 use stats::fmt::sig3;

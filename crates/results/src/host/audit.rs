@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fact::Fact;
 use super::findings::{Finding, Verdict};
-use super::hostpool::PoolTarget;
+use super::hugepages::PoolTarget;
 use super::kernel::KernelFacts;
 use super::memory::MemoryFacts;
 use super::pgquery::{PgFailure, ServerInfo};

@@ -1,13 +1,13 @@
-//! `hostpool`'s unit tests: the host's one pool figure over instances and pool counters written by hand, in
+//! `hugepages::target`'s unit tests: the host's one pool figure over instances and pool counters written by hand, in
 //! the phases of a concurrent `--reserve-hugepages` run.
 
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::fact::Fact;
-use crate::hugepages::sizing::Basis;
-use crate::memory::HugePool;
-use crate::postgres::Segment;
+use results::host::fact::Fact;
+use results::host::hugepages::Basis;
+use results::host::memory::HugePool;
+use results::host::postgres::Segment;
 
 const MIB: u64 = 1024;
 
