@@ -1,11 +1,11 @@
 //! The experiments: the benches' options, their runners on one matrix driver, `check`'s plan and
 //! judgement, what a `bench lock` result gives the model. The guards they run under (the hugetlb pool,
 //! the preemption model, worker processes) are `hostguard`'s; the stop flag, child processes, result
-//! files, /proc/stat and `which` are `osutil`'s.
+//! files read and written, /proc/stat and `which` are `osutil`'s; a result's envelope is
+//! `hostfacts::envelope`'s.
 //!
 //! - `check`: `check`'s plan and reproduction (`plan`), the other load it sees first (`load`), its
 //!   judgement: effects, fixes ranked by measured gain, the verdict, the document (`judge`).
-//! - `files`: input files: `*.json` found in the paths given, read on every CPU, result documents loaded.
 //! - `latency`: `bench latency`, cyclictest-style wakeup latency under a background load: its options
 //!   as given, checked and resolved into its spec (`options`), and its run (`run`).
 //! - `lock`: `bench lock`, the StrategyGetBuffer-like workload, its options (`options`) and its matrix
@@ -28,12 +28,10 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod check;
-pub mod files;
 pub mod latency;
 pub mod lock;
 pub mod matrix;
 pub mod net;
 pub mod options;
 pub mod pg;
-pub mod result;
 pub mod simrun;

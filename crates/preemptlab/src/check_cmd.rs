@@ -47,7 +47,7 @@ fn diagnosis(
     osutil::stop::install_signal_flag().map_err(|e| e.to_string())?;
     diagnose::run(
         &opts,
-        lab::result::envelope(results::Kind::Diagnose),
+        hostfacts::envelope::envelope(results::Kind::Diagnose),
         &osutil::stop::interrupted,
         &mut |_| {},
     )
@@ -69,7 +69,7 @@ fn bench_flags(a: &CheckArgs) -> Vec<&'static str> {
 /// file and the report, which must be two different files.
 fn claim_outputs(a: &CheckArgs) -> Result<ResultFile> {
     let out = a.out.clone().unwrap_or_else(|| {
-        lab::result::default_path(results::Kind::Check, lab::result::unix_now())
+        hostfacts::envelope::default_path(results::Kind::Check, osutil::unix_now())
     });
     if let Some(report) = &a.report {
         osutil::output::check_distinct(&out, report)
@@ -186,7 +186,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
                 doc: results::Document::Check(Box::new(doc.clone())),
             }],
             fleet: None,
-            generated_utc: lab::result::utc(lab::result::unix_now()),
+            generated_utc: results::utc(osutil::unix_now()),
             skipped: Vec::new(),
         };
         let html = term::render(Format::Html, None, &page)?;

@@ -22,7 +22,7 @@ pub fn run(args: DiagnoseArgs) -> Result<i32> {
                 {
                     let text = report::diagnose_prom::render_failure(
                         env!("CARGO_PKG_VERSION"),
-                        lab::result::unix_now(),
+                        osutil::unix_now(),
                     );
                     if let Err(w) = osutil::output::publish(path, &text) {
                         osutil::msg!("preemptlab: {w}");
@@ -114,7 +114,7 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
     };
     let res = diagnose::run(
         &opts,
-        lab::result::envelope(results::Kind::Diagnose),
+        hostfacts::envelope::envelope(results::Kind::Diagnose),
         &osutil::stop::interrupted,
         &mut progress,
     )

@@ -3,7 +3,7 @@
 use anyhow::{anyhow, Context, Result};
 use hostfacts::fleet::{self, Loaded, Options};
 use results::host::fleet::Failed;
-use lab::files::{self, FilesError};
+use osutil::input::files::{self, FilesError};
 
 use crate::cli::FleetArgs;
 use crate::term;

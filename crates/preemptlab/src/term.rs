@@ -124,7 +124,7 @@ pub fn result_file(
     let out = r
         .out
         .clone()
-        .unwrap_or_else(|| lab::result::default_path(kind, lab::result::unix_now()));
+        .unwrap_or_else(|| hostfacts::envelope::default_path(kind, osutil::unix_now()));
     claim(&out, inputs)
 }
 

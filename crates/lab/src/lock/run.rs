@@ -13,7 +13,7 @@ use crate::lock::costs::CostError;
 use crate::lock::{self, BenchError, RepInput};
 use results::lock::{Rep, Spec};
 use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
-use crate::result::OutputError;
+use osutil::output::OutputError;
 use hostguard::hugetlb_pool::{self, PoolGuard};
 use hostguard::workers::Children;
 use osutil::stop::SignalError;

@@ -115,7 +115,7 @@ fn run_switching(
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     // The file exists before the first step (a caller that wrote it, as bench pg does).
-    result::write(&out, &doc).unwrap();
+    osutil::output::write_json(&out, &doc).unwrap();
     let m = Matrix {
         groups,
         repeat: 2,

@@ -15,7 +15,7 @@ use hostfacts::pgbin::PgBinError;
 
 use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
 use crate::pg::huge::{backing_error, hugepages_needed, reserve, segment_check, Reserved};
-use crate::result::{self, OutputError};
+use osutil::output::OutputError;
 use axes::{HugePages, PssWhen};
 use hostguard::hugetlb_pool::{self, PoolGuard};
 use osutil::stop::SignalError;
@@ -199,7 +199,7 @@ pub fn run(mut spec: Spec, mut opts: RunOptions) -> Result<PgResult, PgRunError>
         let setup = load(cluster, &spec, driver, &exe)?;
         res.setups.push(setup);
         res.setup = res.setups[0].clone();
-        result::write(&opts.out, &res)?;
+        osutil::output::write_json(&opts.out, &res)?;
     }
 
     let out = opts.out.clone();
@@ -659,7 +659,7 @@ fn diagnose_prepare(
     // preemption counts are evidence the bench reports.
     opts.switch_duty_pct = 100;
     opts.cpu_duty_pct = 100;
-    diagnose::prepare(&opts, result::envelope(results::Kind::Diagnose))
+    diagnose::prepare(&opts, hostfacts::envelope::envelope(results::Kind::Diagnose))
 }
 
 fn diagnosis_failed(why: String) -> results::diagnose::Unmeasured {

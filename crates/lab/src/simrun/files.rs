@@ -14,7 +14,7 @@ use results::Document;
 use sim::matrix::{self, ParamError};
 use results::model::Params;
 
-use crate::files::{self, FilesError};
+use osutil::input::files::{self, FilesError};
 use crate::simrun::options::{SimError, SimOptions};
 
 /// Why a file gives a sim run nothing.
@@ -61,7 +61,7 @@ pub fn load_lock(option: &'static str, path: &Path) -> Result<LockResult, SimErr
         path: path.to_path_buf(),
         err,
     };
-    match files::load_document(path) {
+    match files::load(path, Document::from_text) {
         Ok(Document::Lock(r)) => Ok(r),
         Ok(d) => Err(file(FileError::NotLock(d.kind().to_string()))),
         Err(FilesError::Read { err, .. }) => Err(file(FileError::Unreadable(err.to_string()))),

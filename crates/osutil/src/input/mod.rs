@@ -1,6 +1,9 @@
 //! Input files that may be anything: a path named on the command line or found in a directory of
 //! other hosts' files can be a FIFO (reading it waits for a writer that never comes), a device or a socket.
-//! [`read_regular`] opens without blocking and reads only a regular file.
+//! [`read_regular`] opens without blocking and reads only a regular file; [`files`] finds the `*.json`
+//! files in the paths given and reads many of them on every CPU.
+
+pub mod files;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};

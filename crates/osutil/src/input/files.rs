@@ -1,14 +1,12 @@
 //! Input files named on the command line: finding the `*.json` files in the paths given, and reading many
 //! of them on every CPU.
 //!
-//! The pure side (parsing, assessing, comparing) lives in `results` and `report`; this module only finds
-//! and reads, and hands each file's text to the caller's function. Errors name the path; the binary adds
+//! The pure side (parsing, assessing, comparing) lives in `results`, `compare` and `report`; this module
+//! only finds and reads, and hands each file's text to the caller's function. Errors name the path; the binary adds
 //! what to do.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-use results::Document;
 
 /// Why the input files could not be found or read.
 #[derive(Debug, thiserror::Error)]
@@ -42,7 +40,7 @@ pub enum FilesError {
 /// A file [`read_all`] could not read; it reads as the explained I/O error ("permission denied (needs
 /// root)"), which a caller records as that file's failure.
 #[derive(Debug, thiserror::Error)]
-#[error("{}", osutil::explain_io_error(.err))]
+#[error("{}", crate::explain_io_error(.err))]
 pub struct Unreadable {
     /// What the read said.
     pub err: std::io::Error,
@@ -76,7 +74,7 @@ fn walk(dir: &Path, found: &mut Found, top: bool) -> Result<(), FilesError> {
             })
         }
         Err(err) => {
-            let why = osutil::explain_io_error(&err);
+            let why = crate::explain_io_error(&err);
             found.unreadable.push((dir.to_path_buf(), why));
             return Ok(());
         }
@@ -85,7 +83,7 @@ fn walk(dir: &Path, found: &mut Found, top: bool) -> Result<(), FilesError> {
         let e = match e {
             Ok(e) => e,
             Err(err) => {
-                let why = osutil::explain_io_error(&err);
+                let why = crate::explain_io_error(&err);
                 found.unreadable.push((dir.to_path_buf(), why));
                 continue;
             }
@@ -99,7 +97,7 @@ fn walk(dir: &Path, found: &mut Found, top: bool) -> Result<(), FilesError> {
             Err(err) => {
                 found
                     .unreadable
-                    .push((path, osutil::explain_io_error(&err)));
+                    .push((path, crate::explain_io_error(&err)));
                 continue;
             }
         };
@@ -109,7 +107,7 @@ fn walk(dir: &Path, found: &mut Found, top: bool) -> Result<(), FilesError> {
             if ft.is_file() || ft.is_symlink() {
                 found.files.push(path);
             } else {
-                let kind = osutil::input::kind_of(ft);
+                let kind = super::kind_of(ft);
                 let why = format!("{kind}, not a regular file: skipped");
                 found.unreadable.push((path, why));
             }
@@ -128,7 +126,7 @@ pub fn json_files_deep(paths: &[PathBuf]) -> Result<Found, FilesError> {
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|e| FilesError::Missing {
             path: p.clone(),
-            why: osutil::explain_io_error(&e),
+            why: crate::explain_io_error(&e),
         })?;
         if meta.is_dir() {
             let before = (found.files.len(), found.unreadable.len());
@@ -182,16 +180,20 @@ pub fn json_in_dir(dir: &Path) -> Result<Vec<PathBuf>, FilesError> {
         .collect())
 }
 
-/// Reads and parses one result document.
-pub fn load_document(path: &Path) -> Result<Document, FilesError> {
-    let bytes = osutil::input::read_regular(path).map_err(|err| FilesError::Read {
+/// Reads one file as text and parses it with `parse` (a result document: `results::Document::from_text`);
+/// a parse error becomes [`FilesError::Parse`] naming the path.
+pub fn load<T, E: std::fmt::Display>(
+    path: &Path,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<T, FilesError> {
+    let bytes = super::read_regular(path).map_err(|err| FilesError::Read {
         path: path.to_path_buf(),
         err,
     })?;
     let text = String::from_utf8(bytes).map_err(|_| FilesError::NotText {
         path: path.to_path_buf(),
     })?;
-    Document::from_text(&text).map_err(|e| FilesError::Parse {
+    parse(&text).map_err(|e| FilesError::Parse {
         path: path.to_path_buf(),
         why: e.to_string(),
     })
@@ -203,11 +205,11 @@ pub fn read_all<T: Send>(
     paths: &[PathBuf],
     f: impl Fn(String, Result<String, Unreadable>) -> T + Sync,
 ) -> Vec<T> {
-    let threads = (osutil::cpus::usable() as usize).min(paths.len().div_ceil(64).max(1));
+    let threads = (crate::cpus::usable() as usize).min(paths.len().div_ceil(64).max(1));
     let next = AtomicUsize::new(0);
     let one = |p: &PathBuf| {
         // Only a regular file is read: a FIFO named `x.json` hung the reader (issue 29).
-        let text = osutil::input::read_regular(p)
+        let text = super::read_regular(p)
             .and_then(|b| {
                 String::from_utf8(b).map_err(|_| {
                     std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text")
@@ -297,7 +299,7 @@ mod tests {
             texts,
             vec![Err("a FIFO, not a regular file: not read".to_string())]
         );
-        assert!(load_document(&fifo).is_err());
+        assert!(load(&fifo, |t| Ok::<_, String>(t.len())).is_err());
         assert_eq!(
             json_files_flat(&[dir.path().to_path_buf()]).unwrap(),
             vec![fifo]
