@@ -63,6 +63,12 @@ fuzz_target!(|data: &[u8]| {
     let t = hostpool::for_page_size(&mem, &[], page_kib, &|_| page_kib, vec![need]);
     assert!(t.target >= own.pages_needed);
     let _ = (t.shortfall(), t.describe_for(None));
-    let plan = hugepages::plan(basis, page_kib, hostpool::default_page_kib(&mem), None, Some(t));
+    let plan = hugepages::plan(
+        basis,
+        page_kib,
+        hostpool::default_page_kib(&mem),
+        None,
+        Some(t),
+    );
     let _ = hostfacts::targets::pins_most_ram("fuzz", &plan, &mem);
 });

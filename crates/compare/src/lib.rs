@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use results::metrics::{pools, HOST_FACTS, VM_FACTS};
-use results::metrics::{Better, Metric, Unit, METRICS};
+use results::metrics::{Better, Metric, METRICS};
 use results::Document;
 use serde::Serialize;
 use stats::{judge, Sample};

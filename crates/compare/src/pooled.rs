@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use results::metrics::{HOST_FACTS, METRICS, VM_FACTS};
 
-use crate::CompareError;
 use crate::input::{CellSamples, Input};
+use crate::CompareError;
 
 /// What to split pooled runs along.
 #[derive(Debug, Clone, PartialEq, Eq)]

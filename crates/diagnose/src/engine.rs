@@ -5,13 +5,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use results::host::postgres::PgInstance;
-use hostfacts::{Host};
-use results::host::audit::Audit;
+use hostfacts::Host;
 use results::diagnose::{
     ByType, Context, DiagnoseResult, EventScope, FunctionShare, InstanceDiagnosis, Rates,
     ScopeKind, Segment, Spec, Totals, Unmeasured, Waits,
 };
+use results::host::audit::Audit;
+use results::host::postgres::PgInstance;
 use results::Envelope;
 
 use crate::cgroup::Plan;

@@ -6,11 +6,11 @@ use crate::findings::{self};
 use crate::host::Host;
 use crate::hugepages::target;
 use crate::kernel::{self};
-use results::host::kernel::KernelFacts;
 use crate::memory::{self};
+use crate::postgres::{self};
+use results::host::kernel::KernelFacts;
 use results::host::memory::MemoryFacts;
 use results::host::pgquery::{PgFailure, ServerInfo};
-use crate::postgres::{self};
 
 /// The version of the audit JSON schema (GUIDE.md "Audit JSON"). Bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;

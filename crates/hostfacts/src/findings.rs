@@ -3,14 +3,13 @@
 //! The rules and their thresholds are listed in GUIDE.md ("audit", "Findings"). They are pure functions of the
 //! facts, so fixtures drive them in tests.
 
-use results::host::findings::{FailOn, Finding, PoolFix, Severity, Verdict};
-use results::host::postgres::{huge_page_size_kib, instance_huge_page_kib};
+use results::host::findings::{Finding, PoolFix, Severity, Verdict};
 
+use crate::parse::{self};
+use results::host::bytes::Bytes;
 use results::host::hugepages::PoolTarget;
 use results::host::kernel::{KernelFacts, PreemptModel};
 use results::host::memory::MemoryFacts;
-use crate::parse::{self};
-use results::host::bytes::Bytes;
 use results::host::pgquery::ServerInfo;
 use results::host::postgres::PgInstance;
 
@@ -669,6 +668,7 @@ mod tests {
 
     #[test]
     fn huge_page_size_zero_kb_means_default_regression() {
+        use results::host::postgres::huge_page_size_kib;
         // pg_settings reports huge_page_size = 0 with unit kB; shown as "0kB" it once became a 0 kB page
         // size and divided by zero.
         assert_eq!(huge_page_size_kib("0kB"), None);

@@ -11,9 +11,9 @@ use results::host::kernel::{Evidence, IgnoredMode, KernelFacts, PreemptModel, Pr
 use std::collections::BTreeMap;
 use std::io::Read;
 
-use results::host::fact::Fact;
 use crate::host::Host;
 use crate::parse;
+use results::host::fact::Fact;
 
 mod preempt;
 pub mod warn_header;

@@ -8,9 +8,9 @@ use results::host::memory::{HugePool, MemoryFacts};
 
 use results::host::memory::EndedRuns;
 
-use results::host::fact::Fact;
 use crate::host::Host;
 use crate::parse;
+use results::host::fact::Fact;
 
 /// The file that says whether shared memory (PostgreSQL's segment, `bench lock`'s region) gets
 /// transparent huge pages.

@@ -12,9 +12,9 @@ use results::host::postgres::{
 };
 use std::collections::BTreeMap;
 
-use results::host::fact::Fact;
 use crate::host::Host;
 use crate::parse;
+use results::host::fact::Fact;
 use results::host::pgquery::ServerInfo;
 
 struct ProcInfo {
@@ -545,7 +545,7 @@ fn settings(
         if let Some(s) = server.and_then(|s| s.settings.get(name)) {
             let v = match (name, &s.unit) {
                 ("shared_buffers" | "huge_page_size", Some(u)) => {
-                    parse::pg_memory(&s.setting, Some(u))
+                    results::host::bytes::pg_memory(&s.setting, Some(u))
                         .map(|b| format!("{}kB", b.kib()))
                         .unwrap_or_else(|_| s.setting.clone())
                 }

@@ -4,15 +4,14 @@
 
 use std::path::Path;
 
-use crate::hugepages::target;
 use crate::hugepages::sizing::{self, SizingError};
-use results::host::hugepages::Basis;
-use results::host::memory::MemoryFacts;
-use crate::parse;
-use results::host::pgquery::ServerInfo;
-use results::host::postgres::PgInstance;
+use crate::hugepages::target;
 use crate::stopped::{self, StoppedError};
 use crate::Host;
+use results::host::hugepages::Basis;
+use results::host::memory::MemoryFacts;
+use results::host::pgquery::ServerInfo;
+use results::host::postgres::PgInstance;
 
 /// What to size, as asked.
 #[derive(Debug, Clone, Default)]
@@ -122,7 +121,9 @@ pub fn page_size_kib(s: &str) -> Result<u64, TargetError> {
         value: s.into(),
         why,
     };
-    let kib = parse::size(s).map_err(|e| bad(e.to_string()))?.kib();
+    let kib = results::host::bytes::size(s)
+        .map_err(|e| bad(e.to_string()))?
+        .kib();
     if kib != 2048 && kib != 1 << 20 {
         return Err(bad(
             "use 2MB or 1GB (the x86_64 and arm64 huge page sizes)".into()
@@ -159,7 +160,7 @@ pub fn targets(
         return Ok(found(vec![t], instances));
     }
     if let Some(s) = req.shared_memory {
-        let b = parse::size(s).map_err(|e| TargetError::SharedMemory {
+        let b = results::host::bytes::size(s).map_err(|e| TargetError::SharedMemory {
             value: s.into(),
             why: e.to_string(),
         })?;
@@ -233,7 +234,7 @@ pub fn targets(
 
 /// The plan of each target: its own need, and the pool of its host with every running instance at the
 /// page size it would use (the targets' instances at the page size given, if one was).
-pub fn plans(mem: &MemoryFacts, found: Found) -> Vec<(String, sizing::Plan)> {
+pub fn plans(mem: &MemoryFacts, found: Found) -> Vec<(String, results::host::hugepages::Plan)> {
     let default_kib = target::default_page_kib(mem);
     let chosen: Vec<u32> = found
         .targets
@@ -262,7 +263,7 @@ pub fn plans(mem: &MemoryFacts, found: Found) -> Vec<(String, sizing::Plan)> {
                 )),
                 Place::ThisHost => {
                     let own = sizing::own_sizing(&t.basis, t.page_kib);
-                    let need = target::Need {
+                    let need = results::host::hugepages::Need {
                         label: t.label.clone(),
                         postmaster_pid: None,
                         basis: t.basis.clone(),
@@ -287,13 +288,17 @@ pub fn plans(mem: &MemoryFacts, found: Found) -> Vec<(String, sizing::Plan)> {
 }
 
 /// A warning when a plan would pin most of the host's RAM (over 90%).
-pub fn pins_most_ram(label: &str, plan: &sizing::Plan, mem: &MemoryFacts) -> Option<String> {
+pub fn pins_most_ram(
+    label: &str,
+    plan: &results::host::hugepages::Plan,
+    mem: &MemoryFacts,
+) -> Option<String> {
     let ram = *mem.total_kib.get()?;
     (plan.pinned_kib as f64 > 0.9 * ram as f64).then(|| {
         format!(
             "{label}: the pool would pin {} of this host's {} of RAM",
-            parse::Bytes::from_kib(plan.pinned_kib),
-            parse::Bytes::from_kib(ram)
+            results::host::bytes::Bytes::from_kib(plan.pinned_kib),
+            results::host::bytes::Bytes::from_kib(ram)
         )
     })
 }

@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use hostfacts::{Host};
-use results::host::audit::Audit;
+use hostfacts::Host;
 use report::Style;
+use results::host::audit::Audit;
 
 const FIXTURES: [&str; 9] = [
     "this-machine-pg15-4k",

@@ -3,12 +3,12 @@
 
 use std::path::PathBuf;
 
-use results::host::findings::Verdict;
 use hostfacts::fleet::{self, Loaded, Options};
-use results::host::fleet::Fleet;
-use hostfacts::{Host};
-use results::host::audit::Audit;
+use hostfacts::Host;
 use report::Style;
+use results::host::audit::Audit;
+use results::host::findings::Verdict;
+use results::host::fleet::Fleet;
 
 const NOW: u64 = 1_800_000_000;
 const DAY: u64 = 86_400;
@@ -190,7 +190,7 @@ fn two_instances_on_one_host_share_one_pool() {
         // The host's row carries the target too (instances already on huge pages have no fix to show it).
         assert_eq!(
             f.hosts[0].pools,
-            vec![fleet::HostPool {
+            vec![results::host::fleet::HostPool {
                 page_size_kib: 2048,
                 target: 1098,
                 pool_now: Some(100),

@@ -6,10 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use results::host::kernel::PreemptModel::{Full, Lazy};
-use hostfacts::{Host};
-use results::host::findings::Severity;
+use hostfacts::Host;
 use results::host::audit::Audit;
+use results::host::findings::Severity;
+use results::host::kernel::PreemptModel::{Full, Lazy};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -167,7 +167,10 @@ fn a_lazy_kernel_not_dynamic_told_by_its_warn_header() {
     let p = &a.kernel.preemption;
     assert_eq!(
         (p.model, p.candidates.clone()),
-        (results::host::kernel::PreemptModel::Unknown, vec![Full, Lazy])
+        (
+            results::host::kernel::PreemptModel::Unknown,
+            vec![Full, Lazy]
+        )
     );
     let unknown = a
         .findings

@@ -35,9 +35,9 @@ use osutil::explain_io_error as explain;
 
 use crate::record_dir;
 
-use results::host::hugepages::Applied;
-use hostfacts::hugepages::sysfs::{HugetlbPool, PoolFileError};
 use hostfacts::hugepages::record::{Registry, Share};
+use hostfacts::hugepages::sysfs::{HugetlbPool, PoolFileError};
+use results::host::hugepages::Applied;
 
 /// Why a pool could not be read, grown, given back or recorded.
 #[derive(Debug, thiserror::Error)]

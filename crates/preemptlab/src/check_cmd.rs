@@ -154,7 +154,13 @@ pub fn run(a: CheckArgs) -> Result<i32> {
                 osutil::msg!("{}", report::lock_table::cell_line(c));
             }
         });
-        let r = lab::check::plan::reproduce(&plan, a.reserve_hugepages, out.path(), on_cell, GROW_HINT)?;
+        let r = lab::check::plan::reproduce(
+            &plan,
+            a.reserve_hugepages,
+            out.path(),
+            on_cell,
+            GROW_HINT,
+        )?;
         out.finish()?;
         if r.envelope.interrupted {
             osutil::msg!("preemptlab: interrupted");

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use results::host::findings::FailOn;
 use report::export::Format;
+use results::host::findings::FailOn;
 
 /// Find, reproduce, measure and fix lock-holder preemption (Linux 7.0 + PostgreSQL on 4 KB pages).
 #[derive(Debug, Parser)]

@@ -1,8 +1,8 @@
 //! `preemptlab compare` and `preemptlab results`.
 
 use anyhow::{anyhow, bail, Result};
-use osutil::input::files::{self, FilesError};
 use compare::CompareError;
+use osutil::input::files::{self, FilesError};
 use results::Document;
 
 use crate::cli::{CompareArgs, ReportArgs, ResultsArgs};
@@ -12,7 +12,12 @@ pub fn run(a: CompareArgs) -> Result<i32> {
     let docs: Vec<(String, Document)> = a
         .files
         .iter()
-        .map(|p| Ok((p.display().to_string(), files::load(p, results::Document::from_text)?)))
+        .map(|p| {
+            Ok((
+                p.display().to_string(),
+                files::load(p, results::Document::from_text)?,
+            ))
+        })
         .collect::<Result<_>>()?;
     let opts = compare::Options {
         noise: a.noise,

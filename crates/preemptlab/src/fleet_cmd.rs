@@ -2,8 +2,8 @@
 
 use anyhow::{anyhow, Context, Result};
 use hostfacts::fleet::{self, Loaded, Options};
-use results::host::fleet::Failed;
 use osutil::input::files::{self, FilesError};
+use results::host::fleet::Failed;
 
 use crate::cli::FleetArgs;
 use crate::term;

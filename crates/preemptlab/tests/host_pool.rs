@@ -11,11 +11,11 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::cargo_bin;
+use axes::Backing;
 use common::hugetlb::{Bench, OperatorsPool, Pool};
 use pgharness::pgcluster::Cluster;
 use serde_json::Value;
-use shmlock::shm::{ShmRegion};
-use axes::Backing;
+use shmlock::shm::ShmRegion;
 
 fn preemptlab(args: &[&str]) -> Output {
     Command::new(cargo_bin("preemptlab"))

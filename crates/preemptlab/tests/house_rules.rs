@@ -212,12 +212,21 @@ fn lab_has_one_folder_per_bench_and_no_result_file_code() {
             }
         }
     }
-    for file in ["pg/huge.rs", "pg/builds.rs", "check/mod.rs", "simrun/mod.rs"] {
+    for file in [
+        "pg/huge.rs",
+        "pg/builds.rs",
+        "check/mod.rs",
+        "simrun/mod.rs",
+    ] {
         if !src.join(file).is_file() {
             missing.push(format!("crates/lab/src/{file}"));
         }
     }
-    assert!(missing.is_empty(), "lab's folders: missing {}", missing.join(", "));
+    assert!(
+        missing.is_empty(),
+        "lab's folders: missing {}",
+        missing.join(", ")
+    );
 
     // The top level holds only the folders and what every bench shares.
     let mut top: Vec<String> = std::fs::read_dir(&src)
@@ -226,9 +235,20 @@ fn lab_has_one_folder_per_bench_and_no_result_file_code() {
         .collect();
     top.sort();
     let allowed = [
-        "check", "latency", "lib.rs", "lock", "matrix", "net", "options.rs", "pg", "simrun",
+        "check",
+        "latency",
+        "lib.rs",
+        "lock",
+        "matrix",
+        "net",
+        "options.rs",
+        "pg",
+        "simrun",
     ];
-    let extra: Vec<&String> = top.iter().filter(|n| !allowed.contains(&n.as_str())).collect();
+    let extra: Vec<&String> = top
+        .iter()
+        .filter(|n| !allowed.contains(&n.as_str()))
+        .collect();
     assert!(
         extra.is_empty(),
         "crates/lab/src holds one folder per bench (and check/, simrun/, matrix/, options.rs); move {extra:?} \
@@ -243,7 +263,12 @@ fn lab_has_one_folder_per_bench_and_no_result_file_code() {
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
         for (n, line) in text.lines().enumerate() {
-            for word in ["Document::from_text", "fn envelope", "fn default_path", "fn json_files"] {
+            for word in [
+                "Document::from_text",
+                "fn envelope",
+                "fn default_path",
+                "fn json_files",
+            ] {
                 if line.contains(word) {
                     offenders.push(format!("{}:{}: {word}", shown(&f), n + 1));
                 }
@@ -275,7 +300,12 @@ fn compare_is_computed_outside_report() {
         let code = text.split("#[cfg(test)]").next().unwrap_or_default();
         for (n, line) in code.lines().enumerate() {
             // The statistics a comparison is made of: report shows figures, it does not judge them.
-            for word in ["stats::judge", "stats::compare", "compare::run(", "compare::compare("] {
+            for word in [
+                "stats::judge",
+                "stats::compare",
+                "compare::run(",
+                "compare::compare(",
+            ] {
                 if line.contains(word) && !line.trim_start().starts_with("//") {
                     offenders.push(format!("{}:{}: {word}", shown(&f), n + 1));
                 }

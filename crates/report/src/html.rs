@@ -7,11 +7,11 @@
 
 use std::fmt::Write;
 
+use axes::model::Model;
 use results::host::fleet::Fleet;
 use results::host::Fact;
 use results::latency::{self, LatencyResult};
 use results::lock::{self, LockResult};
-use axes::model::Model;
 use results::net::{self, NetResult};
 use results::pg::{self, PgResult};
 use results::{Document, Status};
@@ -102,7 +102,7 @@ pub(crate) fn lock_section(label: &str, r: &LockResult, host: &str) -> String {
     // Throughput vs workers, one series per (lock, pages), and per model when the cells ran under models of
     // their own.
     let mp = crate::markup::model_prefix;
-    let mut keys: Vec<(Option<Model>, lock::LockKind, lock::Backing)> =
+    let mut keys: Vec<(Option<Model>, axes::LockKind, axes::Backing)> =
         cells.iter().map(|c| (c.preempt, c.lock, c.pages)).collect();
     // The models in the order they ran, then in the names' order, as the series' legend reads.
     let order = crate::markup::models_in_order(cells.iter().map(|c| c.preempt));

@@ -1,9 +1,9 @@
 //! `bench lock` results as a table: one row per cell with the spread next to the centre, then the
 //! comparisons that matter (4 KB vs huge pages per lock; each lock vs `pg`; the fault ceiling).
 
-use results::lock::{Cell, LockResult};
-use axes::{Backing, LockKind};
 use axes::model::Model;
+use axes::{Backing, LockKind};
+use results::lock::{Cell, LockResult};
 use results::Status;
 
 use stats::fmt::{ns, rate, sig3};

@@ -5,8 +5,8 @@
 //! time-slice extension did.
 
 use axes::model::Model;
-use results::pg::{Build, Cell, PgResult, RseqSlice};
 use axes::HugePages;
+use results::pg::{Build, Cell, PgResult, RseqSlice};
 use results::Status;
 
 use crate::markup::{columns, model_column, model_header, model_prefix, not_run_row, Align};

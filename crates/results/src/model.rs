@@ -15,7 +15,7 @@ pub const ADAPTIVE_PARK_MAX_NS: u64 = lockparams::adaptive::PARK_TIMEOUT_MAX.as_
 
 /// The model's choices: one home for them, `axes::model` (the command line, the schema and the model
 /// share them).
-use axes::model::{LockKind, Model, Pages, UnknownName, Workload};
+use axes::model::{LockKind, Model, Pages, Workload};
 
 /// How a `txn` backend gets a buffer for a block that is not in shared buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -1,7 +1,7 @@
 //! `sim`: the discrete-event model's matrix, in the bench result schema so `compare` and `report` read it
 //! next to measured results. A repetition is the model's own [`crate::model::Outcome`].
 
-use axes::model::{LockKind, Model, Pages, Workload};
+use axes::model::{LockKind, Model, Pages};
 use serde::{Deserialize, Serialize};
 use stats::Summary;
 

@@ -9,9 +9,9 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use shmlock::rseq::RseqLock;
-use shmlock::shm::{ShmRegion};
 use axes::Backing;
+use shmlock::rseq::RseqLock;
+use shmlock::shm::ShmRegion;
 use shmlock::RawLock;
 
 #[repr(C, align(64))]

@@ -48,6 +48,8 @@ pub use params::{validate, Invalid};
 pub use sched::base_slice_ns;
 pub use trace::{simulate_traced, SchedTrace};
 
+use results::model::{Outcome, Params};
+
 /// Runs the model.
 pub fn simulate(p: &Params) -> Result<Outcome, Invalid> {
     validate(p)?;
@@ -56,9 +58,9 @@ pub fn simulate(p: &Params) -> Result<Outcome, Invalid> {
 
 #[cfg(test)]
 mod test_support {
-    use crate::{simulate};
-    use results::model::{Outcome, Params};
+    use crate::simulate;
     use axes::model::{Model, Pages, Workload};
+    use results::model::{Outcome, Params};
 
     /// The April 2026 report's host and workload as docs/model.md ("The reported host") runs them: 96
     /// CPUs, 1,024 backends, pgbench-like transactions, the sourced or measured costs there (a 45 ns line

@@ -3,8 +3,8 @@
 //! any field of [`Params`] can be overridden or swept without a flag of its own.
 
 use crate::{simulate, Invalid};
-use results::model::{Outcome, Params};
 use axes::model::{LockKind, Model, Pages, UnknownName};
+use results::model::{Outcome, Params};
 
 /// A parameter that cannot be set.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

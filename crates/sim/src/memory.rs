@@ -10,8 +10,8 @@ use crate::metrics::Count;
 use crate::sim::Sim;
 use crate::task::Phase;
 use crate::touch::Touches;
-use results::model::Params;
 use axes::model::{Pages, Workload};
+use results::model::Params;
 
 /// A 2 MB page, bytes.
 pub(crate) const HUGE: u64 = 2 << 20;

@@ -4,8 +4,8 @@
 use hdrhistogram::Histogram;
 use results::model::{CpuSplit, Outcome};
 
-use results::model::Params;
 use axes::model::Workload;
+use results::model::Params;
 
 // Percentiles of a distribution, ns: `stats`' one percentile record (the model records no mean).
 use stats::Percentiles as Pcts;
@@ -174,10 +174,10 @@ impl Metrics {
 
 #[cfg(test)]
 mod tests {
+    use crate::simulate;
     use crate::test_support::quick;
-    use crate::{simulate};
-    use results::model::{Outcome, Params};
     use axes::model::{Model, Pages};
+    use results::model::{Outcome, Params};
 
     /// A contended 4 KB cell under `lazy` (holders preempted, pg sleeps, faults) after `warmup_ms` of
     /// warm-up, `ms` measured. The warm-up changes only what is counted, never what happens: the same

@@ -7,8 +7,7 @@
 //! `txn` workload), each read by the module that owns the concern. The `adaptive` defaults are shmlock's own
 //! constants, so the model runs the real lock's tuning unless told otherwise.
 
-use axes::model::{LockKind, Model, Pages, UnknownName, Workload};
-use results::model::{BufferStrategy, Params};
+use results::model::Params;
 
 /// A parameter outside the range the model works with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

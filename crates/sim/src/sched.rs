@@ -399,10 +399,10 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::simulate;
     use crate::test_support::reported_host;
-    use crate::{simulate};
-    use results::model::{Outcome, Params};
     use axes::model::Pages;
+    use results::model::{Outcome, Params};
 
     #[test]
     fn aligned_ticks_change_the_run_and_keep_it_deterministic() {

@@ -9,11 +9,11 @@ use crate::event::Ev;
 use crate::lock::LockState;
 use crate::memory::Memory;
 use crate::metrics::{Acct, Metrics};
-use results::model::Outcome;
 use crate::rng::Rng;
 use crate::sched::{base_slice_ns, Cpu};
 use crate::task::{Phase, Task};
 use crate::trace::{SchedTrace, Trace};
+use results::model::Outcome;
 use results::model::Params;
 
 /// One run of the model.
@@ -237,10 +237,10 @@ impl Sim {
 
 #[cfg(test)]
 mod tests {
+    use crate::simulate;
     use crate::test_support::quick;
-    use crate::{simulate};
-    use results::model::Params;
     use axes::model::{Model, Pages};
+    use results::model::Params;
 
     #[test]
     fn same_seed_same_outcome_other_seed_other_outcome() {

@@ -7,11 +7,11 @@
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use stats::Percentiles as Pcts;
-use results::model::Outcome;
 use crate::sim::Sim;
 use crate::task::Phase;
+use results::model::Outcome;
 use results::model::Params;
+use stats::Percentiles as Pcts;
 
 /// What a traced run saw in its measured window.
 #[derive(Debug, Clone, Serialize)]

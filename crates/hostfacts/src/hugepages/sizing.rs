@@ -6,12 +6,11 @@
 //! memory) and so needs no margin. Pools are per size under `/sys/kernel/mm/hugepages/`; `vm.nr_hugepages`
 //! sizes only the default size (`Documentation/admin-guide/mm/hugetlbpage.rst`).
 
-use results::host::hugepages::{Applied, Basis, Plan};
+use results::host::hugepages::{Basis, Plan};
 
+use results::host::bytes::Bytes;
 use results::host::hugepages::PoolTarget;
 use results::host::memory::HugePool;
-use crate::parse::{self};
-use results::host::bytes::Bytes;
 use results::host::pgquery::ServerInfo;
 use results::host::postgres::PgInstance;
 
@@ -42,7 +41,7 @@ fn server_figures(server: &ServerInfo) -> (Option<i64>, Option<u64>) {
     let size = server
         .settings
         .get("shared_memory_size")
-        .and_then(|s| parse::pg_memory(&s.setting, s.unit.as_deref()).ok())
+        .and_then(|s| results::host::bytes::pg_memory(&s.setting, s.unit.as_deref()).ok())
         .map(|b| b.kib());
     (pages, size)
 }

@@ -26,8 +26,8 @@
 //!   instances are seen to map.
 
 use crate::hugepages::sizing::{self, SizingError};
-use results::host::memory::MemoryFacts;
 use results::host::bytes::Bytes;
+use results::host::memory::MemoryFacts;
 use results::host::postgres::PgInstance;
 
 use results::host::hugepages::{Need, NotSized, PoolTarget};
@@ -53,7 +53,8 @@ pub fn default_page_kib(mem: &MemoryFacts) -> u64 {
 
 /// The page size an instance would use: its `huge_page_size`, else the host's default.
 pub fn page_of(inst: &PgInstance, mem: &MemoryFacts) -> u64 {
-    results::host::postgres::instance_huge_page_kib(inst, mem).unwrap_or_else(|| default_page_kib(mem))
+    results::host::postgres::instance_huge_page_kib(inst, mem)
+        .unwrap_or_else(|| default_page_kib(mem))
 }
 
 /// True for a throwaway cluster of `bench pg`: its pages are preemptlab's, not an instance's need.
@@ -108,9 +109,8 @@ pub fn for_page_size(
     let mut throwaway = 0u64;
     for inst in instances {
         if is_preemptlab_cluster(inst) {
-            throwaway = throwaway.saturating_add(
-                sizing::instance_basis(inst, page_kib).map_or(0, |(_, own)| own),
-            );
+            throwaway = throwaway
+                .saturating_add(sizing::instance_basis(inst, page_kib).map_or(0, |(_, own)| own));
             continue;
         }
         if page_of(inst) != page_kib {

@@ -17,8 +17,8 @@
 use std::collections::BTreeMap;
 
 use super::{config_is, Evidence, IgnoredMode, PreemptModel, Preemption};
-use results::host::fact::Fact;
 use crate::parse;
+use results::host::fact::Fact;
 
 /// Architectures (as `uname -m` names them) whose kernels select `CONFIG_ARCH_HAS_PREEMPT_LAZY` (arch/*/Kconfig
 /// of Linux 7.x: x86, arm64, powerpc, riscv, s390, loongarch).

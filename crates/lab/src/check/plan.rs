@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use axes::{Backing, Count, LockKind, ReconnectGiven, StartAge};
 use results::host::audit::Audit;
 
-use crate::lock::{self};
-use results::lock::Spec;
 use crate::lock::run::{self, LockRunError, RunOptions};
+use crate::lock::{self};
 use results::lock::LockResult;
+use results::lock::Spec;
 
 /// Why the reproduction has no huge-page side.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,7 +126,7 @@ pub fn reproduce(
     plan: &Plan,
     reserve_hugepages: bool,
     out: PathBuf,
-    on_cell: Box<dyn FnMut(&run::Cell)>,
+    on_cell: Box<dyn FnMut(&results::lock::Cell)>,
     grow: &str,
 ) -> Result<LockResult, LockRunError> {
     run::run(

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use axes::{Load, Policy};
 
-use results::latency::Spec;
 use crate::options::{self, HostShape, OptionError};
+use results::latency::Spec;
 
 /// The wakeup intervals measured, us.
 const INTERVAL_US: RangeInclusive<u64> = 50..=1_000_000;

@@ -16,8 +16,8 @@ use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
 use crate::options::OptionError;
 use osutil::child::{Child, ChildError};
 
-use results::latency::{Cell, CellSummary, Lat, LatencyResult, Rep, Spec};
 use axes::{Load, Policy};
+use results::latency::{Cell, CellSummary, Lat, LatencyResult, Rep, Spec};
 use results::Status;
 
 /// Why a latency run stopped. Messages name options by field (`load`); `render` names them as the caller

@@ -12,9 +12,9 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use lockparams::pg::MAX_SPINS_PER_DELAY;
-use shmlock::shm::{ShmRegion};
 use axes::Backing;
+use lockparams::pg::MAX_SPINS_PER_DELAY;
+use shmlock::shm::ShmRegion;
 use shmlock::spin::cpu_relax;
 use shmlock::{futex, wake_cost};
 

@@ -28,8 +28,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use shmlock::shm::{ShmRegion};
 use axes::Backing;
+use shmlock::shm::ShmRegion;
 use shmlock::spin::cpu_relax;
 use shmlock::wake_cost;
 

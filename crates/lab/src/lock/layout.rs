@@ -11,8 +11,8 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
-use shmlock::shm::{ShmRegion};
 use axes::Backing;
+use shmlock::shm::ShmRegion;
 use shmlock::spin::XorShift;
 use shmlock::MAX_WAITERS;
 

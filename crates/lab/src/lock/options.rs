@@ -5,10 +5,10 @@ use std::time::Duration;
 use axes::{Backing, LockKind, ReconnectGiven, StartAge};
 
 use crate::lock::{self};
-use results::lock::Spec;
-use results::Status;
-use results::lock::{Cell, LockResult};
 use crate::options::{self, HostShape, OptionError};
+use results::lock::Spec;
+use results::lock::{Cell, LockResult};
+use results::Status;
 
 /// `bench lock`'s options as given.
 #[derive(Debug, Clone)]

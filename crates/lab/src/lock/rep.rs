@@ -5,12 +5,12 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use axes::Backing;
+use axes::LockKind;
 use axes::StartAge;
 use hdrhistogram::Histogram;
-use shmlock::shm::{ShmRegion};
-use axes::Backing;
+use shmlock::shm::ShmRegion;
 use shmlock::{with_lock_type, RawLock, MAX_WAITERS};
-use axes::LockKind;
 
 use super::layout::{
     check_free_list, init_free_list, layout, Shared, LOCK_AREA, PHASE_MEASURE, PHASE_STOP,

@@ -6,17 +6,17 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use shmlock::shm::{ShmError, ShmRegion};
 use axes::Backing;
+use shmlock::shm::{ShmError, ShmRegion};
 
 use crate::lock::costs::CostError;
 use crate::lock::{self, BenchError, RepInput};
-use results::lock::{Rep, Spec};
 use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
-use osutil::output::OutputError;
 use hostguard::hugetlb_pool::{self, PoolGuard};
 use hostguard::workers::Children;
+use osutil::output::OutputError;
 use osutil::stop::SignalError;
+use results::lock::{Rep, Spec};
 
 use results::lock::{Cell, CellSummary, FaultCost, LockResult};
 use results::Status;
@@ -124,7 +124,7 @@ pub struct RunOptions {
 
 /// The free pages of the `kib` pool; the error is a skipped cell's reason, as the result records it.
 fn pool_free(kib: u64) -> Result<u64, String> {
-    hugetlb_pool::HugetlbPool::of(kib)
+    hostfacts::hugepages::sysfs::HugetlbPool::of(kib)
         .available()
         .map_err(|e| e.to_string())
 }

@@ -2,9 +2,9 @@
 //! skipped, failed, interrupted and aborted runs end.
 
 use super::*;
+use axes::{NetPath, NetTest};
 use hostguard::preempt::PreemptError;
 use results::net::{Cell as NetCell, NetResult, Rep, Spec};
-use axes::{NetPath, NetTest};
 
 /// A bench whose steps are scripted per (cell, round); it records what ran and what the file said.
 struct Scripted {

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use axes::NetTest;
 
-use results::net::Spec;
 use crate::options::{self, HostShape, OptionError};
+use results::net::Spec;
 
 /// Message sizes, bytes.
 const MSG_BYTES: std::ops::RangeInclusive<usize> = 1..=16 << 20;

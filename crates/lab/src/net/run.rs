@@ -21,8 +21,8 @@ use hdrhistogram::Histogram;
 use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
 use crate::options::OptionError;
 
-use results::net::{Cell, CellSummary, EndUse, NetResult, Rep, RttPcts, Spec};
 use axes::{NetPath, NetTest};
+use results::net::{Cell, CellSummary, EndUse, NetResult, Rep, RttPcts, Spec};
 use results::Status;
 
 /// Why a net run stopped or the namespace could not be made. Messages name options by field; `render`

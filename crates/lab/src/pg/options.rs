@@ -8,10 +8,10 @@ use std::time::Duration;
 use hostfacts::pgbin::BinDir;
 
 use crate::options::{self, HostShape, OptionError};
-use results::Status;
-use results::pg::{Build, Cell, PgResult, Spec};
 use axes::{Driver, HugePages, Protocol};
 use pgharness::pgdriver::Drive;
+use results::pg::{Build, Cell, PgResult, Spec};
+use results::Status;
 
 /// The names of a closed set as the command line offers them (`[possible values: ...]`).
 #[cfg(feature = "cli")]
@@ -113,7 +113,8 @@ fn invalid(option: &'static str, value: impl Into<String>, why: impl Into<String
 
 /// A duration the drivers take in whole seconds, at least `min`.
 fn whole_seconds(option: &'static str, s: &str, min: u64) -> Result<u64, OptionError> {
-    let d = options::duration(s).map_err(|err| OptionError::Duration { option, err })?;
+    let d =
+        hostfacts::duration::duration(s).map_err(|err| OptionError::Duration { option, err })?;
     if d.subsec_nanos() != 0 {
         return Err(invalid(
             option,
@@ -206,7 +207,8 @@ impl PgOptions {
             }
             .to_string()
         });
-        let found = crate::pg::builds::find(self.pg_bin.as_deref(), &crate::pg::builds::cache_dir())?;
+        let found =
+            crate::pg::builds::find(self.pg_bin.as_deref(), &crate::pg::builds::cache_dir())?;
         let builds: Vec<Build> = found.iter().map(crate::pg::builds::describe).collect();
         let threads = match self.threads {
             Some(0) => {

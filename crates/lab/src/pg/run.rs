@@ -15,22 +15,20 @@ use hostfacts::pgbin::PgBinError;
 
 use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
 use crate::pg::huge::{backing_error, hugepages_needed, reserve, segment_check, Reserved};
-use osutil::output::OutputError;
 use axes::{HugePages, PssWhen};
 use hostguard::hugetlb_pool::{self, PoolGuard};
+use osutil::output::OutputError;
 use osutil::stop::SignalError;
 use pgharness::pgbouncer::{self, PgBouncer, PgBouncerError};
 use pgharness::pgcluster::{Cluster, ClusterError};
 use pgharness::pgdriver::{argv, drive, Drive, Driven, MissingDriver, Target};
 use pgharness::procsample::{Pss, Sampler};
 
-use results::pg::{
-    Build, Cell, CellSummary, Latency, PgResult, Point, Rep, RseqSlice, SegmentCheck, Setup, Spec,
-};
+use results::pg::{Cell, CellSummary, PgResult, Rep, Setup, Spec};
 use results::Status;
 
-use pgharness::pgdriver::{parse_latency_log, read_latency_log, DB, PGBENCH_BUILTINS, SYSBENCH_TESTS};
 use axes::Driver;
+use pgharness::pgdriver::DB;
 
 /// Live progress: (runs done, runs in all, cell label, phase, fraction of the current run done, live TPS).
 pub type ProgressFn = Box<dyn FnMut(usize, usize, &str, &str, f64, f64)>;
@@ -659,7 +657,10 @@ fn diagnose_prepare(
     // preemption counts are evidence the bench reports.
     opts.switch_duty_pct = 100;
     opts.cpu_duty_pct = 100;
-    diagnose::prepare(&opts, hostfacts::envelope::envelope(results::Kind::Diagnose))
+    diagnose::prepare(
+        &opts,
+        hostfacts::envelope::envelope(results::Kind::Diagnose),
+    )
 }
 
 fn diagnosis_failed(why: String) -> results::diagnose::Unmeasured {

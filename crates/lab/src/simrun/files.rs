@@ -9,13 +9,13 @@ use std::path::Path;
 
 use crate::simrun::from_lock::{self, FromLockError};
 use results::lock::LockResult;
+use results::model::Params;
 use results::sim::FromFile;
 use results::Document;
 use sim::matrix::{self, ParamError};
-use results::model::Params;
 
-use osutil::input::files::{self, FilesError};
 use crate::simrun::options::{SimError, SimOptions};
+use osutil::input::files::{self, FilesError};
 
 /// Why a file gives a sim run nothing.
 #[derive(Debug, thiserror::Error)]

@@ -2,10 +2,10 @@
 //! (`sim --costs-from`) and its matrix as `sim`'s axes (`sim --like`), so that a prediction covers exactly
 //! the measured cells at the measured costs.
 
-use axes::Backing;
-use results::model::Taken;
-use results::model::Params;
 use axes::model::{LockKind, Pages};
+use axes::Backing;
+use results::model::Params;
+use results::model::Taken;
 
 use results::lock::LockResult;
 

@@ -7,11 +7,11 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use axes::model::Workload;
 use results::model::Outcome;
+use results::model::Params;
 use results::sim::{SimCell, SimResult, SimSpec, SimSummary};
 use sim::matrix::{self, Axis, MatrixError, Request, RequestError};
-use results::model::Params;
-use axes::model::Workload;
 
 use crate::matrix::{self as driver, At, Bench, Matrix, Order, Step, Unopened};
 use crate::options::{self, OptionError};

@@ -95,9 +95,7 @@ fn walk(dir: &Path, found: &mut Found, top: bool) -> Result<(), FilesError> {
         let ft = match e.file_type() {
             Ok(ft) => ft,
             Err(err) => {
-                found
-                    .unreadable
-                    .push((path, crate::explain_io_error(&err)));
+                found.unreadable.push((path, crate::explain_io_error(&err)));
                 continue;
             }
         };

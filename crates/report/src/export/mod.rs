@@ -14,10 +14,10 @@ use results::net::NetResult;
 use results::pg::PgResult;
 use results::sim::SimResult;
 
-use compare::{Comparison, Row};
-use results::metrics::{Metric, Unit};
 use crate::markup::Style;
+use compare::{Comparison, Row};
 use results::host::fleet::Fleet;
+use results::metrics::{Metric, Unit};
 use stats::fmt::sig3;
 
 mod csv;

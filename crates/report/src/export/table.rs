@@ -11,8 +11,8 @@ use results::pg::PgResult;
 use results::sim::SimResult;
 
 use super::{cells_of, header, Exporter, Layout};
-use compare::Comparison;
 use crate::markup::{columns, shown_all, Align};
+use compare::Comparison;
 use results::host::fleet::Fleet;
 
 /// The text table exporter, laid out in its [`Layout`] (colour and width, where a document has them).

@@ -83,9 +83,9 @@ impl Sim {
 
 #[cfg(test)]
 mod tests {
-    use crate::{simulate};
-    use results::model::{Outcome, Params};
+    use crate::simulate;
     use axes::model::{LockKind, Model, Pages, Workload};
+    use results::model::{Outcome, Params};
 
     /// Measured virtual time of `holder_asleep`, ns.
     const ASLEEP_NS: u64 = 300_000_000;

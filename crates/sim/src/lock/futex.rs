@@ -77,9 +77,9 @@ impl Sim {
 
 #[cfg(test)]
 mod tests {
-    use crate::{simulate};
-    use results::model::Params;
+    use crate::simulate;
     use axes::model::LockKind;
+    use results::model::Params;
 
     #[test]
     fn a_wake_sent_to_an_idle_cpu_costs_the_futex_releaser() {

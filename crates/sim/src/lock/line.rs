@@ -120,9 +120,9 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use crate::sim::Sim;
-    use crate::{simulate};
-    use results::model::Params;
+    use crate::simulate;
     use axes::model::{LockKind, Pages, Workload};
+    use results::model::Params;
 
     fn machine(spinners: u32) -> Sim {
         let mut s = Sim::new(Params {

@@ -216,9 +216,9 @@ impl Sim {
 
 #[cfg(test)]
 mod tests {
-    use crate::{simulate};
-    use results::model::Params;
+    use crate::simulate;
     use axes::model::Pages;
+    use results::model::Params;
 
     #[test]
     fn line_contention_slows_holds_only_where_other_spinners_run() {

@@ -180,9 +180,9 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use crate::sim::Sim;
-    use crate::{simulate};
-    use results::model::Params;
+    use crate::simulate;
     use axes::model::Pages;
+    use results::model::Params;
 
     /// A machine whose lock is held by task 0 with tasks 1..=spinners spinning, at 1 us.
     fn spinning(spinners: u32) -> Sim {

@@ -8,8 +8,8 @@ use crate::event::Ev;
 use crate::metrics::Count;
 use crate::sim::Sim;
 use crate::task::Phase;
-use results::model::BufferStrategy;
 use axes::model::Pages;
+use results::model::BufferStrategy;
 
 impl Sim {
     /// A chunk of statement work on `c` is done: the next allocation, or the send.
@@ -140,10 +140,10 @@ impl Sim {
 
 #[cfg(test)]
 mod tests {
+    use crate::simulate;
     use crate::test_support::quick;
-    use crate::{simulate};
-    use results::model::{BufferStrategy, Params};
     use axes::model::{Model, Pages, Workload};
+    use results::model::{BufferStrategy, Params};
 
     #[test]
     fn txn_workload_counts_transactions_and_client_round_trips() {
