@@ -19,10 +19,10 @@ use results::host::fleet::{
 };
 use std::collections::{BTreeMap, HashMap};
 
-use results::host::findings::{Severity, Verdict};
 use crate::hugepages::sizing;
-use results::host::kernel::PreemptModel;
 use results::host::audit::Audit;
+use results::host::findings::{Severity, Verdict};
+use results::host::kernel::PreemptModel;
 
 /// The version of the fleet JSON schema.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -602,9 +602,9 @@ pub enum AgeError {
 }
 
 /// Parses an age such as `90m`, `36h`, `2d` or `1w` into seconds: a whole number and a unit of at least a
-/// second (`parse::duration_parts`).
+/// second (`duration::duration_parts`).
 pub fn parse_age(text: &str) -> Result<u64, AgeError> {
-    let parts = crate::parse::duration_parts(text);
+    let parts = crate::duration::duration_parts(text);
     let num = parts.map_or(text.trim(), |(num, _)| num);
     let n: u64 = num
         .parse()

@@ -5,6 +5,7 @@
 //! a fixture tree as if it were `/`. See docs/references.md (the regression, how the kernel preempts, PostgreSQL) for the facts the rules rely on.
 
 pub mod audit;
+pub mod duration;
 pub mod envelope;
 pub mod findings;
 pub mod fleet;

@@ -209,7 +209,7 @@ pub fn list(s: &str) -> Vec<String> {
         .collect()
 }
 
-use hostfacts::parse::{duration, DurationError};
+use hostfacts::duration::{duration, DurationError};
 
 /// The duration option `option`, at least `min`.
 pub fn duration_at_least(

@@ -74,7 +74,7 @@ impl VmArgs {
         };
         let memory = results::host::bytes::size(&self.memory).map_err(|e| VmError::Memory(e.0))?;
         let boot_timeout =
-            hostfacts::parse::duration(&self.boot_timeout).map_err(VmError::BootTimeout)?;
+            hostfacts::duration::duration(&self.boot_timeout).map_err(VmError::BootTimeout)?;
         Ok(VmOptions {
             default_out: result_kind(&self.command).map(default_path),
             boot_timeout,

@@ -138,7 +138,7 @@ pub enum VmError {
     },
     /// `boot_timeout` is not a duration.
     #[error("{}", self.render(str::to_string))]
-    BootTimeout(hostfacts::parse::DurationError),
+    BootTimeout(hostfacts::duration::DurationError),
     /// A zero `boot_timeout`.
     #[error("{}", self.render(str::to_string))]
     NoBootTimeout,

@@ -83,9 +83,7 @@ impl Registry {
 
 /// The start time (clock ticks since boot, field 22) in the text of `/proc/PID/stat`.
 pub fn stat_start_ticks(stat: &str) -> Option<u64> {
-    // The fields after the command name, which is in parentheses and may hold spaces and parentheses.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    crate::parse::PidStat::parse(stat).map(|s| s.starttime)
 }
 
 /// Is the run that took `share` the process whose `/proc/PID/stat` text is `stat` (None: no such process)?
@@ -131,8 +129,7 @@ mod tests {
 
     #[test]
     fn start_time_of_a_command_with_spaces_and_parens() {
-        let stat =
-            "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        let stat = "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0";
         assert_eq!(stat_start_ticks(stat), Some(987654));
         assert_eq!(stat_start_ticks("garbage"), None);
         let s = Share {

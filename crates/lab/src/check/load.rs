@@ -12,13 +12,18 @@ use results::host::Audit;
 /// bench it may spare.
 pub const WINDOW: Duration = Duration::from_secs(1);
 
+/// This process's CPU time so far, clock ticks (threads included).
+fn own_ticks() -> Option<u64> {
+    hostfacts::parse::PidStat::parse(&std::fs::read_to_string("/proc/self/stat").ok()?)?.ticks()
+}
+
 /// Samples the load for `window` (sleeping: this process adds nothing to it) and records it with the
 /// audit's instances and what the bench would cost; `loaded` is judged, `bench_ran` is false until the
 /// caller runs it.
 pub fn measure(audit: &Audit, bench_cost: BenchCost, window: Duration) -> Load {
-    let before = (osutil::procstat::now(), osutil::procstat::own_ticks());
+    let before = (osutil::procstat::now(), own_ticks());
     std::thread::sleep(window);
-    let after = (osutil::procstat::now(), osutil::procstat::own_ticks());
+    let after = (osutil::procstat::now(), own_ticks());
     let others_busy_pct = match (before, after) {
         ((Some(a), Some(oa)), (Some(b), Some(ob))) => a.others_busy_pct(b, ob.saturating_sub(oa)),
         _ => None,
