@@ -171,6 +171,15 @@ pub fn flag(option: &str) -> String {
     format!("--{}", option.replace('_', "-"))
 }
 
+/// The long flag of the argument `id` (a field of the command's `Args`) as clap spells it:
+/// `--fault-period`. An id the command does not have is shown as given, so a message never loses it.
+pub fn long_flag(cmd: clap::Command, id: &str) -> String {
+    cmd.get_arguments()
+        .find(|a| a.get_id() == id)
+        .and_then(|a| a.get_long())
+        .map_or_else(|| id.to_string(), |l| format!("--{l}"))
+}
+
 /// A library's option error as one line naming the flags.
 pub fn flags(e: lab::options::OptionError) -> anyhow::Error {
     anyhow::anyhow!(e.render(flag))
