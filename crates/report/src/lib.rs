@@ -9,6 +9,7 @@ pub mod compare_view;
 mod diagnose_html;
 pub mod diagnose_prom;
 pub mod diagnose_table;
+mod escape;
 pub mod export;
 pub mod fleet_table;
 pub mod html;

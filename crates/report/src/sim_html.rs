@@ -7,7 +7,7 @@ use std::fmt::Write;
 use results::sim::{SimCell, SimResult};
 use stats::fmt::{ns, rate};
 
-use crate::html::esc;
+use crate::escape::esc;
 use crate::svg::{line_chart, ranged_bar_chart, Axis, Series};
 
 fn label(c: &SimCell) -> String {

@@ -35,7 +35,7 @@ const T: f64 = 30.0;
 const B: f64 = 50.0;
 
 fn esc(s: &str) -> String {
-    crate::html::shown_in_markup(s)
+    crate::escape::shown_in_markup(s)
         .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
