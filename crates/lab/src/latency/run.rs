@@ -11,6 +11,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use nix::sched::{sched_setaffinity, CpuSet};
+use nix::sys::mman::{mlockall, MlockAllFlags};
+use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow, Signal};
+use nix::sys::time::TimeSpec;
+use nix::time::{clock_gettime, clock_nanosleep, ClockId, ClockNanosleepFlags};
+use nix::unistd::Pid;
 
 use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
 use crate::options::OptionError;
@@ -93,6 +99,8 @@ fn lat_of(h: &Histogram<u64>) -> Lat {
     }
 }
 
+/// Sets this thread's scheduling policy. The one libc call left here: neither nix nor rustix wraps
+/// `pthread_setschedparam` (or `sched_setscheduler`).
 fn set_policy(policy: Policy, prio: i32) -> Result<(), String> {
     let (pol, p) = match policy {
         Policy::Fifo => (libc::SCHED_FIFO, prio),
@@ -110,23 +118,18 @@ fn set_policy(policy: Policy, prio: i32) -> Result<(), String> {
     Ok(())
 }
 
+/// Pins this thread to `cpu` (best effort: an unpinned thread is still measured).
 fn pin(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET within its size; affinity of this thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu % (libc::CPU_SETSIZE as usize), &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    let mut set = CpuSet::new();
+    if set.set(cpu % CpuSet::count()).is_ok() {
+        let _ = sched_setaffinity(Pid::from_raw(0), &set);
     }
 }
 
+/// CLOCK_MONOTONIC, ns: the clock the absolute sleeps' deadlines are on.
 fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    let ts = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC is always readable");
+    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
 }
 
 fn thread_nivcsw() -> u64 {
@@ -141,15 +144,10 @@ struct ThreadOut {
 
 /// Blocks SIGINT and SIGTERM in the calling thread.
 fn block_stop_signals() {
-    // SAFETY: a zeroed sigset_t is filled by sigemptyset before use; pthread_sigmask changes only this
-    // thread's mask.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-    }
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGINT);
+    set.add(Signal::SIGTERM);
+    let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set), None);
 }
 
 /// Measures one repetition: `threads` threads under `policy` for `duration`.
@@ -174,8 +172,7 @@ fn measure(spec: &Spec, policy: Policy, cpus: usize) -> Result<(Vec<ThreadOut>, 
             // a measured sleep short.
             block_stop_signals();
             // Timer slack (50 us by default for SCHED_OTHER) would be measured as latency: 1 ns.
-            // SAFETY: prctl on this thread with plain integer arguments.
-            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+            let _ = nix::sys::prctl::set_timerslack(1);
             let ready = set_policy(policy, prio);
             let failed = ready.is_err();
             let _ = tx.send(ready);
@@ -193,19 +190,15 @@ fn measure(spec: &Spec, policy: Policy, cpus: usize) -> Result<(Vec<ThreadOut>, 
             let cs0 = thread_nivcsw();
             let mut next = now_ns() + interval + offset;
             while !stop.load(Ordering::Relaxed) {
-                let ts = libc::timespec {
-                    tv_sec: (next / 1_000_000_000) as libc::time_t,
-                    tv_nsec: (next % 1_000_000_000) as libc::c_long,
-                };
-                // SAFETY: absolute sleep on CLOCK_MONOTONIC with a valid timespec.
-                unsafe {
-                    libc::clock_nanosleep(
-                        libc::CLOCK_MONOTONIC,
-                        libc::TIMER_ABSTIME,
-                        &ts,
-                        std::ptr::null_mut(),
-                    )
-                };
+                let deadline = TimeSpec::new(
+                    (next / 1_000_000_000) as libc::time_t,
+                    (next % 1_000_000_000) as libc::c_long,
+                );
+                let _ = clock_nanosleep(
+                    ClockId::CLOCK_MONOTONIC,
+                    ClockNanosleepFlags::TIMER_ABSTIME,
+                    &deadline,
+                );
                 let now = now_ns();
                 let late = now.saturating_sub(next);
                 let _ = hist.record(late.max(1));
@@ -244,12 +237,11 @@ fn measure(spec: &Spec, policy: Policy, cpus: usize) -> Result<(Vec<ThreadOut>, 
             if left.is_zero() {
                 break;
             }
-            let ts = libc::timespec {
-                tv_sec: left.as_secs() as libc::time_t,
-                tv_nsec: left.subsec_nanos() as libc::c_long,
-            };
-            // SAFETY: a relative sleep with a valid timespec; the remainder is not needed.
-            unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+            let _ = clock_nanosleep(
+                ClockId::CLOCK_MONOTONIC,
+                ClockNanosleepFlags::empty(),
+                &TimeSpec::from_duration(left),
+            );
         }
         stop.store(true, Ordering::Relaxed);
     }
@@ -408,9 +400,8 @@ pub fn run(
 ) -> Result<LatencyResult, LatencyError> {
     osutil::stop::install_signal_flag()?;
     crate::latency::options::check(&spec)?;
-    // SAFETY: mlockall with valid flags; failure only costs page-fault noise, so it is not fatal.
-    let locked = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } == 0;
-    let _ = locked;
+    // Failure only costs page-fault noise, so it is not fatal.
+    let _ = mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE);
     // PM QoS: a 0 us CPU latency request, held by this open file; closing it (any exit) withdraws it.
     let _qos = if spec.no_deep_idle {
         use std::io::Write;

@@ -468,8 +468,7 @@ fn load(
     // The load ran with fsync=off: write its dirty pages back now, or the kernel's flusher does it
     // during the first measured runs and takes CPU from them.
     let t = Instant::now();
-    // SAFETY: sync(2) has no preconditions.
-    unsafe { libc::sync() };
+    nix::unistd::sync();
     setup.sync_s = t.elapsed().as_secs_f64();
     Ok(setup)
 }
