@@ -3,16 +3,12 @@
 //! Each cell records the deltas of the kernel's TCP counters (`/proc/net/snmp`, `/proc/net/netstat`) on
 //! both sides and each end's CPU time and context switches.
 //!
-//! With `netns` set the server threads join a namespace this module creates (`ip netns add`), joined to the
-//! host namespace by a veth pair with 10.203.0.1/30 (host) and 10.203.0.2/30 (namespace); deleting the
-//! namespace removes both ends of the pair. [`NetnsGuard`] deletes it on drop, and a run that died without
-//! cleaning up leaves a name with its PID that the next run removes.
+//! With `netns` set the server threads join the namespace of [`super::netns`]; the threads of a repetition
+//! are [`super::ends`]', what they record besides their traffic [`super::counters`]'.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,8 +17,12 @@ use hdrhistogram::Histogram;
 use crate::matrix::{self, At, Bench, Matrix, Order, Step, Unopened};
 use crate::options::OptionError;
 
+use super::counters::{add_use, delta, read_counters};
+use super::ends::{self, Shared, Traffic};
+use super::netns::{recover_stale_netns, NetnsGuard, NS_ADDR};
+
 use axes::{NetPath, NetTest};
-use results::net::{Cell, CellSummary, EndUse, NetResult, Rep, RttPcts, Spec};
+use results::net::{Cell, CellSummary, NetResult, Rep, RttPcts, Spec};
 use results::Status;
 
 /// Why a net run stopped or the namespace could not be made. Messages name options by field; `render`
@@ -84,343 +84,31 @@ impl NetError {
     }
 }
 
-/// The TCP counters recorded around each cell: (file, section, field).
-pub const COUNTERS: [(&str, &str, &str); 9] = [
-    ("snmp", "Tcp", "RetransSegs"),
-    ("snmp", "Tcp", "OutSegs"),
-    ("netstat", "TcpExt", "TCPFastRetrans"),
-    ("netstat", "TcpExt", "TCPSackRecovery"),
-    ("netstat", "TcpExt", "TCPDSACKRecv"),
-    ("netstat", "TcpExt", "TCPDSACKOfoRecv"),
-    ("netstat", "TcpExt", "TCPLostRetransmit"),
-    ("netstat", "TcpExt", "TCPTimeouts"),
-    ("netstat", "TcpExt", "TCPSACKReorder"),
-];
-
-/// Parses the two-line-per-section format of /proc/net/snmp and /proc/net/netstat
-/// (`Tcp: names...` then `Tcp: values...`) into section -> name -> value.
-pub fn parse_counters(text: &str) -> BTreeMap<String, BTreeMap<String, i64>> {
-    let mut out: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
-    let lines: Vec<&str> = text.lines().collect();
-    for pair in lines.chunks(2) {
-        let [names, values] = pair else { continue };
-        let (Some((sec, n)), Some((sec2, v))) = (names.split_once(':'), values.split_once(':'))
-        else {
-            continue;
-        };
-        if sec != sec2 {
-            continue;
-        }
-        let m = out.entry(sec.to_string()).or_default();
-        for (k, x) in n.split_whitespace().zip(v.split_whitespace()) {
-            if let Ok(x) = x.parse() {
-                m.insert(k.to_string(), x);
-            }
-        }
-    }
-    out
-}
-
-/// Reads the recorded counters in the calling thread's network namespace.
-fn read_counters() -> BTreeMap<String, i64> {
-    let mut out = BTreeMap::new();
-    let snmp =
-        parse_counters(&std::fs::read_to_string("/proc/thread-self/net/snmp").unwrap_or_default());
-    let netstat = parse_counters(
-        &std::fs::read_to_string("/proc/thread-self/net/netstat").unwrap_or_default(),
-    );
-    for (file, sec, name) in COUNTERS {
-        let src = if file == "snmp" { &snmp } else { &netstat };
-        if let Some(v) = src.get(sec).and_then(|m| m.get(name)) {
-            out.insert(name.to_string(), *v);
-        }
-    }
-    out
-}
-
-fn delta(a: &BTreeMap<String, i64>, b: &BTreeMap<String, i64>) -> BTreeMap<String, i64> {
-    b.iter()
-        .map(|(k, v)| (k.clone(), v - a.get(k).copied().unwrap_or(0)))
-        .collect()
-}
-
-fn thread_use() -> EndUse {
-    let u = hostfacts::rusage::Usage::now(hostfacts::rusage::Who::Thread);
-    EndUse {
-        user_s: u.user_ns as f64 / 1e9,
-        sys_s: u.sys_ns as f64 / 1e9,
-        nvcsw: u.nvcsw,
-        nivcsw: u.nivcsw,
-    }
-}
-
-fn use_delta(a: &EndUse, b: &EndUse) -> EndUse {
-    EndUse {
-        user_s: b.user_s - a.user_s,
-        sys_s: b.sys_s - a.sys_s,
-        nvcsw: b.nvcsw - a.nvcsw,
-        nivcsw: b.nivcsw - a.nivcsw,
-    }
-}
-
-fn add_use(a: &mut EndUse, b: &EndUse) {
-    a.user_s += b.user_s;
-    a.sys_s += b.sys_s;
-    a.nvcsw += b.nvcsw;
-    a.nivcsw += b.nivcsw;
-}
-
-/// A network namespace and veth pair, removed on drop.
-pub struct NetnsGuard {
-    name: String,
-}
-
-/// Host-side and namespace-side addresses of the veth pair.
-pub const HOST_ADDR: &str = "10.203.0.1";
-/// The namespace side.
-pub const NS_ADDR: &str = "10.203.0.2";
-
-fn ip(args: &[&str]) -> Result<(), NetError> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|err| NetError::IpMissing {
-            args: args.join(" "),
-            err,
-        })?;
-    if !out.status.success() {
-        return Err(NetError::Ip {
-            args: args.join(" "),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(())
-}
-
-/// Deletes namespaces named `preemptlab-<pid>` whose process is gone; returns what it did.
-pub fn recover_stale_netns() -> Vec<String> {
-    let mut done = Vec::new();
-    let Ok(rd) = std::fs::read_dir("/run/netns") else {
-        return done;
-    };
-    for e in rd.filter_map(|e| e.ok()) {
-        let name = e.file_name().to_string_lossy().to_string();
-        let Some(pid) = name
-            .strip_prefix("preemptlab-")
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pgharness::procsample::alive(pid) {
-            continue;
-        }
-        if ip(&["netns", "del", &name]).is_ok() {
-            done.push(format!(
-                "removed network namespace {name}, left by run {pid}"
-            ));
-        }
-    }
-    done
-}
-
-impl NetnsGuard {
-    /// Creates the namespace and the veth pair with addresses, both ends up (root).
-    pub fn create() -> Result<NetnsGuard, NetError> {
-        if !osutil::is_root() {
-            return Err(NetError::NotRoot);
-        }
-        let name = format!("preemptlab-{}", std::process::id());
-        let veth_host = format!("plh{}", std::process::id() % 100_000);
-        let veth_ns = format!("pln{}", std::process::id() % 100_000);
-        ip(&["netns", "add", &name])?;
-        let g = NetnsGuard { name: name.clone() };
-        ip(&[
-            "link", "add", &veth_host, "type", "veth", "peer", "name", &veth_ns, "netns", &name,
-        ])?;
-        ip(&["addr", "add", &format!("{HOST_ADDR}/30"), "dev", &veth_host])?;
-        ip(&["link", "set", &veth_host, "up"])?;
-        ip(&[
-            "-n",
-            &name,
-            "addr",
-            "add",
-            &format!("{NS_ADDR}/30"),
-            "dev",
-            &veth_ns,
-        ])?;
-        ip(&["-n", &name, "link", "set", &veth_ns, "up"])?;
-        ip(&["-n", &name, "link", "set", "lo", "up"])?;
-        Ok(g)
-    }
-
-    /// The namespace's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Moves the calling thread into the namespace.
-    pub fn enter(&self) -> Result<(), NetError> {
-        let enter = |err| NetError::Enter {
-            name: self.name.clone(),
-            err,
-        };
-        let f = std::fs::File::open(format!("/run/netns/{}", self.name)).map_err(enter)?;
-        use std::os::fd::AsRawFd;
-        // SAFETY: setns on a namespace fd for this thread only.
-        if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(enter(std::io::Error::last_os_error()));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for NetnsGuard {
-    fn drop(&mut self) {
-        if let Err(e) = ip(&["netns", "del", &self.name]) {
-            osutil::msg!("preemptlab: removing network namespace {}: {e}", self.name);
-        }
-    }
-}
-
-/// What a server thread returns: its resource use and its namespace's counters before and after.
-type ServerEnd = (EndUse, BTreeMap<String, i64>, BTreeMap<String, i64>);
-
-struct Shared {
-    stop: AtomicBool,
-    go: AtomicBool,
-    ready: AtomicU64,
-    sent_bytes: AtomicU64,
-    sent_msgs: AtomicU64,
-    recv_bytes: AtomicU64,
-    recv_msgs: AtomicU64,
-}
-
-/// Runs one repetition of `test` with `size`-byte messages.
-/// Waits at the start gate; false when the run was stopped instead.
-fn gate(sh: &Shared) -> bool {
-    sh.ready.fetch_add(1, Ordering::Relaxed);
-    while !sh.go.load(Ordering::Relaxed) {
-        if sh.stop.load(Ordering::Relaxed) {
-            return false;
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    !sh.stop.load(Ordering::Relaxed)
-}
-
+/// Runs one repetition of `test` with `size`-byte messages: one server and one client thread per stream,
+/// started together at the gate, the window measured, the servers drained and stopped.
 fn run_once(
     test: NetTest,
     size: usize,
     spec: &Spec,
     ns: Option<&NetnsGuard>,
 ) -> Result<Rep, String> {
-    let (tcp, stream) = (test.tcp(), test.stream());
+    let t = Traffic {
+        tcp: test.tcp(),
+        stream: test.stream(),
+        size,
+    };
     let n = spec.streams as usize;
-    let sh = Arc::new(Shared {
-        stop: AtomicBool::new(false),
-        go: AtomicBool::new(false),
-        ready: AtomicU64::new(0),
-        sent_bytes: AtomicU64::new(0),
-        sent_msgs: AtomicU64::new(0),
-        recv_bytes: AtomicU64::new(0),
-        recv_msgs: AtomicU64::new(0),
-    });
+    let sh = Arc::new(Shared::default());
     let server_ip = if ns.is_some() { NS_ADDR } else { "127.0.0.1" };
     // Servers: one thread per stream, bound in the namespace when asked; each reports its port.
     let (port_tx, port_rx) = std::sync::mpsc::channel::<Result<u16, String>>();
-    let ns_name = ns.map(|g| g.name().to_string());
     let mut servers = Vec::new();
     for _ in 0..n {
-        let sh = Arc::clone(&sh);
-        let port_tx = port_tx.clone();
-        let ns_name = ns_name.clone();
+        let (sh, port_tx) = (Arc::clone(&sh), port_tx.clone());
+        let ns_name = ns.map(|g| g.name().to_string());
         let bind = format!("{server_ip}:0");
-        servers.push(std::thread::spawn(move || -> Result<ServerEnd, String> {
-            if let Some(name) = &ns_name {
-                let g = NetnsGuard { name: name.clone() };
-                let r = g.enter().map_err(|e| e.to_string());
-                std::mem::forget(g); // not ours to delete
-                if let Err(e) = r {
-                    let _ = port_tx.send(Err(e.clone()));
-                    return Err(e);
-                }
-            }
-            let mut buf = vec![0u8; size.max(65_536)];
-            if tcp {
-                let l = TcpListener::bind(&bind).map_err(|e| format!("bind {bind}: {e}"))?;
-                let _ = port_tx.send(Ok(l.local_addr().map_err(|e| e.to_string())?.port()));
-                let (mut s, _) = l.accept().map_err(|e| format!("accept: {e}"))?;
-                s.set_nodelay(true).ok();
-                s.set_read_timeout(Some(Duration::from_millis(200))).ok();
-                let c0 = read_counters();
-                if !gate(&sh) {
-                    return Err("stopped before the start".into());
-                }
-                let u0 = thread_use();
-                loop {
-                    if stream {
-                        match s.read(&mut buf) {
-                            Ok(0) => break,
-                            Ok(k) => {
-                                sh.recv_bytes.fetch_add(k as u64, Ordering::Relaxed);
-                            }
-                            Err(e)
-                                if e.kind() == std::io::ErrorKind::WouldBlock
-                                    || e.kind() == std::io::ErrorKind::TimedOut =>
-                            {
-                                if sh.stop.load(Ordering::Relaxed) {
-                                    break;
-                                }
-                            }
-                            Err(_) => break,
-                        }
-                    } else {
-                        // Echo exactly one message.
-                        match s.read_exact(&mut buf[..size]) {
-                            Ok(()) => {
-                                if s.write_all(&buf[..size]).is_err() {
-                                    break;
-                                }
-                            }
-                            Err(e)
-                                if e.kind() == std::io::ErrorKind::WouldBlock
-                                    || e.kind() == std::io::ErrorKind::TimedOut =>
-                            {
-                                if sh.stop.load(Ordering::Relaxed) {
-                                    break;
-                                }
-                            }
-                            Err(_) => break,
-                        }
-                    }
-                }
-                let u1 = thread_use();
-                Ok((use_delta(&u0, &u1), c0, read_counters()))
-            } else {
-                let sock = UdpSocket::bind(&bind).map_err(|e| format!("bind {bind}: {e}"))?;
-                let _ = port_tx.send(Ok(sock.local_addr().map_err(|e| e.to_string())?.port()));
-                sock.set_read_timeout(Some(Duration::from_millis(100))).ok();
-                let c0 = read_counters();
-                if !gate(&sh) {
-                    return Err("stopped before the start".into());
-                }
-                let u0 = thread_use();
-                while !sh.stop.load(Ordering::Relaxed) {
-                    match sock.recv_from(&mut buf) {
-                        Ok((k, from)) => {
-                            if stream {
-                                sh.recv_bytes.fetch_add(k as u64, Ordering::Relaxed);
-                                sh.recv_msgs.fetch_add(1, Ordering::Relaxed);
-                            } else {
-                                let _ = sock.send_to(&buf[..k], from);
-                            }
-                        }
-                        Err(_) => continue,
-                    }
-                }
-                let u1 = thread_use();
-                Ok((use_delta(&u0, &u1), c0, read_counters()))
-            }
+        servers.push(std::thread::spawn(move || {
+            ends::server(&sh, t, &bind, ns_name.as_deref(), &port_tx)
         }));
     }
     drop(port_tx);
@@ -432,106 +120,17 @@ fn run_once(
             Err(_) => return Err("a server thread ended before binding".into()),
         }
     }
-    let dur = Duration::from_secs_f64(spec.duration_s);
-    let mut clients = Vec::new();
-    for port in ports {
-        let sh = Arc::clone(&sh);
-        let addr: SocketAddr = format!("{server_ip}:{port}").parse().expect("an address");
-        clients.push(std::thread::spawn(
-            move || -> Result<(EndUse, Option<Histogram<u64>>), String> {
-                let msg = vec![0x5Au8; size];
-                let mut back = vec![0u8; size];
-                let mut hist =
-                    Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
-                if tcp {
-                    let conn = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"));
-                    let Ok(mut s) = conn else {
-                        sh.stop.store(true, Ordering::Relaxed);
-                        return Err(conn.err().unwrap_or_default());
-                    };
-                    s.set_nodelay(!stream).ok();
-                    if !gate(&sh) {
-                        return Err("stopped before the start".into());
-                    }
-                    let u0 = thread_use();
-                    let t = Instant::now();
-                    // Counted locally: shared counters written per message would bounce a cache line
-                    // between the sender's and the receiver's CPUs.
-                    let mut sent = 0u64;
-                    while t.elapsed() < dur && !osutil::stop::interrupted() {
-                        if stream {
-                            if s.write_all(&msg).is_err() {
-                                break;
-                            }
-                        } else {
-                            let t0 = Instant::now();
-                            if s.write_all(&msg).is_err() || s.read_exact(&mut back).is_err() {
-                                break;
-                            }
-                            let _ = hist.record(t0.elapsed().as_nanos().max(1) as u64);
-                        }
-                        sent += 1;
-                    }
-                    sh.sent_msgs.fetch_add(sent, Ordering::Relaxed);
-                    if stream {
-                        sh.sent_bytes
-                            .fetch_add(sent * size as u64, Ordering::Relaxed);
-                    }
-                    let u1 = thread_use();
-                    let _ = s.shutdown(std::net::Shutdown::Write);
-                    Ok((use_delta(&u0, &u1), (!stream).then_some(hist)))
-                } else {
-                    let sock = UdpSocket::bind(if addr.ip().is_loopback() {
-                        "127.0.0.1:0"
-                    } else {
-                        "0.0.0.0:0"
-                    })
-                    .map_err(|e| format!("bind: {e}"))?;
-                    sock.connect(addr)
-                        .map_err(|e| format!("connect {addr}: {e}"))?;
-                    sock.set_read_timeout(Some(Duration::from_millis(200))).ok();
-                    if !gate(&sh) {
-                        return Err("stopped before the start".into());
-                    }
-                    let u0 = thread_use();
-                    let t = Instant::now();
-                    let mut sent = 0u64;
-                    while t.elapsed() < dur && !osutil::stop::interrupted() {
-                        if stream {
-                            if sock.send(&msg).is_ok() {
-                                sent += 1;
-                            }
-                        } else {
-                            let t0 = Instant::now();
-                            if sock.send(&msg).is_ok() && sock.recv(&mut back).is_ok() {
-                                let _ = hist.record(t0.elapsed().as_nanos().max(1) as u64);
-                                sent += 1;
-                            }
-                        }
-                    }
-                    sh.sent_msgs.fetch_add(sent, Ordering::Relaxed);
-                    if stream {
-                        sh.sent_bytes
-                            .fetch_add(sent * size as u64, Ordering::Relaxed);
-                    }
-                    let u1 = thread_use();
-                    Ok((use_delta(&u0, &u1), (!stream).then_some(hist)))
-                }
-            },
-        ));
-    }
+    let window = Duration::from_secs_f64(spec.duration_s);
+    let clients: Vec<_> = ports
+        .into_iter()
+        .map(|port| {
+            let sh = Arc::clone(&sh);
+            let addr: SocketAddr = format!("{server_ip}:{port}").parse().expect("an address");
+            std::thread::spawn(move || ends::client(&sh, t, addr, window))
+        })
+        .collect();
     let c0 = read_counters();
-    let wait = Instant::now();
-    while sh.ready.load(Ordering::Relaxed) < 2 * n as u64
-        && !sh.stop.load(Ordering::Relaxed)
-        && wait.elapsed() < Duration::from_secs(10)
-    {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    if sh.ready.load(Ordering::Relaxed) < 2 * n as u64 {
-        sh.stop.store(true, Ordering::Relaxed);
-    }
-    sh.go.store(true, Ordering::Relaxed);
+    start(&sh, n);
     let t0 = Instant::now();
     let mut rep = Rep::default();
     let mut rtt = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
@@ -575,26 +174,56 @@ fn run_once(
     if let Some(e) = first_err {
         return Err(e);
     }
-    let secs = elapsed.max(1e-9);
-    let sent_b = sh.sent_bytes.load(Ordering::Relaxed) as f64;
-    let sent_m = sh.sent_msgs.load(Ordering::Relaxed) as f64;
-    let recv_m = sh.recv_msgs.load(Ordering::Relaxed) as f64;
-    rep.msgs_per_s = sent_m / secs;
     rep.client_counters = delta(&c0, &c1);
     rep.server_counters = if ns.is_some() {
         server_delta
     } else {
         rep.client_counters.clone()
     };
-    if stream {
+    rates(&mut rep, &sh, t, elapsed, recv_at_end, &rtt);
+    Ok(rep)
+}
+
+/// Opens the gate once every end waits at it (10 s at most; the run is stopped when one never came).
+fn start(sh: &Shared, streams: usize) {
+    let ends = 2 * streams as u64;
+    let wait = Instant::now();
+    while sh.ready.load(Ordering::Relaxed) < ends
+        && !sh.stop.load(Ordering::Relaxed)
+        && wait.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if sh.ready.load(Ordering::Relaxed) < ends {
+        sh.stop.store(true, Ordering::Relaxed);
+    }
+    sh.go.store(true, Ordering::Relaxed);
+}
+
+/// The repetition's rates over `elapsed` seconds: messages and bytes each way, UDP loss, or the round
+/// trips' percentiles for a ping-pong.
+fn rates(
+    rep: &mut Rep,
+    sh: &Shared,
+    t: Traffic,
+    elapsed: f64,
+    recv_at_end: f64,
+    rtt: &Histogram<u64>,
+) {
+    let secs = elapsed.max(1e-9);
+    let sent_b = sh.sent_bytes.load(Ordering::Relaxed) as f64;
+    let sent_m = sh.sent_msgs.load(Ordering::Relaxed) as f64;
+    let recv_m = sh.recv_msgs.load(Ordering::Relaxed) as f64;
+    rep.msgs_per_s = sent_m / secs;
+    if t.stream {
         rep.sender_bytes_per_s = sent_b / secs;
         rep.receiver_bytes_per_s = recv_at_end / secs;
-        rep.recv_msgs_per_s = if tcp {
-            recv_at_end / size as f64 / secs
+        rep.recv_msgs_per_s = if t.tcp {
+            recv_at_end / t.size as f64 / secs
         } else {
             recv_m / secs
         };
-        if !tcp && sent_m > 0.0 {
+        if !t.tcp && sent_m > 0.0 {
             rep.udp_loss = Some((1.0 - recv_m / sent_m).max(0.0));
         }
     } else if !rtt.is_empty() {
@@ -606,10 +235,9 @@ fn run_once(
             p999: us(0.999),
             max: rtt.max() as f64 / 1000.0,
         });
-        rep.sender_bytes_per_s = sent_m * size as f64 / secs;
+        rep.sender_bytes_per_s = sent_m * t.size as f64 / secs;
         rep.receiver_bytes_per_s = rep.sender_bytes_per_s;
     }
-    Ok(rep)
 }
 
 /// Runs the matrix (tests x sizes x repetitions) on the matrix driver, writing the result after each cell.
@@ -740,19 +368,6 @@ impl<F: FnMut(&Cell)> Bench for NetBench<'_, F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn counters_parse_the_two_line_sections() {
-        let t = "Tcp: RtoAlgorithm RetransSegs OutSegs\nTcp: 1 17 4000\nUdp: InDatagrams\nUdp: 5\n";
-        let m = parse_counters(t);
-        assert_eq!(m["Tcp"]["RetransSegs"], 17);
-        assert_eq!(m["Udp"]["InDatagrams"], 5);
-        let live = read_counters();
-        assert!(
-            live.contains_key("RetransSegs") && live.contains_key("TCPFastRetrans"),
-            "{live:?}"
-        );
-    }
 
     #[test]
     fn a_spec_made_otherwise_is_checked_too() {
