@@ -493,7 +493,10 @@ mod tests {
             std::fs::write(p, text).unwrap();
         };
         let stat = |pid: u32, ticks: u64| {
-            format!("{pid} (preemptlab) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {ticks} 0 0\n")
+            format!(
+                "{pid} (preemptlab) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {ticks} 0 0 {} 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+                u64::MAX
+            )
         };
         put(
             "run/preemptlab/pool-2048kB.json",
