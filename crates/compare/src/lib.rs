@@ -325,7 +325,60 @@ pub fn compare(
     if inputs.len() < 2 {
         return Err(CompareError::TooFew);
     }
-    // Host facts and spec fields that differ.
+    let host_diffs = host_diffs(inputs);
+    let (spec_diffs, factors) = spec_diffs(inputs);
+    let key_of = |c: &CellSamples| -> String {
+        c.key
+            .iter()
+            .filter(|(k, _)| !factors.contains(*k))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let first: Vec<(String, &CellSamples)> =
+        inputs[0].cells.iter().map(|c| (key_of(c), c)).collect();
+    let mut rows = Vec::new();
+    let mut unmatched = BTreeSet::new();
+    for (bi, input) in inputs.iter().enumerate().skip(1) {
+        let others: BTreeMap<String, &CellSamples> =
+            input.cells.iter().map(|c| (key_of(c), c)).collect();
+        for key in others.keys() {
+            if !first.iter().any(|(k, _)| k == key) {
+                unmatched.insert(format!("{key} (only in {})", input.label));
+            }
+        }
+        for (key, ca) in &first {
+            let Some(cb) = others.get(key) else {
+                unmatched.insert(format!("{key} (only in {})", inputs[0].label));
+                continue;
+            };
+            rows.extend(judged_rows(key, (ca, cb), bi, noise, metrics_filter));
+        }
+    }
+    // A run with the preemption model as an axis keys its cells by model; a file run under one model
+    // does not: they pair only through --by preempt.
+    let has_model = |i: &Input| i.cells.iter().any(|c| c.key.contains_key("preempt"));
+    if !unmatched.is_empty() && inputs.iter().any(has_model) && !inputs.iter().all(has_model) {
+        unmatched.insert(
+            "(cells that ran under a preemption model of their own pair with a file's cells only through --by preempt)"
+                .into(),
+        );
+    }
+    Ok(Comparison {
+        schema_version: 1,
+        inputs: inputs.iter().map(|i| i.label.clone()).collect(),
+        noise,
+        host_diffs,
+        spec_diffs,
+        unmatched: unmatched.into_iter().collect(),
+        caveats: sequential_windows(inputs),
+        rows,
+    })
+}
+
+/// Host facts (and a guest's machine, emulator and clock: as much a part of its figures as the guest's own
+/// facts) whose values differ across the inputs.
+fn host_diffs(inputs: &[Input]) -> Vec<FactDiff> {
     let mut host_diffs: Vec<FactDiff> = HOST_FACTS
         .iter()
         .filter_map(|f| {
@@ -343,13 +396,17 @@ pub fn compare(
             .iter()
             .map(|i| i.host_fact(pools).unwrap_or_else(|| "-".into())),
     ));
-    // The machine and emulator under a guest's result, and its clock: as much a part of its figures as the
-    // guest's own facts.
     host_diffs.extend(
         VM_FACTS
             .iter()
             .filter_map(|f| differing(f.label, inputs.iter().map(|i| i.vm_fact(f.get)))),
     );
+    host_diffs
+}
+
+/// Spec fields whose values differ across the inputs, and the compared factors: key fields with one value
+/// per file, different across files (said as `cell FIELD` among the spec differences).
+fn spec_diffs(inputs: &[Input]) -> (Vec<FactDiff>, BTreeSet<String>) {
     let mut spec_diffs: Vec<FactDiff> =
         differing("kind", inputs.iter().map(|i| i.kind.to_string()))
             .into_iter()
@@ -390,100 +447,68 @@ pub fn compare(
             });
         }
     }
-    let key_of = |c: &CellSamples| -> String {
-        c.key
-            .iter()
-            .filter(|(k, _)| !factors.contains(*k))
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let first: Vec<(String, &CellSamples)> =
-        inputs[0].cells.iter().map(|c| (key_of(c), c)).collect();
+    (spec_diffs, factors)
+}
+
+/// One matched cell's rows against input `bi`: each chosen metric judged, the cell's metrics one family
+/// (stats::judge: interval, noise, Welch with Holm).
+fn judged_rows(
+    key: &str,
+    (ca, cb): (&CellSamples, &CellSamples),
+    bi: usize,
+    noise: f64,
+    metrics_filter: Option<&[String]>,
+) -> Vec<Row> {
     let mut rows = Vec::new();
-    let mut unmatched = BTreeSet::new();
-    for (bi, input) in inputs.iter().enumerate().skip(1) {
-        let others: BTreeMap<String, &CellSamples> =
-            input.cells.iter().map(|c| (key_of(c), c)).collect();
-        for key in others.keys() {
-            if !first.iter().any(|(k, _)| k == key) {
-                unmatched.insert(format!("{key} (only in {})", input.label));
-            }
-        }
-        for (key, ca) in &first {
-            let Some(cb) = others.get(key) else {
-                unmatched.insert(format!("{key} (only in {})", inputs[0].label));
-                continue;
-            };
-            let chosen: Vec<(usize, &Metric)> = METRICS
-                .iter()
-                .enumerate()
-                .filter(|(_, m)| match metrics_filter {
-                    Some(f) => f.iter().any(|x| x == m.name),
-                    None => !m.on_request,
-                })
-                .filter(|(mi, _)| !ca.samples[*mi].is_empty() && !cb.samples[*mi].is_empty())
-                .collect();
-            // The metrics of one cell are one family (stats::judge: interval, noise, Welch with Holm).
-            let family: Vec<Sample> = chosen
-                .iter()
-                .map(|(mi, m)| Sample {
-                    a: &ca.samples[*mi],
-                    b: &cb.samples[*mi],
-                    centre: m.centre,
-                })
-                .collect();
-            for (((_, m), s), j) in chosen.iter().zip(&family).zip(judge(&family, noise)) {
-                let ci = j.ci;
-                let change_pct = match m.better {
-                    Better::Higher => (ci.ratio - 1.0) * 100.0,
-                    Better::Lower => (1.0 - ci.ratio) * 100.0,
-                };
-                let range = |xs: &[f64]| {
-                    (
-                        xs.iter().copied().fold(f64::INFINITY, f64::min),
-                        xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                    )
-                };
-                rows.push(Row {
-                    cell: key.clone(),
-                    metric: m.name.to_string(),
-                    against: bi + 1,
-                    a: m.centre.of(s.a),
-                    a_range: range(s.a),
-                    b: m.centre.of(s.b),
-                    b_range: range(s.b),
-                    change_pct,
-                    ratio: ci.ratio,
-                    ci_lo: ci.lo,
-                    ci_hi: ci.hi,
-                    mann_whitney_p: j.mann_whitney_p,
-                    welch_p: j.welch_p,
-                    significant: j.significant,
-                    regression: j.significant && change_pct < 0.0,
-                });
-            }
-        }
+    let chosen: Vec<(usize, &Metric)> = METRICS
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| match metrics_filter {
+            Some(f) => f.iter().any(|x| x == m.name),
+            None => !m.on_request,
+        })
+        .filter(|(mi, _)| !ca.samples[*mi].is_empty() && !cb.samples[*mi].is_empty())
+        .collect();
+    // The metrics of one cell are one family (stats::judge: interval, noise, Welch with Holm).
+    let family: Vec<Sample> = chosen
+        .iter()
+        .map(|(mi, m)| Sample {
+            a: &ca.samples[*mi],
+            b: &cb.samples[*mi],
+            centre: m.centre,
+        })
+        .collect();
+    for (((_, m), s), j) in chosen.iter().zip(&family).zip(judge(&family, noise)) {
+        let ci = j.ci;
+        let change_pct = match m.better {
+            Better::Higher => (ci.ratio - 1.0) * 100.0,
+            Better::Lower => (1.0 - ci.ratio) * 100.0,
+        };
+        let range = |xs: &[f64]| {
+            (
+                xs.iter().copied().fold(f64::INFINITY, f64::min),
+                xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            )
+        };
+        rows.push(Row {
+            cell: key.to_string(),
+            metric: m.name.to_string(),
+            against: bi + 1,
+            a: m.centre.of(s.a),
+            a_range: range(s.a),
+            b: m.centre.of(s.b),
+            b_range: range(s.b),
+            change_pct,
+            ratio: ci.ratio,
+            ci_lo: ci.lo,
+            ci_hi: ci.hi,
+            mann_whitney_p: j.mann_whitney_p,
+            welch_p: j.welch_p,
+            significant: j.significant,
+            regression: j.significant && change_pct < 0.0,
+        });
     }
-    // A run with the preemption model as an axis keys its cells by model; a file run under one model
-    // does not: they pair only through --by preempt.
-    let has_model = |i: &Input| i.cells.iter().any(|c| c.key.contains_key("preempt"));
-    if !unmatched.is_empty() && inputs.iter().any(has_model) && !inputs.iter().all(has_model) {
-        unmatched.insert(
-            "(cells that ran under a preemption model of their own pair with a file's cells only through --by preempt)"
-                .into(),
-        );
-    }
-    Ok(Comparison {
-        schema_version: 1,
-        inputs: inputs.iter().map(|i| i.label.clone()).collect(),
-        noise,
-        host_diffs,
-        spec_diffs,
-        unmatched: unmatched.into_iter().collect(),
-        caveats: sequential_windows(inputs),
-        rows,
-    })
+    rows
 }
 
 #[cfg(test)]
