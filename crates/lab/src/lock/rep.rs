@@ -93,54 +93,121 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
         },
     };
 
-    let mut outs: Vec<WorkerOut> = Vec::new();
-    let mut respawns = 0u64;
-    let progress = input.progress;
-    let warmup = Duration::from_secs_f64(spec.warmup_s);
-    let duration = Duration::from_secs_f64(spec.duration_s);
+    let timing = Timing {
+        warmup: Duration::from_secs_f64(spec.warmup_s),
+        duration: Duration::from_secs_f64(spec.duration_s),
+    };
     let stat0 = cpustat::now();
-    let measured;
-    if spec.threads {
-        let result = std::thread::scope(|scope| -> Result<(Vec<WorkerOut>, Window), BenchError> {
-            let mut handles = Vec::new();
-            for slot in 0..input.workers {
-                let cfg = mk_cfg(slot, 0);
-                let sh = &sh;
-                handles.push(scope.spawn(move || worker(sh, &cfg)));
-            }
-            let r = drive(&sh, input.workers, warmup, duration, progress, &mut |_| {
-                Ok(())
-            });
-            sh.control().phase.store(PHASE_STOP, Ordering::Release);
-            let outs: Vec<WorkerOut> = handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| WorkerOut {
-                        error: Some("worker thread panicked".into()),
-                        ..Default::default()
-                    })
-                })
-                .collect();
-            Ok((outs, r?))
-        });
-        let (o, m) = result?;
-        outs = o;
-        measured = m;
+    let (outs, measured, respawns) = if spec.threads {
+        let (outs, measured) = run_threads(&sh, input.workers, &mk_cfg, timing, input.progress)?;
+        (outs, measured, 0)
     } else {
+        let workers = Processes {
+            sh: &sh,
+            region,
+            populate,
+            dir: dir.path(),
+            workers: input.workers,
+            reconnect: spec.reconnect_every.is_some(),
+        };
+        workers.run(&mk_cfg, timing, input.progress)?
+    };
+    if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
+        return Err(failed(format!("a worker failed: {e}")));
+    }
+    let mut rep = summarize_rep(&sh, &perm, &outs, measured.length, input.workers, respawns)?;
+    rep.steal_pct = cpustat::steal_pct_since(stat0);
+    rep.idle_pct = measured.idle_pct;
+    let per_op = |n: Option<u64>| n.filter(|_| rep.ops > 0).map(|n| n as f64 / rep.ops as f64);
+    rep.resched_ipis_per_op = per_op(measured.ipis.resched);
+    rep.call_ipis_per_op = per_op(measured.ipis.call);
+    if !rep.check.ok {
+        return Err(failed(format!(
+            "CORRECTNESS VIOLATION with lock {} on {}: counter {} vs {} operations counted; free list {} + popped {} vs {} descriptors ({} marked not in list)",
+            input.lock, input.backing, rep.check.counter, rep.check.ops_counted, rep.check.free_list_len, rep.check.popped, spec.descriptors, rep.check.marked_not_in_list
+        )));
+    }
+    Ok(rep)
+}
+
+/// The warm-up and the measured window of a repetition.
+#[derive(Clone, Copy)]
+struct Timing {
+    warmup: Duration,
+    duration: Duration,
+}
+
+/// The workers as threads of this process: spawned, driven through the window, stopped and joined.
+fn run_threads<L: RawLock>(
+    sh: &Shared<L>,
+    workers: u32,
+    mk_cfg: &dyn Fn(u32, u32) -> WorkerCfg,
+    timing: Timing,
+    progress: &mut dyn FnMut(&str, f64, f64),
+) -> Result<(Vec<WorkerOut>, Window), BenchError> {
+    std::thread::scope(|scope| -> Result<(Vec<WorkerOut>, Window), BenchError> {
+        let mut handles = Vec::new();
+        for slot in 0..workers {
+            let cfg = mk_cfg(slot, 0);
+            handles.push(scope.spawn(move || worker(sh, &cfg)));
+        }
+        let r = drive(
+            sh,
+            workers,
+            timing.warmup,
+            timing.duration,
+            progress,
+            &mut |_| Ok(()),
+        );
+        sh.control().phase.store(PHASE_STOP, Ordering::Release);
+        let outs: Vec<WorkerOut> = handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| WorkerOut {
+                    error: Some("worker thread panicked".into()),
+                    ..Default::default()
+                })
+            })
+            .collect();
+        Ok((outs, r?))
+    })
+}
+
+/// The workers as forked processes: each writes its report to `dir`; with a reconnect limit, one that
+/// reached the end of its life is reaped and replaced (a new backend), counted in the respawns.
+struct Processes<'a, L> {
+    sh: &'a Shared<L>,
+    region: &'a ShmRegion,
+    populate: bool,
+    dir: &'a std::path::Path,
+    workers: u32,
+    reconnect: bool,
+}
+
+impl<L: RawLock> Processes<'_, L> {
+    fn run(
+        &self,
+        mk_cfg: &dyn Fn(u32, u32) -> WorkerCfg,
+        timing: Timing,
+        progress: &mut dyn FnMut(&str, f64, f64),
+    ) -> Result<(Vec<WorkerOut>, Window, u64), BenchError> {
+        let (sh, region, populate, dir) = (self.sh, self.region, self.populate, self.dir);
+        let mut respawns = 0u64;
+        let mut outs: Vec<WorkerOut> = Vec::new();
         let mut children: Children<(u32, u32)> = Children::new();
         let spawn = |slot: u32, gen: u32, children: &mut Children<(u32, u32)>| {
             let cfg = mk_cfg(slot, gen);
-            let path = dir.path().join(format!("slot-{slot}-{gen}.json"));
+            let path = dir.join(format!("slot-{slot}-{gen}.json"));
             let populate = populate.then_some(region);
             children
                 .spawn((slot, gen), c"plab-worker", || {
-                    process_worker(&sh, &cfg, &path, populate)
+                    process_worker(sh, &cfg, &path, populate)
                 })
                 .map(drop)
                 .map_err(|e| failed(format!("fork: {e}")))
         };
         let mut started = Ok(());
-        for slot in 0..input.workers {
+        for slot in 0..self.workers {
             if let Err(e) = spawn(slot, 0, &mut children) {
                 started = Err(e);
                 break;
@@ -148,10 +215,10 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
         }
         let r = started.and_then(|_| {
             drive(
-                &sh,
-                input.workers,
-                warmup,
-                duration,
+                sh,
+                self.workers,
+                timing.warmup,
+                timing.duration,
                 progress,
                 &mut |phase| {
                     // Reap workers that reached the end of their life and start their replacements.
@@ -162,7 +229,7 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
                                 exit.pid, exit.status
                             )));
                         }
-                        if phase < PHASE_STOP && spec.reconnect_every.is_some() {
+                        if phase < PHASE_STOP && self.reconnect {
                             respawns += 1;
                             spawn(slot, gen + 1, &mut children)?;
                         }
@@ -182,14 +249,14 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
                 )));
             }
         });
-        measured = r?;
+        let measured = r?;
         if killed > 0 && !osutil::stop::interrupted() {
             return Err(failed(format!("{killed} workers did not stop within {timeout:?} and were killed (a waiter stuck behind a lock?)")));
         }
         if let Some(e) = abnormal {
             return Err(e);
         }
-        for e in std::fs::read_dir(dir.path()).map_err(|e| failed(e.to_string()))? {
+        for e in std::fs::read_dir(dir).map_err(|e| failed(e.to_string()))? {
             let p = e.map_err(|e| failed(e.to_string()))?.path();
             let text = std::fs::read(&p).map_err(|e| failed(format!("{}: {e}", p.display())))?;
             outs.push(
@@ -197,23 +264,9 @@ fn run_rep_typed<L: RawLock>(input: RepInput<'_>) -> Result<Rep, BenchError> {
                     .map_err(|e| failed(format!("{}: {e}", p.display())))?,
             );
         }
+
+        Ok((outs, measured, respawns))
     }
-    if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
-        return Err(failed(format!("a worker failed: {e}")));
-    }
-    let mut rep = summarize_rep(&sh, &perm, &outs, measured.length, input.workers, respawns)?;
-    rep.steal_pct = cpustat::steal_pct_since(stat0);
-    rep.idle_pct = measured.idle_pct;
-    let per_op = |n: Option<u64>| n.filter(|_| rep.ops > 0).map(|n| n as f64 / rep.ops as f64);
-    rep.resched_ipis_per_op = per_op(measured.ipis.resched);
-    rep.call_ipis_per_op = per_op(measured.ipis.call);
-    if !rep.check.ok {
-        return Err(failed(format!(
-            "CORRECTNESS VIOLATION with lock {} on {}: counter {} vs {} operations counted; free list {} + popped {} vs {} descriptors ({} marked not in list)",
-            input.lock, input.backing, rep.check.counter, rep.check.ops_counted, rep.check.free_list_len, rep.check.popped, spec.descriptors, rep.check.marked_not_in_list
-        )));
-    }
-    Ok(rep)
 }
 
 /// The measured window: how long it lasted, the share of the machine's CPU time left idle in it, and the
