@@ -1,6 +1,6 @@
 //! Rendering only: every command's typed document (from `results`) in one of the formats of
 //! [`export::Format`], through the one path [`export::export`]. Decisions are made where their facts are
-//! judged (`hostfacts`, `lab::judge`, `stats::judge`), not here. Table-like formats share `markup`
+//! judged (`hostfacts`, `lab::check::judge`, `stats::judge`), not here. Table-like formats share `markup`
 //! (alignment, wrapping, colour); figures are shown by `stats::fmt`.
 
 pub mod audit_table;

@@ -42,7 +42,7 @@ pub struct Spec {
     pub prefetch_next: bool,
     /// With `reconnect_every`: the first workers of a repetition start at random ages, uniform over a life
     /// (`uniform`), or all new together (`young`, and what results without the field did). See
-    /// `lab::lockbench::start_age`.
+    /// `lab::lock::workload::start_age`.
     #[serde(default = "young")]
     pub start_age: StartAge,
     /// Seed of the free-list permutation and the workers' RNGs.

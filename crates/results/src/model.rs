@@ -385,7 +385,7 @@ pub struct Outcome {
 }
 
 /// The lock's cache line under a crowd of spinners, at one crowd size (`bench lock`'s costs,
-/// `lab::lockbench::crowd`): processes pinned one to a CPU, `spinners` of them besides the one that writes.
+/// `lab::lock::crowd`): processes pinned one to a CPU, `spinners` of them besides the one that writes.
 /// Each figure is the median over timed windows, with the windows' 10th and 90th percentiles, ns.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LineCrowd {
