@@ -1,8 +1,9 @@
 //! `/sys/kernel/debug/sched/preempt`, e.g. `none voluntary (full) lazy`, and the model name in it: one mode
 //! in parentheses or none at all (an empty file, no parentheses, two of them: no mode, never a panic).
 #![no_main]
-use hostfacts::{parse, PreemptModel};
+use hostfacts::parse;
 use libfuzzer_sys::fuzz_target;
+use results::host::kernel::PreemptModel;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

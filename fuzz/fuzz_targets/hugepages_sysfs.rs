@@ -7,7 +7,9 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use hostfacts::{hostpool, hugepages, memory, Host};
+use hostfacts::hugepages::{sizing, target};
+use hostfacts::{memory, Host};
+use results::host::hugepages::{Basis, Need};
 use libfuzzer_sys::fuzz_target;
 
 static ROOT: OnceLock<tempfile::TempDir> = OnceLock::new();
@@ -50,9 +52,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let mem = memory::read(&host);
     let page_kib = size.trim().parse::<u64>().unwrap_or(2048);
-    let basis = hugepages::Basis::Given { size_kib: 1 << 20 };
-    let own = hugepages::own_sizing(&basis, page_kib);
-    let need = hostpool::Need {
+    let basis = Basis::Given { size_kib: 1 << 20 };
+    let own = sizing::own_sizing(&basis, page_kib);
+    let need = Need {
         label: "1GB of shared memory".into(),
         postmaster_pid: None,
         basis: basis.clone(),
@@ -60,9 +62,15 @@ fuzz_target!(|data: &[u8]| {
         pages_needed: own.pages_needed,
         own_pages: 0,
     };
-    let t = hostpool::for_page_size(&mem, &[], page_kib, &|_| page_kib, vec![need]);
+    let t = target::for_page_size(&mem, &[], page_kib, &|_| page_kib, vec![need]);
     assert!(t.target >= own.pages_needed);
     let _ = (t.shortfall(), t.describe_for(None));
-    let plan = hugepages::plan(basis, page_kib, hostpool::default_page_kib(&mem), None, Some(t));
+    let plan = sizing::plan(
+        basis,
+        page_kib,
+        target::default_page_kib(&mem),
+        None,
+        Some(t),
+    );
     let _ = hostfacts::targets::pins_most_ram("fuzz", &plan, &mem);
 });

@@ -20,8 +20,8 @@ fuzz_target!(|data: &[u8]| {
     // Sizing in pages of whatever Hugepagesize says never panics (0 divided by zero before).
     if let Some(page) = m.get("Hugepagesize") {
         let size_kib = m.get("MemTotal").copied().unwrap_or(1 << 20);
-        let own = hostfacts::hugepages::own_sizing(
-            &hostfacts::hugepages::Basis::Given { size_kib },
+        let own = hostfacts::hugepages::sizing::own_sizing(
+            &results::host::hugepages::Basis::Given { size_kib },
             *page,
         );
         assert!(own.pages_needed >= own.pages_exact);

@@ -4,7 +4,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
-    let c = lab::net::parse_counters(&text);
+    let c = hostfacts::parse::net_counters(&text);
     // A section holds at most as many counters as its lines have words.
     let words = text.split_whitespace().count();
     assert!(c.values().map(|m| m.len()).sum::<usize>() <= words);

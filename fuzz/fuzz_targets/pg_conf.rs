@@ -13,8 +13,8 @@ fuzz_target!(|data: &[u8]| {
         ("huge_page_size", Some("kB")),
     ] {
         if let Some(v) = conf.get(setting) {
-            let _ = parse::pg_memory(v, unit);
-            let _ = parse::size(v);
+            let _ = results::host::bytes::pg_memory(v, unit);
+            let _ = results::host::bytes::size(v);
         }
     }
 });

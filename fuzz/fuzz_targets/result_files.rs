@@ -2,14 +2,18 @@
 //! (`results::Document::from_text`: UTF-8 text, then the typed document of its kind), then `compare`,
 //! `compare --by` and `report`'s HTML page.
 #![no_main]
+use compare::{By, Input};
 use libfuzzer_sys::fuzz_target;
-use report::compare::{self, By, Input};
 use report::export::{export, Format, Layout};
 use results::Document;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let Ok(doc) = Document::from_text(text) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(doc) = Document::from_text(text) else {
+        return;
+    };
     let (Ok(a), Ok(b)) = (Input::new("a.json", &doc), Input::new("b.json", &doc)) else {
         return;
     };

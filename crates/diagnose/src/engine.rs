@@ -5,12 +5,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use hostfacts::postgres::PgInstance;
-use hostfacts::{Audit, Host};
+use hostfacts::Host;
 use results::diagnose::{
     ByType, Context, DiagnoseResult, EventScope, FunctionShare, InstanceDiagnosis, Rates,
     ScopeKind, Segment, Spec, Totals, Unmeasured, Waits,
 };
+use results::host::audit::Audit;
+use results::host::postgres::PgInstance;
 use results::Envelope;
 
 use crate::cgroup::Plan;
@@ -311,7 +312,7 @@ pub struct Prepared {
     ok: Measured,
     scope: EventScope,
     unmeasured: Vec<Unmeasured>,
-    servers: Vec<hostfacts::pgquery::ServerInfo>,
+    servers: Vec<results::host::pgquery::ServerInfo>,
     clients: Vec<postgres::Client>,
     control: Option<Control>,
 }

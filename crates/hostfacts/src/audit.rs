@@ -1,14 +1,16 @@
 //! The audit: every fact, every finding, one verdict.
 
-pub use results::host::audit::{Audit, HostFacts};
+use results::host::audit::{Audit, HostFacts};
 
 use crate::findings::{self};
 use crate::host::Host;
-use crate::hostpool;
-use crate::kernel::{self, KernelFacts};
-use crate::memory::{self, MemoryFacts};
-use crate::pgquery::{PgFailure, ServerInfo};
+use crate::hugepages::target;
+use crate::kernel::{self};
+use crate::memory::{self};
 use crate::postgres::{self};
+use results::host::kernel::KernelFacts;
+use results::host::memory::MemoryFacts;
+use results::host::pgquery::{PgFailure, ServerInfo};
 
 /// The version of the audit JSON schema (GUIDE.md "Audit JSON"). Bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -54,7 +56,7 @@ fn audit_with(
         memory,
     } = host_facts(host);
     let (instances, unmatched_servers) = postgres::discover_with(host, servers, rollups);
-    let pool_targets = hostpool::for_host(&memory, &instances);
+    let pool_targets = target::for_host(&memory, &instances);
     let mut findings = findings::findings(
         &kernel,
         &memory,

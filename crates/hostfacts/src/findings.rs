@@ -3,15 +3,15 @@
 //! The rules and their thresholds are listed in GUIDE.md ("audit", "Findings"). They are pure functions of the
 //! facts, so fixtures drive them in tests.
 
-pub use results::host::findings::{FailOn, Finding, PoolFix, Severity, Verdict};
-pub use results::host::postgres::{huge_page_size_kib, instance_huge_page_kib};
+use results::host::findings::{Finding, PoolFix, Severity, Verdict};
 
-use crate::hostpool::PoolTarget;
-use crate::kernel::{KernelFacts, PreemptModel};
-use crate::memory::MemoryFacts;
-use crate::parse::{self, Bytes};
-use crate::pgquery::ServerInfo;
-use crate::postgres::PgInstance;
+use crate::parse::{self};
+use results::host::bytes::Bytes;
+use results::host::hugepages::PoolTarget;
+use results::host::kernel::{KernelFacts, PreemptModel};
+use results::host::memory::MemoryFacts;
+use results::host::pgquery::ServerInfo;
+use results::host::postgres::PgInstance;
 
 /// Page tables above this share of an instance's shared memory: warn.
 pub const PT_SHARE_OF_SHM_WARN: f64 = 0.10;
@@ -34,7 +34,7 @@ fn kib(k: u64) -> String {
 }
 
 /// The pool fix for an instance: its own need and the host's target at its page size, from the host's
-/// pool targets ([`crate::hostpool`]).
+/// pool targets ([`crate::hugepages::target`]).
 pub fn pool_fix(inst: &PgInstance, targets: &[PoolTarget]) -> Option<PoolFix> {
     let (t, need) = targets
         .iter()
@@ -119,34 +119,82 @@ pub fn findings(
     unmatched: &[ServerInfo],
     targets: &[PoolTarget],
 ) -> Vec<Finding> {
+    let k = KernelView::of(kernel);
     let mut out = Vec::new();
-    let model = kernel.preemption.model;
-    let release = kernel
-        .release
-        .get()
-        .cloned()
-        .unwrap_or_else(|| "unknown".into());
-    let seven = kernel
-        .release
-        .get()
-        .and_then(|r| parse::kernel_version(r))
-        .is_some_and(|v| v >= (7, 0));
-    // Unknown with candidates that all preempt (uname -v's PREEMPT: full or lazy) is preemptive.
-    let preemptive = kernel.preemption.preempts_in_kernel() == Some(true)
-        || (model == PreemptModel::Unknown && seven);
-    let model_line = format!(
-        "preemption model {} (decided by {}); kernel {release}",
-        kernel.preemption.words(),
-        kernel
-            .preemption
-            .decided_by
-            .as_deref()
-            .unwrap_or("nothing: no source readable")
-    );
-    let ram_kib = mem.total_kib.get().copied();
+    out.extend(k.unknown_model_finding());
+    out.extend(preempt_ignored_finding(kernel, &k.model_line));
+    if instances.is_empty() {
+        out.push(k.no_instance_finding());
+    }
+    let inconsistent = inconsistent_pools(mem);
+    out.extend(inconsistent.iter().map(|p| inconsistent_pool_finding(p)));
+    let judged = |page_kib: u64| !inconsistent.iter().any(|p| p.page_size_kib == page_kib);
+    for inst in instances {
+        let i = InstanceView::of(inst, targets);
+        out.extend(k.exposure_findings(&i));
+        out.extend(pool_too_small_finding(&i, mem, targets, &judged));
+        out.extend(page_tables_finding(&i, mem.total_kib.get().copied()));
+    }
+    out.extend(thp_findings(mem, !instances.is_empty()));
+    out.extend(unused_pool_findings(mem, instances));
+    out.extend(rseq_slice_finding(kernel, k.seven, &k.release));
+    out.extend(unmatched.iter().map(not_local_finding));
+    sort(&mut out);
+    out
+}
 
-    if model == PreemptModel::Unknown {
-        out.push(Finding {
+/// What the kernel's findings read: its model, whether it preempts in the kernel, the line that says so.
+struct KernelView<'a> {
+    kernel: &'a KernelFacts,
+    model: PreemptModel,
+    release: String,
+    /// Linux 7.0 or later.
+    seven: bool,
+    /// Preempts inside the kernel (or unknown on 7.x, whose models all do).
+    preemptive: bool,
+    model_line: String,
+}
+
+impl<'a> KernelView<'a> {
+    fn of(kernel: &'a KernelFacts) -> Self {
+        let model = kernel.preemption.model;
+        let release = kernel
+            .release
+            .get()
+            .cloned()
+            .unwrap_or_else(|| "unknown".into());
+        let seven = kernel
+            .release
+            .get()
+            .and_then(|r| parse::kernel_version(r))
+            .is_some_and(|v| v >= (7, 0));
+        // Unknown with candidates that all preempt (uname -v's PREEMPT: full or lazy) is preemptive.
+        let preemptive = kernel.preemption.preempts_in_kernel() == Some(true)
+            || (model == PreemptModel::Unknown && seven);
+        let model_line = format!(
+            "preemption model {} (decided by {}); kernel {release}",
+            kernel.preemption.words(),
+            kernel
+                .preemption
+                .decided_by
+                .as_deref()
+                .unwrap_or("nothing: no source readable")
+        );
+        KernelView {
+            kernel,
+            model,
+            release,
+            seven,
+            preemptive,
+            model_line,
+        }
+    }
+
+    /// The model could not be determined.
+    fn unknown_model_finding(&self) -> Option<Finding> {
+        let (kernel, model) = (self.kernel, self.model);
+        if model == PreemptModel::Unknown {
+            return Some(Finding {
             id: "preempt-unknown".into(),
             severity: Severity::Info,
             instance: None,
@@ -164,14 +212,16 @@ pub fn findings(
                 .map(|e| format!("{}: {}", e.source, e.note.clone().or(e.says.clone()).unwrap_or_default()))
                 .collect(),
             fix: vec!["mount -t debugfs none /sys/kernel/debug; preemptlab audit   # as root, with debugfs mounted".into()],
- pool: None,
-});
+     pool: None,
+    });
+        }
+        None
     }
-    if let Some(f) = preempt_ignored_finding(kernel, &model_line) {
-        out.push(f);
-    }
-    if instances.is_empty() {
-        out.push(Finding {
+
+    /// No instance runs: said, with whether one on 4 KB pages would be exposed here.
+    fn no_instance_finding(&self) -> Finding {
+        let (preemptive, model_line) = (self.preemptive, &self.model_line);
+        Finding {
             id: "no-instance".into(),
             severity: Severity::Info,
             instance: None,
@@ -187,61 +237,17 @@ pub fn findings(
             ],
             fix: vec![],
             pool: None,
-        });
+        }
     }
 
-    // Pool counters that cannot be one moment's are no ground for sizing (issue 46 item 10: a sysroot's
-    // HugePages_Rsvd above HugePages_Free made "it will not start after a restart", CRITICAL).
-    let inconsistent: Vec<&results::host::memory::HugePool> = mem
-        .pools
-        .get()
-        .map(|p| p.iter().filter(|p| p.inconsistent.is_some()).collect())
-        .unwrap_or_default();
-    for p in &inconsistent {
-        out.push(Finding {
-            id: "hugetlb-counters-inconsistent".into(),
-            severity: Severity::Warn,
-            instance: None,
-            title: format!(
-                "the {} pool's counters cannot be as read, so whether instances get their huge pages is not judged",
-                kib(p.page_size_kib)
-            ),
-            evidence: vec![format!(
-                "/sys/kernel/mm/hugepages/hugepages-{}kB: {}",
-                p.page_size_kib,
-                p.inconsistent.as_deref().unwrap_or_default()
-            )],
-            fix: vec!["preemptlab audit   # on the host itself, where the counters are read together".into()],
-            pool: None,
-        });
-    }
-    let judged = |page_kib: u64| !inconsistent.iter().any(|p| p.page_size_kib == page_kib);
-
-    for inst in instances {
-        let pm = inst.postmaster_pid;
-        let seg = inst.segment.get();
-        let on_huge = inst.on_huge_pages.get().copied();
-        let seg_line = match seg {
-            Some(s) => format!(
-                "main segment {} ({}) KernelPageSize {} kB ({})",
-                s.mapping,
-                kib(s.size_kib),
-                s.kernel_page_size_kib,
-                inst.segment.source
-            ),
-            None => format!(
-                "main segment unknown: {}",
-                inst.segment.unavailable.as_deref().unwrap_or("")
-            ),
-        };
-        let huge_pages_setting = inst.settings.get("huge_pages");
-        let hp = huge_pages_setting.and_then(|f| f.get()).map(String::as_str);
-        let hp_line = huge_pages_setting
-            .map(|f| format!("huge_pages = {} ({})", f.describe(|s| s.clone()), f.source))
-            .unwrap_or_default();
-
-        let pool = pool_fix(inst, targets);
-        if on_huge == Some(false) {
+    /// An instance on 4 KB shared memory: exposed under a preempting model, upgrade-bound under
+    /// none/voluntary, and silently fallen back when it asked `try`.
+    fn exposure_findings(&self, i: &InstanceView) -> Vec<Finding> {
+        let (preemptive, model, model_line) = (self.preemptive, self.model, &self.model_line);
+        let (inst, pm, pool) = (i.inst, i.inst.postmaster_pid, &i.pool);
+        let (seg_line, hp_line, hp) = (&i.seg_line, &i.hp_line, i.hp);
+        let mut out = Vec::new();
+        if i.on_huge == Some(false) {
             if preemptive {
                 out.push(Finding {
                     id: "preempt-4k-shm".into(),
@@ -278,102 +284,198 @@ pub fn findings(
             }
         }
 
-        // Pool sizing: will the instance get its huge pages at the next restart?
-        if hp == Some("on")
-            || (hp == Some("try") && on_huge == Some(true))
-            || (hp == Some("try")
-                && mem
-                    .pools
-                    .get()
-                    .is_some_and(|p| p.iter().any(|p| p.total > 0)))
-        {
-            let found = targets.iter().find_map(|t| t.need_of(pm).map(|n| (t, n)));
-            if let Some((t, need)) = found.filter(|(t, _)| judged(t.page_size_kib)) {
-                let pool_size = t.operators_pool();
-                let (room, exact) = t.restart_room(pm).unwrap_or((0, need.pages_exact));
-                let others = pool_size.saturating_sub(room);
-                if room < exact {
-                    let on = hp == Some("on");
-                    let size = kib(t.page_size_kib);
-                    out.push(Finding {
-                        id: "hugetlb-pool-too-small".into(),
-                        severity: if on { Severity::Critical } else { Severity::Warn },
-                        instance: Some(pm),
-                        title: if on {
-                            format!("instance {pm} has huge_pages = on but the {size} pool leaves it {room} of the {exact} pages it needs: it will not start after a restart")
-                        } else {
-                            format!("instance {pm}: the {size} pool leaves it {room} of the {exact} pages it needs: huge_pages = try will fall back to 4 KB pages")
-                        },
-                        evidence: vec![
-                            hp_line.clone(),
-                            format!("needs {exact} pages ({})", need.basis.describe()),
-                            format!(
-                                "pool hugepages-{}kB: {pool_size} pages{}, {others} of them committed to other users and instances",
-                                t.page_size_kib,
-                                if t.added_by_preemptlab > 0 {
-                                    format!(" (without the {} preemptlab runs added for now)", t.added_by_preemptlab)
-                                } else {
-                                    String::new()
-                                }
-                            ),
-                        ],
-                        fix: fix_huge_pages(inst, pool.as_ref()),
-                        pool: pool.clone(),
-                    });
-                }
-            }
-        }
+        out
+    }
+}
 
-        // Page tables (docs/references.md#page-table-cost).
-        let pt = inst.page_tables_kib;
-        let mut pt_evidence = vec![format!(
-            "sum of VmPTE over {} processes: {}",
-            inst.processes.len(),
-            kib(pt)
-        )];
-        let mut pt_sev = None;
-        if let Some(shm) = inst.shared_memory_kib() {
-            if shm > 0 && pt as f64 > PT_SHARE_OF_SHM_WARN * shm as f64 {
-                pt_evidence.push(format!(
-                    "{:.0}% of its shared memory ({}); threshold {:.0}%",
-                    100.0 * pt as f64 / shm as f64,
-                    kib(shm),
-                    PT_SHARE_OF_SHM_WARN * 100.0
-                ));
-                pt_sev = Some(Severity::Warn);
-            }
+/// What an instance's findings read: its segment and huge_pages lines, its setting, its pool fix.
+struct InstanceView<'a> {
+    inst: &'a PgInstance,
+    on_huge: Option<bool>,
+    seg_line: String,
+    hp: Option<&'a str>,
+    hp_line: String,
+    pool: Option<PoolFix>,
+}
+
+impl<'a> InstanceView<'a> {
+    fn of(inst: &'a PgInstance, targets: &[PoolTarget]) -> Self {
+        let seg = inst.segment.get();
+        let on_huge = inst.on_huge_pages.get().copied();
+        let seg_line = match seg {
+            Some(s) => format!(
+                "main segment {} ({}) KernelPageSize {} kB ({})",
+                s.mapping,
+                kib(s.size_kib),
+                s.kernel_page_size_kib,
+                inst.segment.source
+            ),
+            None => format!(
+                "main segment unknown: {}",
+                inst.segment.unavailable.as_deref().unwrap_or("")
+            ),
+        };
+        let huge_pages_setting = inst.settings.get("huge_pages");
+        let hp = huge_pages_setting.and_then(|f| f.get()).map(String::as_str);
+        let hp_line = huge_pages_setting
+            .map(|f| format!("huge_pages = {} ({})", f.describe(|s| s.clone()), f.source))
+            .unwrap_or_default();
+
+        let pool = pool_fix(inst, targets);
+        InstanceView {
+            inst,
+            on_huge,
+            seg_line,
+            hp,
+            hp_line,
+            pool,
         }
-        if let (Some(full), Some(ram)) = (inst.page_tables_full_touch_kib.get(), ram_kib) {
-            if *full as f64 > PT_FULL_TOUCH_SHARE_OF_RAM_WARN * ram as f64 {
-                pt_evidence.push(format!("{} if every process touched the whole segment ({}): {:.0}% of RAM; threshold {:.0}%", kib(*full), inst.page_tables_full_touch_kib.source, 100.0 * *full as f64 / ram as f64, PT_FULL_TOUCH_SHARE_OF_RAM_WARN * 100.0));
-                pt_sev = pt_sev.max(Some(Severity::Warn));
-            }
-        }
-        if let Some(ram) = ram_kib {
-            if pt as f64 > PT_SHARE_OF_RAM_CRITICAL * ram as f64 {
-                pt_evidence.push(format!(
-                    "{:.1}% of RAM now; threshold {:.0}% (OOM-killer territory)",
-                    100.0 * pt as f64 / ram as f64,
-                    PT_SHARE_OF_RAM_CRITICAL * 100.0
-                ));
-                pt_sev = Some(Severity::Critical);
-            }
-        }
-        if let Some(severity) = pt_sev {
-            out.push(Finding {
-                id: "page-tables-high".into(),
-                severity,
-                instance: Some(pm),
-                title: format!("instance {pm}: page tables for 4 KB shared memory cost {} and grow with every backend", kib(pt)),
-                evidence: pt_evidence,
-                fix: fix_huge_pages(inst, pool.as_ref()),
+    }
+}
+
+/// Pool counters that cannot be one moment's are no ground for sizing (issue 46 item 10: a sysroot's
+/// HugePages_Rsvd above HugePages_Free made "it will not start after a restart", CRITICAL).
+fn inconsistent_pools(mem: &MemoryFacts) -> Vec<&results::host::memory::HugePool> {
+    mem.pools
+        .get()
+        .map(|p| p.iter().filter(|p| p.inconsistent.is_some()).collect())
+        .unwrap_or_default()
+}
+
+fn inconsistent_pool_finding(p: &results::host::memory::HugePool) -> Finding {
+    Finding {
+        id: "hugetlb-counters-inconsistent".into(),
+        severity: Severity::Warn,
+        instance: None,
+        title: format!(
+            "the {} pool's counters cannot be as read, so whether instances get their huge pages is not judged",
+            kib(p.page_size_kib)
+        ),
+        evidence: vec![format!(
+            "/sys/kernel/mm/hugepages/hugepages-{}kB: {}",
+            p.page_size_kib,
+            p.inconsistent.as_deref().unwrap_or_default()
+        )],
+        fix: vec!["preemptlab audit   # on the host itself, where the counters are read together".into()],
+        pool: None,
+    }
+}
+
+/// Will the instance get its huge pages at the next restart? Not when the pool leaves it fewer than it
+/// asks for (a pool whose counters are not one moment's is not `judged`).
+fn pool_too_small_finding(
+    i: &InstanceView,
+    mem: &MemoryFacts,
+    targets: &[PoolTarget],
+    judged: &dyn Fn(u64) -> bool,
+) -> Option<Finding> {
+    let (inst, pm, pool) = (i.inst, i.inst.postmaster_pid, &i.pool);
+    let (hp, on_huge, hp_line) = (i.hp, i.on_huge, &i.hp_line);
+    let mut out = None;
+    // Pool sizing: will the instance get its huge pages at the next restart?
+    if hp == Some("on")
+        || (hp == Some("try") && on_huge == Some(true))
+        || (hp == Some("try")
+            && mem
+                .pools
+                .get()
+                .is_some_and(|p| p.iter().any(|p| p.total > 0)))
+    {
+        let found = targets.iter().find_map(|t| t.need_of(pm).map(|n| (t, n)));
+        if let Some((t, need)) = found.filter(|(t, _)| judged(t.page_size_kib)) {
+            let pool_size = t.operators_pool();
+            let (room, exact) = t.restart_room(pm).unwrap_or((0, need.pages_exact));
+            let others = pool_size.saturating_sub(room);
+            if room < exact {
+                let on = hp == Some("on");
+                let size = kib(t.page_size_kib);
+                out = Some(Finding {
+                    id: "hugetlb-pool-too-small".into(),
+                    severity: if on { Severity::Critical } else { Severity::Warn },
+                    instance: Some(pm),
+                    title: if on {
+                        format!("instance {pm} has huge_pages = on but the {size} pool leaves it {room} of the {exact} pages it needs: it will not start after a restart")
+                    } else {
+                        format!("instance {pm}: the {size} pool leaves it {room} of the {exact} pages it needs: huge_pages = try will fall back to 4 KB pages")
+                    },
+                    evidence: vec![
+                        hp_line.clone(),
+                        format!("needs {exact} pages ({})", need.basis.describe()),
+                        format!(
+                            "pool hugepages-{}kB: {pool_size} pages{}, {others} of them committed to other users and instances",
+                            t.page_size_kib,
+                            if t.added_by_preemptlab > 0 {
+                                format!(" (without the {} preemptlab runs added for now)", t.added_by_preemptlab)
+                            } else {
+                                String::new()
+                            }
+                        ),
+                    ],
+                    fix: fix_huge_pages(inst, pool.as_ref()),
                     pool: pool.clone(),
-            });
+                });
+            }
         }
     }
 
-    // THP on a database host.
-    let db_host = !instances.is_empty();
+    out
+}
+
+/// Page tables (docs/references.md#page-table-cost): a share of the shared memory, of RAM if every
+/// process touched the whole segment, or of RAM now.
+fn page_tables_finding(i: &InstanceView, ram_kib: Option<u64>) -> Option<Finding> {
+    let (inst, pm, pool) = (i.inst, i.inst.postmaster_pid, &i.pool);
+    let pt = inst.page_tables_kib;
+    let mut pt_evidence = vec![format!(
+        "sum of VmPTE over {} processes: {}",
+        inst.processes.len(),
+        kib(pt)
+    )];
+    let mut pt_sev = None;
+    if let Some(shm) = inst.shared_memory_kib() {
+        if shm > 0 && pt as f64 > PT_SHARE_OF_SHM_WARN * shm as f64 {
+            pt_evidence.push(format!(
+                "{:.0}% of its shared memory ({}); threshold {:.0}%",
+                100.0 * pt as f64 / shm as f64,
+                kib(shm),
+                PT_SHARE_OF_SHM_WARN * 100.0
+            ));
+            pt_sev = Some(Severity::Warn);
+        }
+    }
+    if let (Some(full), Some(ram)) = (inst.page_tables_full_touch_kib.get(), ram_kib) {
+        if *full as f64 > PT_FULL_TOUCH_SHARE_OF_RAM_WARN * ram as f64 {
+            pt_evidence.push(format!("{} if every process touched the whole segment ({}): {:.0}% of RAM; threshold {:.0}%", kib(*full), inst.page_tables_full_touch_kib.source, 100.0 * *full as f64 / ram as f64, PT_FULL_TOUCH_SHARE_OF_RAM_WARN * 100.0));
+            pt_sev = pt_sev.max(Some(Severity::Warn));
+        }
+    }
+    if let Some(ram) = ram_kib {
+        if pt as f64 > PT_SHARE_OF_RAM_CRITICAL * ram as f64 {
+            pt_evidence.push(format!(
+                "{:.1}% of RAM now; threshold {:.0}% (OOM-killer territory)",
+                100.0 * pt as f64 / ram as f64,
+                PT_SHARE_OF_RAM_CRITICAL * 100.0
+            ));
+            pt_sev = Some(Severity::Critical);
+        }
+    }
+    if let Some(severity) = pt_sev {
+        return Some(Finding {
+            id: "page-tables-high".into(),
+            severity,
+            instance: Some(pm),
+            title: format!("instance {pm}: page tables for 4 KB shared memory cost {} and grow with every backend", kib(pt)),
+            evidence: pt_evidence,
+            fix: fix_huge_pages(inst, pool.as_ref()),
+                pool: pool.clone(),
+        });
+    }
+    None
+}
+
+/// THP on a database host: `always` for anonymous memory, shared memory that gets THP unasked.
+fn thp_findings(mem: &MemoryFacts, db_host: bool) -> Vec<Finding> {
+    let mut out = Vec::new();
     let thp_sev = if db_host {
         Severity::Warn
     } else {
@@ -410,7 +512,12 @@ pub fn findings(
         }
     }
 
-    // Reserved pools nobody uses.
+    out
+}
+
+/// Reserved pools nobody uses (a pool only preemptlab's own running benches grew is theirs for now).
+fn unused_pool_findings(mem: &MemoryFacts, instances: &[PgInstance]) -> Vec<Finding> {
+    let mut out = Vec::new();
     if let Some(pools) = mem.pools.get() {
         // A pool that only preemptlab's own running benches grew is theirs for the moment, not unused.
         for p in pools
@@ -465,23 +572,20 @@ pub fn findings(
         }
     }
 
-    if let Some(f) = rseq_slice_finding(kernel, seven, &release) {
-        out.push(f);
-    }
-
-    for s in unmatched {
-        out.push(Finding {
-            id: "pg-server-not-local".into(),
-            severity: Severity::Info,
-            instance: None,
-            title: format!("{}: its backend (pid {}) is not a process of this host; settings shown, OS facts not", s.dsn, s.backend_pid),
-            evidence: vec!["pg_backend_pid() not found among the children of a local postmaster (remote host or another PID namespace)".into()],
-            fix: vec![],
- pool: None,
-});
-    }
-    sort(&mut out);
     out
+}
+
+/// A server named with --pg whose backend is not a process of this host.
+fn not_local_finding(s: &ServerInfo) -> Finding {
+    Finding {
+        id: "pg-server-not-local".into(),
+        severity: Severity::Info,
+        instance: None,
+        title: format!("{}: its backend (pid {}) is not a process of this host; settings shown, OS facts not", s.dsn, s.backend_pid),
+        evidence: vec!["pg_backend_pid() not found among the children of a local postmaster (remote host or another PID namespace)".into()],
+        fix: vec![],
+ pool: None,
+}
 }
 
 /// Findings in the audit's order: most severe first, then by id.
@@ -491,7 +595,7 @@ pub fn sort(findings: &mut [Finding]) {
 
 /// `pg-query-failed` (warn): a `--pg` server could not be asked. The rest of the audit stands (the
 /// instances are still found and sized from /proc), without the server's own figures.
-pub fn pg_query_failed(f: &crate::pgquery::PgFailure) -> Finding {
+pub fn pg_query_failed(f: &results::host::pgquery::PgFailure) -> Finding {
     let peer = f.error.contains("Peer authentication failed");
     let mut fix = vec![format!(
         "psql '{}' -c 'SELECT 1'   # as the user the audit runs as: PostgreSQL's own client gives the same error",
@@ -617,8 +721,8 @@ mod tests {
     fn kernel_with_rseq(release: &str, ok: bool, why: Option<&str>) -> KernelFacts {
         let mut k =
             crate::kernel::read(&crate::host::Host::at(std::path::Path::new("/nonexistent")));
-        k.release = crate::fact::Fact::known(release.to_string(), "test");
-        k.rseq_slice_extension = crate::fact::Fact::known(ok, "test");
+        k.release = results::host::fact::Fact::known(release.to_string(), "test");
+        k.rseq_slice_extension = results::host::fact::Fact::known(ok, "test");
         k.rseq_slice_extension_why = why.map(str::to_string);
         k
     }
@@ -662,12 +766,13 @@ mod tests {
             rseq_slice_finding(&kernel_with_rseq("6.18.4", false, None), false, "6.18.4").is_none()
         );
         let mut k = kernel_with_rseq("7.2.0", false, None);
-        k.rseq_slice_extension = crate::fact::Fact::unavailable("x", "not probed");
+        k.rseq_slice_extension = results::host::fact::Fact::unavailable("x", "not probed");
         assert!(rseq_slice_finding(&k, true, "7.2.0").is_none());
     }
 
     #[test]
     fn huge_page_size_zero_kb_means_default_regression() {
+        use results::host::postgres::huge_page_size_kib;
         // pg_settings reports huge_page_size = 0 with unit kB; shown as "0kB" it once became a 0 kB page
         // size and divided by zero.
         assert_eq!(huge_page_size_kib("0kB"), None);

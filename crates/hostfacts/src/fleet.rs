@@ -5,7 +5,7 @@
 //! hosts did not report recently. Everything here is pure: the caller reads the files (in parallel; each
 //! file is parsed and assessed on its own by [`load`]) and [`combine`] makes the answer.
 //!
-//! Pool sizes are the audit's own: its `pool_targets` ([`hostfacts::hostpool`], the figure `audit`,
+//! Pool sizes are the audit's own: its `pool_targets` ([`hostfacts::hugepages::target`], the figure `audit`,
 //! `hugepages` and `check` print: every instance's need plus the pages other users of the pool hold), or,
 //! for an audit written before it kept them, the same computation over the facts it recorded.
 //!
@@ -13,16 +13,16 @@
 //! host (told apart by its host ID, by its host name in a diagnosis without one) gives one row per instance
 //! it observed ([`DiagnosisRow`]), instances with the symptom first.
 
-pub use results::host::fleet::{
+use results::host::fleet::{
     DiagnosisRow, Failed, Fleet, Group, HostPool, HostRow, InstanceFix, Sizing, Stale, Superseded,
     Totals,
 };
 use std::collections::{BTreeMap, HashMap};
 
-use crate::findings::{Severity, Verdict};
-use crate::hugepages;
-use crate::kernel::PreemptModel;
-use crate::Audit;
+use crate::hugepages::sizing;
+use results::host::audit::Audit;
+use results::host::findings::{Severity, Verdict};
+use results::host::kernel::PreemptModel;
 
 /// The version of the fleet JSON schema.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -272,7 +272,7 @@ pub fn assess(file: &str, a: &Audit, opts: &Options) -> Assessed {
     let age_s = opts.now_unix_s as i64 - a.generated_unix_s as i64;
     let mut instances_4k = Vec::new();
     let mut full_touch_kib = 0;
-    let targets = crate::hostpool::targets_of(a);
+    let targets = crate::hugepages::target::targets_of(a);
     for inst in &a.instances {
         if inst.on_huge_pages.get() != Some(&false) {
             continue;
@@ -295,7 +295,7 @@ pub fn assess(file: &str, a: &Audit, opts: &Options) -> Assessed {
                     .collect();
                 // Settings, not commands: comments, so the fix stays pasteable.
                 fix.extend(
-                    hugepages::postgresql_conf_lines(t.page_size_kib, t.default_page_size_kib)
+                    sizing::postgresql_conf_lines(t.page_size_kib, t.default_page_size_kib)
                         .iter()
                         .map(|l| match l.split_once(" # ") {
                             Some((setting, note)) => {
@@ -419,6 +419,57 @@ pub fn verdict_rank(v: Verdict) -> u8 {
 /// Makes the fleet answer from every file's outcome.
 pub fn combine(loaded: Vec<Loaded>, opts: &Options) -> Fleet {
     let files = loaded.len();
+    let Newest {
+        assessed,
+        failed,
+        superseded,
+        diagnosed,
+    } = newest(loaded);
+    let mut totals = Totals {
+        files,
+        hosts: assessed.len(),
+        failed: failed.len(),
+        superseded: superseded.len(),
+        ..Totals::default()
+    };
+    let (groups, hosts, not_on_huge_pages) = tally(assessed, &mut totals);
+    let stale = stale(&hosts);
+    let mut groups: Vec<Group> = groups.into_values().collect();
+    groups.sort_by(|a, b| {
+        (b.at_risk, b.warn, b.hosts, &a.kernel, a.preempt_model).cmp(&(
+            a.at_risk,
+            a.warn,
+            a.hosts,
+            &b.kernel,
+            b.preempt_model,
+        ))
+    });
+    let diagnoses = ranked_diagnoses(diagnosed);
+    Fleet {
+        schema_version: SCHEMA_VERSION,
+        now_unix_s: opts.now_unix_s,
+        stale_after_s: opts.stale_after_s,
+        totals,
+        hosts,
+        groups,
+        not_on_huge_pages,
+        stale,
+        failed,
+        diagnoses,
+        superseded,
+    }
+}
+
+/// Each host's newest audit (the others superseded), the files that failed, each host's newest diagnosis.
+struct Newest {
+    assessed: Vec<Assessed>,
+    failed: Vec<Failed>,
+    superseded: Vec<Superseded>,
+    diagnosed: HashMap<String, Vec<DiagnosisRow>>,
+}
+
+/// Keeps each host's newest audit and diagnosis; sorts the hosts at-risk first, then by kernel, model, name.
+fn newest(loaded: Vec<Loaded>) -> Newest {
     let mut failed = Vec::new();
     let mut newest: HashMap<String, Assessed> = HashMap::new();
     let mut superseded = Vec::new();
@@ -488,14 +539,21 @@ pub fn combine(loaded: Vec<Loaded>, opts: &Options) -> Fleet {
     failed.sort_by(|a, b| a.file.cmp(&b.file));
     superseded.sort_by(|a, b| (&a.host, &a.file).cmp(&(&b.host, &b.file)));
 
-    let mut totals = Totals {
-        files,
-        hosts: assessed.len(),
-        failed: failed.len(),
-        superseded: superseded.len(),
-        ..Totals::default()
-    };
-    let mut groups: BTreeMap<(String, PreemptModel), Group> = BTreeMap::new();
+    Newest {
+        assessed,
+        failed,
+        superseded,
+        diagnosed,
+    }
+}
+
+/// The hosts by kernel and preemption model.
+type Groups = BTreeMap<(String, PreemptModel), Group>;
+
+/// The hosts counted into `totals` and into groups by kernel and preemption model; their instances on
+/// 4 KB pages.
+fn tally(assessed: Vec<Assessed>, totals: &mut Totals) -> (Groups, Vec<HostRow>, Vec<InstanceFix>) {
+    let mut groups: Groups = BTreeMap::new();
     let mut hosts = Vec::with_capacity(assessed.len());
     let mut not_on_huge_pages = Vec::new();
     for a in assessed {
@@ -541,6 +599,11 @@ pub fn combine(loaded: Vec<Loaded>, opts: &Options) -> Fleet {
         not_on_huge_pages.extend(a.instances_4k);
         hosts.push(a.row);
     }
+    (groups, hosts, not_on_huge_pages)
+}
+
+/// The hosts whose audit is stale, oldest first.
+fn stale(hosts: &[HostRow]) -> Vec<Stale> {
     let mut stale: Vec<Stale> = hosts
         .iter()
         .filter(|h| h.stale)
@@ -552,16 +615,11 @@ pub fn combine(loaded: Vec<Loaded>, opts: &Options) -> Fleet {
         })
         .collect();
     stale.sort_by(|a, b| (b.age_s, &a.host).cmp(&(a.age_s, &b.host)));
-    let mut groups: Vec<Group> = groups.into_values().collect();
-    groups.sort_by(|a, b| {
-        (b.at_risk, b.warn, b.hosts, &a.kernel, a.preempt_model).cmp(&(
-            a.at_risk,
-            a.warn,
-            a.hosts,
-            &b.kernel,
-            b.preempt_model,
-        ))
-    });
+    stale
+}
+
+/// The diagnoses, shared names told apart, the symptom present first.
+fn ranked_diagnoses(mut diagnosed: HashMap<String, Vec<DiagnosisRow>>) -> Vec<DiagnosisRow> {
     tell_shared_names_apart(&mut diagnosed);
     let mut diagnoses: Vec<DiagnosisRow> = diagnosed.into_values().flatten().collect();
     diagnoses.sort_by(|a, b| {
@@ -572,19 +630,7 @@ pub fn combine(loaded: Vec<Loaded>, opts: &Options) -> Fleet {
         };
         (rank(a), &a.host, a.postmaster_pid).cmp(&(rank(b), &b.host, b.postmaster_pid))
     });
-    Fleet {
-        schema_version: SCHEMA_VERSION,
-        now_unix_s: opts.now_unix_s,
-        stale_after_s: opts.stale_after_s,
-        totals,
-        hosts,
-        groups,
-        not_on_huge_pages,
-        stale,
-        failed,
-        diagnoses,
-        superseded,
-    }
+    diagnoses
 }
 
 /// An age that does not parse.
@@ -602,9 +648,9 @@ pub enum AgeError {
 }
 
 /// Parses an age such as `90m`, `36h`, `2d` or `1w` into seconds: a whole number and a unit of at least a
-/// second (`parse::duration_parts`).
+/// second (`duration::duration_parts`).
 pub fn parse_age(text: &str) -> Result<u64, AgeError> {
-    let parts = crate::parse::duration_parts(text);
+    let parts = crate::duration::duration_parts(text);
     let num = parts.map_or(text.trim(), |(num, _)| num);
     let n: u64 = num
         .parse()

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use osutil::explain_io_error;
 
-use crate::fact::Fact;
+use results::host::fact::Fact;
 
 /// Why a host file could not be read, with the path as the host sees it.
 #[derive(Debug, thiserror::Error)]

@@ -23,8 +23,8 @@
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-use crate::fact::Fact;
 use crate::host::Host;
+use results::host::fact::Fact;
 
 /// preemptlab's application ID (made once with `systemd-id128 new`).
 pub const APP_ID: [u8; 16] = [

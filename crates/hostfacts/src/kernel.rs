@@ -7,13 +7,13 @@
 //! line, and defaults to the CONFIG_PREEMPT_* choice. Linux 7.0 (commit 7dadeaa6e851) leaves only `full` and
 //! `lazy` on x86, arm64, powerpc, riscv, s390 and loongarch.
 
-pub use results::host::kernel::{Evidence, IgnoredMode, KernelFacts, PreemptModel, Preemption};
+use results::host::kernel::{Evidence, IgnoredMode, KernelFacts, PreemptModel, Preemption};
 use std::collections::BTreeMap;
 use std::io::Read;
 
-use crate::fact::Fact;
 use crate::host::Host;
 use crate::parse;
+use results::host::fact::Fact;
 
 mod preempt;
 pub mod warn_header;

@@ -5,28 +5,22 @@
 //! a fixture tree as if it were `/`. See docs/references.md (the regression, how the kernel preempts, PostgreSQL) for the facts the rules rely on.
 
 pub mod audit;
-/// Facts with provenance: the type is the schema's (`results::host::fact`).
-pub use results::host::fact;
+pub mod duration;
+pub mod envelope;
 pub mod findings;
 pub mod fleet;
 pub mod host;
 pub mod hostid;
-pub mod hostpool;
 pub mod hugepages;
-pub mod hugetlb;
 pub mod kernel;
 pub mod memory;
 pub mod parse;
 pub mod pgbin;
 pub mod pgquery;
-pub mod pool_record;
 pub mod postgres;
 pub mod rusage;
 pub mod stopped;
 pub mod targets;
 
-pub use audit::{audit, audit_light, audit_of, host_facts, Audit, HostFacts};
-pub use fact::Fact;
-pub use findings::{Finding, Severity, Verdict};
+pub use audit::{audit, audit_light, audit_of, host_facts};
 pub use host::Host;
-pub use kernel::PreemptModel;

@@ -4,13 +4,13 @@
 //! THP: `/sys/kernel/mm/transparent_hugepage/{enabled,defrag,shmem_enabled}` (`transhuge.rst`); shared
 //! memory obeys `shmem_enabled`, not `enabled`.
 
-pub use results::host::memory::{HugePool, MemoryFacts};
+use results::host::memory::{HugePool, MemoryFacts};
 
 use results::host::memory::EndedRuns;
 
-use crate::fact::Fact;
 use crate::host::Host;
 use crate::parse;
+use results::host::fact::Fact;
 
 /// The file that says whether shared memory (PostgreSQL's segment, `bench lock`'s region) gets
 /// transparent huge pages.
@@ -141,13 +141,13 @@ fn held_by_preemptlab(host: &Host, kib: u64) -> Held {
     let Ok(text) = host.read(&format!("/run/preemptlab/pool-{kib}kB.json")) else {
         return Held::default();
     };
-    let Some(mut reg) = crate::pool_record::Registry::parse(&text) else {
+    let Some(mut reg) = crate::hugepages::record::Registry::parse(&text) else {
         return Held::default();
     };
     let target_with_ended = reg.target();
     let ended = reg.prune(|s| {
         let stat = host.read(&format!("/proc/{}/stat", s.pid)).ok();
-        crate::pool_record::share_alive(s, stat.as_deref())
+        crate::hugepages::record::share_alive(s, stat.as_deref())
     });
     let mut held = Held {
         added: reg.target().saturating_sub(reg.base),
@@ -493,7 +493,10 @@ mod tests {
             std::fs::write(p, text).unwrap();
         };
         let stat = |pid: u32, ticks: u64| {
-            format!("{pid} (preemptlab) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {ticks} 0 0\n")
+            format!(
+                "{pid} (preemptlab) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {ticks} 0 0 {} 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+                u64::MAX
+            )
         };
         put(
             "run/preemptlab/pool-2048kB.json",

@@ -7,15 +7,15 @@
 //! (deleted)` or `/SYSV...` otherwise); its `KernelPageSize` says whether it is on huge pages.
 //! Per-process page-table memory is `VmPTE` in `/proc/PID/status`; Pss comes from `smaps_rollup`.
 
-pub use results::host::postgres::{
+use results::host::postgres::{
     Container, PgInstance, PgProcess, Role, Segment, SettingFact, THROWAWAY_CLUSTER_NAME,
 };
 use std::collections::BTreeMap;
 
-use crate::fact::Fact;
 use crate::host::Host;
 use crate::parse;
-use crate::pgquery::ServerInfo;
+use results::host::fact::Fact;
+use results::host::pgquery::ServerInfo;
 
 struct ProcInfo {
     name: String,
@@ -551,7 +551,7 @@ fn settings(
         if let Some(s) = server.and_then(|s| s.settings.get(name)) {
             let v = match (name, &s.unit) {
                 ("shared_buffers" | "huge_page_size", Some(u)) => {
-                    parse::pg_memory(&s.setting, Some(u))
+                    results::host::bytes::pg_memory(&s.setting, Some(u))
                         .map(|b| format!("{}kB", b.kib()))
                         .unwrap_or_else(|_| s.setting.clone())
                 }

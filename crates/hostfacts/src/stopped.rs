@@ -14,8 +14,8 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::hugepages::Basis;
 use crate::parse;
+use results::host::hugepages::Basis;
 
 /// Why a stopped server could not be sized.
 #[derive(Debug, thiserror::Error)]
@@ -289,7 +289,9 @@ pub fn basis_for_layout(
     let hps_kib = if hps == "0" {
         default_kib
     } else {
-        parse::size(&hps).map(|b| b.kib()).unwrap_or(default_kib)
+        results::host::bytes::size(&hps)
+            .map(|b| b.kib())
+            .unwrap_or(default_kib)
     };
     let how = format!(
         "{} -D {} -C",
@@ -332,11 +334,11 @@ pub fn shared_memory_size_kib(value: &str) -> Result<u64, StoppedError> {
     };
     let v = value.trim();
     if !v.is_empty() && v.chars().all(|c| c.is_ascii_digit()) {
-        return parse::pg_memory(v, Some("MB"))
+        return results::host::bytes::pg_memory(v, Some("MB"))
             .map(|b| b.kib())
             .map_err(|e| bad(e.to_string()));
     }
-    parse::size(v)
+    results::host::bytes::size(v)
         .map(|b| b.kib())
         .map_err(|e| bad(e.to_string()))
 }

@@ -4,14 +4,14 @@
 
 use std::path::Path;
 
-use crate::hostpool;
-use crate::hugepages::{self, Basis, SizingError};
-use crate::memory::MemoryFacts;
-use crate::parse;
-use crate::pgquery::ServerInfo;
-use crate::postgres::PgInstance;
+use crate::hugepages::sizing::{self, SizingError};
+use crate::hugepages::target;
 use crate::stopped::{self, StoppedError};
 use crate::Host;
+use results::host::hugepages::Basis;
+use results::host::memory::MemoryFacts;
+use results::host::pgquery::ServerInfo;
+use results::host::postgres::PgInstance;
 
 /// What to size, as asked.
 #[derive(Debug, Clone, Default)]
@@ -121,7 +121,9 @@ pub fn page_size_kib(s: &str) -> Result<u64, TargetError> {
         value: s.into(),
         why,
     };
-    let kib = parse::size(s).map_err(|e| bad(e.to_string()))?.kib();
+    let kib = results::host::bytes::size(s)
+        .map_err(|e| bad(e.to_string()))?
+        .kib();
     if kib != 2048 && kib != 1 << 20 {
         return Err(bad(
             "use 2MB or 1GB (the x86_64 and arm64 huge page sizes)".into()
@@ -137,7 +139,7 @@ pub fn targets(
     req: &Request,
     servers: &[ServerInfo],
 ) -> Result<Found, TargetError> {
-    let default_kib = hostpool::default_page_kib(mem);
+    let default_kib = target::default_page_kib(mem);
     let explicit = req.page_size.map(page_size_kib).transpose()?;
     let page = explicit.unwrap_or(default_kib);
     let (instances, unmatched) = crate::postgres::discover(host, servers);
@@ -158,7 +160,7 @@ pub fn targets(
         return Ok(found(vec![t], instances));
     }
     if let Some(s) = req.shared_memory {
-        let b = parse::size(s).map_err(|e| TargetError::SharedMemory {
+        let b = results::host::bytes::size(s).map_err(|e| TargetError::SharedMemory {
             value: s.into(),
             why: e.to_string(),
         })?;
@@ -199,7 +201,7 @@ pub fn targets(
                 // A remote server: size from its own figures alone.
                 let s = unmatched.first().ok_or(TargetError::NoServer)?;
                 let basis =
-                    hugepages::server_basis(s, page == default_kib).map_err(TargetError::Server)?;
+                    sizing::server_basis(s, page == default_kib).map_err(TargetError::Server)?;
                 let t = target(
                     format!("server {}", s.dsn),
                     basis,
@@ -217,8 +219,8 @@ pub fn targets(
     };
     let mut out = Vec::new();
     for inst in chosen {
-        let page = explicit.unwrap_or_else(|| hostpool::page_of(inst, mem));
-        let need = hostpool::instance_need(inst, page).map_err(TargetError::Instance)?;
+        let page = explicit.unwrap_or_else(|| target::page_of(inst, mem));
+        let need = target::instance_need(inst, page).map_err(TargetError::Instance)?;
         out.push(target(
             need.label,
             need.basis,
@@ -232,8 +234,8 @@ pub fn targets(
 
 /// The plan of each target: its own need, and the pool of its host with every running instance at the
 /// page size it would use (the targets' instances at the page size given, if one was).
-pub fn plans(mem: &MemoryFacts, found: Found) -> Vec<(String, hugepages::Plan)> {
-    let default_kib = hostpool::default_page_kib(mem);
+pub fn plans(mem: &MemoryFacts, found: Found) -> Vec<(String, results::host::hugepages::Plan)> {
+    let default_kib = target::default_page_kib(mem);
     let chosen: Vec<u32> = found
         .targets
         .iter()
@@ -244,7 +246,7 @@ pub fn plans(mem: &MemoryFacts, found: Found) -> Vec<(String, hugepages::Plan)> 
         .collect();
     let page_of = |i: &PgInstance| match found.explicit_page_kib {
         Some(p) if chosen.contains(&i.postmaster_pid) => p,
-        _ => hostpool::page_of(i, mem),
+        _ => target::page_of(i, mem),
     };
     found
         .targets
@@ -252,7 +254,7 @@ pub fn plans(mem: &MemoryFacts, found: Found) -> Vec<(String, hugepages::Plan)> 
         .map(|t| {
             let host = match t.place {
                 Place::Elsewhere => None,
-                Place::Instance(_) => Some(hostpool::for_page_size(
+                Place::Instance(_) => Some(target::for_page_size(
                     mem,
                     &found.instances,
                     t.page_kib,
@@ -260,8 +262,8 @@ pub fn plans(mem: &MemoryFacts, found: Found) -> Vec<(String, hugepages::Plan)> 
                     Vec::new(),
                 )),
                 Place::ThisHost => {
-                    let own = hugepages::own_sizing(&t.basis, t.page_kib);
-                    let need = hostpool::Need {
+                    let own = sizing::own_sizing(&t.basis, t.page_kib);
+                    let need = results::host::hugepages::Need {
                         label: t.label.clone(),
                         postmaster_pid: None,
                         basis: t.basis.clone(),
@@ -269,7 +271,7 @@ pub fn plans(mem: &MemoryFacts, found: Found) -> Vec<(String, hugepages::Plan)> 
                         pages_needed: own.pages_needed,
                         own_pages: 0,
                     };
-                    Some(hostpool::for_page_size(
+                    Some(target::for_page_size(
                         mem,
                         &found.instances,
                         t.page_kib,
@@ -279,20 +281,24 @@ pub fn plans(mem: &MemoryFacts, found: Found) -> Vec<(String, hugepages::Plan)> 
                 }
             };
             let pool_now = mem.pool(t.page_kib).cloned();
-            let plan = hugepages::plan(t.basis, t.page_kib, default_kib, pool_now, host);
+            let plan = sizing::plan(t.basis, t.page_kib, default_kib, pool_now, host);
             (t.label, plan)
         })
         .collect()
 }
 
 /// A warning when a plan would pin most of the host's RAM (over 90%).
-pub fn pins_most_ram(label: &str, plan: &hugepages::Plan, mem: &MemoryFacts) -> Option<String> {
+pub fn pins_most_ram(
+    label: &str,
+    plan: &results::host::hugepages::Plan,
+    mem: &MemoryFacts,
+) -> Option<String> {
     let ram = *mem.total_kib.get()?;
     (plan.pinned_kib as f64 > 0.9 * ram as f64).then(|| {
         format!(
             "{label}: the pool would pin {} of this host's {} of RAM",
-            parse::Bytes::from_kib(plan.pinned_kib),
-            parse::Bytes::from_kib(ram)
+            results::host::bytes::Bytes::from_kib(plan.pinned_kib),
+            results::host::bytes::Bytes::from_kib(ram)
         )
     })
 }

@@ -3,8 +3,9 @@
 
 use std::path::PathBuf;
 
-use hostfacts::{Audit, Host};
+use hostfacts::Host;
 use report::Style;
+use results::host::audit::Audit;
 
 const FIXTURES: [&str; 9] = [
     "this-machine-pg15-4k",
@@ -266,7 +267,7 @@ fn prometheus_failure_file_parses() {
 
 #[test]
 fn fixture_verdicts() {
-    use hostfacts::kernel::PreemptModel::*;
+    use results::host::kernel::PreemptModel::*;
     let expect = [
         (
             "this-machine-pg15-4k",
@@ -323,7 +324,7 @@ fn fixture_verdicts() {
         .iter()
         .find(|f| f.id == "hugetlb-pool-too-small")
         .unwrap();
-    assert_eq!(f.severity, hostfacts::Severity::Critical);
+    assert_eq!(f.severity, results::host::findings::Severity::Critical);
     assert_eq!(
         a.instances[0].settings["huge_pages"].source,
         "/tmp/plab-manual/data/postgresql.auto.conf"

@@ -3,10 +3,12 @@
 
 use std::path::PathBuf;
 
-use hostfacts::findings::Verdict;
-use hostfacts::fleet::{self, Fleet, Loaded, Options};
-use hostfacts::{Audit, Host};
+use hostfacts::fleet::{self, Loaded, Options};
+use hostfacts::Host;
 use report::Style;
+use results::host::audit::Audit;
+use results::host::findings::Verdict;
+use results::host::fleet::Fleet;
 
 const NOW: u64 = 1_800_000_000;
 const DAY: u64 = 86_400;
@@ -160,7 +162,7 @@ fn two_instances_on_one_host_share_one_pool() {
     let mut second = a.instances[0].clone();
     second.postmaster_pid += 1;
     a.instances.push(second);
-    a.pool_targets = hostfacts::hostpool::for_host(&a.memory, &a.instances);
+    a.pool_targets = hostfacts::hugepages::target::for_host(&a.memory, &a.instances);
     // The same host audited by a version that did not record its pool targets: fleet computes them.
     let mut old = a.clone();
     old.pool_targets.clear();
@@ -188,7 +190,7 @@ fn two_instances_on_one_host_share_one_pool() {
         // The host's row carries the target too (instances already on huge pages have no fix to show it).
         assert_eq!(
             f.hosts[0].pools,
-            vec![fleet::HostPool {
+            vec![results::host::fleet::HostPool {
                 page_size_kib: 2048,
                 target: 1098,
                 pool_now: Some(100),

@@ -6,8 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use hostfacts::kernel::PreemptModel::{Full, Lazy};
-use hostfacts::{Audit, Host, Severity};
+use hostfacts::Host;
+use results::host::audit::Audit;
+use results::host::findings::Severity;
+use results::host::kernel::PreemptModel::{Full, Lazy};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -35,7 +37,7 @@ fn assert_no_fix_advises_none(a: &Audit, context: &str) {
     }
 }
 
-fn ignored(a: &Audit) -> &hostfacts::Finding {
+fn ignored(a: &Audit) -> &results::host::findings::Finding {
     a.findings
         .iter()
         .find(|f| f.id == "preempt-mode-ignored")
@@ -165,7 +167,10 @@ fn a_lazy_kernel_not_dynamic_told_by_its_warn_header() {
     let p = &a.kernel.preemption;
     assert_eq!(
         (p.model, p.candidates.clone()),
-        (hostfacts::kernel::PreemptModel::Unknown, vec![Full, Lazy])
+        (
+            results::host::kernel::PreemptModel::Unknown,
+            vec![Full, Lazy]
+        )
     );
     let unknown = a
         .findings

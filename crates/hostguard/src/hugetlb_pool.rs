@@ -6,7 +6,7 @@
 //! `<record_dir>/pool-<kib>kB.json`, is read and written under an exclusive `flock` on `pool-<kib>kB.lock`
 //! beside it, so the read-decide-write steps of two runs never interleave.
 //!
-//! What the pool's files mean, and the one reader of them, is [`hostfacts::hugetlb`].
+//! What the pool's files mean, and the one reader of them, is [`hostfacts::hugepages::sysfs`].
 //!
 //! The operator's pages are never taken: while only preemptlab writes the pool, its persistent size is the
 //! record's `base` plus every recorded share. When it is not, someone resized the pool by hand since the last
@@ -35,9 +35,9 @@ use osutil::explain_io_error as explain;
 
 use crate::record_dir;
 
-pub use hostfacts::hugepages::Applied;
-pub use hostfacts::hugetlb::{HugetlbPool, PoolFileError};
-pub use hostfacts::pool_record::{Registry, Share};
+use hostfacts::hugepages::record::{Registry, Share};
+use hostfacts::hugepages::sysfs::{HugetlbPool, PoolFileError};
+use results::host::hugepages::Applied;
 
 /// Why a pool could not be read, grown, given back or recorded.
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +82,7 @@ pub fn share_needed(need: u64, available: u64, held_by_others: u64) -> u64 {
 
 /// The start time of `pid` (clock ticks since boot), when it runs.
 pub fn start_ticks(pid: u32) -> Option<u64> {
-    hostfacts::pool_record::stat_start_ticks(
+    hostfacts::hugepages::record::stat_start_ticks(
         &std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?,
     )
 }
@@ -90,7 +90,7 @@ pub fn start_ticks(pid: u32) -> Option<u64> {
 /// Is the run that took `share` still running?
 pub fn alive(share: &Share) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", share.pid)).ok();
-    hostfacts::pool_record::share_alive(share, stat.as_deref())
+    hostfacts::hugepages::record::share_alive(share, stat.as_deref())
 }
 
 /// A share from a record written before shares had sizes: what it added is unknown.

@@ -444,7 +444,7 @@ fn live_run(v: &serde_json::Value) -> Option<u64> {
     let pid = v["pid"].as_u64()?;
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let same = match v["start_ticks"].as_u64().filter(|&t| t != 0) {
-        Some(t) => hostfacts::pool_record::stat_start_ticks(&stat) == Some(t),
+        Some(t) => hostfacts::hugepages::record::stat_start_ticks(&stat) == Some(t),
         None => stat_comm(&stat) == Some("preemptlab"),
     };
     same.then_some(pid)

@@ -1,6 +1,6 @@
 //! The benches' options as a person gives them (lists, counts and durations as text), checked and turned into
-//! typed specs before any work starts: `lockopts` for `bench lock`, `pgopts` for `bench pg`, `latopts` for
-//! `bench latency`, `netopts` for `bench net`, `simopts` for `sim`.
+//! typed specs before any work starts: each bench's `options` (`lock::options` for `bench lock`,
+//! `pg::options`, `latency::options`, `net::options`), `simrun::options` for `sim`.
 //!
 //! Errors name an option by its field name (`reconnect_every`), never by a command-line flag: a caller says
 //! how options are named where it takes them (`OptionError::render`), so the command line's one-line
@@ -209,7 +209,7 @@ pub fn list(s: &str) -> Vec<String> {
         .collect()
 }
 
-pub use hostfacts::parse::{duration, DurationError};
+use hostfacts::duration::{duration, DurationError};
 
 /// The duration option `option`, at least `min`.
 pub fn duration_at_least(

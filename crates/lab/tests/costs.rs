@@ -1,10 +1,10 @@
-//! `bench lock`'s cost measurement (`lab::lockbench::costs`) on this machine. A test binary of its own: the
+//! `bench lock`'s cost measurement (`lab::lock::costs`) on this machine. A test binary of its own: the
 //! measurement pins processes and keeps both CPUs busy for a fraction of a second, which makes the library's
 //! timing tests (`latency::tests`) miss their periods when it runs beside them.
 
 use std::time::{Duration, Instant};
 
-use lab::lockbench::costs::{line, measure};
+use lab::lock::costs::{line, measure};
 
 #[test]
 fn the_costs_are_measured_and_plausible() {
@@ -46,7 +46,7 @@ fn the_costs_are_measured_and_plausible() {
     // (the median of a 2-10% effect is not asserted: a busy machine can hide it).
     let cpus = shmlock::wake_cost::allowed_cpus().len();
     let sizes: Vec<usize> = c.line_crowd.iter().map(|x| x.spinners as usize).collect();
-    assert_eq!(sizes, lab::lockbench::crowd::sizes(cpus));
+    assert_eq!(sizes, lab::lock::crowd::sizes(cpus));
     for x in &c.line_crowd {
         assert!(
             x.handover_p10_ns <= x.handover_ns && x.handover_ns <= x.handover_p90_ns,

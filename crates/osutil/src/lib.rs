@@ -119,6 +119,14 @@ pub fn tail(text: &str, n: usize, sep: &str) -> String {
     lines.into_iter().rev().collect::<Vec<_>>().join(sep)
 }
 
+/// Seconds since the epoch.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -58,23 +58,6 @@ impl CpuTimes {
     }
 }
 
-/// The CPU time a process has used, user + system, in the clock ticks /proc/stat counts in, from the text
-/// of /proc/PID/stat; None where it does not parse. The command name is in parentheses and may hold
-/// spaces and parentheses itself: the fields are counted after its last `)`.
-pub fn process_ticks(stat: &str) -> Option<u64> {
-    let after = &stat[stat.rfind(')')? + 1..];
-    // After the name: state (3), ppid (4), ... utime (14), stime (15).
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let utime: u64 = f.get(11)?.parse().ok()?;
-    let stime: u64 = f.get(12)?.parse().ok()?;
-    utime.checked_add(stime)
-}
-
-/// This process's CPU time so far, clock ticks (threads included).
-pub fn own_ticks() -> Option<u64> {
-    process_ticks(&std::fs::read_to_string("/proc/self/stat").ok()?)
-}
-
 /// Reads /proc/stat; None where it cannot be read or has fewer than eight CPU fields.
 pub fn now() -> Option<CpuTimes> {
     CpuTimes::parse(&std::fs::read_to_string("/proc/stat").ok()?)
@@ -109,16 +92,6 @@ mod tests {
         assert!(CpuTimes::parse(&format!("cpu  {max} 1 0 0 0 0 0 0\n")).is_none());
         assert!(CpuTimes::parse(&format!("cpu  0 0 0 {max} 1 0 0 0\n")).is_none());
         assert!(CpuTimes::parse(&format!("cpu  0 0 0 {max} 0 0 0 0\n")).is_some());
-    }
-
-    #[test]
-    fn process_ticks_count_after_the_name() {
-        // A name with a space and a parenthesis of its own; utime 7, stime 5.
-        let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 7 5 0 0 20 0 1 0 100 1000 10";
-        assert_eq!(super::process_ticks(stat), Some(12));
-        assert_eq!(super::process_ticks("42 (x) S 1"), None);
-        assert_eq!(super::process_ticks("no name"), None);
-        assert!(super::own_ticks().is_some());
     }
 
     #[test]

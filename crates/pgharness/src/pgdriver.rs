@@ -14,9 +14,9 @@ use osutil::child::{Child, ChildError, Ended};
 use hostfacts::pgbin::BinDir;
 
 use crate::pgcluster::Cluster;
-use crate::procsample::Sampled;
-pub use axes::Driver;
+use axes::Driver;
 use axes::Protocol;
+use results::pg::Sampled;
 use results::pg::{Latency, Point, Rep, SegmentCheck, Spec};
 
 /// The database the benchmark tables live in.

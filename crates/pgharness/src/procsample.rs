@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-pub use results::pg::{Sample, Sampled};
+use results::pg::{Sample, Sampled};
 
 /// One process's counters at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -31,21 +31,14 @@ pub struct ProcCounters {
 
 /// Parses the fields this module needs from `/proc/PID/stat`: (ppid, minflt).
 pub fn stat_fields(text: &str) -> Option<(u32, u64)> {
-    // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state): ppid is field 4, minflt field 10.
-    Some((f.get(1)?.parse().ok()?, f.get(7)?.parse().ok()?))
+    hostfacts::parse::PidStat::parse(text).map(|s| (s.ppid, s.minflt))
 }
 
 /// True while `pid` exists and is not a zombie.
 pub fn alive(pid: u32) -> bool {
     read(&format!("/proc/{pid}/stat"))
-        .and_then(|t| {
-            t.rfind(')')
-                .map(|i| t[i + 1..].trim_start().starts_with('Z'))
-        })
-        .is_some_and(|zombie| !zombie)
+        .and_then(|t| hostfacts::parse::PidStat::parse(&t))
+        .is_some_and(|s| s.state != 'Z')
 }
 
 fn read(path: &str) -> Option<String> {
@@ -219,7 +212,7 @@ mod tests {
 
     #[test]
     fn stat_with_a_command_holding_spaces_and_parens() {
-        let t = "1234 (postgres: x (y)) S 77 1234 1234 0 -1 4194560 5821 0 3 0 12 3 0 0 20 0 1 0 100 0 0";
+        let t = "1234 (postgres: x (y)) S 77 1234 1234 0 -1 4194560 5821 0 3 0 12 3 0 0 20 0 1 0 100 0 0 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0";
         assert_eq!(stat_fields(t), Some((77, 5821)));
         assert_eq!(stat_fields("garbage"), None);
     }

@@ -22,7 +22,7 @@ pub fn run(args: AuditArgs) -> Result<i32> {
                 if osutil::output::check_publishable(path).is_ok() {
                     let text = report::prometheus::render_failure(
                         env!("CARGO_PKG_VERSION"),
-                        lab::result::unix_now(),
+                        osutil::unix_now(),
                     );
                     if let Err(w) = osutil::output::publish(path, &text) {
                         osutil::msg!("preemptlab: {w}");

@@ -1,7 +1,7 @@
 //! `preemptlab bench latency`.
 
 use anyhow::{anyhow, Result};
-use lab::latency;
+use lab::latency::run;
 use lab::options::HostShape;
 
 use crate::cli::BenchLatencyArgs;
@@ -14,7 +14,7 @@ pub fn run(a: BenchLatencyArgs) -> Result<i32> {
     let quiet = a.result.quiet;
     // Switched back when this function returns (one mode) or when the run ends (an axis), by any path.
     let mut preempt = crate::switch::preempt(&a.preempt)?;
-    let res = latency::run(spec, &out.path(), host.cpus, preempt.axis(), |c| {
+    let res = run::run(spec, &out.path(), host.cpus, preempt.axis(), |c| {
         if !quiet {
             osutil::msg!("{}", report::latency_table::cell_line(c));
         }

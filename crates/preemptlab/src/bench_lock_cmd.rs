@@ -1,8 +1,8 @@
 //! `preemptlab bench lock`.
 
 use anyhow::Result;
-use lab::lockopts;
-use lab::lockrun::{self, RunOptions};
+use lab::lock::options;
+use lab::lock::run::{self, RunOptions};
 use lab::options::HostShape;
 
 use crate::cli::BenchLockArgs;
@@ -31,12 +31,12 @@ pub fn run(a: BenchLockArgs) -> Result<i32> {
         grow_hint: "pass --reserve-hugepages (root) to grow it for the run".into(),
         models: preempt.axis(),
     };
-    let res = lockrun::run(spec, run_opts)?;
+    let res = run::run(spec, run_opts)?;
     if let (Some(c), false) = (&res.costs, a.result.quiet) {
         let fault = res.fault_cost.as_ref().map(|f| f.ns_per_fault);
-        osutil::msg!("{}", lab::lockbench::costs::line(c, fault));
+        osutil::msg!("{}", lab::lock::costs::line(c, fault));
     }
     term::print_result(a.result.format, &res, &out, a.result.quiet)?;
     let said = format!("the cells measured so far are in {}", out.dest().display());
-    term::bench_exit(res.envelope.interrupted, said, lockopts::failures(&res))
+    term::bench_exit(res.envelope.interrupted, said, options::failures(&res))
 }

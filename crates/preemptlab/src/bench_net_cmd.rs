@@ -1,7 +1,7 @@
 //! `preemptlab bench net`.
 
 use anyhow::{anyhow, Result};
-use lab::net;
+use lab::net::run;
 use lab::options::HostShape;
 
 use crate::cli::BenchNetArgs;
@@ -13,7 +13,7 @@ pub fn run(a: BenchNetArgs) -> Result<i32> {
     let quiet = a.result.quiet;
     // Switched back when this function returns (one mode) or when the run ends (an axis), by any path.
     let mut preempt = crate::switch::preempt(&a.preempt)?;
-    let res = net::run(spec, &out.path(), preempt.axis(), |c| {
+    let res = run::run(spec, &out.path(), preempt.axis(), |c| {
         if !quiet {
             osutil::msg!("{}", report::net_table::line(c));
         }

@@ -2,8 +2,8 @@
 
 use anyhow::{anyhow, Result};
 use lab::options::HostShape;
-use lab::pgopts;
-use lab::pgrun::{self, PgRunError, RunOptions};
+use lab::pg::options;
+use lab::pg::run::{self, PgRunError, RunOptions};
 use pgharness::pgbouncer::PgBouncerError;
 
 use crate::cli::BenchPgArgs;
@@ -42,13 +42,13 @@ pub fn run(a: BenchPgArgs) -> Result<i32> {
         grow_hint: "add --reserve-hugepages (root), or grow it with `preemptlab hugepages --shared-memory ... --apply`".into(),
         models: preempt.axis(),
     };
-    let res = pgrun::run(spec, run_opts).map_err(flags)?;
+    let res = run::run(spec, run_opts).map_err(flags)?;
     term::print_result(a.result.format, &res, &out, a.result.quiet)?;
     let said = format!(
         "the runs measured so far are in {} (the cluster is removed)",
         out.dest().display()
     );
-    term::bench_exit(res.envelope.interrupted, said, pgopts::failures(&res))
+    term::bench_exit(res.envelope.interrupted, said, options::failures(&res))
 }
 
 /// The run's error, naming the option it is about as the command line spells it.

@@ -1,8 +1,8 @@
 //! `preemptlab check`: the audit, a short reproduction of lock-holder preemption on this host, and a
-//! verdict with the fixes ranked by their measured effect (planned and run by `lab::check`, judged by
-//! `lab::judge`).
+//! verdict with the fixes ranked by their measured effect (planned and run by `lab::check::plan`, judged by
+//! `lab::check::judge`).
 //!
-//! On a loaded host (PostgreSQL running, or others keeping the CPUs busy: `lab::load`, `lab::judge::loaded`)
+//! On a loaded host (PostgreSQL running, or others keeping the CPUs busy: `lab::check::load`, `lab::check::judge::loaded`)
 //! it says so before measuring, with what the bench would cost, and measures only what is read-only (the
 //! audit and a short diagnosis of the instances) unless `--bench-beside-load` asks for the bench; the flags
 //! that shape the bench are refused there without it.
@@ -47,7 +47,7 @@ fn diagnosis(
     osutil::stop::install_signal_flag().map_err(|e| e.to_string())?;
     diagnose::run(
         &opts,
-        lab::result::envelope(results::Kind::Diagnose),
+        hostfacts::envelope::envelope(results::Kind::Diagnose),
         &osutil::stop::interrupted,
         &mut |_| {},
     )
@@ -69,7 +69,7 @@ fn bench_flags(a: &CheckArgs) -> Vec<&'static str> {
 /// file and the report, which must be two different files.
 fn claim_outputs(a: &CheckArgs) -> Result<ResultFile> {
     let out = a.out.clone().unwrap_or_else(|| {
-        lab::result::default_path(results::Kind::Check, lab::result::unix_now())
+        hostfacts::envelope::default_path(results::Kind::Check, osutil::unix_now())
     });
     if let Some(report) = &a.report {
         osutil::output::check_distinct(&out, report)
@@ -93,9 +93,9 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     let audit = hostfacts::audit(&host, &sessions.servers);
     drop(sessions);
 
-    let plan = lab::check::plan(&audit, a.quick, a.reserve_hugepages);
-    let mut load = lab::load::measure(&audit, plan.cost(), lab::load::WINDOW);
-    let cost = lab::judge::bench_cost(&load);
+    let plan = lab::check::plan::plan(&audit, a.quick, a.reserve_hugepages);
+    let mut load = lab::check::load::measure(&audit, plan.cost(), lab::check::load::WINDOW);
+    let cost = lab::check::judge::bench_cost(&load);
     let diagnose = !a.pg.is_empty() || !audit.instances.is_empty();
     let run_bench = match &load.loaded {
         None => true,
@@ -149,12 +149,18 @@ pub fn run(a: CheckArgs) -> Result<i32> {
                 s.duration_s
             );
         }
-        let on_cell = Box::new(move |c: &lab::lockrun::Cell| {
+        let on_cell = Box::new(move |c: &results::lock::Cell| {
             if !quiet {
                 osutil::msg!("{}", report::lock_table::cell_line(c));
             }
         });
-        let r = lab::check::reproduce(&plan, a.reserve_hugepages, out.path(), on_cell, GROW_HINT)?;
+        let r = lab::check::plan::reproduce(
+            &plan,
+            a.reserve_hugepages,
+            out.path(),
+            on_cell,
+            GROW_HINT,
+        )?;
         out.finish()?;
         if r.envelope.interrupted {
             osutil::msg!("preemptlab: interrupted");
@@ -166,7 +172,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
     };
     load.bench_ran = reproduction.is_some();
     let huge = plan.huge.map_err(|e| e.describe(GROW_HINT));
-    let doc = lab::judge::document(lab::judge::Gathered {
+    let doc = lab::check::judge::document(lab::check::judge::Gathered {
         audit,
         reproduction,
         huge,
@@ -186,7 +192,7 @@ pub fn run(a: CheckArgs) -> Result<i32> {
                 doc: results::Document::Check(Box::new(doc.clone())),
             }],
             fleet: None,
-            generated_utc: lab::result::utc(lab::result::unix_now()),
+            generated_utc: results::utc(osutil::unix_now()),
             skipped: Vec::new(),
         };
         let html = term::render(Format::Html, None, &page)?;

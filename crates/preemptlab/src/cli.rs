@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use hostfacts::findings::FailOn;
 use report::export::Format;
+use results::host::findings::FailOn;
 
 /// Find, reproduce, measure and fix lock-holder preemption (Linux 7.0 + PostgreSQL on 4 KB pages).
 #[derive(Debug, Parser)]
@@ -88,7 +88,7 @@ pub enum GenerateWhat {
 #[derive(Debug, Args)]
 pub struct SimArgs {
     #[command(flatten)]
-    pub opts: lab::simopts::SimOptions,
+    pub opts: lab::simrun::options::SimOptions,
     #[command(flatten)]
     pub result: ResultArgs,
 }
@@ -181,7 +181,7 @@ pub struct SwitchPreemptArgs {
 #[derive(Debug, Args)]
 pub struct BenchNetArgs {
     #[command(flatten)]
-    pub opts: lab::netopts::NetOptions,
+    pub opts: lab::net::options::NetOptions,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
     #[command(flatten)]
@@ -191,7 +191,7 @@ pub struct BenchNetArgs {
 #[derive(Debug, Args)]
 pub struct BenchLatencyArgs {
     #[command(flatten)]
-    pub opts: lab::latopts::LatencyOptions,
+    pub opts: lab::latency::options::LatencyOptions,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
     #[command(flatten)]
@@ -201,7 +201,7 @@ pub struct BenchLatencyArgs {
 #[derive(Debug, Args)]
 pub struct BenchPgArgs {
     #[command(flatten)]
-    pub opts: lab::pgopts::PgOptions,
+    pub opts: lab::pg::options::PgOptions,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
     #[command(flatten)]
@@ -211,7 +211,7 @@ pub struct BenchPgArgs {
 #[derive(Debug, Args)]
 pub struct BenchLockArgs {
     #[command(flatten)]
-    pub opts: lab::lockopts::LockOptions,
+    pub opts: lab::lock::options::LockOptions,
     #[command(flatten)]
     pub preempt: SwitchPreemptArgs,
     #[command(flatten)]

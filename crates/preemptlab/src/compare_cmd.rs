@@ -1,8 +1,8 @@
 //! `preemptlab compare` and `preemptlab results`.
 
 use anyhow::{anyhow, bail, Result};
-use lab::files::{self, load_document as load, FilesError};
-use report::compare::{self, CompareError};
+use compare::CompareError;
+use osutil::input::files::{self, FilesError};
 use results::Document;
 
 use crate::cli::{CompareArgs, ReportArgs, ResultsArgs};
@@ -12,7 +12,12 @@ pub fn run(a: CompareArgs) -> Result<i32> {
     let docs: Vec<(String, Document)> = a
         .files
         .iter()
-        .map(|p| Ok((p.display().to_string(), load(p)?)))
+        .map(|p| {
+            Ok((
+                p.display().to_string(),
+                files::load(p, results::Document::from_text)?,
+            ))
+        })
         .collect::<Result<_>>()?;
     let opts = compare::Options {
         noise: a.noise,
@@ -71,7 +76,7 @@ pub fn list(a: ResultsArgs) -> Result<i32> {
     let mut docs = Vec::new();
     let mut unread = Vec::new();
     for p in &paths {
-        match load(p) {
+        match files::load(p, results::Document::from_text) {
             Ok(d) => docs.push((p.display().to_string(), d)),
             Err(e) => unread.push((p.display().to_string(), unread_reason(e))),
         }
@@ -107,7 +112,7 @@ pub fn report(a: ReportArgs) -> Result<i32> {
     let mut docs = Vec::new();
     let mut skipped = Vec::new();
     for p in &files {
-        match load(p) {
+        match files::load(p, results::Document::from_text) {
             Ok(doc) => docs.push(report::html::Doc {
                 label: p.display().to_string(),
                 doc,
@@ -155,7 +160,7 @@ pub fn report(a: ReportArgs) -> Result<i32> {
         );
     }
     // Several hosts' audits: the page opens with the fleet's answer over them.
-    let audits: Vec<(&str, &hostfacts::Audit)> = docs
+    let audits: Vec<(&str, &results::host::audit::Audit)> = docs
         .iter()
         .filter_map(|d| match &d.doc {
             results::Document::Audit(a) => Some((d.label.as_str(), &**a)),
@@ -166,7 +171,7 @@ pub fn report(a: ReportArgs) -> Result<i32> {
     let page = report::export::Page {
         docs,
         fleet,
-        generated_utc: lab::result::utc(lab::result::unix_now()),
+        generated_utc: results::utc(osutil::unix_now()),
         skipped,
     };
     let html = term::render(report::export::Format::Html, None, &page)?;

@@ -5,6 +5,7 @@
 use std::io::IsTerminal;
 
 use anyhow::{anyhow, Result};
+use clap::Args;
 use report::export::Format;
 
 use crate::cli::DiagnoseArgs;
@@ -22,7 +23,7 @@ pub fn run(args: DiagnoseArgs) -> Result<i32> {
                 {
                     let text = report::diagnose_prom::render_failure(
                         env!("CARGO_PKG_VERSION"),
-                        lab::result::unix_now(),
+                        osutil::unix_now(),
                     );
                     if let Err(w) = osutil::output::publish(path, &text) {
                         osutil::msg!("preemptlab: {w}");
@@ -50,7 +51,7 @@ impl std::error::Error for OutWrite {}
 /// The options checked (the window, the sampling rates), before anything is observed.
 pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
     let duration =
-        hostfacts::parse::duration(&args.duration).map_err(|e| anyhow!("--duration {e}"))?;
+        hostfacts::duration::duration(&args.duration).map_err(|e| anyhow!("--duration {e}"))?;
     let mut opts = diagnose::Options::new(duration);
     opts.pids = distinct(&args.pid);
     opts.dsns = args.pg.clone();
@@ -67,20 +68,30 @@ pub fn options(args: &DiagnoseArgs) -> Result<diagnose::Options> {
         diagnose::DiagnoseError::Duration { .. } => {
             anyhow!("--duration {}: the window must be 1s..24h", args.duration)
         }
-        diagnose::DiagnoseError::Range {
-            what: "frequency", ..
-        } => anyhow!("--{e}"),
-        e => anyhow!(
-            "--{}",
-            e.to_string()
-                .replace("fault period", "fault-period")
-                .replace("fault samples", "fault-samples")
-                .replace("fault counts", "fault-counts")
-                .replace("switch duty", "switch-duty")
-                .replace("cpu duty", "cpu-duty")
-        ),
+        diagnose::DiagnoseError::Range { what, value, range } => {
+            anyhow!("{} {value}: {range}", range_flag(what))
+        }
+        e => anyhow!(e),
     })?;
     Ok(opts)
+}
+
+/// The flag of the option a range error is about, as clap spells it (`--fault-period`): `diagnose`
+/// names the setting in words ("fault period"); which field of [`DiagnoseArgs`] sets it is said here, once.
+fn range_flag(what: &str) -> String {
+    let field = match what {
+        "frequency" => "frequency",
+        "fault period" => "fault_period",
+        "fault samples" => "fault_samples",
+        "fault counts" => "fault_counts",
+        "switch duty" => "switch_duty",
+        "cpu duty" => "cpu_duty",
+        other => return other.to_string(),
+    };
+    term::long_flag(
+        DiagnoseArgs::augment_args(clap::Command::new("diagnose")),
+        field,
+    )
 }
 
 /// `pids` without repeats, in the order given: `--pid X --pid X` names one instance, observed once (it was
@@ -114,7 +125,7 @@ fn diagnose(args: &DiagnoseArgs) -> Result<i32> {
     };
     let res = diagnose::run(
         &opts,
-        lab::result::envelope(results::Kind::Diagnose),
+        hostfacts::envelope::envelope(results::Kind::Diagnose),
         &osutil::stop::interrupted,
         &mut progress,
     )
@@ -166,5 +177,28 @@ mod tests {
     fn diagnose_pid_x_pid_x_measured_twice_regression() {
         assert_eq!(distinct(&[7, 3, 7, 3, 9]), vec![7, 3, 9]);
         assert_eq!(distinct(&[]), Vec::<u32>::new());
+    }
+
+    /// Every range error of the options names the flag as clap parses it (issue 47 item 7: the flags were
+    /// made by replacing words in the library's message, so a renamed flag went unnoticed).
+    #[test]
+    fn range_errors_name_the_flags_clap_parses() {
+        use clap::Parser;
+        for (flag, bad) in [
+            ("--frequency", "0"),
+            ("--fault-period", "0"),
+            ("--fault-samples", "2000000"),
+            ("--fault-counts", "2000000000"),
+            ("--switch-duty", "15"),
+            ("--cpu-duty", "5"),
+        ] {
+            let cli =
+                crate::cli::Cli::try_parse_from(["preemptlab", "diagnose", flag, bad]).unwrap();
+            let crate::cli::Command::Diagnose(a) = cli.command else {
+                unreachable!("parsed as diagnose")
+            };
+            let e = options(&a).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("{flag} {bad}: ")), "{flag}: {e}");
+        }
     }
 }

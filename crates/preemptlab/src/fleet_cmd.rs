@@ -1,8 +1,9 @@
 //! `preemptlab fleet`: finds the audit files, reads and assesses them on every CPU, prints the answer.
 
 use anyhow::{anyhow, Context, Result};
-use hostfacts::fleet::{self, Failed, Loaded, Options};
-use lab::files::{self, FilesError};
+use hostfacts::fleet::{self, Loaded, Options};
+use osutil::input::files::{self, FilesError};
+use results::host::fleet::Failed;
 
 use crate::cli::FleetArgs;
 use crate::term;

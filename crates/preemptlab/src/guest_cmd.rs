@@ -100,7 +100,7 @@ fn options(command: &Command, guest: &HostShape) -> Result<Vec<PathBuf>> {
                 hostfacts::targets::page_size_kib(p).map_err(|e| anyhow!("--page-size {e}"))?;
             }
             if let Some(s) = &h.shared_memory {
-                hostfacts::parse::size(s).map_err(|e| anyhow!("--shared-memory {}", e.0))?;
+                results::host::bytes::size(s).map_err(|e| anyhow!("--shared-memory {}", e.0))?;
             }
         }
         Command::Fleet(f) => {

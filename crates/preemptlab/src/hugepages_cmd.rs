@@ -1,4 +1,4 @@
-//! `preemptlab hugepages`: what to size is chosen by `hostfacts::targets`, sized by `hostfacts::hugepages`.
+//! `preemptlab hugepages`: what to size is chosen by `hostfacts::targets`, sized by `hostfacts::hugepages::sizing`.
 
 use anyhow::{anyhow, bail, Context, Result};
 use hostfacts::stopped::StoppedError as S;
@@ -50,7 +50,7 @@ fn settings_basis(
     shared_buffers: &str,
     mem: &results::host::memory::MemoryFacts,
 ) -> Result<(String, results::host::hugepages::Basis)> {
-    hostfacts::parse::size(shared_buffers).map_err(|e| {
+    results::host::bytes::size(shared_buffers).map_err(|e| {
         anyhow!("--shared-buffers {shared_buffers}: {e} (as in postgresql.conf, e.g. 2GB)")
     })?;
     let bin =
@@ -64,7 +64,7 @@ fn settings_basis(
         settings.push(("max_connections".into(), n.to_string()));
         label.push_str(&format!(", max_connections {n}"));
     }
-    let default_kib = hostfacts::hostpool::default_page_kib(mem);
+    let default_kib = hostfacts::hugepages::target::default_page_kib(mem);
     let page_kib = match &args.page_size {
         Some(p) => targets::page_size_kib(p).map_err(explain)?,
         None => default_kib,
@@ -111,7 +111,7 @@ pub fn run(args: HugepagesArgs) -> Result<i32> {
     drop(sessions);
     let mut sized = Vec::new();
     // Every plan of one page size has the host's one target: applied once.
-    let mut applied_sizes: Vec<(u64, hostfacts::hugepages::Applied)> = Vec::new();
+    let mut applied_sizes: Vec<(u64, results::host::hugepages::Applied)> = Vec::new();
     for (label, plan) in targets::plans(&mem, found) {
         if let Some(w) = targets::pins_most_ram(&label, &plan, &mem) {
             osutil::msg!("preemptlab: warning: {w}");

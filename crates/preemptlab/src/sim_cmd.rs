@@ -1,5 +1,5 @@
 //! `preemptlab sim`: the discrete-event model over a matrix of CPUs x workers x models x locks x pages
-//! (x one swept parameter), `repeat` seeds per cell (`lab::simopts`), written in the bench result schema so
+//! (x one swept parameter), `repeat` seeds per cell (`lab::simrun::options`), written in the bench result schema so
 //! `compare` and `report` read it next to measured results.
 
 use anyhow::{anyhow, Result};
@@ -8,7 +8,7 @@ use crate::cli::SimArgs;
 use crate::term;
 
 pub fn run(a: SimArgs) -> Result<i32> {
-    let sim_error = |e: lab::simopts::SimError| anyhow!(e.render(term::flag));
+    let sim_error = |e: lab::simrun::options::SimError| anyhow!(e.render(term::flag));
     let plan = a.opts.plan().map_err(sim_error)?;
     let quiet = a.result.quiet;
     // The files it reads are never its output.

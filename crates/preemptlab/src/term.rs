@@ -124,7 +124,7 @@ pub fn result_file(
     let out = r
         .out
         .clone()
-        .unwrap_or_else(|| lab::result::default_path(kind, lab::result::unix_now()));
+        .unwrap_or_else(|| hostfacts::envelope::default_path(kind, osutil::unix_now()));
     claim(&out, inputs)
 }
 
@@ -169,6 +169,15 @@ pub fn bench_exit(interrupted: bool, said: String, failures: Vec<String>) -> any
 /// An option's flag: `reconnect_every` is `--reconnect-every`.
 pub fn flag(option: &str) -> String {
     format!("--{}", option.replace('_', "-"))
+}
+
+/// The long flag of the argument `id` (a field of the command's `Args`) as clap spells it:
+/// `--fault-period`. An id the command does not have is shown as given, so a message never loses it.
+pub fn long_flag(cmd: clap::Command, id: &str) -> String {
+    cmd.get_arguments()
+        .find(|a| a.get_id() == id)
+        .and_then(|a| a.get_long())
+        .map_or_else(|| id.to_string(), |l| format!("--{l}"))
 }
 
 /// A library's option error as one line naming the flags.

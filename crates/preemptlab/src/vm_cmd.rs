@@ -21,7 +21,7 @@ pub fn run(args: VmArgs) -> Result<i32> {
         return Ok(0);
     }
     let opts = args
-        .options(|kind| lab::result::default_path(kind, lab::result::unix_now()))
+        .options(|kind| hostfacts::envelope::default_path(kind, osutil::unix_now()))
         .map_err(vm_error)?;
     let size = vm::run::check(&opts).map_err(vm_error)?;
     // The result file the host writes: the command's --out, else its default path.

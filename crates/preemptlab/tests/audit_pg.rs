@@ -108,7 +108,7 @@ fn finds_instance_off_huge_pages_with_and_without_pg() {
     assert_eq!(plan["pages_exact"].as_u64().unwrap(), pages);
     assert_eq!(
         plan["pages_needed"].as_u64().unwrap(),
-        pages + hostfacts::hugepages::margin(pages)
+        pages + hostfacts::hugepages::sizing::margin(pages)
     );
 
     // And for the stopped server, through postgres -C, which reads the configuration files (not the -c

@@ -94,15 +94,18 @@ fn repo_file(rel: &str) -> String {
         .to_string()
 }
 
-#[test]
-fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
-    let i = Inputs::new();
-    let lock = repo_file("docs/results/bench-lock-bars-aged-run1.json");
-    let sim = repo_file("docs/results/sim-96cpu-pg.json");
-    let fixture = repo_file("tests/fixtures/linux-7.0-lazy-debugfs");
-    let out = i.p("out.json");
-    // (arguments, what the one line must contain)
-    let cases: Vec<(Vec<String>, &str)> = vec![
+/// What the cases name: the inputs' directory, a bench lock and a sim result, a fixture tree, an output.
+struct Ctx<'a> {
+    i: &'a Inputs,
+    lock: String,
+    sim: String,
+    fixture: String,
+    out: String,
+}
+
+/// The command line itself.
+fn command_line_cases() -> Vec<(Vec<String>, &'static str)> {
+    vec![
         // The command line itself.
         (a(&["bench"]), "lock"),
         (a(&["nosuchcommand"]), "nosuchcommand"),
@@ -130,6 +133,15 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
             a(&["bench", "lock", "--switch-preempt", "sometimes"]),
             "sometimes",
         ),
+    ]
+}
+
+/// Outputs that cannot be written, that exist and are not regular files, that are inputs.
+fn output_cases(c: &Ctx) -> Vec<(Vec<String>, &'static str)> {
+    let i = c.i;
+    let lock = c.lock.clone();
+    let fixture = c.fixture.clone();
+    vec![
         // Outputs that cannot be written: refused before anything runs.
         (a(&["bench", "lock", "--out", "/proc/x/r.json"]), "/proc/x"),
         (
@@ -198,6 +210,15 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
             a(&["check", "--report", &i.p("a-directory")]),
             "is a directory",
         ),
+    ]
+}
+
+/// bench pg, latency and net; settings PostgreSQL does not know; sim and its input files.
+fn bench_and_sim_cases(c: &Ctx) -> Vec<(Vec<String>, &'static str)> {
+    let i = c.i;
+    let lock = c.lock.clone();
+    let sim = c.sim.clone();
+    vec![
         // bench pg, latency, net.
         (a(&["bench", "pg", "--threads", "0"]), "--threads"),
         (a(&["bench", "pg", "--shared-buffers", "lots"]), "lots"),
@@ -237,6 +258,16 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
             a(&["sim", "--costs-from", &i.p("no-such.json")]),
             "no-such.json",
         ),
+    ]
+}
+
+/// Result files (compare, report, results); audit, hugepages, fleet, vm.
+fn result_file_and_host_cases(c: &Ctx) -> Vec<(Vec<String>, &'static str)> {
+    let i = c.i;
+    let lock = c.lock.clone();
+    let sim = c.sim.clone();
+    let fixture = c.fixture.clone();
+    vec![
         // Result files: compare, report, results.
         (a(&["compare", &i.p("future.json"), &lock]), "999"),
         (a(&["compare", &i.p("teapot.json"), &lock]), "teapot"),
@@ -306,6 +337,15 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
         ),
         (a(&["vm", "--cpus", "100000", "--", "audit"]), "100000"),
         (a(&["vm", "--kernel", "0.1", "--", "audit"]), "0.1"),
+    ]
+}
+
+/// Issue 29's and issue 46's: loads, guests vm checks on the host, guard records, hugepages sizing, diagnose --out.
+fn later_cases(c: &Ctx) -> Vec<(Vec<String>, &'static str)> {
+    let i = c.i;
+    let fixture = c.fixture.clone();
+    let out = c.out.clone();
+    vec![
         // This round's (issue 29): a load the shell cannot find, and guest commands `vm` checks on the
         // host before it boots anything.
         (
@@ -393,7 +433,32 @@ fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
             a(&["audit", "--sysroot", &fixture, "--out", "/proc/a.json"]),
             "--out cannot write in /proc",
         ),
-    ];
+    ]
+}
+
+#[test]
+fn every_bad_input_is_one_line_exit_2_and_leaves_nothing() {
+    let i = Inputs::new();
+    let lock = repo_file("docs/results/bench-lock-bars-aged-run1.json");
+    let sim = repo_file("docs/results/sim-96cpu-pg.json");
+    let fixture = repo_file("tests/fixtures/linux-7.0-lazy-debugfs");
+    let out = i.p("out.json");
+    // (arguments, what the one line must contain)
+    let c = Ctx {
+        i: &i,
+        lock: lock.clone(),
+        sim,
+        fixture,
+        out: out.clone(),
+    };
+    let cases: Vec<(Vec<String>, &str)> = [
+        command_line_cases(),
+        output_cases(&c),
+        bench_and_sim_cases(&c),
+        result_file_and_host_cases(&c),
+        later_cases(&c),
+    ]
+    .concat();
     // A real input (a copy of a bench lock result) that outputs must not overwrite.
     std::fs::copy(&lock, i.p("input.json")).unwrap();
     let input = std::fs::read(i.p("input.json")).unwrap();

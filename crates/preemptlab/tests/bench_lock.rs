@@ -234,7 +234,7 @@ fn skipped_cells_say_why() {
         .iter()
         .find(|c| c["lock"] == "rseq")
         .unwrap();
-    if shmlock::availability(shmlock::LockKind::Rseq).is_err() {
+    if shmlock::availability(axes::LockKind::Rseq).is_err() {
         assert_eq!(rseq["status"], "skipped");
         assert!(rseq["reason"].as_str().unwrap().contains("rseq"));
     }

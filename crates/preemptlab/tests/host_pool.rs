@@ -7,14 +7,16 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::cargo_bin;
+use axes::Backing;
 use common::hugetlb::{Bench, OperatorsPool, Pool};
 use pgharness::pgcluster::Cluster;
 use serde_json::Value;
-use shmlock::shm::{Backing, ShmRegion};
+use shmlock::shm::ShmRegion;
 
 fn preemptlab(args: &[&str]) -> Output {
     Command::new(cargo_bin("preemptlab"))
@@ -124,157 +126,17 @@ fn two_instances_and_reserving_runs_get_one_host_target() {
         .as_u64()
         .unwrap();
     assert_eq!(target, needs + others, "{}", doc["pool_targets"]);
-    // Each instance's finding names its own need and the host's target; the persisted line is the target.
-    let persisted =
-        format!("echo 'vm.nr_hugepages = {target}' > /etc/sysctl.d/60-preemptlab-hugepages.conf");
-    for f in doc["findings"].as_array().unwrap() {
-        if f["instance"] == pa || f["instance"] == pb {
-            if let Some(p) = f.get("pool") {
-                assert_eq!(p["pool_target"], target, "{f}");
-                assert!(f["fix"][1] == persisted.as_str(), "{f}");
-            }
-        }
-    }
+    findings_name_the_target(&doc, target, &pids);
 
     let base = ours(&doc["pool_targets"][0], &pids);
-    // hugepages: every instance's plan, and --pid, has the same target (each plan's host pool is the one the
-    // figure comes from).
-    let plans = json_of(&["hugepages", "--format", "json"]);
-    let plans = plans["plans"].as_array().unwrap();
-    assert!(plans.len() >= 2, "{plans:?}");
-    let first = &plans[0]["plan"]["pool_target"];
-    for p in plans {
-        assert_eq!(&p["plan"]["pool_target"], first, "{p}");
-        assert_eq!(ours(&p["plan"]["host_pool"], &pids), base, "{p}");
-    }
-    let one = json_of(&["hugepages", "--format", "json", "--pid", &pa.to_string()]);
-    assert_eq!(ours(&one["plans"][0]["plan"]["host_pool"], &pids), base);
-    assert_eq!(
-        one["plans"][0]["plan"]["pages_needed"], na["pages_needed"],
-        "its own need"
-    );
+    hugepages_and_fleet_agree(&doc, target, base, pa, &na, &pids);
 
-    // fleet over the audit file.
+    a_reserving_run_moves_nothing(base, &pids);
+
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("host.json"), doc.to_string()).unwrap();
-    let fleet = json_of(&["fleet", "--format", "json", dir.path().to_str().unwrap()]);
-    assert_eq!(fleet["hosts"][0]["pools"][0]["target"], target, "{fleet}");
+    a_bench_beside_moves_nothing(base, &pids, dir.path());
 
-    // The phases of a run reserving pages beside them (this test's own second share): grown, not mapped
-    // (the reported bug: those pages were subtracted though they are free); mapped, reserved; faulted in;
-    // given back. The target does not move.
-    let run =
-        hostguard::hugetlb_pool::PoolGuard::ensure_free(2048, 64).expect("64 more 2 MB pages");
-    assert_eq!(audit_ours(&pids), base, "grown, not mapped");
-    let region = ShmRegion::new(64 << 21, Backing::Hugetlb2m).unwrap();
-    assert_eq!(audit_ours(&pids), base, "mapped, reserved");
-    for page in 0..64usize {
-        // SAFETY: within the mapping this test owns; one byte a page faults each page in.
-        unsafe { region.as_ptr().add(page << 21).write_volatile(1) };
-    }
-    assert_eq!(audit_ours(&pids), base, "faulted in");
-    drop(region);
-    drop(run);
-    assert_eq!(audit_ours(&pids), base, "given back");
-
-    // And a real bench reserving its own pages, audited while it runs.
-    let bench = Command::new(cargo_bin("preemptlab"))
-        .args([
-            "bench",
-            "lock",
-            "--pages",
-            "hugetlb-2m",
-            "--reserve-hugepages",
-            "--locks",
-            "pg",
-            "--workers",
-            "1x",
-            "--repeat",
-            "4",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0s",
-            "--descriptors",
-            "500000",
-            "--quiet",
-            "--format",
-            "json",
-            "--out",
-        ])
-        .arg(dir.path().join("bench.json"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut bench = Bench::new(bench);
-    let t0 = Instant::now();
-    let mut audits_while_holding = 0;
-    while bench.try_wait().is_none() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(300),
-            "the bench ran 5 minutes"
-        );
-        let holding = common::hugetlb::share_of(bench.id()).is_some();
-        let mapped = bench_mapped(bench.id());
-        let (_, doc) = audit_target();
-        // The audit reads the pool's counters and the run's mappings one after the other: a mapping made
-        // or dropped between the two reads (the bench maps and unmaps its cost calibration's region and
-        // each cell's) is seen by one and not the other. Such an audit is not judged (it errs on the side
-        // of a larger target: pages committed then, mapped by nobody it knows of, count as another user's).
-        // Nor is one that says itself its reads of the runs' mappings did not settle.
-        let unsettled = doc["pool_targets"][0]["arithmetic"]
-            .as_array()
-            .is_some_and(|a| {
-                a.iter().any(|l| {
-                    l.as_str()
-                        .is_some_and(|t| t.contains("mappings not all read"))
-                })
-            });
-        if mapped != bench_mapped(bench.id()) || unsettled {
-            continue;
-        }
-        assert_eq!(
-            ours(&doc["pool_targets"][0], &pids),
-            base,
-            "during the bench: {}",
-            doc["pool_targets"]
-        );
-        if holding && common::hugetlb::share_of(bench.id()).is_some() {
-            audits_while_holding += 1;
-        }
-    }
-    let out = bench.wait_with_output();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        audits_while_holding > 0,
-        "no audit while the bench held pages"
-    );
-
-    // check gives the same target as an audit just before or after it (the pool record's pages are not
-    // the operator's: the pool is too small for a restart unless the operator's part already holds the
-    // target, and then check lists it).
-    let before = audit_target().0;
-    let o = Command::new(cargo_bin("preemptlab"))
-        .args(["check", "--quick", "--bench-beside-load", "--out"])
-        .arg(dir.path().join("check.json"))
-        .output()
-        .unwrap();
-    let after_check = audit_target().0;
-    let text = String::from_utf8_lossy(&o.stdout);
-    if Pool::read().operators() < before.min(after_check) {
-        assert!(
-            [before, after_check]
-                .iter()
-                .any(|t| text.contains(&format!("sysctl -w vm.nr_hugepages={t}\n"))),
-            "{text}"
-        );
-    }
-    let target = after_check;
+    let target = check_names_the_target(dir.path());
 
     // Apply the target, restart both: they start on huge pages, and the pool suffices for a restart.
     let o = preemptlab(&["hugepages", "--apply", "--format", "json"]);
@@ -323,6 +185,175 @@ fn two_instances_and_reserving_runs_get_one_host_target() {
         start.operators(),
         "the operator's pool as found"
     );
+}
+
+/// Each instance's finding names its own need and the host's target; the persisted line is the target.
+fn findings_name_the_target(doc: &Value, target: u64, pids: &[u32]) {
+    let persisted =
+        format!("echo 'vm.nr_hugepages = {target}' > /etc/sysctl.d/60-preemptlab-hugepages.conf");
+    for f in doc["findings"].as_array().unwrap() {
+        if pids.iter().any(|p| f["instance"] == *p) {
+            if let Some(p) = f.get("pool") {
+                assert_eq!(p["pool_target"], target, "{f}");
+                assert!(f["fix"][1] == persisted.as_str(), "{f}");
+            }
+        }
+    }
+}
+
+/// hugepages: every instance's plan, and --pid, has the same target (each plan's host pool is the one
+/// the figure comes from); fleet over the audit file too.
+fn hugepages_and_fleet_agree(
+    doc: &Value,
+    target: u64,
+    base: u64,
+    pa: u32,
+    na: &Value,
+    pids: &[u32],
+) {
+    let plans = json_of(&["hugepages", "--format", "json"]);
+    let plans = plans["plans"].as_array().unwrap();
+    assert!(plans.len() >= 2, "{plans:?}");
+    let first = &plans[0]["plan"]["pool_target"];
+    for p in plans {
+        assert_eq!(&p["plan"]["pool_target"], first, "{p}");
+        assert_eq!(ours(&p["plan"]["host_pool"], pids), base, "{p}");
+    }
+    let one = json_of(&["hugepages", "--format", "json", "--pid", &pa.to_string()]);
+    assert_eq!(ours(&one["plans"][0]["plan"]["host_pool"], pids), base);
+    assert_eq!(
+        one["plans"][0]["plan"]["pages_needed"], na["pages_needed"],
+        "its own need"
+    );
+
+    // fleet over the audit file.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("host.json"), doc.to_string()).unwrap();
+    let fleet = json_of(&["fleet", "--format", "json", dir.path().to_str().unwrap()]);
+    assert_eq!(fleet["hosts"][0]["pools"][0]["target"], target, "{fleet}");
+}
+
+/// The phases of a run reserving pages beside them (this test's own second share): grown, not mapped
+/// (the reported bug: those pages were subtracted though they are free); mapped, reserved; faulted in;
+/// given back. The target does not move.
+fn a_reserving_run_moves_nothing(base: u64, pids: &[u32]) {
+    let run =
+        hostguard::hugetlb_pool::PoolGuard::ensure_free(2048, 64).expect("64 more 2 MB pages");
+    assert_eq!(audit_ours(pids), base, "grown, not mapped");
+    let region = ShmRegion::new(64 << 21, Backing::Hugetlb2m).unwrap();
+    assert_eq!(audit_ours(pids), base, "mapped, reserved");
+    for page in 0..64usize {
+        // SAFETY: within the mapping this test owns; one byte a page faults each page in.
+        unsafe { region.as_ptr().add(page << 21).write_volatile(1) };
+    }
+    assert_eq!(audit_ours(pids), base, "faulted in");
+    drop(region);
+    drop(run);
+    assert_eq!(audit_ours(pids), base, "given back");
+}
+
+/// A real bench reserving its own pages, audited while it runs: the target does not move.
+fn a_bench_beside_moves_nothing(base: u64, pids: &[u32], dir: &Path) {
+    let bench = Command::new(cargo_bin("preemptlab"))
+        .args([
+            "bench",
+            "lock",
+            "--pages",
+            "hugetlb-2m",
+            "--reserve-hugepages",
+            "--locks",
+            "pg",
+            "--workers",
+            "1x",
+            "--repeat",
+            "4",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--descriptors",
+            "500000",
+            "--quiet",
+            "--format",
+            "json",
+            "--out",
+        ])
+        .arg(dir.join("bench.json"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut bench = Bench::new(bench);
+    let t0 = Instant::now();
+    let mut audits_while_holding = 0;
+    while bench.try_wait().is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(300),
+            "the bench ran 5 minutes"
+        );
+        let holding = common::hugetlb::share_of(bench.id()).is_some();
+        let mapped = bench_mapped(bench.id());
+        let (_, doc) = audit_target();
+        // The audit reads the pool's counters and the run's mappings one after the other: a mapping made
+        // or dropped between the two reads (the bench maps and unmaps its cost calibration's region and
+        // each cell's) is seen by one and not the other. Such an audit is not judged (it errs on the side
+        // of a larger target: pages committed then, mapped by nobody it knows of, count as another user's).
+        // Nor is one that says itself its reads of the runs' mappings did not settle.
+        let unsettled = doc["pool_targets"][0]["arithmetic"]
+            .as_array()
+            .is_some_and(|a| {
+                a.iter().any(|l| {
+                    l.as_str()
+                        .is_some_and(|t| t.contains("mappings not all read"))
+                })
+            });
+        if mapped != bench_mapped(bench.id()) || unsettled {
+            continue;
+        }
+        assert_eq!(
+            ours(&doc["pool_targets"][0], pids),
+            base,
+            "during the bench: {}",
+            doc["pool_targets"]
+        );
+        if holding && common::hugetlb::share_of(bench.id()).is_some() {
+            audits_while_holding += 1;
+        }
+    }
+    let out = bench.wait_with_output();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        audits_while_holding > 0,
+        "no audit while the bench held pages"
+    );
+}
+
+/// check gives the same target as an audit just before or after it (the pool record's pages are not the
+/// operator's: the pool is too small for a restart unless the operator's part already holds the target,
+/// and then check lists it); the target after it.
+fn check_names_the_target(dir: &Path) -> u64 {
+    let before = audit_target().0;
+    let o = Command::new(cargo_bin("preemptlab"))
+        .args(["check", "--quick", "--bench-beside-load", "--out"])
+        .arg(dir.join("check.json"))
+        .output()
+        .unwrap();
+    let after_check = audit_target().0;
+    let text = String::from_utf8_lossy(&o.stdout);
+    if Pool::read().operators() < before.min(after_check) {
+        assert!(
+            [before, after_check]
+                .iter()
+                .any(|t| text.contains(&format!("sysctl -w vm.nr_hugepages={t}\n"))),
+            "{text}"
+        );
+    }
+
+    after_check
 }
 
 /// The 2 MB hugetlb pages `pid`'s mappings commit now (0 once it is gone).

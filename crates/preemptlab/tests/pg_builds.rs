@@ -249,10 +249,28 @@ fn bench_pg_runs_builds_as_an_axis_and_compare_splits_by_build() {
     )
     .unwrap();
     let out = tmp.path().join("result.json");
+    let d = run_three_builds(tmp.path(), &out);
+
+    let names = builds_described(&d);
+    cells_per_build(&d, &names);
+    // Both clusters gone: only the result file is left.
+    let left: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n != "result.json")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+
+    compare_by_build(&out);
+}
+
+/// bench pg over the distribution's build, 18 and 18+rseq-spinlock, with its clusters under `tmp`.
+fn run_three_builds(tmp: &std::path::Path, out: &std::path::Path) -> Value {
     let given = format!("{DISTRO_BIN},18,18+rseq-spinlock");
     let o = Command::new(assert_cmd::cargo::cargo_bin("preemptlab"))
         .args(["bench", "pg", "--quiet", "--format", "json", "--out"])
-        .arg(&out)
+        .arg(out)
         .args([
             "--pg-bin",
             &given,
@@ -273,14 +291,16 @@ fn bench_pg_runs_builds_as_an_axis_and_compare_splits_by_build() {
             "--repeat",
             "2",
         ])
-        .env("TMPDIR", tmp.path())
+        .env("TMPDIR", tmp)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "bench pg failed: {err}");
-    let d: Value = serde_json::from_slice(&o.stdout).unwrap();
+    serde_json::from_slice(&o.stdout).unwrap()
+}
 
-    // The axis, in the order given, each build described by its binaries and its manifest.
+/// The axis, in the order given, each build described by its binaries and its manifest; its names.
+fn builds_described(d: &Value) -> Vec<&str> {
     let builds = d["spec"]["builds"].as_array().unwrap();
     let names: Vec<&str> = builds.iter().map(|b| b["name"].as_str().unwrap()).collect();
     assert_eq!(names, [DISTRO_BIN, "18", "18+rseq-spinlock"]);
@@ -327,10 +347,14 @@ fn bench_pg_runs_builds_as_an_axis_and_compare_splits_by_build() {
     }
     assert_eq!(d["setups"].as_array().unwrap().len(), 3, "a load per build");
 
-    // One cell per build, each run in both rounds; only the rseq build has the patch's counters.
+    names
+}
+
+/// One cell per build, each run in both rounds; only the rseq build has the patch's counters.
+fn cells_per_build(d: &Value, names: &[&str]) {
     let cells = d["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 3);
-    for (c, name) in cells.iter().zip(names) {
+    for (c, &name) in cells.iter().zip(names) {
         assert_eq!(c["build"]["name"], name);
         assert_eq!(c["status"], "ok", "{c}");
         let reps = c["reps"].as_array().unwrap();
@@ -356,19 +380,13 @@ fn bench_pg_runs_builds_as_an_axis_and_compare_splits_by_build() {
             }
         }
     }
-    // Both clusters gone: only the result file is left.
-    let left: Vec<String> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter(|n| n != "result.json")
-        .collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+}
 
-    // compare --by build sets the builds against each other, the first as the base.
+/// compare --by build sets the builds against each other, the first as the base.
+fn compare_by_build(out: &std::path::Path) {
     let c = Command::new(assert_cmd::cargo::cargo_bin("preemptlab"))
         .args(["compare", "--by", "build", "--format", "json"])
-        .arg(&out)
+        .arg(out)
         .output()
         .unwrap();
     assert!(

@@ -55,7 +55,7 @@ fn reserving_bench(secs: u32, out: &std::path::Path, stderr: Stdio) -> Bench {
 }
 
 /// Waits (up to 20 s) for the run `pid` to hold a share of the pool; returns it.
-fn share_taken(pid: u32) -> hostguard::hugetlb_pool::Share {
+fn share_taken(pid: u32) -> hostfacts::hugepages::record::Share {
     let t = Instant::now();
     loop {
         if let Some(s) = hugetlb::share_of(pid) {
@@ -152,7 +152,7 @@ struct PoolBack {
 
 impl Drop for PoolBack {
     fn drop(&mut self) {
-        let pool = hostguard::hugetlb_pool::HugetlbPool::of(2048);
+        let pool = hostfacts::hugepages::sysfs::HugetlbPool::of(2048);
         if let Err(e) = pool.set_persistent(self.to) {
             eprintln!("could not put the 2 MB pool back to {} pages: {e}", self.to);
         }
@@ -176,7 +176,7 @@ fn a_user_leaving_the_pool_mid_read_made_a_run_keep_its_share_regression() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _empty = EmptyPool::make();
     let _lock = hugetlb::record_lock(libc::LOCK_EX);
-    let pool = hostguard::hugetlb_pool::HugetlbPool::of(2048);
+    let pool = hostfacts::hugepages::sysfs::HugetlbPool::of(2048);
     let p0 = pool.persistent().unwrap();
     let _back = PoolBack { to: p0 };
     pool.set_persistent(p0 + N).unwrap();
@@ -254,7 +254,7 @@ fn a_user_that_takes_a_runs_share_is_named_when_the_run_gives_it_back_regression
     assert!(share.pages > 0, "{share:?}");
     // Take every page a new mapping can have (the run's share, not mapped yet), as an arriving user would.
     const PAGE: usize = 2 << 20;
-    let pool = hostguard::hugetlb_pool::HugetlbPool::of(2048);
+    let pool = hostfacts::hugepages::sysfs::HugetlbPool::of(2048);
     let (mut addr, mut len) = (libc::MAP_FAILED, 0usize);
     let t = Instant::now();
     while addr == libc::MAP_FAILED && t.elapsed() < Duration::from_secs(10) {

@@ -79,17 +79,17 @@ fn sim_takes_a_real_bench_lock_results_costs_and_matrix() {
         ),
         None => assert_eq!(
             p["lock_transfer_ns"].as_u64(),
-            Some(sim::Params::default().lock_transfer_ns)
+            Some(results::model::Params::default().lock_transfer_ns)
         ),
     }
     assert_eq!(
         p["fault_2m_map_ns"].as_u64(),
-        Some(sim::Params::default().fault_2m_map_ns)
+        Some(results::model::Params::default().fault_2m_map_ns)
     );
     // The line under a crowd: on two CPUs one size, which sets what a write costs a spinner (the stall of
     // one spinner) and leaves the handover's per-spinner cost and the line's service time following the
     // transfer.
-    let crowd: Vec<sim::costs::LineCrowd> =
+    let crowd: Vec<results::model::LineCrowd> =
         serde_json::from_value(costs["line_crowd"].clone()).unwrap();
     let expect = |name: &str| {
         sim::costs::crowd_taken(&crowd)

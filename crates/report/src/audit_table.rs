@@ -25,9 +25,19 @@ fn sev(style: &Style, s: Severity) -> String {
 
 /// Renders the audit as text for a terminal of `width` columns.
 pub fn render(a: &Audit, style: Style, width: usize) -> String {
-    let k = &a.kernel;
-    let m = &a.memory;
     let mut o = String::new();
+    let style = &style;
+    title(a, style, width, &mut o);
+    kernel(a, style, width, &mut o);
+    memory(a, style, width, &mut o);
+    postgres(a, style, width, &mut o);
+    findings(a, style, width, &mut o);
+    verdict(a, style, &mut o);
+    o
+}
+
+/// The first line: the host's name (or why not), the sysroot read.
+fn title(a: &Audit, style: &Style, width: usize, o: &mut String) {
     let mut head = match a.hostname.get() {
         Some(host) => format!("preemptlab audit: {host}"),
         None => format!(
@@ -40,6 +50,11 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
     }
     o.push_str(&style.bold(&wrap(&head, width, 0, 2)));
     o.push_str("\n\n");
+}
+
+/// The kernel: release, preemption model with its evidence, the rseq slice extension.
+fn kernel(a: &Audit, style: &Style, width: usize, o: &mut String) {
+    let k = &a.kernel;
 
     o.push_str(&style.bold("Kernel\n"));
     o.push_str(&field(
@@ -128,7 +143,11 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
         width,
     ));
     o.push('\n');
+}
 
+/// Memory: RAM, huge page pools, THP.
+fn memory(a: &Audit, style: &Style, width: usize, o: &mut String) {
+    let m = &a.memory;
     o.push_str(&style.bold("Memory\n"));
     o.push_str(&field(
         "RAM",
@@ -184,7 +203,10 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
         width,
     ));
     o.push('\n');
+}
 
+/// PostgreSQL: each instance, its processes and page tables, servers not local.
+fn postgres(a: &Audit, style: &Style, width: usize, o: &mut String) {
     o.push_str(&style.bold("PostgreSQL\n"));
     if a.instances.is_empty() {
         o.push_str("  no running instance found\n");
@@ -328,13 +350,16 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
             width,
         ));
     }
+}
 
+/// The findings, each with its evidence and fix (a fix printed before is referred to).
+fn findings(a: &Audit, style: &Style, width: usize, o: &mut String) {
     o.push_str(&style.bold("Findings\n"));
     if a.findings.is_empty() {
         o.push_str("  none\n");
     }
     for (i, f) in a.findings.iter().enumerate() {
-        let head = format!("  {} {}  ", sev(&style, f.severity), f.id);
+        let head = format!("  {} {}  ", sev(style, f.severity), f.id);
         let used = 2 + 8 + 1 + f.id.chars().count() + 2;
         o.push_str(&head);
         o.push_str(&wrap(&f.title, width, used, 6));
@@ -366,6 +391,10 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
             ));
         }
     }
+}
+
+/// The verdict with the findings counted by severity.
+fn verdict(a: &Audit, style: &Style, o: &mut String) {
     let count = |s: Severity| a.findings.iter().filter(|f| f.severity == s).count();
     let v = a.verdict.as_str().to_uppercase();
     let v = match a.verdict {
@@ -380,7 +409,6 @@ pub fn render(a: &Audit, style: Style, width: usize) -> String {
         count(Severity::Warn),
         count(Severity::Info)
     ));
-    o
 }
 
 /// An instance in namespaces of its own: where its files were read, its PID there, its cgroup, and how

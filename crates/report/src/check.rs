@@ -1,4 +1,4 @@
-//! `check`'s text: the document `lab::judge` decided (effects, fixes, verdict) laid out as a table.
+//! `check`'s text: the document `lab::check::judge` decided (effects, fixes, verdict) laid out as a table.
 
 use results::check::{CheckDoc, EffectKind};
 use results::host::Severity;

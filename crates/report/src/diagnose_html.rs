@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use results::diagnose::{DiagnoseResult, InstanceDiagnosis};
 
-use crate::html::esc;
+use crate::escape::esc;
 use crate::svg::{line_chart, Axis, Series};
 use stats::fmt::rate;
 

@@ -57,7 +57,6 @@ fn symptom(s: Symptom, st: Style) -> String {
 }
 
 fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width: usize) {
-    let window_s = spec.observed_s;
     let mut head = format!("Instance {}", i.postmaster_pid);
     let mut what = Vec::new();
     if let Some(v) = &i.version {
@@ -116,6 +115,17 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width
     }
     o.push('\n');
 
+    cpu(o, i, spec, width);
+    faults(o, i, spec, width);
+    scheduling(o, i, spec, width);
+    waits(o, i, width);
+    by_type(o, i, width);
+    verdict(o, i, st, width);
+}
+
+/// Where the client backends' CPU went, and the top functions.
+fn cpu(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, width: usize) {
+    let t = &i.totals;
     o.push_str(&format!(
         "  Where client backends' CPU went ({} on-CPU samples)\n",
         t.client_cpu.samples
@@ -163,6 +173,11 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width
         ));
     }
     spin_callers(o, i, width);
+}
+
+/// Page faults: in the shared segment, elsewhere, the kernel's counters.
+fn faults(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, width: usize) {
+    let t = &i.totals;
     let r = &i.rates;
     o.push_str("\n  Page faults\n");
     // Left out by --events: the sampled rows were not measured (the kernel's counters were).
@@ -202,6 +217,13 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width
             4
         )
     ));
+}
+
+/// Scheduling: involuntary switches, run-queue wait, switches while runnable and inside the fault path.
+fn scheduling(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, width: usize) {
+    let t = &i.totals;
+    let r = &i.rates;
+    let window_s = spec.observed_s;
     let s = &t.switches;
     o.push_str("\n  Scheduling\n");
     o.push_str(&field(
@@ -229,6 +251,10 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width
         ) + &switch_time(spec)),
         width,
     ));
+}
+
+/// The wait events of active client backends, sampled over --pg.
+fn waits(o: &mut String, i: &InstanceDiagnosis, width: usize) {
     if let Some(w) = &i.waits {
         o.push_str(&format!(
             "\n  Wait events of active client backends ({} reads, {} backends seen)\n",
@@ -259,6 +285,10 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width
             o.push_str(&format!("    {}\n", wrap(n, width, 4, 4)));
         }
     }
+}
+
+/// The figures by process type.
+fn by_type(o: &mut String, i: &InstanceDiagnosis, width: usize) {
     if !i.by_type.is_empty() {
         o.push_str("\n  By process type\n");
         let rows: Vec<Vec<String>> = i
@@ -297,6 +327,11 @@ fn instance(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, st: Style, width
             width,
         ));
     }
+}
+
+/// The verdict with its reasons and the audit's fix.
+fn verdict(o: &mut String, i: &InstanceDiagnosis, st: Style, width: usize) {
+    let v = &i.verdict;
     o.push('\n');
     // "can't tell" reads as a verdict of its own, not as what the symptom "is".
     let line = match v.symptom {

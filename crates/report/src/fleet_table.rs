@@ -341,7 +341,7 @@ pub fn markdown(f: &Fleet) -> String {
 /// The fleet as a section of the HTML report: the hosts (at-risk first) and every instance not on huge
 /// pages with its exact fix.
 pub fn html(f: &Fleet) -> String {
-    use crate::html::esc;
+    use crate::escape::esc;
     let t = &f.totals;
     let mut o = format!(
         "<h2>Fleet</h2><p>{} hosts: {} at risk, {} warn, {} ok; {} of {} PostgreSQL instances on 4 KB pages</p>",

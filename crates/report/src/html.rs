@@ -7,54 +7,18 @@
 
 use std::fmt::Write;
 
+use axes::model::Model;
 use results::host::fleet::Fleet;
-use results::host::Fact;
 use results::latency::{self, LatencyResult};
 use results::lock::{self, LockResult};
-use results::model::Model;
 use results::net::{self, NetResult};
 use results::pg::{self, PgResult};
 use results::{Document, Status};
-use serde::Serialize;
 use stats::Summary;
 
+use crate::escape::{esc, js};
 use crate::svg::{bar_chart, line_chart, ranged_bar_chart, Axis, Series};
 use stats::fmt::{ns, rate};
-
-/// `s` with its control and bidirectional formatting characters shown as escapes
-/// ([`crate::markup::shown`]), except the whitespace HTML lays out itself (newline, tab, carriage return):
-/// a page made of other hosts' files shows what they hold, and stays valid HTML.
-pub(crate) fn shown_in_markup(s: &str) -> String {
-    s.split_inclusive(['\n', '\t', '\r'])
-        .map(|part| {
-            let (body, ws) = match part.char_indices().last() {
-                Some((i, '\n' | '\t' | '\r')) => part.split_at(i),
-                _ => (part, ""),
-            };
-            crate::markup::shown(body) + ws
-        })
-        .collect()
-}
-
-/// `s` escaped for HTML text and attribute values, its control characters shown ([`shown_in_markup`]).
-pub(crate) fn esc(s: &str) -> String {
-    shown_in_markup(s)
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// A number or name as the result file spells it (`3.0`, `lazy`, `at-risk`).
-pub(crate) fn js<T: Serialize>(v: &T) -> String {
-    let t = serde_json::to_string(v).unwrap_or_default();
-    t.trim_matches('"').to_string()
-}
-
-/// A fact's value, `-` when it could not be read.
-pub(crate) fn fact<T: Serialize>(f: &Fact<T>) -> String {
-    f.value.as_ref().map(js).unwrap_or_else(|| "-".into())
-}
 
 fn status(st: Status) -> String {
     js(&st)
@@ -102,7 +66,7 @@ pub(crate) fn lock_section(label: &str, r: &LockResult, host: &str) -> String {
     // Throughput vs workers, one series per (lock, pages), and per model when the cells ran under models of
     // their own.
     let mp = crate::markup::model_prefix;
-    let mut keys: Vec<(Option<Model>, lock::LockKind, lock::Backing)> =
+    let mut keys: Vec<(Option<Model>, axes::LockKind, axes::Backing)> =
         cells.iter().map(|c| (c.preempt, c.lock, c.pages)).collect();
     // The models in the order they ran, then in the names' order, as the series' legend reads.
     let order = crate::markup::models_in_order(cells.iter().map(|c| c.preempt));

@@ -1,15 +1,15 @@
 //! Rendering only: every command's typed document (from `results`) in one of the formats of
 //! [`export::Format`], through the one path [`export::export`]. Decisions are made where their facts are
-//! judged (`hostfacts`, `lab::judge`, `stats::judge`), not here. Table-like formats share `markup`
+//! judged (`hostfacts`, `lab::check::judge`, `stats::judge`), not here. Table-like formats share `markup`
 //! (alignment, wrapping, colour); figures are shown by `stats::fmt`.
 
 pub mod audit_table;
 pub mod check;
-pub mod compare;
-mod compare_input;
+pub mod compare_view;
 mod diagnose_html;
 pub mod diagnose_prom;
 pub mod diagnose_table;
+mod escape;
 pub mod export;
 pub mod fleet_table;
 pub mod html;
@@ -20,7 +20,6 @@ pub mod markup;
 pub mod net_table;
 pub mod page;
 pub mod pg_table;
-mod pooled;
 pub mod prometheus;
 pub mod results_list;
 mod sim_html;

@@ -1,8 +1,9 @@
 //! `bench lock` results as a table: one row per cell with the spread next to the centre, then the
 //! comparisons that matter (4 KB vs huge pages per lock; each lock vs `pg`; the fault ceiling).
 
-use results::lock::{Backing, Cell, LockKind, LockResult};
-use results::model::Model;
+use axes::model::Model;
+use axes::{Backing, LockKind};
+use results::lock::{Cell, LockResult};
 use results::Status;
 
 use stats::fmt::{ns, rate, sig3};
@@ -136,7 +137,14 @@ pub fn render(r: &LockResult) -> String {
         0,
         160,
     ));
-    // The hypervisor's CPU steal over all repetitions: a noisy neighbour shows here.
+    steal(r, &mut o);
+    page_sizes(r, &mut o);
+    ceilings(r, &mut o);
+    o
+}
+
+/// The hypervisor's CPU steal over all repetitions: a noisy neighbour shows here.
+fn steal(r: &LockResult, o: &mut String) {
     let steal: Vec<f64> = r
         .cells
         .iter()
@@ -149,7 +157,10 @@ pub fn render(r: &LockResult) -> String {
             steal.iter().copied().fold(0.0, f64::max)
         ));
     }
-    // 4 KB vs huge pages, per lock and worker count.
+}
+
+/// 4 KB vs huge pages, per lock and worker count.
+fn page_sizes(r: &LockResult, o: &mut String) {
     let find = |m: Option<Model>, l: LockKind, p: Backing, w: u32| {
         r.cells
             .iter()
@@ -181,6 +192,10 @@ pub fn render(r: &LockResult) -> String {
         o.push_str(&lines.join("\n"));
         o.push('\n');
     }
+}
+
+/// Each cell's throughput against its ceilings: the hold time, the CPUs, the faults under the lock.
+fn ceilings(r: &LockResult, o: &mut String) {
     o.push_str("\nCeilings: everything done while holding is serialized, so throughput <= 1e9 / mean hold; the CPUs\n");
     o.push_str("allow <= CPUs x 1e9 / CPU per op (idle: the share of the machine's CPU time left idle while measuring);\n");
     match &r.fault_cost {
@@ -221,7 +236,6 @@ pub fn render(r: &LockResult) -> String {
             ));
         }
     }
-    o
 }
 
 /// The cells as a Markdown table (GUIDE.md and docs/notes are pasted from this, never typed).

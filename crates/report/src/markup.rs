@@ -261,7 +261,7 @@ pub fn not_run_row(
 /// own (`--switch-preempt none,lazy`), those, with the host's own after them.
 pub fn preemption(
     host: impl std::fmt::Display,
-    cells: impl Iterator<Item = Option<results::model::Model>>,
+    cells: impl Iterator<Item = Option<axes::model::Model>>,
 ) -> String {
     let models = models_in_order(cells);
     if models.is_empty() {
@@ -273,8 +273,8 @@ pub fn preemption(
 
 /// The cells' own preemption models, each once, in the order they first appear.
 pub fn models_in_order(
-    cells: impl Iterator<Item = Option<results::model::Model>>,
-) -> Vec<results::model::Model> {
+    cells: impl Iterator<Item = Option<axes::model::Model>>,
+) -> Vec<axes::model::Model> {
     let mut models = Vec::new();
     for m in cells.flatten() {
         if !models.contains(&m) {
@@ -295,7 +295,7 @@ pub fn model_header(models: bool) -> &'static [&'static str] {
 
 /// The `preempt` column a table leads with when its cells ran under models of their own (`models`):
 /// the cell's model; else no column.
-pub fn model_column(models: bool, m: Option<results::model::Model>) -> Vec<String> {
+pub fn model_column(models: bool, m: Option<axes::model::Model>) -> Vec<String> {
     match (models, m) {
         (false, _) => Vec::new(),
         (true, m) => vec![m.map_or("-".into(), |m| m.to_string())],
@@ -303,7 +303,7 @@ pub fn model_column(models: bool, m: Option<results::model::Model>) -> Vec<Strin
 }
 
 /// A cell's model before its label, when it has one of its own.
-pub fn model_prefix(m: Option<results::model::Model>) -> String {
+pub fn model_prefix(m: Option<axes::model::Model>) -> String {
     m.map(|m| format!("{m} ")).unwrap_or_default()
 }
 

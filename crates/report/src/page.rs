@@ -16,8 +16,9 @@ use results::hugepages::HugepagesDoc;
 use results::vm::VmBlock;
 use results::{Document, Kind};
 
+use crate::escape::{esc, fact, js};
 use crate::export::{Page, Skipped};
-use crate::html::{esc, fact, js, Doc, CSS};
+use crate::html::{Doc, CSS};
 
 /// The facts of the host a document was measured on.
 struct HostOf<'a> {

@@ -4,8 +4,9 @@
 //! was on huge pages; then the page-table ratios and, for builds with the rseq-spinlock patch, what the rseq
 //! time-slice extension did.
 
-use results::model::Model;
-use results::pg::{Build, Cell, HugePages, PgResult, RseqSlice};
+use axes::model::Model;
+use axes::HugePages;
+use results::pg::{Build, Cell, PgResult, RseqSlice};
 use results::Status;
 
 use crate::markup::{columns, model_column, model_header, model_prefix, not_run_row, Align};
@@ -159,7 +160,6 @@ pub fn render(r: &PgResult) -> String {
         ));
     }
     o.push('\n');
-    let with_build = several_builds(r);
     let mut rows = Vec::new();
     for c in &r.cells {
         let lead = lead(r, c);
@@ -240,6 +240,16 @@ pub fn render(r: &PgResult) -> String {
         0,
         140,
     ));
+    huge_vs_4k(r, &mut o);
+    steal(r, &mut o);
+    o.push_str(&rseq_lines(r));
+    o.push_str(&diagnoses(r));
+    o
+}
+
+/// Huge pages vs 4 KB pages per configuration: page tables and the change in tps.
+fn huge_vs_4k(r: &PgResult, o: &mut String) {
+    let with_build = several_builds(r);
     let mut lines = Vec::new();
     for c in r.cells.iter().filter(|c| c.huge_pages == HugePages::Off) {
         let Some(off) = &c.summary else { continue };
@@ -273,6 +283,10 @@ pub fn render(r: &PgResult) -> String {
         o.push_str(&lines.join("\n"));
         o.push('\n');
     }
+}
+
+/// The hypervisor's CPU steal during the runs: a noisy neighbour shows here.
+fn steal(r: &PgResult, o: &mut String) {
     let steal: Vec<f64> = r
         .cells
         .iter()
@@ -285,9 +299,6 @@ pub fn render(r: &PgResult) -> String {
             steal.iter().copied().fold(0.0, f64::max)
         ));
     }
-    o.push_str(&rseq_lines(r));
-    o.push_str(&diagnoses(r));
-    o
 }
 
 /// The builds, when there are several or one is not a plain directory: name, version, patches, source and

@@ -108,8 +108,6 @@ pub fn render_failure(tool_version: &str, unix_s: u64) -> String {
 /// Renders the audit as Prometheus metrics.
 pub fn render(a: &Audit) -> String {
     let mut o = Out::default();
-    let k = &a.kernel;
-    let m = &a.memory;
 
     let mut info: Labels = vec![
         ("version", a.tool_version.clone()),
@@ -158,7 +156,15 @@ pub fn render(a: &Audit) -> String {
         &[(vec![], a.pg_failures.len() as f64)],
     );
 
-    // Kernel.
+    kernel(&mut o, a);
+    memory(&mut o, a);
+    instances(&mut o, a);
+    o.text
+}
+
+/// The kernel: release and architecture, the preemption model and its evidence, the rseq slice extension.
+fn kernel(o: &mut Out, a: &Audit) {
+    let k = &a.kernel;
     o.gauge(
         "kernel_info",
         "Always 1; the kernel release and architecture.",
@@ -209,8 +215,11 @@ pub fn render(a: &Audit) -> String {
             .into_iter()
             .collect::<Vec<_>>(),
     );
+}
 
-    // Memory: what meminfo does not already say.
+/// Memory: THP, the huge page pools meminfo does not describe, the pool targets.
+fn memory(o: &mut Out, a: &Audit) {
+    let m = &a.memory;
     let thp: Labels = [
         ("enabled", &m.thp_enabled),
         ("defrag", &m.thp_defrag),
@@ -282,8 +291,6 @@ pub fn render(a: &Audit) -> String {
             &samples,
         );
     }
-    instances(&mut o, a);
-    o.text
 }
 
 /// Per PostgreSQL instance.
@@ -363,9 +370,9 @@ fn instances(o: &mut Out, a: &Audit) {
         &each(&|i| Some((id(i), i.backend_pids.len() as f64))),
     );
     // Sizing at the page size the instance would use (huge_page_size, else the host default), and the
-    // host's one pool target at that size (the audit's, computed by hostfacts::hostpool).
+    // host's one pool target at that size (the audit's, computed by hostfacts::hugepages::target).
     let targets = &a.pool_targets;
-    let sizing = |i: &PgInstance| -> Option<(Labels, &results::host::hostpool::PoolTarget, u64)> {
+    let sizing = |i: &PgInstance| -> Option<(Labels, &results::host::hugepages::PoolTarget, u64)> {
         let (t, need) = targets
             .iter()
             .find_map(|t| t.need_of(i.postmaster_pid).map(|n| (t, n)))?;

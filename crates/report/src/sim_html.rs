@@ -7,7 +7,7 @@ use std::fmt::Write;
 use results::sim::{SimCell, SimResult};
 use stats::fmt::{ns, rate};
 
-use crate::html::esc;
+use crate::escape::esc;
 use crate::svg::{line_chart, ranged_bar_chart, Axis, Series};
 
 fn label(c: &SimCell) -> String {
@@ -52,7 +52,14 @@ pub(crate) fn section(label_: &str, r: &SimResult, host: &str) -> String {
         .iter()
         .filter_map(|c| Some((c, c.summary.as_ref()?)))
         .collect();
-    // Throughput against the axis that varies (CPUs, else workers), one series per model, lock, pages.
+    plot(&mut o, &ran, unit);
+    table(&mut o, r);
+    o
+}
+
+/// Throughput against the axis that varies (CPUs, else workers), one series per model, lock, pages;
+/// bars when neither varies.
+fn plot(o: &mut String, ran: &[(&SimCell, &results::sim::SimSummary)], unit: &str) {
     let by_cpus = ran
         .iter()
         .map(|(c, _)| c.cpus)
@@ -118,6 +125,10 @@ pub(crate) fn section(label_: &str, r: &SimResult, host: &str) -> String {
             ranged_bar_chart("Modelled throughput", unit, &bars, rate)
         );
     }
+}
+
+/// Every cell in a row: throughput, against the first model, spinning, idle, LHP, the tails.
+fn table(o: &mut String, r: &SimResult) {
     o.push_str("<table><tr><th>model</th><th>lock</th><th>pages</th><th>CPUs</th><th>workers</th><th>sweep</th><th>throughput</th><th>min..max</th><th>vs first model</th><th>spinning</th><th>idle</th><th>LHP/s</th><th>hold p99</th><th>acquire p99</th></tr>");
     for c in &r.cells {
         let head = format!(
@@ -171,5 +182,4 @@ pub(crate) fn section(label_: &str, r: &SimResult, host: &str) -> String {
         }
     }
     o.push_str("</table>");
-    o
 }

@@ -1,6 +1,7 @@
 //! A `sim` result as text: one line per cell while it runs, and the table (text or markdown).
 
-use results::sim::{SimCell, SimResult, Workload};
+use axes::model::Workload;
+use results::sim::{SimCell, SimResult};
 
 use crate::markup::{columns, markdown_table, Align};
 use stats::fmt::{ns, rate};

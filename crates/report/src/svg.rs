@@ -35,7 +35,7 @@ const T: f64 = 30.0;
 const B: f64 = 50.0;
 
 fn esc(s: &str) -> String {
-    crate::html::shown_in_markup(s)
+    crate::escape::shown_in_markup(s)
         .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -109,90 +109,138 @@ pub fn line_chart(title: &str, x: &Axis, y: &Axis, series: &[Series]) -> String 
         );
         return o;
     }
-    let (mut x0, mut x1) = (
-        xs.iter().copied().fold(f64::INFINITY, f64::min),
-        xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-    );
-    let (mut y0, mut y1) = (
-        ys.iter().copied().fold(f64::INFINITY, f64::min),
-        ys.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-    );
-    if x.log {
-        x0 /= 1.3;
-        x1 *= 1.3;
-    } else if x1 == x0 {
-        x0 -= 1.0;
-        x1 += 1.0;
+    let frame = Frame::of(x, y, &xs, &ys);
+    frame.axes(&mut o, x, y);
+    for (i, s) in series.iter().enumerate() {
+        frame.series(&mut o, x, y, i, s);
     }
-    if y.log {
-        y0 /= 1.5;
-        y1 *= 1.5;
-    } else {
-        y0 = y0.min(0.0);
-        y1 = if y1 == y0 { y0 + 1.0 } else { y1 * 1.08 };
+    o.push_str("</svg>");
+    o
+}
+
+/// A line chart's plotting area: each axis's range (padded; a log axis by a factor) and the scales onto
+/// the SVG's pixels.
+struct Frame {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+    xlog: bool,
+    ylog: bool,
+}
+
+impl Frame {
+    /// The range of the points on each axis, padded so that no point sits on the frame.
+    fn of(x: &Axis, y: &Axis, xs: &[f64], ys: &[f64]) -> Frame {
+        let (mut x0, mut x1) = (
+            xs.iter().copied().fold(f64::INFINITY, f64::min),
+            xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        );
+        let (mut y0, mut y1) = (
+            ys.iter().copied().fold(f64::INFINITY, f64::min),
+            ys.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        );
+        if x.log {
+            x0 /= 1.3;
+            x1 *= 1.3;
+        } else if x1 == x0 {
+            x0 -= 1.0;
+            x1 += 1.0;
+        }
+        if y.log {
+            y0 /= 1.5;
+            y1 *= 1.5;
+        } else {
+            y0 = y0.min(0.0);
+            y1 = if y1 == y0 { y0 + 1.0 } else { y1 * 1.08 };
+        }
+        Frame {
+            x0,
+            x1,
+            y0,
+            y1,
+            xlog: x.log,
+            ylog: y.log,
+        }
     }
-    let sx = |v: f64| {
-        let f = if x.log {
+
+    /// A value's horizontal pixel.
+    fn sx(&self, v: f64) -> f64 {
+        let (x0, x1) = (self.x0, self.x1);
+        let f = if self.xlog {
             (v.log10() - x0.log10()) / (x1.log10() - x0.log10())
         } else {
             (v - x0) / (x1 - x0)
         };
         L + f * (W - L - R)
-    };
-    let sy = |v: f64| {
-        let f = if y.log {
+    }
+
+    /// A value's vertical pixel.
+    fn sy(&self, v: f64) -> f64 {
+        let (y0, y1) = (self.y0, self.y1);
+        let f = if self.ylog {
             (v.log10() - y0.log10()) / (y1.log10() - y0.log10())
         } else {
             (v - y0) / (y1 - y0)
         };
         H - B - f * (H - T - B)
-    };
-    // Axes, grid and ticks.
-    let _ = write!(
-        o,
-        r##"<g stroke="#999" stroke-width="1"><line x1="{L}" y1="{}" x2="{}" y2="{}"/><line x1="{L}" y1="{T}" x2="{L}" y2="{}"/></g>"##,
-        H - B,
-        W - R,
-        H - B,
-        H - B
-    );
-    for t in ticks(x0, x1, x.log) {
-        let px = sx(t);
+    }
+
+    /// Axes, grid, ticks and the axes' labels.
+    fn axes(&self, o: &mut String, x: &Axis, y: &Axis) {
+        let (x0, x1, y0, y1) = (self.x0, self.x1, self.y0, self.y1);
+        let sx = |v: f64| self.sx(v);
+        let sy = |v: f64| self.sy(v);
         let _ = write!(
             o,
-            r##"<line x1="{px:.1}" y1="{T}" x2="{px:.1}" y2="{}" stroke="#eee"/><text x="{px:.1}" y="{}" font-size="11" font-family="sans-serif" text-anchor="middle">{}</text>"##,
+            r##"<g stroke="#999" stroke-width="1"><line x1="{L}" y1="{}" x2="{}" y2="{}"/><line x1="{L}" y1="{T}" x2="{L}" y2="{}"/></g>"##,
             H - B,
-            H - B + 16.0,
-            esc(&(x.fmt)(t))
+            W - R,
+            H - B,
+            H - B
         );
-    }
-    for t in ticks(y0, y1, y.log) {
-        let py = sy(t);
+        for t in ticks(x0, x1, x.log) {
+            let px = sx(t);
+            let _ = write!(
+                o,
+                r##"<line x1="{px:.1}" y1="{T}" x2="{px:.1}" y2="{}" stroke="#eee"/><text x="{px:.1}" y="{}" font-size="11" font-family="sans-serif" text-anchor="middle">{}</text>"##,
+                H - B,
+                H - B + 16.0,
+                esc(&(x.fmt)(t))
+            );
+        }
+        for t in ticks(y0, y1, y.log) {
+            let py = sy(t);
+            let _ = write!(
+                o,
+                r##"<line x1="{L}" y1="{py:.1}" x2="{}" y2="{py:.1}" stroke="#eee"/><text x="{}" y="{:.1}" font-size="11" font-family="sans-serif" text-anchor="end">{}</text>"##,
+                W - R,
+                L - 6.0,
+                py + 4.0,
+                esc(&(y.fmt)(t))
+            );
+        }
         let _ = write!(
             o,
-            r##"<line x1="{L}" y1="{py:.1}" x2="{}" y2="{py:.1}" stroke="#eee"/><text x="{}" y="{:.1}" font-size="11" font-family="sans-serif" text-anchor="end">{}</text>"##,
-            W - R,
-            L - 6.0,
-            py + 4.0,
-            esc(&(y.fmt)(t))
+            r#"<text x="{}" y="{}" font-size="12" font-family="sans-serif" text-anchor="middle">{}</text>"#,
+            (L + W - R) / 2.0,
+            H - 12.0,
+            esc(&x.label)
+        );
+        let _ = write!(
+            o,
+            r#"<text x="16" y="{}" font-size="12" font-family="sans-serif" text-anchor="middle" transform="rotate(-90 16 {})">{}</text>"#,
+            (T + H - B) / 2.0,
+            (T + H - B) / 2.0,
+            esc(&y.label)
         );
     }
-    let _ = write!(
-        o,
-        r#"<text x="{}" y="{}" font-size="12" font-family="sans-serif" text-anchor="middle">{}</text>"#,
-        (L + W - R) / 2.0,
-        H - 12.0,
-        esc(&x.label)
-    );
-    let _ = write!(
-        o,
-        r#"<text x="16" y="{}" font-size="12" font-family="sans-serif" text-anchor="middle" transform="rotate(-90 16 {})">{}</text>"#,
-        (T + H - B) / 2.0,
-        (T + H - B) / 2.0,
-        esc(&y.label)
-    );
-    // Series.
-    for (i, s) in series.iter().enumerate() {
+
+    /// Series `i`: its line, its points with their ranges, its legend entry.
+    fn series(&self, o: &mut String, x: &Axis, y: &Axis, i: usize, s: &Series) {
+        let ok = |v: f64, log: bool| v.is_finite() && (!log || v > 0.0);
+        let sx = |v: f64| self.sx(v);
+        let sy = |v: f64| self.sy(v);
         let c = PALETTE[i % PALETTE.len()];
         let mut pts: Vec<&(f64, f64, f64, f64)> = s
             .points
@@ -232,8 +280,6 @@ pub fn line_chart(title: &str, x: &Axis, y: &Axis, series: &[Series]) -> String 
             esc(&s.name)
         );
     }
-    o.push_str("</svg>");
-    o
 }
 
 /// Draws horizontal bars (label, value).

@@ -1,5 +1,5 @@
 //! `check`: the audit, a short `bench lock` reproduction, the effects measured in it, a verdict and the
-//! fixes: the document's shape (`lab::check` plans and runs the reproduction, `lab::judge` decides, `report::check` lays it out).
+//! fixes: the document's shape (`lab::check::plan` plans and runs the reproduction, `lab::check::judge` decides, `report::check` lays it out).
 
 use std::fmt;
 
@@ -113,7 +113,7 @@ pub struct LoadInstance {
 }
 
 /// The other load `check` saw on the host before measuring, and what it did about it
-/// (`lab::judge::loaded` decides whether the host counts as loaded).
+/// (`lab::check::judge::loaded` decides whether the host counts as loaded).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Load {
     /// How long the CPU was sampled, s.

@@ -1,5 +1,5 @@
 //! The envelope every bench result shares: self-describing (tool, command line, time, host facts, spec).
-//! Filling one from the live host is `lab::result`'s job; this is the shape.
+//! Filling one from the live host is `hostfacts::envelope`'s job; this is the shape.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,6 +1,6 @@
 //! `hugepages`: the pool sizing plans, one per instance, data directory or size.
 
-pub use crate::host::hugepages::{Applied, Plan};
+use crate::host::hugepages::{Applied, Plan};
 use serde::{Deserialize, Serialize};
 
 fn hugepages_kind() -> String {

@@ -1,6 +1,6 @@
 //! `bench latency`: wakeup latency per scheduling policy and background load.
 
-pub use axes::{Load, Policy};
+use axes::{Load, Policy};
 use serde::{Deserialize, Serialize};
 use stats::Summary;
 

@@ -1,14 +1,13 @@
 //! `bench lock`: the StrategyGetBuffer-like workload's spec, repetitions, cells and result file.
 
-pub use axes::{Backing, Count, LockKind, ReconnectGiven, StartAge};
+use axes::{Backing, Count, LockKind, ReconnectGiven, StartAge};
 use serde::{Deserialize, Serialize};
-use stats::Summary;
+use stats::{Percentiles, Summary};
 
+// The costs `bench lock` measures before its cells are the model's record of them
+// (`results::model::Costs`), so the bench writes what `sim --costs-from` reads.
+use crate::model::Costs;
 use crate::{Envelope, Status};
-
-/// The costs `bench lock` measures before its cells: the model's record of them, so the bench writes what
-/// `sim --costs-from` reads.
-pub use crate::model::Costs;
 
 /// The whole experiment.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -43,15 +42,12 @@ pub struct Spec {
     pub prefetch_next: bool,
     /// With `reconnect_every`: the first workers of a repetition start at random ages, uniform over a life
     /// (`uniform`), or all new together (`young`, and what results without the field did). See
-    /// `lab::lockbench::start_age`.
+    /// `lab::lock::workload::start_age`.
     #[serde(default = "young")]
     pub start_age: StartAge,
     /// Seed of the free-list permutation and the workers' RNGs.
     pub seed: u64,
 }
-
-/// Percentiles of a latency distribution, in ns (one definition, in `stats`, shared with the sim).
-pub use stats::Percentiles;
 
 /// The correctness check of one repetition.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

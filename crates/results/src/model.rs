@@ -15,7 +15,7 @@ pub const ADAPTIVE_PARK_MAX_NS: u64 = lockparams::adaptive::PARK_TIMEOUT_MAX.as_
 
 /// The model's choices: one home for them, `axes::model` (the command line, the schema and the model
 /// share them).
-pub use axes::model::{LockKind, Model, Pages, UnknownName, Workload};
+use axes::model::{LockKind, Model, Pages, Workload};
 
 /// How a `txn` backend gets a buffer for a block that is not in shared buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -385,7 +385,7 @@ pub struct Outcome {
 }
 
 /// The lock's cache line under a crowd of spinners, at one crowd size (`bench lock`'s costs,
-/// `lab::lockbench::crowd`): processes pinned one to a CPU, `spinners` of them besides the one that writes.
+/// `lab::lock::crowd`): processes pinned one to a CPU, `spinners` of them besides the one that writes.
 /// Each figure is the median over timed windows, with the windows' 10th and 90th percentiles, ns.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LineCrowd {

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-pub use axes::{NetPath, NetTest};
+use axes::{NetPath, NetTest};
 use serde::{Deserialize, Serialize};
 use stats::Summary;
 

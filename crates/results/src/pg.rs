@@ -1,7 +1,7 @@
 //! `bench pg`: the builds x shared_buffers x huge_pages x clients matrix over pgbench or sysbench, and the
 //! /proc samples of the cluster taken during each run.
 
-pub use axes::{Count, Driver, HugePages, Pooler, Protocol, PssWhen};
+use axes::{Count, Driver, HugePages, Pooler, Protocol, PssWhen};
 use serde::{Deserialize, Serialize};
 use stats::Summary;
 

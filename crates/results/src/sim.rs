@@ -1,10 +1,11 @@
 //! `sim`: the discrete-event model's matrix, in the bench result schema so `compare` and `report` read it
 //! next to measured results. A repetition is the model's own [`crate::model::Outcome`].
 
-/// The model's own types the schema holds.
-pub use crate::model::{LockKind, Model, Outcome, Pages, Params, Workload};
+use axes::model::{LockKind, Model, Pages};
 use serde::{Deserialize, Serialize};
 use stats::Summary;
+
+use crate::model::{Outcome, Params};
 
 use crate::{Envelope, Status};
 

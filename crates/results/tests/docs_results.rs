@@ -145,8 +145,8 @@ fn axes_load_typed_and_keep_their_spelling() {
                 for c in &r.cells {
                     assert!(r.spec.tests.contains(&c.test), "{}", p.display());
                     let path = match r.spec.netns {
-                        true => results::net::NetPath::Netns,
-                        false => results::net::NetPath::Loopback,
+                        true => axes::NetPath::Netns,
+                        false => axes::NetPath::Loopback,
                     };
                     assert_eq!(c.path, path, "{}", p.display());
                 }

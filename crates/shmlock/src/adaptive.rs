@@ -76,9 +76,7 @@ const PARKED: u32 = 2;
 const WAKING: u32 = 4;
 const STALLED: u32 = 8;
 
-pub use lockparams::adaptive::{
-    PARK_TIMEOUT_MAX, PARK_TIMEOUT_MIN, SLOTS, SPIN_BUDGET, STALE_SLOT,
-};
+use lockparams::adaptive::{PARK_TIMEOUT_MAX, PARK_TIMEOUT_MIN, SLOTS, SPIN_BUDGET, STALE_SLOT};
 
 /// The adaptive lock.
 #[repr(C, align(64))]

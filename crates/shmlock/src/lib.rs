@@ -86,9 +86,9 @@ pub struct InitError {
     pub code: i32,
 }
 
-/// The locks by command-line name: the names are `axes`' (the schema and the command line share them),
-/// the algorithms this crate's.
-pub use axes::{LockKind, UnknownLock};
+// The locks by command-line name: the names are `axes`' (the schema and the command line share them),
+// the algorithms this crate's.
+use axes::LockKind;
 
 /// Whether this host can run the lock; the reason when not (only `rseq` depends on the kernel).
 pub fn availability(kind: LockKind) -> Result<(), rseqslice::Unavailable> {
@@ -98,44 +98,45 @@ pub fn availability(kind: LockKind) -> Result<(), rseqslice::Unavailable> {
     }
 }
 
-/// Runs `f` with the concrete lock type for `kind` (static dispatch inside the benchmark loop).
+/// Runs `f` with the concrete lock type for `kind`, an `axes::LockKind` (static dispatch inside the
+/// benchmark loop; the caller depends on `axes`).
 #[macro_export]
 macro_rules! with_lock_type {
     ($kind:expr, $L:ident => $body:expr) => {
         match $kind {
-            $crate::LockKind::Pg => {
+            ::axes::LockKind::Pg => {
                 type $L = $crate::pg::PgSpinLock;
                 $body
             }
-            $crate::LockKind::Tas => {
+            ::axes::LockKind::Tas => {
                 type $L = $crate::tas::TasLock;
                 $body
             }
-            $crate::LockKind::Ttas => {
+            ::axes::LockKind::Ttas => {
                 type $L = $crate::ttas::TtasLock;
                 $body
             }
-            $crate::LockKind::Ticket => {
+            ::axes::LockKind::Ticket => {
                 type $L = $crate::ticket::TicketLock;
                 $body
             }
-            $crate::LockKind::Mcs => {
+            ::axes::LockKind::Mcs => {
                 type $L = $crate::mcs::McsLock;
                 $body
             }
-            $crate::LockKind::Futex => {
+            ::axes::LockKind::Futex => {
                 type $L = $crate::futex_mutex::FutexMutex;
                 $body
             }
-            $crate::LockKind::Pthread => {
+            ::axes::LockKind::Pthread => {
                 type $L = $crate::pthread::PthreadMutex;
                 $body
             }
-            $crate::LockKind::Adaptive => {
+            ::axes::LockKind::Adaptive => {
                 type $L = $crate::adaptive::AdaptiveLock;
                 $body
             }
-            $crate::LockKind::Rseq => {
+            ::axes::LockKind::Rseq => {
                 type $L = $crate::rseq::RseqLock;
                 $body
             }

@@ -30,7 +30,7 @@ use std::time::Duration;
 use crate::spin::XorShift;
 use crate::{Acquired, RawLock};
 
-pub use lockparams::pg::{
+use lockparams::pg::{
     DEFAULT_SPINS_PER_DELAY, MAX_DELAY_USEC, MAX_SPINS_PER_DELAY, MIN_DELAY_USEC,
     MIN_SPINS_PER_DELAY, NUM_DELAYS, SPINS_PER_DELAY_GROWTH, SPINS_PER_DELAY_SHRINK,
 };

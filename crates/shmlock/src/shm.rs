@@ -4,8 +4,8 @@
 //! only for private anonymous and PFN mappings), so every worker takes its own first-touch minor faults on
 //! 4 KB pages, exactly like PostgreSQL backends on `shared_buffers`.
 
-/// How the region is backed: the names are `axes`' (the schema and the command line share them).
-pub use axes::{Backing, UnknownBacking};
+// How the region is backed: the names are `axes`' (the schema and the command line share them).
+use axes::Backing;
 
 /// Why a region could not be mapped or prepared.
 #[derive(Debug, thiserror::Error)]

@@ -4,8 +4,10 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use shmlock::shm::{Backing, ShmRegion};
-use shmlock::{with_lock_type, LockKind, RawLock};
+use axes::Backing;
+use axes::LockKind;
+use shmlock::shm::ShmRegion;
+use shmlock::{with_lock_type, RawLock};
 
 /// The test's shared block: the lock at offset 0, then the data it protects.
 #[repr(C, align(64))]

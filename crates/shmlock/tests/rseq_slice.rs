@@ -9,8 +9,9 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use axes::Backing;
 use shmlock::rseq::RseqLock;
-use shmlock::shm::{Backing, ShmRegion};
+use shmlock::shm::ShmRegion;
 use shmlock::RawLock;
 
 #[repr(C, align(64))]

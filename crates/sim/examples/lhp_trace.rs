@@ -7,28 +7,28 @@
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (models, sets): (Vec<&String>, Vec<&String>) = args.iter().partition(|a| !a.contains('='));
-    let models: Vec<sim::Model> = if models.is_empty() {
-        vec![sim::Model::None, sim::Model::Lazy]
+    let models: Vec<axes::model::Model> = if models.is_empty() {
+        vec![axes::model::Model::None, axes::model::Model::Lazy]
     } else {
         models
             .iter()
             .flat_map(|m| m.split(','))
-            .map(|m| sim::Model::parse(m).expect("a model"))
+            .map(|m| axes::model::Model::parse(m).expect("a model"))
             .collect()
     };
     for model in models {
-        let mut p = sim::Params {
+        let mut p = results::model::Params {
             cpus: 96,
             workers: 1024,
-            workload: sim::Workload::Txn,
+            workload: axes::model::Workload::Txn,
             model,
-            pages: sim::Pages::P4k,
+            pages: axes::model::Pages::P4k,
             lock_transfer_ns: 45,
             fault_4k_ns: 2500,
             spin_ns: 15,
             duration_ns: 1_000_000_000,
             warmup_ns: 1_000_000_000,
-            ..sim::Params::default()
+            ..results::model::Params::default()
         };
         for kv in &sets {
             let (k, v) = kv.split_once('=').expect("key=value");

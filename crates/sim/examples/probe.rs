@@ -1,14 +1,14 @@
 //! Runs one model configuration from the command line: `probe cpus workers model lock pages secs [key=value...]`.
 fn main() {
     let a: Vec<String> = std::env::args().skip(1).collect();
-    let mut p = sim::Params {
+    let mut p = results::model::Params {
         cpus: a[0].parse().unwrap(),
         workers: a[1].parse().unwrap(),
-        model: sim::Model::parse(&a[2]).unwrap(),
-        lock: sim::LockKind::parse(&a[3]).unwrap(),
-        pages: sim::Pages::parse(&a[4]).unwrap(),
+        model: axes::model::Model::parse(&a[2]).unwrap(),
+        lock: axes::model::LockKind::parse(&a[3]).unwrap(),
+        pages: axes::model::Pages::parse(&a[4]).unwrap(),
         duration_ns: (a[5].parse::<f64>().unwrap() * 1e9) as u64,
-        ..sim::Params::default()
+        ..results::model::Params::default()
     };
     for kv in &a[6..] {
         let (k, v) = kv.split_once('=').unwrap();

@@ -1,12 +1,12 @@
 //! Costs measured on a machine and the parameters they set. `bench lock` measures [`Costs`] once per run
-//! (`lab::lockbench::costs`) and records them in its result; `preemptlab sim --costs-from FILE` sets the
+//! (`lab::lock::costs`) and records them in its result; `preemptlab sim --costs-from FILE` sets the
 //! parameters [`taken`] maps them to, so the model runs with the costs of the machine (or guest) the bench
 //! ran on. docs/model.md ("Costs from a measurement") says what is taken and what stays a default.
 
-pub use results::model::{Costs, LineCrowd, Taken, Uncontended};
+use results::model::{Costs, LineCrowd, Taken, Uncontended};
 
 use crate::matrix;
-use crate::Params;
+use results::model::Params;
 
 fn ns(v: f64) -> u64 {
     if v.is_finite() && v > 0.0 {

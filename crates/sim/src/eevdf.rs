@@ -301,7 +301,8 @@ impl Sim {
 mod tests {
     use crate::sim::Sim;
     use crate::task::State;
-    use crate::{Model, Params};
+    use axes::model::Model;
+    use results::model::Params;
 
     /// One CPU, `n` tasks queued with these virtual runtimes and deadlines, none running.
     fn queued(v: &[(i64, i64)]) -> Sim {

@@ -44,12 +44,11 @@ pub mod trace;
 mod workload;
 
 pub use lock::ADAPTIVE_SLOTS;
-pub use metrics::{CpuSplit, Outcome, Pcts};
-pub use params::{
-    validate, BufferStrategy, Invalid, LockKind, Model, Pages, Params, UnknownName, Workload,
-};
+pub use params::{validate, Invalid};
 pub use sched::base_slice_ns;
 pub use trace::{simulate_traced, SchedTrace};
+
+use results::model::{Outcome, Params};
 
 /// Runs the model.
 pub fn simulate(p: &Params) -> Result<Outcome, Invalid> {
@@ -59,7 +58,9 @@ pub fn simulate(p: &Params) -> Result<Outcome, Invalid> {
 
 #[cfg(test)]
 mod test_support {
-    use crate::{simulate, Model, Outcome, Pages, Params, Workload};
+    use crate::simulate;
+    use axes::model::{Model, Pages, Workload};
+    use results::model::{Outcome, Params};
 
     /// The April 2026 report's host and workload as docs/model.md ("The reported host") runs them: 96
     /// CPUs, 1,024 backends, pgbench-like transactions, the sourced or measured costs there (a 45 ns line

@@ -2,7 +2,9 @@
 //! `repeat` times with seeds `seed`, `seed + 1`, ... Parameters are set by name through their JSON form, so
 //! any field of [`Params`] can be overridden or swept without a flag of its own.
 
-use crate::{simulate, Invalid, LockKind, Model, Outcome, Pages, Params, UnknownName};
+use crate::{simulate, Invalid};
+use axes::model::{LockKind, Model, Pages, UnknownName};
+use results::model::{Outcome, Params};
 
 /// A parameter that cannot be set.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -10,7 +10,8 @@ use crate::metrics::Count;
 use crate::sim::Sim;
 use crate::task::Phase;
 use crate::touch::Touches;
-use crate::{Pages, Params, Workload};
+use axes::model::{Pages, Workload};
+use results::model::Params;
 
 /// A 2 MB page, bytes.
 pub(crate) const HUGE: u64 = 2 << 20;
@@ -200,7 +201,7 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use crate::test_support::quick;
-    use crate::{Model, Pages};
+    use axes::model::{Model, Pages};
 
     #[test]
     fn faults_show_on_4k_only_and_cost_throughput() {

@@ -2,12 +2,13 @@
 //! and the [`Outcome`] they become at the end.
 
 use hdrhistogram::Histogram;
-pub use results::model::{CpuSplit, Outcome};
+use results::model::{CpuSplit, Outcome};
 
-use crate::{Params, Workload};
+use axes::model::Workload;
+use results::model::Params;
 
-/// Percentiles of a distribution, ns: `stats`' one percentile record (the model records no mean).
-pub use stats::Percentiles as Pcts;
+// Percentiles of a distribution, ns: `stats`' one percentile record (the model records no mean).
+use stats::Percentiles as Pcts;
 
 fn pcts(h: &Histogram<u64>) -> Pcts {
     Pcts {
@@ -173,8 +174,10 @@ impl Metrics {
 
 #[cfg(test)]
 mod tests {
+    use crate::simulate;
     use crate::test_support::quick;
-    use crate::{simulate, Model, Outcome, Pages, Params};
+    use axes::model::{Model, Pages};
+    use results::model::{Outcome, Params};
 
     /// A contended 4 KB cell under `lazy` (holders preempted, pg sleeps, faults) after `warmup_ms` of
     /// warm-up, `ms` measured. The warm-up changes only what is counted, never what happens: the same

@@ -7,7 +7,7 @@
 //! `txn` workload), each read by the module that owns the concern. The `adaptive` defaults are shmlock's own
 //! constants, so the model runs the real lock's tuning unless told otherwise.
 
-pub use results::model::{BufferStrategy, LockKind, Model, Pages, Params, UnknownName, Workload};
+use results::model::Params;
 
 /// A parameter outside the range the model works with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -67,7 +67,7 @@ pub fn validate(p: &Params) -> Result<(), Invalid> {
 
 #[cfg(test)]
 mod tests {
-    use shmlock::adaptive::{PARK_TIMEOUT_MAX, PARK_TIMEOUT_MIN, SLOTS, SPIN_BUDGET};
+    use lockparams::adaptive::{PARK_TIMEOUT_MAX, PARK_TIMEOUT_MIN, SLOTS, SPIN_BUDGET};
 
     /// The model's `adaptive` runs with the real lock's constants unless told otherwise.
     #[test]

@@ -12,7 +12,7 @@ use crate::event::Ev;
 use crate::metrics::Count;
 use crate::sim::Sim;
 use crate::task::{Phase, State};
-use crate::Model;
+use axes::model::Model;
 
 /// One CPU.
 #[derive(Clone, Debug)]
@@ -399,8 +399,10 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::simulate;
     use crate::test_support::reported_host;
-    use crate::{simulate, Outcome, Pages, Params};
+    use axes::model::Pages;
+    use results::model::{Outcome, Params};
 
     #[test]
     fn aligned_ticks_change_the_run_and_keep_it_deterministic() {
@@ -452,7 +454,7 @@ mod tests {
     fn sleeper_credit_places_a_woken_task_behind_the_running_one() {
         let run = |sleeper_credit_ns| {
             simulate(&Params {
-                workload: crate::Workload::Txn,
+                workload: axes::model::Workload::Txn,
                 cpus: 4,
                 workers: 64,
                 sleeper_credit_ns,

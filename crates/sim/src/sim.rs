@@ -8,12 +8,13 @@ use crate::clock::Clock;
 use crate::event::Ev;
 use crate::lock::LockState;
 use crate::memory::Memory;
-use crate::metrics::{Acct, Metrics, Outcome};
+use crate::metrics::{Acct, Metrics};
 use crate::rng::Rng;
 use crate::sched::{base_slice_ns, Cpu};
 use crate::task::{Phase, Task};
 use crate::trace::{SchedTrace, Trace};
-use crate::Params;
+use results::model::Outcome;
+use results::model::Params;
 
 /// One run of the model.
 pub(crate) struct Sim {
@@ -236,8 +237,10 @@ impl Sim {
 
 #[cfg(test)]
 mod tests {
+    use crate::simulate;
     use crate::test_support::quick;
-    use crate::{simulate, Model, Pages, Params};
+    use axes::model::{Model, Pages};
+    use results::model::Params;
 
     #[test]
     fn same_seed_same_outcome_other_seed_other_outcome() {

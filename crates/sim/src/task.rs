@@ -5,7 +5,7 @@ use crate::lock::pg;
 use crate::metrics::Acct;
 use crate::sched::base_slice_ns;
 use crate::touch::STRUCTURES;
-use crate::Params;
+use results::model::Params;
 
 /// What a task is doing; a phase runs as segments on a CPU.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -14,7 +14,8 @@
 use crate::memory::{map_fault_ns, HUGE};
 use crate::metrics::Count;
 use crate::sim::Sim;
-use crate::{Pages, Params};
+use axes::model::Pages;
+use results::model::Params;
 
 /// The structures a transaction touches besides its allocations.
 pub(crate) const STRUCTURES: usize = 6;
@@ -107,7 +108,9 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use super::Touches;
-    use crate::{simulate, simulate_traced, Model, Pages, Params, Workload};
+    use crate::{simulate, simulate_traced};
+    use axes::model::{Model, Pages, Workload};
+    use results::model::Params;
 
     fn run(pages: Pages, model: Model, first: bool, txns: u64) -> Params {
         Params {
@@ -165,7 +168,8 @@ mod tests {
             simulate(&run(Pages::P4k, Model::None, false, 0)).unwrap(),
             simulate(&run(Pages::P4k, Model::None, true, 0)).unwrap(),
         );
-        let per_tx = |o: &crate::Outcome| o.minflt_per_op * o.ops_per_s / o.txn_per_s.unwrap();
+        let per_tx =
+            |o: &results::model::Outcome| o.minflt_per_op * o.ops_per_s / o.txn_per_s.unwrap();
         let more = per_tx(&on) - per_tx(&off);
         assert!(more > 12.5 && more < 14.5, "{more}");
         assert!(on.cpu.faults > off.cpu.faults);

@@ -7,10 +7,11 @@
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::metrics::{Outcome, Pcts};
 use crate::sim::Sim;
 use crate::task::Phase;
-use crate::Params;
+use results::model::Outcome;
+use results::model::Params;
+use stats::Percentiles as Pcts;
 
 /// What a traced run saw in its measured window.
 #[derive(Debug, Clone, Serialize)]

@@ -32,7 +32,7 @@ pub struct Summary {
 }
 
 /// Percentiles of a latency distribution, in ns: the one percentile record of bench lock's repetitions
-/// (`results::lock::Percentiles`) and of the model's outcomes (`sim::Outcome`).
+/// (`results::lock::Rep`) and of the model's outcomes (`results::model::Outcome`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {
     /// Mean, where the measurement records one (bench lock does; the sim's outcomes never did, and their

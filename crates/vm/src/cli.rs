@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use hostfacts::PreemptModel;
+use results::host::kernel::PreemptModel;
 use results::Kind;
 
 use crate::{AccelRequest, GuestArch, VmError, VmOptions};
@@ -102,9 +102,9 @@ impl VmArgs {
             }
             (f, a) => f.or(a),
         };
-        let memory = hostfacts::parse::size(&self.memory).map_err(|e| VmError::Memory(e.0))?;
+        let memory = results::host::bytes::size(&self.memory).map_err(|e| VmError::Memory(e.0))?;
         let boot_timeout =
-            hostfacts::parse::duration(&self.boot_timeout).map_err(VmError::BootTimeout)?;
+            hostfacts::duration::duration(&self.boot_timeout).map_err(VmError::BootTimeout)?;
         Ok(VmOptions {
             default_out: result_kind(&self.command).map(default_path),
             boot_timeout,

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hostfacts::PreemptModel;
+use results::host::kernel::PreemptModel;
 
 use crate::accel::Accel;
 use crate::kernels::Kernel;

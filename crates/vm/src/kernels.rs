@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hostfacts::kernel::{decide_preemption, Inputs};
-use hostfacts::PreemptModel;
+use results::host::kernel::PreemptModel;
 
 use crate::arch::{self, GuestArch};
 use crate::VmError;

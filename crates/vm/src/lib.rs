@@ -38,8 +38,6 @@ pub mod guest;
 pub mod kernels;
 #[cfg(feature = "runner")]
 pub mod pgdirs;
-/// The `vm` block of a result: its type is the schema's (`results::vm`).
-pub use results::vm as record;
 #[cfg(feature = "runner")]
 pub mod run;
 #[cfg(feature = "runner")]
@@ -54,7 +52,6 @@ pub use accel::{Accel, AccelRequest};
 pub use arch::GuestArch;
 #[cfg(feature = "runner")]
 pub use kernels::{Capabilities, Kernel};
-pub use record::VmBlock;
 #[cfg(feature = "runner")]
 pub use run::{VmOptions, VmOutcome};
 
@@ -189,7 +186,7 @@ pub enum VmError {
     },
     /// `boot_timeout` is not a duration.
     #[error("{}", self.render(str::to_string))]
-    BootTimeout(hostfacts::parse::DurationError),
+    BootTimeout(hostfacts::duration::DurationError),
     /// A zero `boot_timeout`.
     #[error("{}", self.render(str::to_string))]
     NoBootTimeout,

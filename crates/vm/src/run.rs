@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use hostfacts::hostid::{self, GuestSetup};
 use hostfacts::rusage::{Usage, Who};
-use hostfacts::{Host, PreemptModel};
+use hostfacts::Host;
+use results::host::kernel::PreemptModel;
 
 use crate::accel::{self, Accel, AccelRequest};
 use crate::arch::{self, GuestArch};
@@ -29,9 +30,9 @@ use crate::guest::{
     module_tree, vng_args, with_rodirs,
 };
 use crate::kernels::{self, Kernel, SearchPaths};
-use crate::record::{with_vm_block, VcpuTime, VmBlock, MAX_BOOTS};
 use crate::vcpus;
 use crate::VmError;
+use results::vm::{with_vm_block, VcpuTime, VmBlock, MAX_BOOTS};
 
 /// Default guest memory, MiB.
 pub const DEFAULT_MEMORY_MIB: u64 = 2048;

@@ -103,7 +103,8 @@ mod tests {
         std::fs::write(p.join("comm"), format!("{comm}\n")).unwrap();
         std::fs::write(
             p.join("stat"),
-            format!("{pid} ({comm}) S 1 {pgrp} {pgrp} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n"),
+            // A whole line, as the kernel writes it (PidStat reads it through procfs-core).
+            format!("{pid} ({comm}) S 1 {pgrp} {pgrp} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 0 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n"),
         )
         .unwrap();
         for (tid, tcomm, sched) in tasks {

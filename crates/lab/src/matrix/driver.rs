@@ -7,7 +7,7 @@ use std::ops::Range;
 use results::Status;
 
 use super::{At, Bench, Cell, Doc, Matrix, Order, Step, Switching, Unopened};
-use crate::result::{self, OutputError};
+use osutil::output::OutputError;
 
 /// Whether a cell's repetitions go on after a step.
 enum Flow {
@@ -35,7 +35,7 @@ impl<B: Bench> Run<'_, '_, B> {
     fn write(&mut self) -> Result<(), OutputError> {
         self.written = true;
         let tail = self.doc.cells_mut().split_off(self.shown);
-        let r = result::write(self.m.out, &self.doc);
+        let r = osutil::output::write_json(self.m.out, &self.doc);
         self.doc.cells_mut().extend(tail);
         r
     }

@@ -36,7 +36,7 @@ use axes::model::Model;
 use results::{Envelope, Kind, Status};
 use serde::Serialize;
 
-use crate::result::{self, OutputError};
+use osutil::output::OutputError;
 
 mod driver;
 #[cfg(test)]
@@ -110,7 +110,7 @@ matrix_doc! {
 
 /// A new envelope of `kind` for a matrix's document: `interrupted` until [`Matrix::run`] completes.
 pub fn unfinished(kind: Kind) -> Envelope {
-    let mut e = result::envelope(kind);
+    let mut e = hostfacts::envelope::envelope(kind);
     e.interrupted = true;
     e
 }

@@ -2,8 +2,9 @@
 //! skipped, failed, interrupted and aborted runs end.
 
 use super::*;
+use axes::{NetPath, NetTest};
 use hostguard::preempt::PreemptError;
-use results::net::{Cell as NetCell, NetPath, NetResult, NetTest, Rep, Spec};
+use results::net::{Cell as NetCell, NetResult, Rep, Spec};
 
 /// A bench whose steps are scripted per (cell, round); it records what ran and what the file said.
 struct Scripted {
@@ -114,7 +115,7 @@ fn run_switching(
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     // The file exists before the first step (a caller that wrote it, as bench pg does).
-    result::write(&out, &doc).unwrap();
+    osutil::output::write_json(&out, &doc).unwrap();
     let m = Matrix {
         groups,
         repeat: 2,

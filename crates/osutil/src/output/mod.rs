@@ -196,6 +196,15 @@ pub fn check_writable(path: &Path) -> Result<(), OutputError> {
     res
 }
 
+/// Writes `value` as pretty JSON to `path` atomically, creating the directory.
+pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), OutputError> {
+    let text = serde_json::to_string_pretty(value).map_err(|err| OutputError::Serialize {
+        path: path.to_path_buf(),
+        err,
+    })?;
+    write_atomic(path, &(text + "\n"))
+}
+
 /// Writes `text` to `path` atomically: a temp file unique to this process in the same directory, then a
 /// rename. Creates the directory. On error nothing is left behind. A stream ([`destination`]) is written
 /// in place; any other path that is not a regular file is refused. The file gets the mode any new file

@@ -10,7 +10,9 @@
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use hostguard::hugetlb_pool::{alive, HugetlbPool, Registry, Share};
+use hostfacts::hugepages::record::{Registry, Share};
+use hostfacts::hugepages::sysfs::HugetlbPool;
+use hostguard::hugetlb_pool::alive;
 
 const NR_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
 

@@ -1,7 +1,7 @@
 //! CSV: the comparison, one row per (cell, metric, input).
 
 use super::Exporter;
-use crate::compare::Comparison;
+use compare::Comparison;
 
 /// The CSV exporter.
 #[derive(Debug, Clone, Copy)]
@@ -16,7 +16,7 @@ impl Exporter<Comparison> for Csv {
 /// CSV, one row per (cell, metric, input).
 fn csv(c: &Comparison) -> String {
     // A newline in a cell's key would split its record.
-    let c = &c.shown();
+    let c = &crate::compare_view::shown(c);
     let mut o = String::from("against,cell,metric,a,a_min,a_max,b,b_min,b_max,change_pct,ratio,ci_lo,ci_hi,mann_whitney_p,significant,regression\n");
     let q = |s: &str| {
         if s.contains([',', '"']) {

@@ -8,7 +8,7 @@ use results::pg::PgResult;
 use results::sim::SimResult;
 
 use super::{cells_of, header, Exporter};
-use crate::compare::Comparison;
+use compare::Comparison;
 use results::host::fleet::Fleet;
 
 /// The Markdown exporter.
@@ -68,7 +68,7 @@ impl Exporter<SimResult> for Markdown {
 
 /// The comparison as Markdown: one table, a column naming the input set against the first.
 fn markdown(c: &Comparison) -> String {
-    let c = &c.shown();
+    let c = &crate::compare_view::shown(c);
     let mut o = header(c, true);
     o.push_str("| input | cell | metric | A (min..max) | B (min..max) | change (+ better) | 95% CI of B/A | |\n|---|---|---|---:|---:|---:|---:|---|\n");
     for r in &c.rows {

@@ -14,9 +14,10 @@ use results::net::NetResult;
 use results::pg::PgResult;
 use results::sim::SimResult;
 
-use crate::compare::{Comparison, Metric, Row, Unit};
 use crate::markup::Style;
+use compare::{Comparison, Row};
 use results::host::fleet::Fleet;
+use results::metrics::{Metric, Unit};
 use stats::fmt::sig3;
 
 mod csv;
@@ -275,7 +276,7 @@ pub(crate) fn cells_of(r: &Row) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{run, Options};
+    use compare::{run, Options};
     use results::Document;
 
     fn load(rel: &str) -> (String, Document) {

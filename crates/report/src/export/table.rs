@@ -11,8 +11,8 @@ use results::pg::PgResult;
 use results::sim::SimResult;
 
 use super::{cells_of, header, Exporter, Layout};
-use crate::compare::Comparison;
 use crate::markup::{columns, shown_all, Align};
+use compare::Comparison;
 use results::host::fleet::Fleet;
 
 /// The text table exporter, laid out in its [`Layout`] (colour and width, where a document has them).
@@ -92,7 +92,7 @@ impl Exporter<DiagnoseResult> for Table {
 
 /// The comparison as text: one table per input set against the first.
 fn table(c: &Comparison) -> String {
-    let c = &c.shown();
+    let c = &crate::compare_view::shown(c);
     let mut o = header(c, false);
     o.push_str(&format!(
         "change: + is better; CI: 95% bootstrap interval of the ratio B/A; marked when it clears 1 by more than {:.0}%\n\n",

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fact::Fact;
 use super::findings::{Finding, Verdict};
-use super::hostpool::PoolTarget;
+use super::hugepages::PoolTarget;
 use super::kernel::KernelFacts;
 use super::memory::MemoryFacts;
 use super::pgquery::{PgFailure, ServerInfo};
@@ -44,7 +44,7 @@ pub struct Audit {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pg_failures: Vec<PgFailure>,
     /// The hugetlb pool this host needs, one per page size its instances use: every instance's need and
-    /// the pages committed to other users (`hostfacts::hostpool`). Absent in audits written before it was
+    /// the pages committed to other users (`hostfacts::hugepages::target`). Absent in audits written before it was
     /// kept (`fleet` then computes it from the facts).
     #[serde(default)]
     pub pool_targets: Vec<PoolTarget>,

@@ -109,3 +109,47 @@ pub fn pg_memory(setting: &str, unit: Option<&str>) -> Result<Bytes, ParseError>
     };
     Ok(Bytes((n * unit_bytes).round() as u64))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by fuzzing (fuzz/corpus/hugepages_sysfs/crash-pinned-kib-overflow, through the pool target):
+    /// a page size of u64::MAX kB overflowed when shown in bytes.
+    #[test]
+    fn bytes_from_an_absurd_kib_count_saturate_regression() {
+        assert_eq!(Bytes::from_kib(u64::MAX), Bytes(u64::MAX));
+        assert_eq!(Bytes::from_kib(3), Bytes(3072));
+    }
+
+    #[test]
+    fn pg_memory_units() {
+        assert_eq!(pg_memory("16384", Some("8kB")).unwrap(), Bytes(128 << 20));
+        assert_eq!(pg_memory("275", Some("MB")).unwrap(), Bytes(275 << 20));
+        assert_eq!(pg_memory("2048", Some("kB")).unwrap(), Bytes(2 << 20));
+        assert_eq!(pg_memory("0", None).unwrap(), Bytes(0));
+    }
+
+    #[test]
+    fn bytes_display() {
+        assert_eq!(Bytes(512).to_string(), "512 B");
+        assert_eq!(Bytes(2 << 20).to_string(), "2.00 MiB");
+        assert_eq!(Bytes(120 << 30).to_string(), "120 GiB");
+        assert_eq!(Bytes(25 << 29).to_string(), "12.5 GiB");
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(size("120GB").unwrap(), Bytes(120 << 30));
+        assert_eq!(size("2MB").unwrap(), Bytes(2 << 20));
+        assert_eq!(size("1G").unwrap(), Bytes(1 << 30));
+        assert_eq!(size("512kB").unwrap(), Bytes(512 << 10));
+        assert_eq!(size("4096").unwrap(), Bytes(4096));
+        assert_eq!(size("1.5GiB").unwrap(), Bytes(3 << 29));
+        assert!(size("GB").is_err());
+        assert!(size("12XB").is_err());
+        assert!(size("").is_err());
+        assert!(size("-5GB").is_err());
+        assert!(size("1e400GB").is_err());
+    }
+}

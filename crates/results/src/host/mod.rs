@@ -7,7 +7,6 @@ pub mod bytes;
 pub mod fact;
 pub mod findings;
 pub mod fleet;
-pub mod hostpool;
 pub mod hugepages;
 pub mod kernel;
 pub mod memory;

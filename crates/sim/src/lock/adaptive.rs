@@ -10,7 +10,7 @@ use lockparams::adaptive::SLOTS;
 use crate::event::Ev;
 use crate::sim::Sim;
 use crate::task::State;
-use crate::LockKind;
+use axes::model::LockKind;
 
 /// `adaptive`: spinner slots in the lock (shmlock's `SLOTS`); the cap is the smaller of this and the CPUs.
 pub const ADAPTIVE_SLOTS: u32 = SLOTS as u32;
@@ -83,7 +83,9 @@ impl Sim {
 
 #[cfg(test)]
 mod tests {
-    use crate::{simulate, LockKind, Model, Outcome, Pages, Params, Workload};
+    use crate::simulate;
+    use axes::model::{LockKind, Model, Pages, Workload};
+    use results::model::{Outcome, Params};
 
     /// Measured virtual time of `holder_asleep`, ns.
     const ASLEEP_NS: u64 = 300_000_000;

@@ -5,7 +5,7 @@
 use crate::metrics::Count;
 use crate::sim::Sim;
 use crate::task::Phase;
-use crate::LockKind;
+use axes::model::LockKind;
 
 impl Sim {
     /// `t` on `c` enters futex_wait.
@@ -77,7 +77,9 @@ impl Sim {
 
 #[cfg(test)]
 mod tests {
-    use crate::{simulate, LockKind, Params};
+    use crate::simulate;
+    use axes::model::LockKind;
+    use results::model::Params;
 
     #[test]
     fn a_wake_sent_to_an_idle_cpu_costs_the_futex_releaser() {

@@ -25,7 +25,7 @@
 //! the spinners it joins wait for their re-reads anyway).
 
 use crate::sim::Sim;
-use crate::{LockKind, Workload};
+use axes::model::{LockKind, Workload};
 
 impl Sim {
     /// Whether the lock's line is served as a queue (`line_fifo`, for `pg` and `rseq`).
@@ -120,7 +120,9 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use crate::sim::Sim;
-    use crate::{simulate, LockKind, Pages, Params, Workload};
+    use crate::simulate;
+    use axes::model::{LockKind, Pages, Workload};
+    use results::model::Params;
 
     fn machine(spinners: u32) -> Sim {
         let mut s = Sim::new(Params {

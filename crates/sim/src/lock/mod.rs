@@ -16,7 +16,7 @@ pub use adaptive::ADAPTIVE_SLOTS;
 
 use crate::sim::Sim;
 use crate::task::Phase;
-use crate::LockKind;
+use axes::model::LockKind;
 
 /// The lock's state.
 pub(crate) struct LockState {
@@ -216,7 +216,9 @@ impl Sim {
 
 #[cfg(test)]
 mod tests {
-    use crate::{simulate, Pages, Params};
+    use crate::simulate;
+    use axes::model::Pages;
+    use results::model::Params;
 
     #[test]
     fn line_contention_slows_holds_only_where_other_spinners_run() {

@@ -5,7 +5,7 @@
 
 use crate::event::Ev;
 use crate::sim::Sim;
-use crate::LockKind;
+use axes::model::LockKind;
 
 impl Sim {
     /// On the way back to user mode from an interrupt or a fault with a reschedule due: does `t`, on `c`,

@@ -19,7 +19,7 @@
 
 use crate::sim::Sim;
 use crate::task::Phase;
-use crate::LockKind;
+use axes::model::LockKind;
 
 impl Sim {
     /// What each running spinner's re-read of the line costs after a write, ns.
@@ -180,7 +180,9 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use crate::sim::Sim;
-    use crate::{simulate, Pages, Params};
+    use crate::simulate;
+    use axes::model::Pages;
+    use results::model::Params;
 
     /// A machine whose lock is held by task 0 with tasks 1..=spinners spinning, at 1 us.
     fn spinning(spinners: u32) -> Sim {

@@ -8,7 +8,8 @@
 
 use crate::sim::Sim;
 use crate::task::{Phase, State};
-use crate::{Params, Workload};
+use axes::model::Workload;
+use results::model::Params;
 
 /// pgbench threads a run of `p` has: `txn_client_threads` (None: one per CPU), at most one per backend;
 /// none outside `txn`.
@@ -60,7 +61,9 @@ impl Sim {
 
 #[cfg(test)]
 mod tests {
-    use crate::{simulate, Model, Pages, Params, Workload};
+    use crate::simulate;
+    use axes::model::{Model, Pages, Workload};
+    use results::model::Params;
 
     #[test]
     fn client_threads_take_cpu_and_carry_every_statement() {

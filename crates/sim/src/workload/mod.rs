@@ -8,7 +8,7 @@ pub(crate) mod txn;
 
 use crate::sim::Sim;
 use crate::task::Phase;
-use crate::Workload;
+use axes::model::Workload;
 
 impl Sim {
     /// What follows an operation once the lock is released (and any futex wake or slice yield is done).

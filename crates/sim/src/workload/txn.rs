@@ -8,7 +8,8 @@ use crate::event::Ev;
 use crate::metrics::Count;
 use crate::sim::Sim;
 use crate::task::Phase;
-use crate::{BufferStrategy, Pages};
+use axes::model::Pages;
+use results::model::BufferStrategy;
 
 impl Sim {
     /// A chunk of statement work on `c` is done: the next allocation, or the send.
@@ -139,8 +140,10 @@ impl Sim {
 
 #[cfg(test)]
 mod tests {
+    use crate::simulate;
     use crate::test_support::quick;
-    use crate::{simulate, BufferStrategy, Model, Pages, Params, Workload};
+    use axes::model::{Model, Pages, Workload};
+    use results::model::{BufferStrategy, Params};
 
     #[test]
     fn txn_workload_counts_transactions_and_client_round_trips() {

@@ -1,0 +1,4 @@
+//! `bench latency`: its options and its run.
+
+pub mod options;
+pub mod run;
