@@ -1,27 +1,22 @@
-//! The window: open the events, follow the processes, read the rings and /proc second by second, judge.
+//! A diagnosis prepared (instances chosen, events opened, servers connected) and each instance judged
+//! from what the window gathered ([`crate::window`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
 
 use hostfacts::Host;
 use results::diagnose::{
     ByType, Context, DiagnoseResult, EventScope, FunctionShare, InstanceDiagnosis, Rates,
-    ScopeKind, Segment, Spec, Totals, Unmeasured, Waits,
+    ScopeKind, Segment, Totals, Unmeasured, Waits,
 };
 use results::host::audit::Audit;
 use results::host::postgres::PgInstance;
 use results::Envelope;
 
 use crate::cgroup::Plan;
-use crate::control::{Command, Control};
-use crate::duty::Duty;
-use crate::perf::{self, Event, Ring};
+use crate::control::Control;
+use crate::perf::{self, Ring};
 use crate::procs::{self, Reaped};
-use crate::symbolize::{Blaze, Symbolize};
 use crate::track::{Inst, State};
-use crate::{faultrate, waits};
 use crate::{DiagnoseError, Options};
 
 /// Top functions kept in the result.
@@ -152,10 +147,10 @@ struct Opened {
 
 /// Which events have at least one ring open.
 #[derive(Debug, Clone, Copy)]
-struct Measured {
-    cpu: bool,
-    faults: bool,
-    switches: bool,
+pub(crate) struct Measured {
+    pub(crate) cpu: bool,
+    pub(crate) faults: bool,
+    pub(crate) switches: bool,
 }
 
 /// Opens the rings with the scope of `plan`; what cannot be opened becomes an [`Unmeasured`] line.
@@ -304,17 +299,17 @@ pub fn run(
 /// reads the audit and the symbol tables, which takes a while on a slow machine; a caller that wants the
 /// window to match a measured run (`bench pg --diagnose`) prepares first and observes during the run.
 pub struct Prepared {
-    opts: Options,
-    envelope: Envelope,
-    state: State,
-    rings: Vec<Ring>,
-    filter: Option<&'static str>,
-    ok: Measured,
-    scope: EventScope,
-    unmeasured: Vec<Unmeasured>,
-    servers: Vec<results::host::pgquery::ServerInfo>,
-    clients: Vec<postgres::Client>,
-    control: Option<Control>,
+    pub(crate) opts: Options,
+    pub(crate) envelope: Envelope,
+    pub(crate) state: State,
+    pub(crate) rings: Vec<Ring>,
+    pub(crate) filter: Option<&'static str>,
+    pub(crate) ok: Measured,
+    pub(crate) scope: EventScope,
+    pub(crate) unmeasured: Vec<Unmeasured>,
+    pub(crate) servers: Vec<results::host::pgquery::ServerInfo>,
+    pub(crate) clients: Vec<postgres::Client>,
+    pub(crate) control: Option<Control>,
 }
 
 /// Prepares a diagnosis (see [`Prepared`]); errors as [`run`].
@@ -384,372 +379,12 @@ pub fn prepare(opts: &Options, mut envelope: Envelope) -> Result<Prepared, Diagn
 impl Prepared {
     /// Observes for the window (or until `stop`), then judges.
     pub fn observe(self, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) -> DiagnoseResult {
-        observe(self, stop, progress)
+        crate::window::observe(self, stop, progress)
     }
 }
 
-fn observe(p: Prepared, stop: &dyn Fn() -> bool, progress: &mut dyn FnMut(f64)) -> DiagnoseResult {
-    let Prepared {
-        opts,
-        mut envelope,
-        mut state,
-        mut rings,
-        filter,
-        ok,
-        scope,
-        mut unmeasured,
-        servers,
-        clients,
-        mut control,
-    } = p;
-    let opts = &opts;
-
-    // Names through blazesym, which is made and used on this thread (bench pg --diagnose observes on one
-    // of its own): the postmasters' mappings held, /proc/kallsyms read before the window opens (its clocks
-    // start below).
-    let mut sym = Blaze::new();
-    for i in &state.insts {
-        sym.hold(i.pm);
-    }
-    sym.warm();
-
-    // Wait-event samplers, one thread per --pg server matched to an observed instance.
-    let t0 = Instant::now();
-    let stop_waits = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = mpsc::channel::<(usize, waits::Read)>();
-    let mut threads = Vec::new();
-    for (info, client) in servers.iter().zip(clients) {
-        let Some(k) = state
-            .insts
-            .iter()
-            .position(|i| i.dsn.as_deref() == Some(info.dsn.as_str()))
-        else {
-            continue;
-        };
-        let (stop, tx) = (stop_waits.clone(), tx.clone());
-        let interval = opts.wait_interval;
-        let (itx, irx) = mpsc::channel();
-        let h = std::thread::spawn(move || waits::sample(client, t0, interval, stop, itx));
-        let fwd = std::thread::spawn(move || {
-            for r in irx {
-                if tx.send((k, r)).is_err() {
-                    break;
-                }
-            }
-        });
-        threads.push((k, info.dsn.clone(), h, fwd));
-    }
-    drop(tx);
-
-    state.t0_ns = perf::monotonic_ns();
-    state.baseline();
-    // One schedule per sampled kind, seeded alike, so that equal shares get the same slots (unequal
-    // shares draw different amounts each second and part after the first).
-    let mut duties = [
-        (
-            perf::Kind::Switch,
-            ok.switches,
-            Duty::new(opts.switch_duty_pct, state.t0_ns),
-        ),
-        (
-            perf::Kind::Cpu,
-            ok.cpu,
-            Duty::new(opts.cpu_duty_pct, state.t0_ns),
-        ),
-        // On all the time but for --control's `disable`: its on-time scales the fault rates.
-        (perf::Kind::Fault, ok.faults, Duty::new(100, state.t0_ns)),
-    ];
-    let now = perf::monotonic_ns();
-    let on_at_start: Vec<bool> = duties
-        .iter_mut()
-        .map(|(_, open, d)| {
-            let on = *open && d.want(0);
-            d.turned(on, now);
-            on
-        })
-        .collect();
-    for r in rings.iter_mut() {
-        let held_off = duties
-            .iter()
-            .zip(&on_at_start)
-            .any(|((k, _, _), on)| *k == r.kind && !on);
-        if !held_off {
-            let _ = r.enable();
-        }
-    }
-    // --control: events off since (ns), and off in all.
-    let (mut off_since, mut off_ns): (Option<u64>, u64) = (None, 0);
-    let mut stopped = false;
-    progress(0.0);
-    let mut events = Vec::new();
-    let mut adapt = faultrate::Adapt {
-        faults_seen: 0,
-        on_at_check: 0,
-        period_max: opts.fault_period,
-        slots_min: crate::duty::SLOTS,
-    };
-    // Faults counted a second on all the CPUs (a fault ring each) before the event goes part-time.
-    let cpus = rings.iter().filter(|r| r.kind == perf::Kind::Fault).count();
-    let max_counts = opts.fault_counts_max as f64 * cpus as f64;
-    let mut next_second = 1usize;
-    let mut interrupted = false;
-    loop {
-        let elapsed = t0.elapsed();
-        let boundary = Duration::from_secs(next_second as u64);
-        if elapsed < boundary {
-            let mut wait = (boundary - elapsed).min(Duration::from_millis(100));
-            // Woken at each slot's edge while an event is on for part of each second.
-            if duties.iter().any(|(_, open, d)| *open && !d.always()) {
-                let slot = Duty::to_next_slot_ns(elapsed.as_nanos() as u64);
-                wait = wait.min(Duration::from_nanos(slot));
-            }
-            perf::poll(&rings, control.as_ref().and_then(Control::fd), wait);
-        }
-        let commands = control.as_mut().map(Control::read).unwrap_or_default();
-        for c in &commands {
-            match c {
-                Ok(Command::Disable) => {
-                    off_since.get_or_insert(perf::monotonic_ns());
-                }
-                Ok(Command::Enable) => {
-                    if let Some(since) = off_since.take() {
-                        off_ns += perf::monotonic_ns().saturating_sub(since);
-                    }
-                }
-                Ok(Command::Stop) => stopped = true,
-                Err(_) => {}
-            }
-        }
-        let scale = crate::duty::SLOTS / duties[2].2.slots();
-        adapt.faults_seen += drain(&mut rings, &mut events, &mut state, &mut sym, scale);
-        let at_boundary = !stopped && t0.elapsed() >= boundary;
-        if at_boundary {
-            // The fault rate of the time the fault event was on; the rings were drained just now, so
-            // what they hold from here on is at the new period and slots.
-            let on = duties[2].2.on_ns(perf::monotonic_ns());
-            let now = rings
-                .iter()
-                .find(|r| r.kind == perf::Kind::Fault)
-                .map(|r| (r.period(), duties[2].2.slots()));
-            let limits = (opts.fault_period, opts.fault_samples_max, max_counts);
-            if let Some(now) = now {
-                if let Some((p, slots)) = faultrate::choose(&mut adapt, on, now, limits) {
-                    if p != now.0 {
-                        for r in rings.iter_mut().filter(|r| r.kind == perf::Kind::Fault) {
-                            let _ = r.set_period(p);
-                        }
-                    }
-                    if slots != now.1 {
-                        duties[2].2.set_slots(slots);
-                    }
-                }
-            }
-        }
-        for (kind, _, duty) in duties.iter_mut().filter(|(_, open, _)| *open) {
-            let want = off_since.is_none() && duty.want(t0.elapsed().as_nanos() as u64);
-            if want != duty.is_on() {
-                for r in rings.iter_mut().filter(|r| r.kind == *kind) {
-                    let _ = if want { r.enable() } else { r.disable() };
-                }
-                duty.turned(want, perf::monotonic_ns());
-            }
-        }
-        if let Some(ctl) = control.as_mut() {
-            // Answered once the rings are as asked.
-            for c in &commands {
-                ctl.answer(c.as_ref().map(|_| ()).map_err(String::as_str));
-            }
-        }
-        if stopped {
-            break;
-        }
-        if at_boundary {
-            let t_s = t0.elapsed().as_secs_f64();
-            state.scan(next_second - 1, t_s);
-            progress(t_s);
-            next_second += 1;
-            if state.insts.iter().all(|i| i.exited_at_s.is_some()) || t0.elapsed() >= opts.duration
-            {
-                break;
-            }
-        }
-        if stop() {
-            interrupted = true;
-            break;
-        }
-    }
-    for r in rings.iter_mut() {
-        let _ = r.disable();
-    }
-    let now = perf::monotonic_ns();
-    for (_, _, d) in duties.iter_mut() {
-        d.turned(false, now);
-    }
-    if let Some(since) = off_since {
-        off_ns += now.saturating_sub(since);
-    }
-    let [(_, _, duty), (_, _, cpu_duty), (_, _, fault_duty)] = duties;
-    drain(
-        &mut rings,
-        &mut events,
-        &mut state,
-        &mut sym,
-        crate::duty::SLOTS / fault_duty.slots(),
-    );
-    let observed_s = t0.elapsed().as_secs_f64();
-    // The share of the window the switch counts are of.
-    let frac = |on: bool, d: &Duty| {
-        if on && observed_s > 0.0 {
-            (d.on_s() / observed_s).clamp(1e-6, 1.0)
-        } else {
-            1.0
-        }
-    };
-    // The fault counts stand for every fault of the time not turned off by --control (each sample
-    // weighs 10 / slots): only that time divides their rates.
-    let fault_frac = match (ok.faults && observed_s > 0.0, opts.control.is_some()) {
-        (true, true) => (1.0 - off_ns as f64 / 1e9 / observed_s).clamp(1e-6, 1.0),
-        _ => 1.0,
-    };
-    let switch_frac = frac(ok.switches, &duty);
-    if interrupted || stopped {
-        state.scan(next_second - 1, observed_s);
-    }
-    drop(rings);
-    stop_waits.store(true, Ordering::Relaxed);
-    let mut ended: HashMap<usize, (String, waits::Ended)> = HashMap::new();
-    for (k, dsn, h, fwd) in threads {
-        let e = h.join().unwrap_or_default();
-        let _ = fwd.join();
-        ended.insert(k, (dsn, e));
-    }
-    let mut wait_totals: HashMap<usize, BTreeMap<String, u64>> = HashMap::new();
-    for (k, r) in rx.try_iter() {
-        let idx = (r.t_s as usize).min(state.insts[k].series.len().saturating_sub(1));
-        for (e, n) in r.events {
-            *state.insts[k]
-                .second(idx)
-                .waits
-                .entry(e.clone())
-                .or_insert(0) += n;
-            *wait_totals.entry(k).or_default().entry(e).or_insert(0) += n;
-        }
-    }
-    for (pid, p) in std::mem::take(&mut state.procs) {
-        let _ = pid;
-        let inst = p.inst;
-        state.insts[inst].fold(p);
-    }
-    for i in state.insts.iter().filter(|i| !i.outside.is_empty()) {
-        let pids: Vec<String> = i.outside.iter().map(u32::to_string).collect();
-        unmeasured.push(Unmeasured {
-            what: format!(
-                "samples, faults and switches of postmaster {}'s processes {}",
-                i.pm,
-                pids.join(", ")
-            ),
-            why: format!(
-                "they ran outside the watched cgroup {} (moved away): the cgroup events did not see them, \
-                 their /proc counters are counted; rerun with --scope system",
-                i.cgroup.as_deref().unwrap_or("?")
-            ),
-        });
-    }
-    unmeasured.extend(sym.unmeasured());
-    let (cpu_samples_all, unparsed) = (state.cpu_samples_all, state.unparsed);
-    let window_start_ns = state.t0_ns;
-    envelope.interrupted = interrupted;
-    let instances = state
-        .insts
-        .into_iter()
-        .enumerate()
-        .map(|(k, inst)| {
-            let waits = ended.remove(&k).map(|(dsn, e)| {
-                waits::finish(
-                    dsn,
-                    e,
-                    wait_totals.remove(&k).unwrap_or_default(),
-                    observed_s,
-                )
-            });
-            finish(
-                inst,
-                waits,
-                observed_s,
-                state.lost,
-                ok,
-                (switch_frac, fault_frac),
-            )
-        })
-        .collect();
-    DiagnoseResult {
-        envelope,
-        spec: Spec {
-            duration_s: opts.duration.as_secs_f64(),
-            observed_s,
-            cpu_clock_hz: opts.cpu_clock_hz,
-            fault_period: opts.fault_period,
-            fault_samples_max: (ok.faults && opts.fault_samples_max > 0)
-                .then_some(opts.fault_samples_max),
-            fault_period_max: (adapt.period_max > opts.fault_period).then_some(adapt.period_max),
-            fault_counts_max: (ok.faults && opts.fault_counts_max > 0)
-                .then_some(opts.fault_counts_max),
-            fault_duty_pct_min: (adapt.slots_min < crate::duty::SLOTS)
-                .then_some(adapt.slots_min * 100 / crate::duty::SLOTS),
-            fault_on_s: ok.faults.then(|| fault_duty.on_s()),
-            pids: opts.pids.clone(),
-            dsns: opts
-                .dsns
-                .iter()
-                .map(|d| hostfacts::pgquery::redact(d))
-                .collect(),
-            wait_sample_interval_s: opts.wait_interval.as_secs_f64(),
-            sched_switch_filter: filter.map(str::to_string),
-            kernel_symbols: Some(sym.kernel_source().to_string()),
-            scope: Some(scope),
-            switch_duty_pct: ok.switches.then_some(opts.switch_duty_pct),
-            switch_on_s: ok.switches.then(|| duty.on_s()),
-            cpu_duty_pct: ok.cpu.then_some(opts.cpu_duty_pct),
-            cpu_on_s: ok.cpu.then(|| cpu_duty.on_s()),
-            events_off_s: opts.control.is_some().then(|| off_ns as f64 / 1e9),
-            events: (opts.events != crate::EventSet::ALL)
-                .then(|| opts.events.names().iter().map(|n| n.to_string()).collect()),
-            cpu_samples_all: ok.cpu.then_some(cpu_samples_all),
-            unparsed_records: (unparsed > 0).then_some(unparsed),
-            window_start_monotonic_ns: Some(window_start_ns),
-        },
-        unmeasured,
-        instances,
-    }
-}
-
-/// Reads every ring into `state`, each fault sample weighing `scale` times its period (10 / the slots the
-/// fault event is on in); returns the faults the samples stood for at their periods alone, every process's.
-fn drain(
-    rings: &mut [Ring],
-    events: &mut Vec<Event>,
-    state: &mut State,
-    sym: &mut dyn Symbolize,
-    scale: u32,
-) -> u64 {
-    for r in rings.iter_mut() {
-        r.drain(events);
-    }
-    // Forks first, so a new backend's samples drained in the same pass find it.
-    events.sort_by_key(|e| !matches!(e, Event::Fork { .. }));
-    state.learn_kernel(events, sym);
-    let mut faults = 0;
-    for mut e in events.drain(..) {
-        if let Event::Fault { weight, .. } = &mut e {
-            faults += *weight;
-            *weight *= u64::from(scale);
-        }
-        state.event(e, sym);
-    }
-    faults
-}
-
-fn finish(
+/// One instance's diagnosis from what the window gathered.
+pub(crate) fn finish(
     mut inst: Inst,
     waits: Option<Waits>,
     observed_s: f64,

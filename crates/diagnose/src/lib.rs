@@ -36,6 +36,7 @@ pub mod symbolize;
 pub mod tracefs;
 mod track;
 pub mod waits;
+mod window;
 
 use std::time::Duration;
 

@@ -12,6 +12,7 @@
 //! connects with that account's effective IDs ([`osutil::account::as_account`]): what `sudo -u postgres`
 //! would give, for the connect only.
 
+#[cfg(feature = "pg-client")]
 use results::host::pgquery::{PgFailure, ServerInfo, Setting};
 #[cfg(feature = "pg-client")]
 use std::collections::BTreeMap;

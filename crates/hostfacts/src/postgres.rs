@@ -349,6 +349,45 @@ fn read_instance(
             },
         }
     };
+    let (segment, on_huge_pages, postmaster_vm_peak_kib) = memory_facts(host, pm);
+    let own_backend = server.as_ref().map(|s| s.host_pid());
+    let (processes, backend_pids, page_tables_kib) =
+        processes_of(host, pm, children, own_backend, skip_rollup);
+
+    let settings = settings(
+        host,
+        &root,
+        data_read.as_deref(),
+        &arg_settings,
+        server.as_ref(),
+    );
+    let mut inst = PgInstance {
+        postmaster_pid: pm,
+        exe,
+        data_dir,
+        version,
+        port,
+        socket_dir,
+        segment,
+        on_huge_pages,
+        postmaster_vm_peak_kib,
+        processes,
+        backend_pids,
+        page_tables_kib,
+        page_tables_projected_kib: Fact::unavailable("", ""),
+        page_tables_full_touch_kib: Fact::unavailable("", ""),
+        settings,
+        server,
+        container,
+        preemptlab_throwaway: arg_settings.get("cluster_name").map(String::as_str)
+            == Some(THROWAWAY_CLUSTER_NAME),
+    };
+    project_page_tables(&mut inst);
+    inst
+}
+
+/// The postmaster's shared segment from its smaps, whether huge pages back it, and its VmPeak.
+fn memory_facts(host: &Host, pm: u32) -> (Fact<Segment>, Fact<bool>, Fact<u64>) {
     let smaps_path = format!("/proc/{pm}/smaps");
     let segment = match host.read(&smaps_path) {
         Ok(t) => match main_segment(&parse::smaps(&t)) {
@@ -381,7 +420,18 @@ fn read_instance(
         Err(e) => Fact::unavailable(format!("/proc/{pm}/status"), e.reason.clone()),
     };
 
-    let own_backend = server.as_ref().map(|s| s.host_pid());
+    (segment, on_huge_pages, postmaster_vm_peak_kib)
+}
+
+/// The instance's processes, largest first (the audit's own connection `own_backend` left out: fresh page
+/// tables, not the workload's), the backends' pids and the page tables of them all, KiB.
+fn processes_of(
+    host: &Host,
+    pm: u32,
+    children: &[u32],
+    own_backend: Option<u32>,
+    skip_rollup: bool,
+) -> (Vec<PgProcess>, Vec<u32>, u64) {
     let mut processes = vec![process(host, pm, Role::Postmaster, skip_rollup)];
     for &c in children {
         if Some(c) == own_backend {
@@ -398,37 +448,7 @@ fn read_instance(
         .map(|p| p.pid)
         .collect();
     let page_tables_kib: u64 = processes.iter().filter_map(|p| p.vm_pte_kib).sum();
-
-    let settings = settings(
-        host,
-        &root,
-        data_read.as_deref(),
-        &arg_settings,
-        server.as_ref(),
-    );
-    let mut inst = PgInstance {
-        postmaster_pid: pm,
-        exe,
-        data_dir,
-        version,
-        port,
-        socket_dir,
-        segment,
-        on_huge_pages,
-        postmaster_vm_peak_kib,
-        processes,
-        backend_pids,
-        page_tables_kib,
-        page_tables_projected_kib: Fact::unavailable("", ""),
-        page_tables_full_touch_kib: Fact::unavailable("", ""),
-        settings,
-        server,
-        container,
-        preemptlab_throwaway: arg_settings.get("cluster_name").map(String::as_str)
-            == Some(THROWAWAY_CLUSTER_NAME),
-    };
-    project_page_tables(&mut inst);
-    inst
+    (processes, backend_pids, page_tables_kib)
 }
 
 /// Bytes of page-table entries per byte of mapped memory: one 8-byte entry per page.

@@ -175,35 +175,8 @@ fn check(version: u32) {
         "pgbench -i: {}",
         String::from_utf8_lossy(&init.stderr)
     );
-    // The audit: its version read through its root, its settings, the socket --pg takes from here.
-    let audit = Command::new(cargo_bin("preemptlab"))
-        .args(["audit", "--format", "json"])
-        .output()
-        .unwrap();
-    let audit: Value = serde_json::from_slice(&audit.stdout).unwrap();
-    let a = audit["instances"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["postmaster_pid"] == s.pm)
-        .unwrap();
-    assert_eq!(
-        a["version"]["value"],
-        version.to_string(),
-        "{}",
-        a["version"]
-    );
-    assert_eq!(
-        a["container"]["socket_dir_from_host"],
-        s.socket(),
-        "{}",
-        a["container"]
-    );
-    assert_eq!(
-        a["settings"]["shared_buffers"]["value"], "128MB",
-        "{}",
-        a["settings"]
-    );
+    check_audit(&s, version);
+    // A diagnosis under load, with --pg.
     // A diagnosis under load, with --pg.
     let mut cmd = Command::new(&pgbench);
     cmd.args([
@@ -252,7 +225,44 @@ fn check(version: u32) {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let i = &doc["instances"][0];
+    check_diagnosis(&doc["instances"][0], version);
+}
+
+/// The audit: the version read through the container's root, its settings, the socket --pg takes from here.
+fn check_audit(s: &Server, version: u32) {
+    let audit = Command::new(cargo_bin("preemptlab"))
+        .args(["audit", "--format", "json"])
+        .output()
+        .unwrap();
+    let audit: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let a = audit["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["postmaster_pid"] == s.pm)
+        .unwrap();
+    assert_eq!(
+        a["version"]["value"],
+        version.to_string(),
+        "{}",
+        a["version"]
+    );
+    assert_eq!(
+        a["container"]["socket_dir_from_host"],
+        s.socket(),
+        "{}",
+        a["container"]
+    );
+    assert_eq!(
+        a["settings"]["shared_buffers"]["value"], "128MB",
+        "{}",
+        a["settings"]
+    );
+}
+
+/// The diagnosis: the version, PostgreSQL's functions named through the container, the binary as the
+/// kernel shows it, the wait events over --pg.
+fn check_diagnosis(i: &Value, version: u32) {
     assert!(
         i["version"]
             .as_str()

@@ -30,6 +30,8 @@
 pub mod accel;
 #[cfg(feature = "runner")]
 pub mod arch;
+#[cfg(feature = "runner")]
+mod boot;
 #[cfg(feature = "cli")]
 pub mod cli;
 #[cfg(feature = "runner")]

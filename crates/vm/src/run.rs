@@ -13,26 +13,24 @@
 //! through [`Group`]'s drop; the temp dir (and the private HOME given to vng, so that its cache is not the
 //! user's) goes with [`tempfile::TempDir`].
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use hostfacts::hostid::{self, GuestSetup};
-use hostfacts::rusage::{Usage, Who};
 use hostfacts::Host;
 use results::host::kernel::PreemptModel;
 
 use crate::accel::{self, Accel, AccelRequest};
 use crate::arch::{self, GuestArch};
+use crate::boot::{boot_once, Attempt};
 use crate::guest::{
     boot_panic, clock_param, find_out_arg, guest_script, host_tsc_stable, kernel_append,
     module_tree, vng_args, with_rodirs,
 };
 use crate::kernels::{self, Kernel, SearchPaths};
-use crate::vcpus;
 use crate::VmError;
-use results::vm::{with_vm_block, VcpuTime, VmBlock, MAX_BOOTS};
+use results::vm::{with_vm_block, VmBlock, MAX_BOOTS};
 
 /// Default guest memory, MiB.
 pub const DEFAULT_MEMORY_MIB: u64 = 2048;
@@ -192,97 +190,6 @@ pub fn pick_kernel(
     Ok((kernel, caps))
 }
 
-/// Kills a process group on drop (SIGTERM, up to 3 s, SIGKILL) and reaps its leader.
-struct Group {
-    child: Child,
-    done: bool,
-}
-
-impl Group {
-    fn pgid(&self) -> libc::pid_t {
-        self.child.id() as libc::pid_t
-    }
-
-    fn stop(&mut self) {
-        let pg = self.pgid();
-        // SAFETY: signalling the process group we created (its id is our child's pid, which we have not
-        // reaped while the group may still exist).
-        unsafe { libc::kill(-pg, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline {
-            if self.group_gone() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        // SAFETY: as above.
-        unsafe { libc::kill(-pg, libc::SIGKILL) };
-        let _ = self.child.wait();
-        self.done = true;
-    }
-
-    /// True when no process of the group is left (the leader may be a zombie until reaped).
-    fn group_gone(&mut self) -> bool {
-        let _ = self.child.try_wait();
-        // SAFETY: signal 0 only checks for existence.
-        let r = unsafe { libc::kill(-self.pgid(), 0) };
-        r != 0
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        if !self.done {
-            self.stop();
-        } else {
-            // The leader exited; QEMU may not have (it is in the same group).
-            // SAFETY: as in stop(); the group id stays reserved while any member lives.
-            unsafe { libc::kill(-self.pgid(), libc::SIGKILL) };
-        }
-    }
-}
-
-/// The host's CPU time so far: all CPUs' busy time (/proc/stat) and what this process and its reaped
-/// children (virtme-ng, and QEMU under it) used, ns.
-#[derive(Debug, Clone, Copy)]
-struct HostLoad {
-    busy_ns: u64,
-    ours_ns: u64,
-}
-
-impl HostLoad {
-    fn now() -> Option<Self> {
-        let t = osutil::procstat::now()?;
-        // SAFETY: sysconf only reads a configuration value.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        if hz <= 0 {
-            return None;
-        }
-        let jiffies = t.total.checked_sub(t.idle)?.checked_sub(t.steal)?;
-        Some(Self {
-            busy_ns: jiffies.checked_mul(1_000_000_000)? / hz as u64,
-            ours_ns: [Who::Process, Who::Children]
-                .map(|w| {
-                    let u = Usage::now(w);
-                    u.user_ns + u.sys_ns
-                })
-                .iter()
-                .sum(),
-        })
-    }
-
-    /// The share of the host's CPU capacity that processes other than the guest (and this one) used
-    /// since `self`, over `wall`, %: a guest's vCPUs are host threads, so a busy host slows the guest
-    /// unevenly and its results with it. None when unreadable.
-    fn others_pct(self, wall: Duration) -> Option<f64> {
-        let later = Self::now()?;
-        let busy = later.busy_ns.checked_sub(self.busy_ns)? as f64;
-        let ours = later.ours_ns.checked_sub(self.ours_ns)? as f64;
-        let capacity = wall.as_nanos() as f64 * f64::from(host_cpus());
-        (capacity > 0.0).then(|| ((busy - ours).max(0.0) / capacity * 100.0).min(100.0))
-    }
-}
-
 fn read_trim(p: &Path) -> Option<String> {
     std::fs::read_to_string(p)
         .ok()
@@ -292,7 +199,7 @@ fn read_trim(p: &Path) -> Option<String> {
 
 /// The last `lines` non-empty lines of a log file, for an error message, without NUL bytes (QEMU's console
 /// can write hundreds before its reason) and read as UTF-8 where it is not.
-fn tail(p: &Path, lines: usize) -> String {
+pub(crate) fn tail(p: &Path, lines: usize) -> String {
     let bytes = std::fs::read(p).unwrap_or_default();
     osutil::tail(
         &String::from_utf8_lossy(&bytes).replace('\0', ""),
@@ -391,111 +298,233 @@ fn guest_identity(
     )
 }
 
-/// One boot of the guest, waited for until virtme-ng exits.
-struct Attempt {
-    /// From starting virtme-ng until the command started; None when it never did.
-    boot: Option<Duration>,
-    /// From starting virtme-ng until it exited.
-    wall: Duration,
-    /// [`HostLoad::others_pct`] over the boot.
-    host_other_busy_pct: Option<f64>,
-    /// From the command's start to its end (`started` to `status` in the shared directory).
-    command: Option<Duration>,
-    /// The vCPU threads' run and wait over that window ([`vcpus`]).
-    vcpu_times: Vec<VcpuTime>,
+/// A bench's --switch-preempt to a model this kernel does not offer would fail in the guest, after the
+/// boot: refused here instead.
+fn refuse_unoffered_switch(
+    opts: &VmOptions,
+    kernel: &Kernel,
+    caps: Option<&kernels::Capabilities>,
+) -> Result<(), VmError> {
+    let Some(c) = caps else { return Ok(()) };
+    for mode in switch_preempt_modes(&opts.command) {
+        let m = PreemptModel::parse(&mode);
+        if !c.offered.is_empty() && m.is_some_and(|m| !c.offered.contains(&m)) {
+            return Err(VmError::ModelNotOffered {
+                option: "switch_preempt",
+                model: mode,
+                kernel: kernel.name.clone(),
+                offered: c.offered.iter().map(|m| m.to_string()).collect(),
+            });
+        }
+    }
+    Ok(())
 }
 
-/// Starts virtme-ng (its output to `log_path`, truncated) and waits for it to exit: stops its whole
-/// process group on a stop signal ([`VmError::Interrupted`]) or when the command has not started within
-/// the boot timeout. The shared directory is emptied first, so that nothing of an earlier boot is read
-/// as this one's.
-fn boot_once(
-    vng: &Path,
-    args: &[String],
-    path_var: &std::ffi::OsStr,
-    home: &Path,
+/// KVM or TCG, and why: a guest of another architecture is always emulated.
+fn choose_accel(opts: &VmOptions, foreign: bool) -> Result<(Accel, String), VmError> {
+    if !foreign {
+        return accel::choose(opts.accel, &accel::probe()).map_err(VmError::KvmUnusable);
+    }
+    Ok((
+        Accel::Tcg,
+        format!(
+            "an {} guest on an {} host: QEMU emulates its CPU (TCG)",
+            opts.arch,
+            GuestArch::host().map_or(std::env::consts::ARCH, GuestArch::as_str)
+        ),
+    ))
+}
+
+/// virtme-ng and the guest architecture's QEMU; busybox too for a guest on the host's root.
+fn tools(opts: &VmOptions, own_root: bool) -> Result<(PathBuf, PathBuf), VmError> {
+    let vng = find_vng()?;
+    let (qemu_name, qemu_package) = opts.arch.qemu();
+    let qemu = osutil::which(qemu_name, &[]).ok_or_else(|| VmError::ToolMissing {
+        tool: qemu_name.into(),
+        fix: format!("run scripts/test-vm, or: apt-get install {qemu_package}"),
+    })?;
+    if !own_root && osutil::which("busybox", &[]).is_none() && !Path::new("/bin/busybox").is_file()
+    {
+        return Err(VmError::ToolMissing {
+            tool: "busybox".into(),
+            fix: "run scripts/test-vm, or: apt-get install busybox-static".into(),
+        });
+    }
+    Ok((vng, qemu))
+}
+
+/// The command as the guest runs it: `--out` added where the caller gives a default and the command has
+/// none, and pointed at `guest_result` in the shared directory; with the `--out` as given (its position,
+/// the host's path, whether written `--out=`).
+fn pointed_command(
+    opts: &VmOptions,
+    guest_result: &Path,
+) -> (Vec<String>, Option<(usize, String, bool)>) {
+    let mut command = opts.command.clone();
+    if find_out_arg(&command).is_none() {
+        if let Some(dest) = &opts.default_out {
+            let at = command
+                .iter()
+                .position(|w| w == "--")
+                .unwrap_or(command.len());
+            command.splice(at..at, ["--out".to_string(), dest.display().to_string()]);
+        }
+    }
+    let out = find_out_arg(&command);
+    if let Some((i, _, eq)) = &out {
+        command[*i] = if *eq {
+            format!("--out={}", guest_result.display())
+        } else {
+            guest_result.display().to_string()
+        };
+    }
+    (command, out)
+}
+
+/// Boots until the command has run, again after a kernel panic before it started ([`boot_panic`]), up
+/// to [`MAX_BOOTS`] boots in all; `say` is told of each retry. Returns the last boot, the command's exit
+/// status and the retries' panic lines. `boot` is virtme-ng, its arguments, the PATH and HOME it runs
+/// with.
+fn boot_until_started(
+    (vng, args, path_var, home): (&Path, &[String], &std::ffi::OsStr, &Path),
     shared: &Path,
     log_path: &Path,
     opts: &VmOptions,
-) -> Result<Attempt, VmError> {
-    let entries = std::fs::read_dir(shared)
-        .map_err(|e| VmError::io(format!("reading {}", shared.display()), e))?;
-    for e in entries.flatten() {
-        let _ = std::fs::remove_file(e.path());
-    }
-    let log = std::fs::File::create(log_path)
-        .map_err(|e| VmError::io(format!("creating {}", log_path.display()), e))?;
-    let log2 = log
-        .try_clone()
-        .map_err(|e| VmError::io("duplicating a file handle", e))?;
-    let load0 = HostLoad::now();
-    let started = Instant::now();
-    let child = Command::new(vng)
-        .args(args)
-        .env("PATH", path_var)
-        .env("HOME", home)
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(log2)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| VmError::io(format!("starting {}", vng.display()), e))?;
-    let mut group = Group { child, done: false };
-    let mut boot: Option<Duration> = None;
-    // The vCPU threads' times: read when the command starts, then at every poll until it ends (the guest
-    // may power off within a poll of writing its status, taking QEMU's threads with it), the last reading
-    // ending the window.
-    let proc = Path::new("/proc");
-    let mut threads = None;
-    let mut vcpus_at_start = None;
-    let mut vcpus_last = None;
-    let mut ended: Option<Duration> = None;
-    loop {
-        if osutil::stop::interrupted() {
-            group.stop();
-            return Err(VmError::Interrupted);
+    say: &mut dyn FnMut(&str),
+) -> Result<(Attempt, i32, Vec<String>), VmError> {
+    let status_file = shared.join("status");
+    let mut boot_retries = Vec::new();
+    let (attempt, status) = loop {
+        let attempt = boot_once(vng, args, path_var, home, shared, log_path, opts)?;
+        if let Some(s) = read_trim(&status_file).and_then(|s| s.parse::<i32>().ok()) {
+            break (attempt, s);
         }
-        if boot.is_none() && shared.join("started").exists() {
-            boot = Some(started.elapsed());
-            threads =
-                vcpus::find_qemu(proc, group.pgid() as u32).and_then(|p| vcpus::threads(proc, p));
-            vcpus_at_start = threads.as_deref().and_then(vcpus::read_threads);
-        } else if boot.is_some() && ended.is_none() {
-            let done = shared.join("status").exists();
-            if let Some(r) = threads.as_deref().and_then(vcpus::read_threads) {
-                vcpus_last = Some(r);
+        let console = std::fs::read_to_string(log_path).unwrap_or_default();
+        let panicked = attempt
+            .boot
+            .is_none()
+            .then(|| boot_panic(&console))
+            .flatten();
+        match panicked {
+            Some(line) if (boot_retries.len() as u32) + 1 < MAX_BOOTS => {
+                say(&format!(
+                    "the guest kernel panicked before the command started ({line}); booting again ({} of {MAX_BOOTS})",
+                    boot_retries.len() + 2
+                ));
+                boot_retries.push(line);
             }
-            if done {
-                ended = Some(started.elapsed());
+            _ => {
+                return Err(VmError::GuestFailed {
+                    why: match (attempt.boot, panicked) {
+                        (Some(_), _) => "the command started but reported no exit status".into(),
+                        (None, Some(_)) => format!(
+                            "the guest kernel panicked before the command started, in all {MAX_BOOTS} boots"
+                        ),
+                        (None, None) => "the guest never reached the command".into(),
+                    },
+                    log_tail: osutil::tail(&console, 25, "\n"),
+                })
             }
         }
-        if boot.is_none() && started.elapsed() > opts.boot_timeout {
-            group.stop();
-            return Err(VmError::BootTimedOut {
-                secs: opts.boot_timeout.as_secs(),
-                log_tail: tail(log_path, 25),
-            });
-        }
-        match group.child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) => {}
-            Err(e) => return Err(VmError::io("waiting for virtme-ng", e)),
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    group.done = true;
-    let wall = started.elapsed();
-    drop(group); // kills a QEMU that outlived vng
-    let vcpu_times = match (&vcpus_at_start, &vcpus_last) {
-        (Some(a), Some(b)) if ended.is_some() => vcpus::between(a, b),
-        _ => Vec::new(),
     };
-    Ok(Attempt {
+    Ok((attempt, status, boot_retries))
+}
+
+/// The result's `vm` block: the guest as booted and run, and the host beside it.
+#[allow(clippy::too_many_arguments)]
+fn vm_block(
+    opts: &VmOptions,
+    (accel, accel_why): (Accel, String),
+    (qemu_version, vng_version): (Option<String>, Option<String>),
+    (cpus, memory_mib): (u32, u64),
+    kernel: &Kernel,
+    shared: &Path,
+    attempt: Attempt,
+    boot_retries: Vec<String>,
+) -> VmBlock {
+    let Attempt {
         boot,
         wall,
-        host_other_busy_pct: load0.and_then(|l| l.others_pct(wall)),
-        command: boot.zip(ended).and_then(|(b, e)| e.checked_sub(b)),
+        host_other_busy_pct,
+        command,
         vcpu_times,
+    } = attempt;
+    VmBlock {
+        accelerator: accel.as_str().into(),
+        accelerator_why: accel_why,
+        qemu_version,
+        virtme_ng_version: vng_version,
+        host_kernel: read_trim(Path::new("/proc/sys/kernel/osrelease")).unwrap_or_default(),
+        vcpus: cpus,
+        memory_mib,
+        kernel_image: kernel.image.display().to_string(),
+        kernel_release: read_trim(&shared.join("release")),
+        kernel_cmdline: read_trim(&shared.join("cmdline")),
+        boot_s: boot.unwrap_or(wall).as_secs_f64(),
+        guest_preempt_before: read_trim(&shared.join("preempt-before")),
+        guest_preempt_after: read_trim(&shared.join("preempt-after")),
+        guest_clocksource_before: read_trim(&shared.join("clocksource-before")),
+        guest_clocksource_after: read_trim(&shared.join("clocksource-after")),
+        guest_uptime_at_start_s: read_trim(&shared.join("uptime"))
+            .and_then(|u| u.split_whitespace().next()?.parse().ok()),
+        wall_s: wall.as_secs_f64(),
+        host_other_busy_pct,
+        command_s: command.map(|c| c.as_secs_f64()),
+        host_vcpu_times: vcpu_times,
+        command: opts.command.clone(),
+        boot_attempts: boot_retries.len() as u32 + 1,
+        boot_retries,
+    }
+}
+
+/// The command's stdout and stderr and its result file brought back from the shared directory, with the
+/// `vm` block added to a JSON result and the host's path named where the guest named the shared one.
+fn bring_back(
+    shared: &Path,
+    out: Option<(usize, String, bool)>,
+    guest_result: &Path,
+    block: VmBlock,
+    status: i32,
+) -> Result<VmOutcome, VmError> {
+    let mut stdout = std::fs::read(shared.join("stdout")).unwrap_or_default();
+    let mut stderr = std::fs::read(shared.join("stderr")).unwrap_or_default();
+    if let Some(e) = read_trim(&shared.join("setup-stderr")).filter(|e| !e.is_empty()) {
+        let mut said = format!(
+            "preemptlab vm: the guest could not put the kernel's config or modules in place: {}\n",
+            e.lines().next().unwrap_or_default()
+        )
+        .into_bytes();
+        said.append(&mut stderr);
+        stderr = said;
+    }
+    // The guest names its result file by the shared path, which is gone once we return: name the host's.
+    if let (Some((_, host_path, _)), Ok(text)) = (&out, std::str::from_utf8(&stderr)) {
+        stderr = text
+            .replace(&guest_result.display().to_string(), host_path)
+            .into_bytes();
+    }
+    if let Ok(text) = std::str::from_utf8(&stdout) {
+        if text.trim_start().starts_with('{') {
+            if let Some(t) = with_vm_block(text, &block) {
+                stdout = t.into_bytes();
+            }
+        }
+    }
+    let mut out_file = None;
+    if let Some((_, host_path, _)) = out {
+        if let Ok(text) = std::fs::read_to_string(guest_result) {
+            let text = with_vm_block(&text, &block).unwrap_or(text);
+            let dest = PathBuf::from(&host_path);
+            osutil::output::write_atomic(&dest, &text)?;
+            out_file = Some(dest);
+        }
+    }
+    Ok(VmOutcome {
+        status,
+        stdout,
+        stderr,
+        block,
+        out_file,
     })
 }
 
@@ -520,48 +549,9 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
     };
     let checked = opts.preempt.filter(|_| !opts.allow_ignored_preempt);
     let (kernel, caps) = pick_kernel(opts.kernel.as_deref(), checked, opts.arch)?;
-    // A bench's --switch-preempt to a model this kernel does not offer fails in the guest, after the
-    // boot: refused here instead.
-    if let Some(c) = &caps {
-        for mode in switch_preempt_modes(&opts.command) {
-            let m = PreemptModel::parse(&mode);
-            if !c.offered.is_empty() && m.is_some_and(|m| !c.offered.contains(&m)) {
-                return Err(VmError::ModelNotOffered {
-                    option: "switch_preempt",
-                    model: mode,
-                    kernel: kernel.name.clone(),
-                    offered: c.offered.iter().map(|m| m.to_string()).collect(),
-                });
-            }
-        }
-    }
-    let (accel, accel_why) = if foreign {
-        (
-            Accel::Tcg,
-            format!(
-                "an {} guest on an {} host: QEMU emulates its CPU (TCG)",
-                opts.arch,
-                GuestArch::host().map_or(std::env::consts::ARCH, GuestArch::as_str)
-            ),
-        )
-    } else {
-        accel::choose(opts.accel, &accel::probe()).map_err(VmError::KvmUnusable)?
-    };
-    let vng = find_vng()?;
-    let (qemu_name, qemu_package) = opts.arch.qemu();
-    let qemu = osutil::which(qemu_name, &[]).ok_or_else(|| VmError::ToolMissing {
-        tool: qemu_name.into(),
-        fix: format!("run scripts/test-vm, or: apt-get install {qemu_package}"),
-    })?;
-    if arm64.is_none()
-        && osutil::which("busybox", &[]).is_none()
-        && !Path::new("/bin/busybox").is_file()
-    {
-        return Err(VmError::ToolMissing {
-            tool: "busybox".into(),
-            fix: "run scripts/test-vm, or: apt-get install busybox-static".into(),
-        });
-    }
+    refuse_unoffered_switch(opts, &kernel, caps.as_ref())?;
+    let (accel, accel_why) = choose_accel(opts, foreign)?;
+    let (vng, qemu) = tools(opts, arm64.is_some())?;
     osutil::stop::install_signal_flag()
         .map_err(|e| VmError::io("installing a signal handler", e.err))?;
 
@@ -574,25 +564,8 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
     for d in [&shared, &home] {
         std::fs::create_dir(d).map_err(|e| VmError::io(format!("creating {}", d.display()), e))?;
     }
-    let mut command = opts.command.clone();
-    if find_out_arg(&command).is_none() {
-        if let Some(dest) = &opts.default_out {
-            let at = command
-                .iter()
-                .position(|w| w == "--")
-                .unwrap_or(command.len());
-            command.splice(at..at, ["--out".to_string(), dest.display().to_string()]);
-        }
-    }
-    let out = find_out_arg(&command);
     let guest_result = shared.join("result.json");
-    if let Some((i, _, eq)) = &out {
-        command[*i] = if *eq {
-            format!("--out={}", guest_result.display())
-        } else {
-            guest_result.display().to_string()
-        };
-    }
+    let (command, out) = pointed_command(opts, &guest_result);
     // PostgreSQL builds under /var (scripts/pg-build's cache) are invisible in the guest unless handed in;
     // their names resolve against the cache the host uses.
     let pg_cache = osutil::pg_build_cache();
@@ -666,114 +639,25 @@ pub fn run(opts: &VmOptions, say: &mut dyn FnMut(&str)) -> Result<VmOutcome, VmE
         path_var.push(p);
     }
     let log_path = tmp.path().join("vng.log");
-    let status_file = shared.join("status");
-    let mut boot_retries = Vec::new();
-    let (attempt, status) = loop {
-        let attempt = boot_once(&vng, &args, &path_var, &home, &shared, &log_path, opts)?;
-        if let Some(s) = read_trim(&status_file).and_then(|s| s.parse::<i32>().ok()) {
-            break (attempt, s);
-        }
-        let console = std::fs::read_to_string(&log_path).unwrap_or_default();
-        let panicked = attempt
-            .boot
-            .is_none()
-            .then(|| boot_panic(&console))
-            .flatten();
-        match panicked {
-            Some(line) if (boot_retries.len() as u32) + 1 < MAX_BOOTS => {
-                say(&format!(
-                    "the guest kernel panicked before the command started ({line}); booting again ({} of {MAX_BOOTS})",
-                    boot_retries.len() + 2
-                ));
-                boot_retries.push(line);
-            }
-            _ => {
-                return Err(VmError::GuestFailed {
-                    why: match (attempt.boot, panicked) {
-                        (Some(_), _) => "the command started but reported no exit status".into(),
-                        (None, Some(_)) => format!(
-                            "the guest kernel panicked before the command started, in all {MAX_BOOTS} boots"
-                        ),
-                        (None, None) => "the guest never reached the command".into(),
-                    },
-                    log_tail: osutil::tail(&console, 25, "\n"),
-                })
-            }
-        }
-    };
-    let Attempt {
-        boot,
-        wall,
-        host_other_busy_pct,
-        command,
-        vcpu_times,
-    } = attempt;
-    let block = VmBlock {
-        accelerator: accel.as_str().into(),
-        accelerator_why: accel_why,
-        qemu_version,
-        virtme_ng_version: vng_version,
-        host_kernel: read_trim(Path::new("/proc/sys/kernel/osrelease")).unwrap_or_default(),
-        vcpus: cpus,
-        memory_mib,
-        kernel_image: kernel.image.display().to_string(),
-        kernel_release: read_trim(&shared.join("release")),
-        kernel_cmdline: read_trim(&shared.join("cmdline")),
-        boot_s: boot.unwrap_or(wall).as_secs_f64(),
-        guest_preempt_before: read_trim(&shared.join("preempt-before")),
-        guest_preempt_after: read_trim(&shared.join("preempt-after")),
-        guest_clocksource_before: read_trim(&shared.join("clocksource-before")),
-        guest_clocksource_after: read_trim(&shared.join("clocksource-after")),
-        guest_uptime_at_start_s: read_trim(&shared.join("uptime"))
-            .and_then(|u| u.split_whitespace().next()?.parse().ok()),
-        wall_s: wall.as_secs_f64(),
-        host_other_busy_pct,
-        command_s: command.map(|c| c.as_secs_f64()),
-        host_vcpu_times: vcpu_times,
-        command: opts.command.clone(),
-        boot_attempts: boot_retries.len() as u32 + 1,
+    let boot = (
+        vng.as_path(),
+        args.as_slice(),
+        path_var.as_os_str(),
+        home.as_path(),
+    );
+    let (attempt, status, boot_retries) = boot_until_started(boot, &shared, &log_path, opts, say)?;
+    let versions = (qemu_version, vng_version);
+    let block = vm_block(
+        opts,
+        (accel, accel_why),
+        versions,
+        (cpus, memory_mib),
+        &kernel,
+        &shared,
+        attempt,
         boot_retries,
-    };
-    let mut stdout = std::fs::read(shared.join("stdout")).unwrap_or_default();
-    let mut stderr = std::fs::read(shared.join("stderr")).unwrap_or_default();
-    if let Some(e) = read_trim(&shared.join("setup-stderr")).filter(|e| !e.is_empty()) {
-        let mut said = format!(
-            "preemptlab vm: the guest could not put the kernel's config or modules in place: {}\n",
-            e.lines().next().unwrap_or_default()
-        )
-        .into_bytes();
-        said.append(&mut stderr);
-        stderr = said;
-    }
-    // The guest names its result file by the shared path, which is gone once we return: name the host's.
-    if let (Some((_, host_path, _)), Ok(text)) = (&out, std::str::from_utf8(&stderr)) {
-        stderr = text
-            .replace(&guest_result.display().to_string(), host_path)
-            .into_bytes();
-    }
-    if let Ok(text) = std::str::from_utf8(&stdout) {
-        if text.trim_start().starts_with('{') {
-            if let Some(t) = with_vm_block(text, &block) {
-                stdout = t.into_bytes();
-            }
-        }
-    }
-    let mut out_file = None;
-    if let Some((_, host_path, _)) = out {
-        if let Ok(text) = std::fs::read_to_string(&guest_result) {
-            let text = with_vm_block(&text, &block).unwrap_or(text);
-            let dest = PathBuf::from(&host_path);
-            osutil::output::write_atomic(&dest, &text)?;
-            out_file = Some(dest);
-        }
-    }
-    Ok(VmOutcome {
-        status,
-        stdout,
-        stderr,
-        block,
-        out_file,
-    })
+    );
+    bring_back(&shared, out, &guest_result, block, status)
 }
 
 #[cfg(test)]
