@@ -435,6 +435,12 @@ pub(crate) fn finish(
         model: &inst.context.preemption_model,
         segment_page_kib: inst.segment.as_ref().map(|s| s.page_size_kib),
         segment_faults_per_s: rates.segment_faults_per_s,
+        client_segment_faults_per_s: by_type
+            .iter()
+            .filter(|b| b.process_type == "client backend")
+            .map(|b| b.segment_faults as f64 / (window * fault_frac))
+            .sum(),
+        other_segment_faults: others_segment_faults(&by_type, window * fault_frac),
         faults_measured: fault_ok,
         switches_measured: sw_ok,
         switch_on_pct: (switch_frac * 100.0).round() as u32,
@@ -463,6 +469,17 @@ pub(crate) fn finish(
         series: inst.series,
         verdict,
     }
+}
+
+/// The segment faults per second of each process type but the client backends', largest first.
+fn others_segment_faults(by_type: &[ByType], seconds: f64) -> Vec<(String, f64)> {
+    let mut v: Vec<(String, f64)> = by_type
+        .iter()
+        .filter(|b| b.process_type != "client backend" && b.segment_faults > 0)
+        .map(|b| (b.process_type.clone(), b.segment_faults as f64 / seconds))
+        .collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    v
 }
 
 /// The spinlock call chains, most first (the top [`TOP_FUNCTIONS`]).

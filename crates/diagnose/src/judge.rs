@@ -45,8 +45,13 @@ pub struct Facts<'a> {
     pub model: &'a str,
     /// The segment's page size, kB, if known.
     pub segment_page_kib: Option<u64>,
-    /// Segment faults per second over the window.
+    /// Segment faults per second over the window, every process's.
     pub segment_faults_per_s: f64,
+    /// The client backends' share of them, per second.
+    pub client_segment_faults_per_s: f64,
+    /// The other process types' segment faults per second, largest first (autovacuum workers,
+    /// short-lived processes whose title was never read, the checkpointer, ...).
+    pub other_segment_faults: Vec<(String, f64)>,
     /// True when the fault samples were measured.
     pub faults_measured: bool,
     /// True when the sched_switch counts were measured.
@@ -107,14 +112,10 @@ pub fn verdict(client: &Categories, sw: &Switches, f: &Facts<'_>) -> Verdict {
             "the shared segment is on {} pages (its faults were not measured: see unmeasured)",
             human_kib(k)
         )),
-        Some(4) => reasons.push(format!(
-            "the shared segment is on 4 KB pages: {:.0} faults/s landed in it",
-            f.segment_faults_per_s
-        )),
         Some(k) => reasons.push(format!(
-            "the shared segment is on {} pages: {:.0} faults/s landed in it",
+            "the shared segment is on {} pages: {}",
             human_kib(k),
-            f.segment_faults_per_s
+            segment_faults(f)
         )),
         None => reasons.push("the shared segment was not found".into()),
     }
@@ -162,6 +163,39 @@ pub fn verdict(client: &Categories, sw: &Switches, f: &Facts<'_>) -> Verdict {
     }
 }
 
+/// Whose faults landed in the segment: the client backends' (the workload's) first, then the others'
+/// by process type, so that an autovacuum worker's faults do not read as the workload's.
+fn segment_faults(f: &Facts<'_>) -> String {
+    let clients = format!(
+        "{:.0} faults/s landed in it from client backends",
+        f.client_segment_faults_per_s
+    );
+    let others: Vec<String> = f
+        .other_segment_faults
+        .iter()
+        .filter(|(_, r)| *r >= 0.5)
+        .map(|(t, r)| format!("{t} {r:.0}/s"))
+        .collect();
+    if others.is_empty() {
+        return clients;
+    }
+    let other_total = f.segment_faults_per_s - f.client_segment_faults_per_s;
+    let unread = f
+        .other_segment_faults
+        .iter()
+        .any(|(t, r)| t == crate::procs::UNCLASSIFIED && *r >= 0.5);
+    format!(
+        "{clients}, {other_total:.0}/s from other processes ({}){}",
+        others.join(", "),
+        if unread {
+            ": a process that exited before its title was read may have been a client backend (under \
+             connection churn) or an autovacuum worker"
+        } else {
+            ", which are not the client workload"
+        }
+    )
+}
+
 fn human_kib(k: u64) -> String {
     if k >= 1 << 20 {
         format!("{} GB", k >> 20)
@@ -189,6 +223,8 @@ mod tests {
             model: "lazy",
             segment_page_kib: Some(4),
             segment_faults_per_s: 1000.0,
+            client_segment_faults_per_s: 1000.0,
+            other_segment_faults: Vec::new(),
             faults_measured: true,
             switches_measured: true,
             switch_on_pct: 100,
@@ -248,6 +284,31 @@ mod tests {
             v.reasons.iter().any(|r| r.contains("2 MB pages")),
             "{:?}",
             v.reasons
+        );
+    }
+
+    /// Regression (issue 46 item 4): on a steady persistent-connection load every segment fault came from
+    /// two short-lived processes (autovacuum workers), none from the client backends, and the verdict
+    /// read "N faults/s landed in it" as if the workload caused them.
+    #[test]
+    fn segment_faults_of_other_processes_are_not_the_workloads_regression() {
+        let f = Facts {
+            segment_faults_per_s: 117.0,
+            client_segment_faults_per_s: 0.0,
+            other_segment_faults: vec![("autovacuum worker".into(), 117.0)],
+            ..facts()
+        };
+        let v = verdict(&cats(1000, 0), &Switches::default(), &f);
+        let line = v
+            .reasons
+            .iter()
+            .find(|r| r.contains("shared segment"))
+            .unwrap();
+        assert!(
+            line.contains("0 faults/s landed in it from client backends")
+                && line.contains("117/s from other processes (autovacuum worker 117/s)")
+                && line.contains("not the client workload"),
+            "{line}"
         );
     }
 }

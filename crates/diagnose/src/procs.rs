@@ -92,6 +92,8 @@ pub struct Proc {
     pub segment_faults: u64,
     /// sched_switch counts.
     pub switches: Switches,
+    /// True once its title could not be read (it exited): no more tries.
+    pub title_gone: bool,
 }
 
 impl Proc {
@@ -105,6 +107,7 @@ impl Proc {
             cpu: Categories::default(),
             segment_faults: 0,
             switches: Switches::default(),
+            title_gone: false,
         }
     }
 }

@@ -185,6 +185,24 @@ impl State {
         sym.learn_kernel(&mut frames.copied());
     }
 
+    /// Reads again the title of the processes whose kind is still unknown (a new process shows the
+    /// postmaster's title until it sets its own), at every drain of the rings: a process that lives less
+    /// than a second (an autovacuum worker on a small database) is then typed while it lives, not left
+    /// "short-lived (title unread)" by the second's scan. A process whose title cannot be read any more
+    /// (exited: its command line is gone) is not tried again.
+    pub(crate) fn title_untitled(&mut self) {
+        for (pid, p) in self
+            .procs
+            .iter_mut()
+            .filter(|(_, p)| p.kind.is_none() && !p.title_gone)
+        {
+            match procs::title(*pid).filter(|t| !t.is_empty()) {
+                Some(t) => p.kind = procs::kind_of(&t, &self.insts[p.inst].pm_title),
+                None => p.title_gone = true,
+            }
+        }
+    }
+
     pub(crate) fn event(&mut self, e: Event, sym: &mut dyn Symbolize) {
         match e {
             Event::Fork { pid, ppid, time_ns } => {

@@ -23,6 +23,11 @@ pub struct Read {
     pub events: BTreeMap<String, u64>,
 }
 
+/// Whether an event is a wait on the client (`Client:ClientRead`, `Client:ClientWrite`).
+pub fn on_client(event: &str) -> bool {
+    event.starts_with("Client:")
+}
+
 /// What the sampler ends with.
 #[derive(Debug, Clone, Default)]
 pub struct Ended {
@@ -32,9 +37,11 @@ pub struct Ended {
     pub evictions: Option<(u64, String)>,
     /// Why something is missing.
     pub note: Option<String>,
+    /// The active client backends seen, by pid.
+    pub backends: std::collections::BTreeSet<i32>,
 }
 
-const ACTIVITY: &str = "SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') \
+const ACTIVITY: &str = "SELECT pid, coalesce(wait_event_type || ':' || wait_event, 'CPU') \
      FROM pg_stat_activity WHERE state = 'active' AND backend_type = 'client backend' \
      AND pid <> pg_backend_pid()";
 
@@ -84,7 +91,8 @@ pub fn sample(
             Ok(rows) => {
                 let mut events = BTreeMap::new();
                 for r in rows {
-                    let e: String = r.get(0);
+                    let (pid, e): (i32, String) = (r.get(0), r.get(1));
+                    ended.backends.insert(pid);
                     *events.entry(e).or_insert(0) += 1;
                 }
                 ended.reads += 1;
@@ -126,13 +134,17 @@ pub(crate) fn finish(
     totals: BTreeMap<String, u64>,
     observed_s: f64,
 ) -> Waits {
-    let mut events: Vec<(String, u64)> = totals.into_iter().collect();
+    let (client, mut events): (Vec<(String, u64)>, Vec<(String, u64)>) =
+        totals.into_iter().partition(|(e, _)| on_client(e));
     events.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let waiting_on_client: u64 = client.iter().map(|(_, n)| n).sum();
     Waits {
         dsn,
         reads: e.reads,
-        backends_seen: events.iter().map(|(_, n)| n).sum(),
+        backends_seen: e.backends.len() as u64,
+        sightings: Some(events.iter().map(|(_, n)| n).sum::<u64>() + waiting_on_client),
         events,
+        waiting_on_client: Some(waiting_on_client),
         evictions_per_s: e
             .evictions
             .as_ref()
@@ -151,5 +163,33 @@ mod tests {
             Some("pg_stat_bgwriter.buffers_alloc")
         );
         assert_eq!(super::eviction_query(160000).1, "pg_stat_io.evictions");
+    }
+
+    /// Regression (issue 46 item 4): 8 clients read for 30 reads were "227 backends seen" (the
+    /// sightings), and `Client:ClientRead` was counted among the active backends' waits.
+    #[test]
+    fn backends_counted_once_and_client_waits_apart_regression() {
+        let ended = super::Ended {
+            reads: 30,
+            backends: (1..=8).collect(),
+            ..Default::default()
+        };
+        let totals = [
+            ("CPU".to_string(), 150),
+            ("Client:ClientRead".to_string(), 60),
+            ("LWLock:WALWrite".to_string(), 17),
+        ]
+        .into_iter()
+        .collect();
+        let w = super::finish("dbname=x".into(), ended, totals, 10.0);
+        assert_eq!(w.backends_seen, 8);
+        assert_eq!(w.sightings, Some(227));
+        assert_eq!(w.waiting_on_client, Some(60));
+        assert!(
+            w.events.iter().all(|(e, _)| !e.starts_with("Client:")),
+            "{:?}",
+            w.events
+        );
+        assert_eq!(w.events[0], ("CPU".to_string(), 150));
     }
 }

@@ -133,6 +133,7 @@ impl Rings<'_> {
             }
             self.state.event(e, self.sym);
         }
+        self.state.title_untitled();
         faults
     }
 

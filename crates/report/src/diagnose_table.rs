@@ -256,15 +256,25 @@ fn scheduling(o: &mut String, i: &InstanceDiagnosis, spec: &Spec, width: usize) 
 /// The wait events of active client backends, sampled over --pg.
 fn waits(o: &mut String, i: &InstanceDiagnosis, width: usize) {
     if let Some(w) = &i.waits {
+        // Results written before `sightings` existed hold the sightings in `backends_seen`.
+        let (seen, sightings) = match w.sightings {
+            Some(n) => (format!("{} backends", w.backends_seen), n),
+            None => (String::new(), w.backends_seen),
+        };
+        let on_client = w.waiting_on_client.unwrap_or(0);
+        let of = sightings.saturating_sub(on_client);
         o.push_str(&format!(
-            "\n  Wait events of active client backends ({} reads, {} backends seen)\n",
-            w.reads, w.backends_seen
+            "\n  Wait events of active client backends ({} reads, {}{}{} sightings)\n",
+            w.reads,
+            seen,
+            if seen.is_empty() { "" } else { ", " },
+            sightings
         ));
         let rows: Vec<Vec<String>> = w
             .events
             .iter()
             .take(8)
-            .map(|(e, n)| vec![pct(*n, w.backends_seen), e.clone()])
+            .map(|(e, n)| vec![pct(*n, of), e.clone()])
             .collect();
         if !rows.is_empty() {
             o.push_str(&columns(
@@ -273,6 +283,20 @@ fn waits(o: &mut String, i: &InstanceDiagnosis, width: usize) {
                 &rows,
                 4,
                 width,
+            ));
+        }
+        if on_client > 0 {
+            o.push_str(&format!(
+                "    {}\n",
+                wrap(
+                    &format!(
+                        "and {on_client} sightings waiting on their client (Client:*, left out above: the \
+                         client's time, not the server's)"
+                    ),
+                    width,
+                    4,
+                    6
+                )
             ));
         }
         if let (Some(e), Some(src)) = (w.evictions_per_s, &w.evictions_source) {

@@ -346,10 +346,19 @@ pub struct Waits {
     pub dsn: String,
     /// Samples taken (each one a read of pg_stat_activity).
     pub reads: u64,
-    /// Active client backends seen over all reads.
+    /// Active client backends seen in the reads, each counted once (by pid). Results written before
+    /// `sightings` existed hold the sightings here.
     pub backends_seen: u64,
-    /// By `type:event` (`CPU` for an active backend with no wait event), largest first.
+    /// Active client backends seen over all reads, a backend once per read it was seen in (the sum of
+    /// `events` and `waiting_on_client`).
+    pub sightings: Option<u64>,
+    /// By `type:event` (`CPU` for an active backend with no wait event), largest first; waits on the
+    /// client (`Client:*`) are not among them.
     pub events: Vec<(String, u64)>,
+    /// Sightings of active backends waiting on their client (`Client:ClientRead`, `Client:ClientWrite`:
+    /// between the messages of an extended-protocol query, or a slow client): the client's time, not
+    /// the server's, so kept out of `events`.
+    pub waiting_on_client: Option<u64>,
     /// Buffers evicted (or allocated, see `evictions_source`) per second over the window.
     pub evictions_per_s: Option<f64>,
     /// Where `evictions_per_s` comes from (`pg_stat_io.evictions` on 16+, `pg_stat_bgwriter.buffers_alloc`

@@ -1,0 +1,132 @@
+//! Whose processes a diagnosis counts, on a steady load over persistent connections (issue 46 item 4): the
+//! autovacuum workers that come and go beside it are typed as such, not as short-lived processes of unknown
+//! type whose segment faults read as the workload's; the load's backends are counted once each, not once per
+//! read that saw them; a wait on the client is not one of the server's. Root, PostgreSQL 15 in a throwaway
+//! cluster.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use assert_cmd::cargo::cargo_bin;
+use osutil::child::Child;
+use pgharness::pgcluster::Cluster;
+use serde_json::Value;
+
+/// Clients of the load.
+const CLIENTS: u64 = 4;
+
+#[test]
+fn autovacuum_workers_typed_backends_counted_once_client_waits_apart_regression() {
+    let parent = tempfile::tempdir().unwrap();
+    let bin = hostfacts::pgbin::find(None, Some(15))
+        .expect("PostgreSQL 15 server binaries (scripts/test installs postgresql-15)");
+    let mut c = Cluster::create(bin, Some(parent.path())).expect("a throwaway cluster");
+    // An autovacuum worker for the database every half second (naptime 1 s over its two databases,
+    // postgres and template1), each visiting tables that the load dirties all the time.
+    let settings: Vec<(String, String)> = [
+        ("fsync", "off"),
+        ("autovacuum_naptime", "1"),
+        ("autovacuum_vacuum_threshold", "1"),
+        ("autovacuum_vacuum_scale_factor", "0"),
+        ("autovacuum_analyze_threshold", "1"),
+        ("autovacuum_analyze_scale_factor", "0"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .to_vec();
+    c.start(&settings).unwrap();
+    let pgbench = |args: &[&str]| {
+        let mut cmd = c.command("pgbench");
+        cmd.arg("-h")
+            .arg(c.socket_dir())
+            .arg("-p")
+            .arg(c.port().to_string())
+            .args(args)
+            .arg("postgres");
+        cmd
+    };
+    let init = pgbench(&["-i", "-q", "-s", "1"]).output().unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    // TPC-B-like updates over persistent connections, extended protocol.
+    let clients = CLIENTS.to_string();
+    let _load = Child::spawn(
+        &mut pgbench(&["-n", "-M", "extended", "-c", &clients, "-T", "16"]),
+        Stdio::null(),
+        Stdio::null(),
+        Duration::from_secs(5),
+    )
+    .expect("pgbench");
+    std::thread::sleep(Duration::from_secs(2));
+    let pm = c.postmaster_pid().unwrap();
+    let out = Command::new(cargo_bin("preemptlab"))
+        .args([
+            "diagnose",
+            "--pid",
+            &pm.to_string(),
+            "--pg",
+            &c.dsn("postgres"),
+        ])
+        .args(["--duration", "8s", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let i = &doc["instances"][0];
+    let by_type: Vec<(&str, u64, u64)> = i["by_type"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let t = b["process_type"].as_str().unwrap();
+            (
+                t,
+                b["processes"].as_u64().unwrap(),
+                b["segment_faults"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // Typed while they live (their titles read at every drain of the rings, and at each second's scan):
+    // one worker about every half second. A worker that lives less than a drain's interval stays
+    // "short-lived (title unread)": 5 of 16 with the drain's reads, 7 of 15 without, one run each
+    // (2026-11-29, this 2-vCPU host).
+    let workers = by_type
+        .iter()
+        .find(|b| b.0 == "autovacuum worker")
+        .unwrap_or_else(|| panic!("autovacuum workers typed: {by_type:?}"));
+    assert!(workers.1 >= 4, "{by_type:?}");
+    // The verdict says whose segment faults they were.
+    let seg = i["verdict"]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|r| r.contains("shared segment"))
+        .unwrap()
+        .to_string();
+    assert!(seg.contains("from client backends"), "{seg}");
+    if workers.2 > 0 {
+        assert!(seg.contains("autovacuum worker"), "{seg}");
+    }
+    let w = &i["waits"];
+    let seen = w["backends_seen"].as_u64().unwrap();
+    assert!(
+        seen >= 1 && seen <= CLIENTS,
+        "the load's {CLIENTS} backends, once each: {w}"
+    );
+    assert!(w["sightings"].as_u64().unwrap() >= seen, "{w}");
+    let events = w["events"].as_array().unwrap();
+    assert!(
+        events
+            .iter()
+            .all(|e| !e[0].as_str().unwrap().starts_with("Client:")),
+        "waits on the client are not the server's: {w}"
+    );
+    c.stop().unwrap();
+}
