@@ -38,9 +38,14 @@ fn every_documented_result_file_loads() {
     for p in files {
         let text = std::fs::read_to_string(&p).unwrap();
         let doc = Document::from_text(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        // An audit kept beside a campaign's results (the host or guest it ran on) has no envelope and
+        // no cells.
+        if doc.kind() == Kind::Audit {
+            continue;
+        }
+        assert_eq!(doc.envelope().unwrap().kind, doc.kind());
         let cells = doc.cells().expect("a result");
         assert!(!cells.is_empty(), "{}", p.display());
-        assert_eq!(doc.envelope().unwrap().kind, doc.kind());
     }
 }
 
