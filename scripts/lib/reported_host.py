@@ -1,4 +1,4 @@
-"""The April 2026 report's host as `preemptlab sim` runs it (docs/model.md, "The reported host"): its costs
+"""The April 2026 report's host as `preemptlab sim` runs it (docs/model-calibration.md, "The reported host"): its costs
 and one `sim --workload txn` run at 96 CPUs x 1,024 backends, shared by scripts/sim-sensitivity and
 scripts/sim-run-average."""
 
