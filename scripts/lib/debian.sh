@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shell helpers the scripts that fetch from Debian's archive share (scripts/kernels, scripts/cross-arm64,
 # scripts/arm64-root). Sourced, not run: the caller defines die() first.
 #

@@ -12,7 +12,7 @@ use results::host::kernel::KernelFacts;
 use results::host::memory::MemoryFacts;
 use results::host::pgquery::{PgFailure, ServerInfo};
 
-/// The version of the audit JSON schema (GUIDE.md "Audit JSON"). Bumped on any incompatible change.
+/// The version of the audit JSON schema (docs/reference.md "Audit JSON"). Bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Reads the host facts (no PostgreSQL discovery).

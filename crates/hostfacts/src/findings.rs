@@ -1,6 +1,6 @@
 //! Findings: what the facts mean for PostgreSQL on this host, each with evidence and the exact fix.
 //!
-//! The rules and their thresholds are listed in GUIDE.md ("audit", "Findings"). They are pure functions of the
+//! The rules and their thresholds are listed in docs/audit.md ("Findings"). They are pure functions of the
 //! facts, so fixtures drive them in tests.
 
 use results::host::findings::{Finding, PoolFix, Severity, Verdict};

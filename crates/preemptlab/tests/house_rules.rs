@@ -1,7 +1,8 @@
 //! The house rules that hold for the whole workspace, checked on its source (issue 47): a type is imported
 //! from the crate that defines it (no `pub use` of another workspace crate's items), no function over 150
 //! lines and no file over 800 (split, not trimmed), `lab` holds one folder per bench and no result-file
-//! code, `compare` is computed outside `report`. Each failure lists every offender with its place.
+//! code, `compare` is computed outside `report`; GUIDE.md is a manual under 45 KB and CHANGELOG.md has released
+//! versions, the latest the workspace's. Each failure lists every offender with its place.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,9 @@ use syn::visit::Visit;
 
 const MAX_FN_LINES: usize = 150;
 const MAX_FILE_LINES: usize = 800;
+/// GUIDE.md says what each command answers, shows a short example and how to read it; measurements, dated
+/// findings and long references live in docs/ and docs/notes, linked from it (issue 47: it had grown to 77 KB).
+const MAX_GUIDE_BYTES: u64 = 45_000;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -323,5 +327,55 @@ fn compare_is_computed_outside_report() {
         offenders.is_empty(),
         "compare computed in report:\n{}",
         offenders.join("\n")
+    );
+}
+
+#[test]
+fn guide_is_a_manual_under_45_kb() {
+    let len_bytes = std::fs::metadata(workspace().join("GUIDE.md"))
+        .unwrap()
+        .len();
+    assert!(
+        len_bytes < MAX_GUIDE_BYTES,
+        "GUIDE.md is {len_bytes} bytes, {MAX_GUIDE_BYTES} at most: move measurements and dated findings to \
+         docs/notes (one dated file per topic, listed in docs/notes/README.md) and long references to docs/, \
+         each linked from the GUIDE"
+    );
+}
+
+/// A released section's heading, `## X.Y.Z - YYYY-MM-DD`: its version, or None.
+fn released_version(heading: &str) -> Option<&str> {
+    let (version, date) = heading.strip_prefix("## ")?.split_once(" - ")?;
+    let numbers: Vec<&str> = version.split('.').collect();
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let date_parts: Vec<&str> = date.split('-').collect();
+    let dated =
+        date_parts.iter().all(|p| digits(p)) && date_parts.iter().map(|p| p.len()).eq([4, 2, 2]);
+    (numbers.len() == 3 && numbers.iter().all(|n| digits(n)) && dated).then_some(version)
+}
+
+#[test]
+fn changelog_has_released_versions_the_latest_the_workspaces() {
+    let text = std::fs::read_to_string(workspace().join("CHANGELOG.md")).unwrap();
+    let headings: Vec<&str> = text.lines().filter(|l| l.starts_with("## ")).collect();
+    assert_eq!(
+        headings.first(),
+        Some(&"## Unreleased"),
+        "CHANGELOG.md opens with a `## Unreleased` section for what is not released yet"
+    );
+    let malformed: Vec<&&str> = headings[1..]
+        .iter()
+        .filter(|h| released_version(h).is_none())
+        .collect();
+    assert!(
+        malformed.is_empty(),
+        "CHANGELOG.md: after `## Unreleased`, each section is a release, `## X.Y.Z - YYYY-MM-DD`: {malformed:?}"
+    );
+    let latest = headings.get(1).and_then(|h| released_version(h));
+    assert_eq!(
+        latest,
+        Some(env!("CARGO_PKG_VERSION")),
+        "CHANGELOG.md's latest release is the workspace's version (Cargo.toml [workspace.package]): a release \
+         moves Unreleased's entries under `## X.Y.Z - DATE` and sets that version, which the package carries"
     );
 }

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Version of the result schema (GUIDE.md "Result files"). A file with a higher version is refused.
+/// Version of the result schema (docs/reference.md "Result files"). A file with a higher version is refused.
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Fields every result file starts with.

@@ -112,7 +112,7 @@ pub struct Params {
     /// spinners' re-reads; the arriving backend's add and test-and-set (`txn`), the release, the herd of
     /// test-and-sets it sets off (every spinner that reads it free tries the swap; `TAS_SPIN`,
     /// src/include/storage/s_lock.h), the new holder's read of the head and its write of it all wait their
-    /// turn, so a hold lengthens with the crowd (docs/model.md, "The line as a queue"). Replaces `line_ns`.
+    /// turn, so a hold lengthens with the crowd (docs/model-calibration.md, "The line as a queue"). Replaces `line_ns`.
     /// false: a handover alone pays `line_ns` per other spinner (the model before 2026-11-27); left out of
     /// a result when false, so files and hashes from before it are unchanged.
     #[serde(skip_serializing_if = "is_false")]
@@ -161,7 +161,7 @@ pub struct Params {
     /// a woken task keeps its lag and preempts the running one when it is the one EEVDF would pick and
     /// the running one has used up its protected slice or is not eligible, and an ineligible sleeper stays
     /// queued (delayed dequeue) and wakes where it slept. Off by default: at the reported host it misses
-    /// two of issue 28's three bars (docs/model.md, "EEVDF's rules"). false, the default: the lowest
+    /// two of issue 28's three bars (docs/model-calibration.md, "EEVDF's rules"). false, the default: the lowest
     /// virtual runtime runs, a woken task is placed half a slice behind the running one and preempts only
     /// after that one has run its protected slice.
     pub eevdf: bool,

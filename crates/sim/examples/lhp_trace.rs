@@ -1,5 +1,5 @@
 //! The scheduler's trace (`sim::simulate_traced`) for the reported host's 4 KB cells under `none` and
-//! `lazy` (docs/model.md, "The reported host": its costs, 1 s after 1 s of warm-up, seed 1), or for any
+//! `lazy` (docs/model-calibration.md, "The reported host": its costs, 1 s after 1 s of warm-up, seed 1), or for any
 //! run: `lhp_trace [model,...] [key=value...]`, the values as in `preemptlab sim --set`.
 //!
 //!     cargo run --release -p sim --example lhp_trace

@@ -62,7 +62,7 @@ mod test_support {
     use axes::model::{Model, Pages, Workload};
     use results::model::{Outcome, Params};
 
-    /// The April 2026 report's host and workload as docs/model.md ("The reported host") runs them: 96
+    /// The April 2026 report's host and workload as docs/model-calibration.md ("The reported host") runs them: 96
     /// CPUs, 1,024 backends, pgbench-like transactions, the sourced or measured costs there (a 45 ns line
     /// transfer, a 2.5 us fault-around fault, a 15 ns spin iteration), `ms` of measured virtual time after
     /// 300 ms of warm-up.

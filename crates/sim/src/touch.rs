@@ -20,7 +20,7 @@ use results::model::Params;
 /// The structures a transaction touches besides its allocations.
 pub(crate) const STRUCTURES: usize = 6;
 
-/// The accounts index's inner pages below its top levels at scale 8,470 (docs/model.md, "The free list's
+/// The accounts index's inner pages below its top levels at scale 8,470 (docs/model-calibration.md, "The free list's
 /// life": ~8,200 inner pages over 2.31 million leaves).
 const INNER_PAGES: u64 = 8_200;
 
