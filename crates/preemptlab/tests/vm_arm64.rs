@@ -247,11 +247,19 @@ fn arm64_bench_pg_4k_and_hugetlb_diagnosed_on_72() {
                 .any(|f| pred(f["function"].as_str().unwrap_or_default()))
         };
         assert!(named(&|f| f.starts_with("[k] ")), "kernel names: {top:?}");
-        // PostgreSQL's own functions by name (Debian's arm64 build exports them), through the
-        // postmaster's mapped file: not only `postgres:?`.
+        // User functions by name (Debian's arm64 PostgreSQL and libc export theirs: measured
+        // 2026-11-29, hash_search_with_hash_value, AllocSetAlloc, _IO_fread among the top), read through
+        // the postmaster's mapped file: not only `postgres:?` and `libc.so.6:?`.
         assert!(
             named(&|f| !f.starts_with("[k] ") && !f.ends_with('?')),
-            "a PostgreSQL function named among the top: {top:?}"
+            "a user function named among the top: {top:?}"
+        );
+        let b = &d["binary"];
+        assert!(
+            b["read_through"]
+                .as_str()
+                .is_some_and(|r| r.contains("/map_files/")),
+            "{b}"
         );
         assert!(
             d["totals"]["user_samples_named"].as_u64().unwrap_or(0) > 0,
