@@ -9,9 +9,9 @@
 //!
 //! vng and the QEMU it starts run in their own process group with stdin on /dev/null (a background group
 //! reading the terminal would stop on SIGTTIN); a stop signal sets the flag of [`osutil::stop`] that the
-//! wait loop polls, then the whole group gets SIGTERM and, after 3 s, SIGKILL. The same happens on every error path
-//! through [`Group`]'s drop; the temp dir (and the private HOME given to vng, so that its cache is not the
-//! user's) goes with [`tempfile::TempDir`].
+//! wait loop polls, then the whole group gets SIGTERM and, after 3 s, SIGKILL. The same happens on every
+//! error path when the group's guard (`boot::Group`) is dropped; the temp dir (and the private HOME given to
+//! vng, so that its cache is not the user's) goes with [`tempfile::TempDir`].
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
