@@ -134,7 +134,8 @@ pub(crate) fn finish(
     totals: BTreeMap<String, u64>,
     observed_s: f64,
 ) -> Waits {
-    let (client, mut events): (Vec<(String, u64)>, Vec<(String, u64)>) =
+    type Counts = Vec<(String, u64)>;
+    let (client, mut events): (Counts, Counts) =
         totals.into_iter().partition(|(e, _)| on_client(e));
     events.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let waiting_on_client: u64 = client.iter().map(|(_, n)| n).sum();

@@ -117,7 +117,7 @@ fn autovacuum_workers_typed_backends_counted_once_client_waits_apart_regression(
     let w = &i["waits"];
     let seen = w["backends_seen"].as_u64().unwrap();
     assert!(
-        seen >= 1 && seen <= CLIENTS,
+        (1..=CLIENTS).contains(&seen),
         "the load's {CLIENTS} backends, once each: {w}"
     );
     assert!(w["sightings"].as_u64().unwrap() >= seen, "{w}");
