@@ -38,7 +38,9 @@ impl PidStat {
         let line = text.trim().as_bytes();
         let open = line.iter().position(|&b| b == b'(')?;
         let close = line.iter().rposition(|&b| b == b')')?;
+        // A `)` only before the first `(` would have procfs-core slice backwards.
         if open < 2
+            || close < open
             || line[open - 1] != b' '
             || line.get(close + 1) != Some(&b' ')
             || close + 2 >= line.len()
@@ -68,6 +70,15 @@ impl PidStat {
 
 #[cfg(test)]
 mod tests {
+    /// Regression (the fuzz smoke of 2026-11-29): a `)` before every `(` made procfs-core slice
+    /// backwards and panic.
+    #[test]
+    fn a_close_paren_before_the_open_one_is_refused_regression() {
+        let text = "13759329577 4567040 793 18443372sh) S 13751 13751 16587 0 -1 4194304 21518 \
+                    03685477580139494 1 (bash 139494 1 12 1 12 17  9";
+        assert!(super::PidStat::parse(text).is_none());
+    }
+
     use super::*;
 
     /// A whole line as a 6.18 kernel writes it (52 fields), for a command whose name holds spaces and
