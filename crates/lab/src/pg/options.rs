@@ -373,11 +373,12 @@ pub fn failures(res: &PgResult) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use axes::{Pooler, PssWhen};
 
-    fn spec() -> Spec {
+    /// A small spec for the tests here and in `pg::run`.
+    pub(crate) fn spec() -> Spec {
         Spec {
             huge_pages: vec![HugePages::Off, HugePages::On],
             shared_buffers: vec!["128MB".into()],

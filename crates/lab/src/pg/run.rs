@@ -702,36 +702,7 @@ pub fn summarize(reps: &[Rep]) -> Option<CellSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn spec() -> Spec {
-        Spec {
-            huge_pages: vec![HugePages::Off, HugePages::On],
-            shared_buffers: vec!["128MB".into()],
-            clients_given: vec![axes::Count::Exact(4)],
-            clients: vec![4],
-            scale: 1,
-            script: "select-only".into(),
-            script_text: None,
-            driver: axes::Driver::Pgbench,
-            pooler: None,
-            protocol: axes::Protocol::Prepared,
-            reconnect: false,
-            prewarm: false,
-            diagnose: false,
-            duration_s: 1,
-            warmup_s: 0,
-            repeat: 1,
-            threads: 2,
-            latency_sample: 0.1,
-            settings: vec![],
-            huge_page_kib: 2048,
-            pg_bin: "/usr/lib/postgresql/15/bin".into(),
-            pg_version: None,
-            builds: vec![],
-            sample_interval_s: 1.0,
-            pss: PssWhen::End,
-        }
-    }
+    use crate::pg::options::tests::spec;
 
     #[test]
     fn a_pool_too_small_for_huge_pages_on_is_a_skip_with_the_callers_hint() {
