@@ -30,6 +30,7 @@ mod engine;
 pub mod events;
 pub mod faultrate;
 pub mod judge;
+pub mod ksyms;
 pub mod perf;
 pub mod procs;
 pub mod symbolize;

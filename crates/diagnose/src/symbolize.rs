@@ -16,28 +16,22 @@
 //! outside the postmaster's mappings (a library a backend loaded itself, `plpgsql.so`) is named through the
 //! process's own mappings while it lives.
 //!
-//! Kernel addresses are named from `/proc/kallsyms`; never from a `vmlinux` guessed from the release
-//! (blazesym would then read `/proc/kcore` for the KASLR offset) and never through BPF: a read-only
-//! diagnosis loads no BPF program and makes no `bpf(2)` call (blazesym is built without its `bpf` feature).
-//! The kernel formats every line of /proc/kallsyms afresh on each read (`s_show`, `vsnprintf`): tens of
-//! milliseconds of CPU, the larger part of a short diagnosis's own. So the first diagnosis of a boot keeps
-//! its text symbols in [`osutil::run_dir`] (`/run/preemptlab`, a tmpfs emptied at boot; the file 0600: the
-//! addresses are the boot's KASLR secret), keyed by the boot's ID and `/proc/modules` (a module loaded or
-//! removed moves symbols), and later ones read that ([`KallsymsCopy`]).
+//! Kernel addresses are named from `/proc/kallsyms`, through this boot's table of its text symbols
+//! ([`crate::ksyms`]); never from a `vmlinux` guessed from the release (blazesym would then read
+//! `/proc/kcore` for the KASLR offset) and never through BPF: a read-only diagnosis loads no BPF program and
+//! makes no `bpf(2)` call (blazesym is built without its `bpf` feature).
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use blazesym::symbolize::source::{Elf, Kernel, Process, Source};
+use blazesym::symbolize::source::{Elf, Process, Source};
 use blazesym::symbolize::{cache, Input, Reason, Symbolized, Symbolizer};
-use blazesym::{MaybeDefault, Pid};
+use blazesym::Pid;
 use hostfacts::parse::SmapsMapping;
 
 /// Names the frames of a diagnosis's samples.
 pub trait Symbolize {
-    /// Learns the names of a batch of kernel addresses (one question for the batch's new ones).
-    fn learn_kernel(&mut self, addrs: &mut dyn Iterator<Item = u64>);
-    /// A learnt kernel address's function; None where none is known there, or kernel names are hidden.
+    /// A kernel address's function; None where none is known there, or kernel names are hidden.
     fn kernel(&self, addr: u64) -> Option<&str>;
     /// Whether kernel frames get names at all.
     fn kernel_available(&self) -> bool;
@@ -52,8 +46,6 @@ pub trait Symbolize {
     /// Reads postmaster `pm`'s mappings now and holds them: its children's addresses are named through
     /// them for the rest of the diagnosis, after they exit too.
     fn hold(&mut self, pm: u32);
-    /// Does now the reading that naming the first kernel frame would do (before a window opens).
-    fn warm(&mut self);
 }
 
 /// Why kernel frames have no names, as a result's unmeasured line.
@@ -69,7 +61,6 @@ fn hidden(why: &str) -> results::diagnose::Unmeasured {
 pub struct Blaze {
     sym: Symbolizer,
     kallsyms: KallsymsState,
-    kernel_names: HashMap<u64, Option<Box<str>>>,
     /// (process the address was named through, address) -> name.
     user_names: HashMap<(u32, u64), Option<String>>,
     /// Processes whose mappings are held (the postmasters).
@@ -81,124 +72,15 @@ pub struct Blaze {
 }
 
 enum KallsymsState {
-    /// Readable, with the first symbol's address and the file the names are read from.
-    Readable(u64, KallsymsCopy),
+    /// Readable: this boot's table, and where it came from.
+    Readable(crate::ksyms::Kept),
     Hidden(String),
 }
 
-/// Where the kernel's names are read from: this boot's copy of /proc/kallsyms's text symbols, or
-/// /proc/kallsyms itself where no copy can be kept (not root, the directory not writable).
-#[derive(Debug, Clone)]
-pub struct KallsymsCopy {
-    /// The file blazesym reads.
-    pub path: std::path::PathBuf,
-    /// How it came to be: `/proc/kallsyms`, `made now`, `this boot's copy`.
-    pub how: String,
-}
-
-impl KallsymsCopy {
-    /// This boot's copy under `dir`, made from `kallsyms` when missing; `kallsyms` itself when none can
-    /// be kept there.
-    pub fn get(kallsyms: &Path, dir: &Path) -> KallsymsCopy {
-        let direct = |why: String| KallsymsCopy {
-            path: kallsyms.to_path_buf(),
-            how: format!("{} ({why})", kallsyms.display()),
-        };
-        let Ok(boot) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") else {
-            return direct("no boot ID to key a copy by".into());
-        };
-        // A kernel built without modules has no /proc/modules, and its symbols never move.
-        let modules = match std::fs::read("/proc/modules") {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return direct(format!("/proc/modules: {e}")),
-        };
-        let key = format!("kallsyms-{}-{:016x}", boot.trim(), fnv1a(&modules));
-        let path = dir.join(&key);
-        if is_ours(&path) {
-            return KallsymsCopy {
-                how: format!("{} (this boot's copy of /proc/kallsyms)", path.display()),
-                path,
-            };
-        }
-        match make_copy(kallsyms, dir, &key) {
-            Ok(()) => KallsymsCopy {
-                how: format!("{} (copied from /proc/kallsyms now)", path.display()),
-                path,
-            },
-            Err(e) => direct(format!("no copy kept in {}: {e}", dir.display())),
-        }
-    }
-}
-
-/// A regular file owned by this process's user and readable by it alone.
-fn is_ours(path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::symlink_metadata(path).is_ok_and(|m| {
-        m.file_type().is_file()
-            && m.uid() == osutil::account::effective_uid()
-            && m.mode() & 0o077 == 0
-    })
-}
-
-/// The 64-bit FNV-1a hash (a key, not a defence: the directory is root's).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
-/// Writes the text symbols of `kallsyms` (types t, T, w, W, but the padding's `__pfx_`; module tags
-/// kept) to `dir/key`, 0600,
-/// through a temporary file renamed into place; removes the copies of other boots and module lists.
-fn make_copy(kallsyms: &Path, dir: &Path, key: &str) -> std::io::Result<()> {
-    use std::io::{BufRead, Write};
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{key}.{}", std::process::id()));
-    let out = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    let written = (|| {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, out);
-        let r = std::io::BufReader::with_capacity(1 << 18, std::fs::File::open(kallsyms)?);
-        for line in r.split(b'\n') {
-            let line = line?;
-            let sp = line.iter().position(|&b| b == b' ');
-            let ty = sp.and_then(|i| line.get(i + 1));
-            // `__pfx_NAME` marks the padding before every function since 6.2 (CONFIG_FUNCTION_PADDING):
-            // half of the lines, and never the function a sampled instruction is in.
-            let pfx = sp
-                .and_then(|i| line.get(i + 3..))
-                .is_some_and(|n| n.starts_with(b"__pfx_"));
-            if matches!(ty, Some(b't' | b'T' | b'w' | b'W')) && !pfx {
-                w.write_all(&line)?;
-                w.write_all(b"\n")?;
-            }
-        }
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()
-    })();
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, dir.join(key))) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with("kallsyms-") && name != key {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
-    Ok(())
-}
-
 impl Blaze {
-    /// A symbolizer for the running kernel; kernel names are hidden when /proc/kallsyms shows no
-    /// addresses to this process (not root, or `kernel.kptr_restrict` 2).
+    /// A symbolizer for the running kernel, its table of kernel names read (or made, the first time in a
+    /// boot) now; kernel names are hidden when /proc/kallsyms shows no addresses to this process (not
+    /// root, or `kernel.kptr_restrict` 2).
     pub fn new() -> Self {
         Blaze {
             sym: Symbolizer::builder()
@@ -207,7 +89,6 @@ impl Blaze {
                 .enable_demangling(false)
                 .build(),
             kallsyms: kallsyms_state(Path::new("/proc/kallsyms"), &osutil::run_dir()),
-            kernel_names: HashMap::new(),
             user_names: HashMap::new(),
             held: HashMap::new(),
             own: HashMap::new(),
@@ -272,7 +153,10 @@ fn kallsyms_state(path: &Path, dir: &Path) -> KallsymsState {
         .ok()
         .and_then(|a| u64::from_str_radix(a, 16).ok())
     {
-        Some(a) if a != 0 => KallsymsState::Readable(a, KallsymsCopy::get(path, dir)),
+        Some(a) if a != 0 => match crate::ksyms::this_boots(path, dir) {
+            Ok(kept) => KallsymsState::Readable(kept),
+            Err(e) => KallsymsState::Hidden(format!("{}: {e}", path.display())),
+        },
         _ => KallsymsState::Hidden(format!(
             "{} shows no addresses (needs root, or kernel.kptr_restrict < 2)",
             path.display()
@@ -281,44 +165,11 @@ fn kallsyms_state(path: &Path, dir: &Path) -> KallsymsState {
 }
 
 impl Symbolize for Blaze {
-    fn learn_kernel(&mut self, addrs: &mut dyn Iterator<Item = u64>) {
-        if !self.kernel_available() {
-            return;
-        }
-        let mut new: Vec<u64> = addrs
-            .filter(|a| !self.kernel_names.contains_key(a))
-            .collect();
-        if new.is_empty() {
-            return;
-        }
-        new.sort_unstable();
-        new.dedup();
-        let KallsymsState::Readable(_, copy) = &self.kallsyms else {
-            return;
-        };
-        let src = Source::Kernel(Kernel {
-            kallsyms: MaybeDefault::Some(copy.path.clone()),
-            vmlinux: MaybeDefault::None,
-            kaslr_offset: Some(0),
-            debug_syms: false,
-            _non_exhaustive: (),
-        });
-        match self.sym.symbolize(&src, Input::AbsAddr(&new)) {
-            Ok(syms) => {
-                for (a, s) in new.iter().zip(syms) {
-                    let name = match s {
-                        Symbolized::Sym(s) => Some(s.name.into_owned().into_boxed_str()),
-                        Symbolized::Unknown(_) => None,
-                    };
-                    self.kernel_names.insert(*a, name);
-                }
-            }
-            Err(e) => self.kallsyms = KallsymsState::Hidden(format!("/proc/kallsyms: {e}")),
-        }
-    }
-
     fn kernel(&self, addr: u64) -> Option<&str> {
-        self.kernel_names.get(&addr)?.as_deref()
+        match &self.kallsyms {
+            KallsymsState::Readable(kept) => kept.table.name(addr),
+            KallsymsState::Hidden(_) => None,
+        }
     }
 
     fn kernel_available(&self) -> bool {
@@ -350,7 +201,7 @@ impl Symbolize for Blaze {
 
     fn kernel_source(&self) -> &str {
         match &self.kallsyms {
-            KallsymsState::Readable(_, copy) => &copy.how,
+            KallsymsState::Readable(kept) => &kept.how,
             KallsymsState::Hidden(why) => why,
         }
     }
@@ -359,12 +210,6 @@ impl Symbolize for Blaze {
         match &self.kallsyms {
             KallsymsState::Readable(..) => None,
             KallsymsState::Hidden(why) => Some(hidden(why)),
-        }
-    }
-
-    fn warm(&mut self) {
-        if let KallsymsState::Readable(first, _) = self.kallsyms {
-            self.learn_kernel(&mut std::iter::once(first));
         }
     }
 
@@ -464,7 +309,7 @@ mod tests {
     #[test]
     fn kernel_names_match_kallsyms() {
         let text = std::fs::read_to_string("/proc/kallsyms").unwrap();
-        let mut b = Blaze::new();
+        let b = Blaze::new();
         let mut want: Vec<(u64, &str)> = Vec::new();
         for line in text.lines() {
             let w: Vec<&str> = line.split_whitespace().collect();
@@ -484,13 +329,13 @@ mod tests {
             assert!(b.unmeasured().is_some());
             return;
         }
-        b.learn_kernel(&mut want.iter().map(|(a, _)| *a));
         let mut same = 0;
         for (a, n) in &want {
             // Aliases share an address: any of the names listed there is right.
             let got = b.kernel(*a).unwrap_or("?");
-            if text.contains(&format!("{a:016x} t {got}\n"))
-                || text.contains(&format!("{a:016x} T {got}\n"))
+            if ["t", "T", "w", "W"]
+                .iter()
+                .any(|ty| text.contains(&format!("{a:016x} {ty} {got}\n")))
                 || got == *n
             {
                 same += 1;
@@ -511,45 +356,7 @@ mod tests {
         std::fs::write(&p, "ffffffff81000000 T _stext\n").unwrap();
         assert!(matches!(
             kallsyms_state(&p, dir.path()),
-            KallsymsState::Readable(0xffffffff81000000, _)
+            KallsymsState::Readable(_)
         ));
-    }
-
-    /// The copy holds the text symbols alone, 0600; the next diagnosis of the boot reads it, and a copy of
-    /// another boot or module list is removed when a new one is made.
-    #[test]
-    fn this_boots_copy_of_kallsyms() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("kallsyms");
-        std::fs::write(
-            &src,
-            "ffffffff81000000 T _stext\nffffffff81000010 t __pfx_f\nffffffff82000000 D some_data\n\
-             ffffffffc0000000 t mod_fn\t[mod]\n",
-        )
-        .unwrap();
-        let run = dir.path().join("run");
-        std::fs::create_dir(&run).unwrap();
-        std::fs::write(run.join("kallsyms-old-boot"), "x").unwrap();
-        let first = KallsymsCopy::get(&src, &run);
-        assert!(
-            first.how.contains("copied from /proc/kallsyms now"),
-            "{}",
-            first.how
-        );
-        let text = std::fs::read_to_string(&first.path).unwrap();
-        assert_eq!(
-            text,
-            "ffffffff81000000 T _stext\nffffffffc0000000 t mod_fn\t[mod]\n"
-        );
-        let mode = std::fs::metadata(&first.path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-        assert!(!run.join("kallsyms-old-boot").exists());
-        let again = KallsymsCopy::get(&src, &run);
-        assert_eq!(again.path, first.path);
-        assert!(again.how.contains("this boot's copy"), "{}", again.how);
-        // Where nothing can be kept, /proc/kallsyms itself.
-        let none = KallsymsCopy::get(&src, Path::new("/proc/no/such/dir"));
-        assert_eq!(none.path, src);
     }
 }

@@ -167,24 +167,6 @@ impl State {
         frames.iter().map(|&a| k.kernel(a).unwrap_or("?")).collect()
     }
 
-    /// Names the kernel frames of a batch of events before they are counted (one question to the kernel
-    /// for the batch's new addresses, when it is asked), leaving out the processes known not to count.
-    pub(crate) fn learn_kernel(&mut self, events: &[Event], sym: &mut dyn Symbolize) {
-        let (foreign, exclude) = (&self.foreign, &self.exclude);
-        let skip = |pid: &u32| foreign.contains(pid) || exclude.contains(pid);
-        let frames = events.iter().flat_map(|e| match e {
-            Event::Cpu { pid, kernel, .. } if !skip(pid) => kernel.as_slice(),
-            Event::Switch {
-                prev_pid,
-                prev_state,
-                kernel,
-                ..
-            } if classify::runnable(*prev_state) && !skip(prev_pid) => kernel.as_slice(),
-            _ => &[],
-        });
-        sym.learn_kernel(&mut frames.copied());
-    }
-
     /// Reads again the title of the processes whose kind is still unknown (a new process shows the
     /// postmaster's title until it sets its own), at every drain of the rings: a process that lives less
     /// than a second (an autovacuum worker on a small database) is then typed while it lives, not left

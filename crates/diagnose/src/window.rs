@@ -38,13 +38,12 @@ pub(crate) fn observe(
     let opts = &opts;
 
     // Names through blazesym, which is made and used on this thread (bench pg --diagnose observes on one
-    // of its own): the postmasters' mappings held, /proc/kallsyms read before the window opens (its clocks
-    // start below).
+    // of its own): the kernel's table and the postmasters' mappings read before the window opens (its
+    // clocks start below).
     let mut sym = Blaze::new();
     for i in &state.insts {
         sym.hold(i.pm);
     }
-    sym.warm();
 
     let samplers = Samplers::start(&servers, clients, &state, opts.wait_interval);
     let mut ring_set = Rings {
@@ -124,7 +123,6 @@ impl Rings<'_> {
         // Forks first, so a new backend's samples drained in the same pass find it.
         self.events
             .sort_by_key(|e| !matches!(e, Event::Fork { .. }));
-        self.state.learn_kernel(&self.events, self.sym);
         let mut faults = 0;
         for mut e in self.events.drain(..) {
             if let Event::Fault { weight, .. } = &mut e {
