@@ -94,6 +94,32 @@ const FAULT_HANDLING: [&str; 6] = [
     "do_mem_abort",
 ];
 
+/// The main functions of PostgreSQL's processes (PostgreSQL 13-18, `src/backend/`), most specific first: a
+/// walsender runs `PostgresMain` too, a parallel worker is a background worker. Each is exported (named in a
+/// stripped build's `.dynsym`) or backed by an exported caller: `AutoVacWorkerMain` is static before 17
+/// (`NON_EXEC_STATIC`) and called by `StartAutoVacWorker`; a client backend's stack holds `PostgresMain`
+/// once it is past authentication (before, only the postmaster's own frames, which every child has).
+const STACK_KINDS: [(&str, &str); 8] = [
+    ("ParallelWorkerMain", "parallel worker"),
+    ("exec_replication_command", "walsender"),
+    ("AutoVacWorkerMain", "autovacuum worker"),
+    ("StartAutoVacWorker", "autovacuum worker"),
+    ("AutoVacLauncherMain", "autovacuum launcher"),
+    ("StartBackgroundWorker", "background worker"),
+    ("BackgroundWorkerMain", "background worker"),
+    ("PostgresMain", "client backend"),
+];
+
+/// The kind of a PostgreSQL process from the function names of one of its user call stacks (any order),
+/// for a process that exited before its title could be read; None when no main function is on it. Only
+/// a build that keeps frame pointers gives whole stacks.
+pub fn kind_from_stack(names: &[&str]) -> Option<&'static str> {
+    STACK_KINDS
+        .iter()
+        .find(|(f, _)| names.contains(f))
+        .map(|(_, kind)| *kind)
+}
+
 /// True when a kernel chain has the page-fault path on it.
 pub fn has_fault(chain: &[&str]) -> bool {
     chain.iter().any(|f| FAULT.contains(f))
@@ -268,6 +294,45 @@ mod tests {
             "do_syscall_64"
         ]));
         assert!(!interrupted_user(&["read_zero", "vfs_read"]));
+    }
+
+    /// Stacks as PostgreSQL 15 and 17 build them (main at the bottom, the leaf first).
+    #[test]
+    fn kinds_from_stacks() {
+        let backend = [
+            "hash_search_with_hash_value",
+            "exec_simple_query",
+            "PostgresMain",
+            "ServerLoop",
+            "PostmasterMain",
+            "main",
+        ];
+        assert_eq!(kind_from_stack(&backend), Some("client backend"));
+        let walsender = ["WalSndLoop", "exec_replication_command", "PostgresMain"];
+        assert_eq!(kind_from_stack(&walsender), Some("walsender"));
+        let av15 = [
+            "heap_vacuum_rel",
+            "postgres:?",
+            "StartAutoVacWorker",
+            "ServerLoop",
+        ];
+        assert_eq!(kind_from_stack(&av15), Some("autovacuum worker"));
+        let parallel = [
+            "ExecParallelHashJoin",
+            "ParallelWorkerMain",
+            "BackgroundWorkerMain",
+            "postmaster_child_launch",
+        ];
+        assert_eq!(kind_from_stack(&parallel), Some("parallel worker"));
+        // Authenticating: only the postmaster's frames, which every child inherits.
+        let auth = [
+            "ClientAuthentication",
+            "postgres:?",
+            "ServerLoop",
+            "PostmasterMain",
+        ];
+        assert_eq!(kind_from_stack(&auth), None);
+        assert_eq!(kind_from_stack(&[]), None);
     }
 
     #[test]

@@ -441,6 +441,10 @@ pub(crate) fn finish(
             .map(|b| b.segment_faults as f64 / (window * fault_frac))
             .sum(),
         other_segment_faults: others_segment_faults(&by_type, window * fault_frac),
+        typed_by_stack: by_type
+            .iter()
+            .filter_map(|b| Some((b.process_type.clone(), b.typed_by_stack?)))
+            .collect(),
         faults_measured: fault_ok,
         switches_measured: sw_ok,
         switch_on_pct: (switch_frac * 100.0).round() as u32,

@@ -52,6 +52,9 @@ pub struct Facts<'a> {
     /// The other process types' segment faults per second, largest first (autovacuum workers,
     /// short-lived processes whose title was never read, the checkpointer, ...).
     pub other_segment_faults: Vec<(String, f64)>,
+    /// Processes typed from a sampled call stack because they exited before their title was read, by
+    /// type: what the short-lived processes left unread probably were.
+    pub typed_by_stack: Vec<(String, u64)>,
     /// True when the fault samples were measured.
     pub faults_measured: bool,
     /// True when the sched_switch counts were measured.
@@ -184,15 +187,27 @@ fn segment_faults(f: &Facts<'_>) -> String {
         .other_segment_faults
         .iter()
         .any(|(t, r)| t == crate::procs::UNCLASSIFIED && *r >= 0.5);
-    format!(
-        "{clients}, {other_total:.0}/s from other processes ({}){}",
-        others.join(", "),
-        if unread {
+    let why = if !unread {
+        ", which are not the client workload".to_string()
+    } else if f.typed_by_stack.is_empty() {
+        ": a process that exited before its title was read may have been a client backend (under \
+         connection churn) or an autovacuum worker"
+            .to_string()
+    } else {
+        let typed: Vec<String> = f
+            .typed_by_stack
+            .iter()
+            .map(|(t, n)| format!("{n} {t}"))
+            .collect();
+        format!(
             ": a process that exited before its title was read may have been a client backend (under \
-             connection churn) or an autovacuum worker"
-        } else {
-            ", which are not the client workload"
-        }
+             connection churn) or an autovacuum worker; those of them a sampled call stack named were: {}",
+            typed.join(", ")
+        )
+    };
+    format!(
+        "{clients}, {other_total:.0}/s from other processes ({}){why}",
+        others.join(", ")
     )
 }
 
@@ -225,6 +240,7 @@ mod tests {
             segment_faults_per_s: 1000.0,
             client_segment_faults_per_s: 1000.0,
             other_segment_faults: Vec::new(),
+            typed_by_stack: Vec::new(),
             faults_measured: true,
             switches_measured: true,
             switch_on_pct: 100,
@@ -308,6 +324,30 @@ mod tests {
             line.contains("0 faults/s landed in it from client backends")
                 && line.contains("117/s from other processes (autovacuum worker 117/s)")
                 && line.contains("not the client workload"),
+            "{line}"
+        );
+    }
+
+    /// Under connection churn most backends exit before their title is read; those a sampled stack named
+    /// say what the rest probably were.
+    #[test]
+    fn unread_processes_are_explained_by_those_a_stack_named() {
+        let f = Facts {
+            segment_faults_per_s: 1000.0,
+            client_segment_faults_per_s: 100.0,
+            other_segment_faults: vec![(crate::procs::UNCLASSIFIED.into(), 900.0)],
+            typed_by_stack: vec![("client backend".into(), 117)],
+            ..facts()
+        };
+        let v = verdict(&cats(1000, 0), &Switches::default(), &f);
+        let line = v
+            .reasons
+            .iter()
+            .find(|r| r.contains("shared segment"))
+            .unwrap();
+        assert!(
+            line.contains("900/s from other processes (short-lived (title unread) 900/s)")
+                && line.ends_with("a sampled call stack named were: 117 client backend"),
             "{line}"
         );
     }

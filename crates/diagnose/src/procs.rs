@@ -94,6 +94,8 @@ pub struct Proc {
     pub switches: Switches,
     /// True once its title could not be read (it exited): no more tries.
     pub title_gone: bool,
+    /// True when its kind came from a sampled call stack, not its title.
+    pub by_stack: bool,
 }
 
 impl Proc {
@@ -108,6 +110,7 @@ impl Proc {
             segment_faults: 0,
             switches: Switches::default(),
             title_gone: false,
+            by_stack: false,
         }
     }
 }

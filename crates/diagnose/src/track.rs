@@ -63,6 +63,9 @@ impl Inst {
             ..ByType::default()
         });
         t.processes += 1;
+        if p.by_stack {
+            *t.typed_by_stack.get_or_insert(0) += 1;
+        }
         procs::add_categories(&mut t.cpu, &p.cpu);
         t.segment_faults += p.segment_faults;
         procs::add_switches(&mut t.switches, &p.switches);
@@ -160,6 +163,27 @@ impl State {
         chain
     }
 
+    /// Types a process whose title is still unread from the functions on one of its sampled user stacks
+    /// (the leaf, then the callers the frame-pointer walk found, each named one byte back inside its
+    /// call), where the executable keeps frame pointers: a backend that lived a few milliseconds exits
+    /// before any title read, and its samples are the only trace of what it was.
+    fn type_by_stack(&mut self, sym: &mut dyn Symbolize, pid: u32, inst: usize, user: &[u64]) {
+        let untyped = self.procs.get(&pid).is_some_and(|p| p.kind.is_none());
+        if !untyped || self.insts[inst].frame_pointers != Some(true) || user.len() < 2 {
+            return;
+        }
+        let names: Vec<String> = std::iter::once(user[0])
+            .chain(user[1..].iter().map(|r| r.saturating_sub(1)))
+            .map(|a| self.user_name(sym, pid, inst, a))
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        if let Some(kind) = classify::kind_from_stack(&names) {
+            let p = self.procs.get_mut(&pid).expect("checked above");
+            p.kind = Some(kind.to_string());
+            p.by_stack = true;
+        }
+    }
+
     fn kernel_names<'a>(k: &'a dyn Symbolize, frames: &[u64]) -> Vec<&'a str> {
         if !k.kernel_available() {
             return Vec::new();
@@ -176,10 +200,16 @@ impl State {
         for (pid, p) in self
             .procs
             .iter_mut()
-            .filter(|(_, p)| p.kind.is_none() && !p.title_gone)
+            .filter(|(_, p)| (p.kind.is_none() || p.by_stack) && !p.title_gone)
         {
+            // A title, once the process has set its own, overrules a kind read from a stack.
             match procs::title(*pid).filter(|t| !t.is_empty()) {
-                Some(t) => p.kind = procs::kind_of(&t, &self.insts[p.inst].pm_title),
+                Some(t) => {
+                    if let Some(k) = procs::kind_of(&t, &self.insts[p.inst].pm_title) {
+                        p.kind = Some(k);
+                        p.by_stack = false;
+                    }
+                }
                 None => p.title_gone = true,
             }
         }
@@ -235,6 +265,7 @@ impl State {
                     }
                     (classify::user_category(&name), name)
                 };
+                self.type_by_stack(sym, pid, idx, &user);
                 if cat == Category::Spinlock && self.insts[idx].frame_pointers == Some(true) {
                     let chain = self.callers(sym, pid, idx, &func, &user[1..]);
                     *self.insts[idx].spin_callers.entry(chain).or_insert(0) += 1;

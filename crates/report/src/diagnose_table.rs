@@ -350,6 +350,17 @@ fn by_type(o: &mut String, i: &InstanceDiagnosis, width: usize) {
             4,
             width,
         ));
+        let by_stack: Vec<String> = i
+            .by_type
+            .iter()
+            .filter_map(|b| Some(format!("{} {}", b.typed_by_stack?, b.process_type)))
+            .collect();
+        if !by_stack.is_empty() {
+            o.push_str(&format!(
+                "    typed by a sampled call stack (exited before their title was read): {}\n",
+                by_stack.join(", ")
+            ));
+        }
     }
 }
 

@@ -290,6 +290,11 @@ pub struct ByType {
     pub segment_faults: u64,
     /// Runnable switches and their split.
     pub switches: Switches,
+    /// Of `processes`, those typed from the functions on a sampled call stack (`PostgresMain`,
+    /// `AutoVacWorkerMain`, ...) because they exited before their title was read (absent when none was,
+    /// and in files written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typed_by_stack: Option<u64>,
 }
 
 /// A function's share of the instance's on-CPU samples.
