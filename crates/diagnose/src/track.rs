@@ -282,10 +282,13 @@ impl State {
                 time_ns,
                 addr,
                 weight: n,
+                user,
             } => {
                 if !self.member(pid, time_ns) {
                     return;
                 }
+                let idx = self.procs[&pid].inst;
+                self.type_by_stack(sym, pid, idx, &user);
                 let s = self.sec(time_ns);
                 let p = self.procs.get_mut(&pid).expect("member");
                 let inst = &mut self.insts[p.inst];

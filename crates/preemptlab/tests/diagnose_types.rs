@@ -193,11 +193,19 @@ fn short_lived_backends_are_typed_by_their_stack() {
         "client backends {} ({by_stack} by stack, {client_samples} samples); unread {unread} ({unread_samples} samples)",
         clients["processes"]
     );
-    // Measured (2026-11-29, this 2-vCPU host, one run): 117 of 274 client backends typed by their stack,
-    // 138 samples against 250 left unread; none typed otherwise. The rest of the unread samples have no
+    // Measured (2026-11-29, this 2-vCPU host, three 8 s windows under -c 4,
+    // docs/results/diagnose-typing-by-stack-2026-11-29.txt): 797-839 client backends typed by a stack,
+    // 47.5-49.2% of the client-or-unread samples, every segment fault theirs. The unread samples have no
     // user stack (an exiting backend after exit_mm()) or one the walk loses in libc, built without frame
     // pointers.
     assert!(by_stack >= 20, "{by_type:?}");
+    let client_faults = clients["segment_faults"].as_u64().unwrap();
+    let unread_faults =
+        row("short-lived (title unread)").map_or(0, |b| b["segment_faults"].as_u64().unwrap());
+    assert!(
+        unread_faults * 10 <= client_faults,
+        "a segment-fault sample types its process: {unread_faults} faults unread, {client_faults} the clients'"
+    );
     assert!(
         client_samples * 5 >= client_samples + unread_samples,
         "{unread_samples} samples of unread processes against {client_samples} of client backends"
