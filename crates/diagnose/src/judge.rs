@@ -189,21 +189,23 @@ fn segment_faults(f: &Facts<'_>) -> String {
         .any(|(t, r)| t == crate::procs::UNCLASSIFIED && *r >= 0.5);
     let why = if !unread {
         ", which are not the client workload".to_string()
-    } else if f.typed_by_stack.is_empty() {
-        ": a process that exited before its title was read may have been a client backend (under \
-         connection churn) or an autovacuum worker"
-            .to_string()
     } else {
+        let unread =
+            ": a process that exited before its title was read may have been a client backend \
+                      (under connection churn) or an autovacuum worker";
         let typed: Vec<String> = f
             .typed_by_stack
             .iter()
             .map(|(t, n)| format!("{n} {t}"))
             .collect();
-        format!(
-            ": a process that exited before its title was read may have been a client backend (under \
-             connection churn) or an autovacuum worker; those of them a sampled call stack named were: {}",
-            typed.join(", ")
-        )
+        if typed.is_empty() {
+            unread.to_string()
+        } else {
+            format!(
+                "{unread}; those of them a sampled call stack named were: {}",
+                typed.join(", ")
+            )
+        }
     };
     format!(
         "{clients}, {other_total:.0}/s from other processes ({}){why}",
@@ -303,6 +305,15 @@ mod tests {
         );
     }
 
+    /// The verdict's reason about the segment's faults, for `f` and 1000 client samples.
+    fn segment_line(f: &Facts<'_>) -> String {
+        verdict(&cats(1000, 0), &Switches::default(), f)
+            .reasons
+            .into_iter()
+            .find(|r| r.contains("shared segment"))
+            .unwrap()
+    }
+
     /// Regression (issue 46 item 4): on a steady persistent-connection load every segment fault came from
     /// two short-lived processes (autovacuum workers), none from the client backends, and the verdict
     /// read "N faults/s landed in it" as if the workload caused them.
@@ -314,12 +325,7 @@ mod tests {
             other_segment_faults: vec![("autovacuum worker".into(), 117.0)],
             ..facts()
         };
-        let v = verdict(&cats(1000, 0), &Switches::default(), &f);
-        let line = v
-            .reasons
-            .iter()
-            .find(|r| r.contains("shared segment"))
-            .unwrap();
+        let line = segment_line(&f);
         assert!(
             line.contains("0 faults/s landed in it from client backends")
                 && line.contains("117/s from other processes (autovacuum worker 117/s)")
@@ -339,12 +345,7 @@ mod tests {
             typed_by_stack: vec![("client backend".into(), 117)],
             ..facts()
         };
-        let v = verdict(&cats(1000, 0), &Switches::default(), &f);
-        let line = v
-            .reasons
-            .iter()
-            .find(|r| r.contains("shared segment"))
-            .unwrap();
+        let line = segment_line(&f);
         assert!(
             line.contains("900/s from other processes (short-lived (title unread) 900/s)")
                 && line.ends_with("a sampled call stack named were: 117 client backend"),

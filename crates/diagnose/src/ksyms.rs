@@ -180,10 +180,13 @@ pub struct Kept {
 /// This boot's table under `dir`, made from `kallsyms` when missing or unreadable; made in memory when none
 /// can be kept there. Errs only when `kallsyms` itself cannot be read.
 pub fn this_boots(kallsyms: &Path, dir: &Path) -> io::Result<Kept> {
-    let in_memory = |why: String| -> io::Result<Kept> {
+    let read = || {
         let f = std::fs::File::open(kallsyms)?;
+        Table::from_kallsyms(io::BufReader::with_capacity(1 << 18, f))
+    };
+    let in_memory = |why: String| -> io::Result<Kept> {
         Ok(Kept {
-            table: Table::from_kallsyms(io::BufReader::with_capacity(1 << 18, f))?,
+            table: read()?,
             how: format!("{} (made in memory: {why})", kallsyms.display()),
         })
     };
@@ -206,8 +209,7 @@ pub fn this_boots(kallsyms: &Path, dir: &Path) -> io::Result<Kept> {
             });
         }
     }
-    let f = std::fs::File::open(kallsyms)?;
-    let table = Table::from_kallsyms(io::BufReader::with_capacity(1 << 18, f))?;
+    let table = read()?;
     Ok(match keep(&table, dir, &key) {
         Ok(()) => Kept {
             table,

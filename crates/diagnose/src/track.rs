@@ -145,8 +145,7 @@ impl State {
     }
 
     /// `leaf <- caller <- ...`: the callers above a spinlock sample's leaf, from the frame-pointer walk
-    /// of its user stack ([`CALLERS`] at most); each return address is named one byte back, inside the
-    /// call instruction (a call that ends its function returns to the next one).
+    /// of its user stack ([`CALLERS`] at most), each named by [`Self::return_name`].
     fn callers(
         &self,
         sym: &mut dyn Symbolize,
@@ -158,24 +157,31 @@ impl State {
         let mut chain = leaf.to_string();
         for &ret in above.iter().take(CALLERS) {
             chain.push_str(" <- ");
-            chain.push_str(&self.user_name(sym, pid, inst, ret.saturating_sub(1)));
+            chain.push_str(&self.return_name(sym, pid, inst, ret));
         }
         chain
     }
 
+    /// The function a return address of the frame-pointer walk is in, named one byte back, inside the
+    /// call instruction (a call that ends its function returns to the next one).
+    fn return_name(&self, sym: &mut dyn Symbolize, pid: u32, inst: usize, ret: u64) -> String {
+        self.user_name(sym, pid, inst, ret.saturating_sub(1))
+    }
+
     /// Types a process whose title is still unread from the functions on one of its sampled user stacks
-    /// (the leaf, then the callers the frame-pointer walk found, each named one byte back inside its
-    /// call), where the executable keeps frame pointers: a backend that lived a few milliseconds exits
+    /// (the leaf, then the callers the frame-pointer walk found), where the executable keeps frame pointers: a backend that lived a few milliseconds exits
     /// before any title read, and its samples are the only trace of what it was.
     fn type_by_stack(&mut self, sym: &mut dyn Symbolize, pid: u32, inst: usize, user: &[u64]) {
         let untyped = self.procs.get(&pid).is_some_and(|p| p.kind.is_none());
         if !untyped || self.insts[inst].frame_pointers != Some(true) || user.len() < 2 {
             return;
         }
-        let names: Vec<String> = std::iter::once(user[0])
-            .chain(user[1..].iter().map(|r| r.saturating_sub(1)))
-            .map(|a| self.user_name(sym, pid, inst, a))
-            .collect();
+        let mut names = vec![self.user_name(sym, pid, inst, user[0])];
+        names.extend(
+            user[1..]
+                .iter()
+                .map(|&r| self.return_name(sym, pid, inst, r)),
+        );
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         if let Some(kind) = classify::kind_from_stack(&names) {
             let p = self.procs.get_mut(&pid).expect("checked above");

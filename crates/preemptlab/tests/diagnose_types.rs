@@ -15,61 +15,54 @@ use serde_json::Value;
 /// Clients of the load.
 const CLIENTS: u64 = 4;
 
-#[test]
-fn autovacuum_workers_typed_backends_counted_once_client_waits_apart_regression() {
-    let parent = tempfile::tempdir().unwrap();
+/// A started PostgreSQL 15 throwaway cluster with `settings`, loaded by `pgbench -i -s 1`.
+fn loaded_cluster(parent: &std::path::Path, settings: &[(&str, &str)]) -> Cluster {
     let bin = hostfacts::pgbin::find(None, Some(15))
         .expect("PostgreSQL 15 server binaries (scripts/test installs postgresql-15)");
-    let mut c = Cluster::create(bin, Some(parent.path())).expect("a throwaway cluster");
-    // An autovacuum worker for the database every half second (naptime 1 s over its two databases,
-    // postgres and template1), each visiting tables that the load dirties all the time.
-    let settings: Vec<(String, String)> = [
-        ("fsync", "off"),
-        ("autovacuum_naptime", "1"),
-        ("autovacuum_vacuum_threshold", "1"),
-        ("autovacuum_vacuum_scale_factor", "0"),
-        ("autovacuum_analyze_threshold", "1"),
-        ("autovacuum_analyze_scale_factor", "0"),
-    ]
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .to_vec();
+    let mut c = Cluster::create(bin, Some(parent)).expect("a throwaway cluster");
+    let settings: Vec<(String, String)> = settings
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     c.start(&settings).unwrap();
-    let pgbench = |args: &[&str]| {
-        let mut cmd = c.command("pgbench");
-        cmd.arg("-h")
-            .arg(c.socket_dir())
-            .arg("-p")
-            .arg(c.port().to_string())
-            .args(args)
-            .arg("postgres");
-        cmd
-    };
-    let init = pgbench(&["-i", "-q", "-s", "1"]).output().unwrap();
+    let init = pgbench(&c, &["-i", "-q", "-s", "1"]).output().unwrap();
     assert!(
         init.status.success(),
         "{}",
         String::from_utf8_lossy(&init.stderr)
     );
-    // TPC-B-like updates over persistent connections, extended protocol.
-    let clients = CLIENTS.to_string();
-    let _load = Child::spawn(
-        &mut pgbench(&["-n", "-M", "extended", "-c", &clients, "-T", "16"]),
+    c
+}
+
+/// `pgbench ARGS postgres` against the cluster's socket.
+fn pgbench(c: &Cluster, args: &[&str]) -> Command {
+    let mut cmd = c.command("pgbench");
+    cmd.arg("-h")
+        .arg(c.socket_dir())
+        .arg("-p")
+        .arg(c.port().to_string())
+        .args(args)
+        .arg("postgres");
+    cmd
+}
+
+/// `pgbench ARGS` running in the background until the returned child is dropped.
+fn load(c: &Cluster, args: &[&str]) -> Child {
+    Child::spawn(
+        &mut pgbench(c, args),
         Stdio::null(),
         Stdio::null(),
         Duration::from_secs(5),
     )
-    .expect("pgbench");
-    std::thread::sleep(Duration::from_secs(2));
-    let pm = c.postmaster_pid().unwrap();
+    .expect("pgbench")
+}
+
+/// `preemptlab diagnose ARGS --format json`, successful; its result.
+fn diagnose(args: &[&str]) -> Value {
     let out = Command::new(cargo_bin("preemptlab"))
-        .args([
-            "diagnose",
-            "--pid",
-            &pm.to_string(),
-            "--pg",
-            &c.dsn("postgres"),
-        ])
-        .args(["--duration", "8s", "--format", "json"])
+        .arg("diagnose")
+        .args(args)
+        .args(["--format", "json"])
         .output()
         .unwrap();
     assert!(
@@ -77,7 +70,44 @@ fn autovacuum_workers_typed_backends_counted_once_client_waits_apart_regression(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The verdict's reason about the shared segment's faults.
+fn segment_reason(i: &Value) -> String {
+    i["verdict"]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|r| r.contains("shared segment"))
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn autovacuum_workers_typed_backends_counted_once_client_waits_apart_regression() {
+    let parent = tempfile::tempdir().unwrap();
+    // An autovacuum worker for the database every half second (naptime 1 s over its two databases,
+    // postgres and template1), each visiting tables that the load dirties all the time.
+    let mut c = loaded_cluster(
+        parent.path(),
+        &[
+            ("fsync", "off"),
+            ("autovacuum_naptime", "1"),
+            ("autovacuum_vacuum_threshold", "1"),
+            ("autovacuum_vacuum_scale_factor", "0"),
+            ("autovacuum_analyze_threshold", "1"),
+            ("autovacuum_analyze_scale_factor", "0"),
+        ],
+    );
+    // TPC-B-like updates over persistent connections, extended protocol.
+    let clients = CLIENTS.to_string();
+    let _load = load(&c, &["-n", "-M", "extended", "-c", &clients, "-T", "16"]);
+    std::thread::sleep(Duration::from_secs(2));
+    let pm = c.postmaster_pid().unwrap().to_string();
+    let dsn = c.dsn("postgres");
+    let doc = diagnose(&["--pid", &pm, "--pg", &dsn, "--duration", "8s"]);
     let i = &doc["instances"][0];
     let by_type: Vec<(&str, u64, u64)> = i["by_type"]
         .as_array()
@@ -102,14 +132,7 @@ fn autovacuum_workers_typed_backends_counted_once_client_waits_apart_regression(
         .unwrap_or_else(|| panic!("autovacuum workers typed: {by_type:?}"));
     assert!(workers.1 >= 4, "{by_type:?}");
     // The verdict says whose segment faults they were.
-    let seg = i["verdict"]["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .find(|r| r.contains("shared segment"))
-        .unwrap()
-        .to_string();
+    let seg = segment_reason(i);
     assert!(seg.contains("from client backends"), "{seg}");
     if workers.2 > 0 {
         assert!(seg.contains("autovacuum worker"), "{seg}");
@@ -138,47 +161,11 @@ fn autovacuum_workers_typed_backends_counted_once_client_waits_apart_regression(
 #[test]
 fn short_lived_backends_are_typed_by_their_stack() {
     let parent = tempfile::tempdir().unwrap();
-    let bin = hostfacts::pgbin::find(None, Some(15))
-        .expect("PostgreSQL 15 server binaries (scripts/test installs postgresql-15)");
-    let mut c = Cluster::create(bin, Some(parent.path())).expect("a throwaway cluster");
-    let settings = vec![("fsync".to_string(), "off".to_string())];
-    c.start(&settings).unwrap();
-    let pgbench = |args: &[&str]| {
-        let mut cmd = c.command("pgbench");
-        cmd.arg("-h")
-            .arg(c.socket_dir())
-            .arg("-p")
-            .arg(c.port().to_string())
-            .args(args)
-            .arg("postgres");
-        cmd
-    };
-    let init = pgbench(&["-i", "-q", "-s", "1"]).output().unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
-    let _load = Child::spawn(
-        &mut pgbench(&["-n", "-S", "-C", "-c", "4", "-T", "12"]),
-        Stdio::null(),
-        Stdio::null(),
-        Duration::from_secs(5),
-    )
-    .expect("pgbench");
+    let mut c = loaded_cluster(parent.path(), &[("fsync", "off")]);
+    let _load = load(&c, &["-n", "-S", "-C", "-c", "4", "-T", "12"]);
     std::thread::sleep(Duration::from_secs(2));
-    let pm = c.postmaster_pid().unwrap();
-    let out = Command::new(cargo_bin("preemptlab"))
-        .args(["diagnose", "--pid", &pm.to_string()])
-        .args(["--duration", "6s", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pm = c.postmaster_pid().unwrap().to_string();
+    let doc = diagnose(&["--pid", &pm, "--duration", "6s"]);
     let i = &doc["instances"][0];
     assert_eq!(i["binary"]["frame_pointers"], true, "{}", i["binary"]);
     let by_type = i["by_type"].as_array().unwrap();
@@ -219,14 +206,7 @@ fn short_lived_backends_are_typed_by_their_stack() {
         "only client backends come and go: {others:?}"
     );
     // The verdict says what those a stack named were.
-    let seg = i["verdict"]["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .find(|r| r.contains("shared segment"))
-        .unwrap()
-        .to_string();
+    let seg = segment_reason(i);
     assert!(
         !seg.contains("title unread") || seg.contains("a sampled call stack named were: "),
         "{seg}"
